@@ -1,0 +1,39 @@
+"""Parameters shared by the benchmark modules, and the skip helper.
+
+The parameter grid can be narrowed with environment variables (asv passes the environment
+to its benchmark processes), for quick runs and tests:
+``TVM_SUITE_WORKLOADS`` (comma-separated ids or model names), ``TVM_SUITE_DTYPES``,
+``TVM_SUITE_TARGETS``, ``TVM_SUITE_ORDERS``.
+"""
+
+import importlib
+
+
+def safe_import(name):
+    """Import a suite module, or None when it (or TVM behind it) cannot be imported here."""
+    try:
+        return importlib.import_module(name)
+    except Exception:  # the suite must import on any TVM, or none
+        return None
+
+
+grid = safe_import("suite.grid")
+measurement = safe_import("suite.measurement")
+
+if grid is not None:
+    WORKLOADS, DTYPES, TARGETS, ORDERS = grid.benchmark_grid()
+else:
+    WORKLOADS, DTYPES, TARGETS, ORDERS = ["seed.conv2d_nhwc_7x7s2"], ["float32"], ["llvm"], ["default"]
+
+PARAMS = [WORKLOADS, DTYPES, TARGETS, ORDERS]
+PARAM_NAMES = ["workload", "dtype", "target", "order"]
+
+
+def measured(workload, dtype, target, order):
+    """The cached measurement record of a combination; skips (NotImplementedError) otherwise."""
+    if measurement is None:
+        raise NotImplementedError("the suite could not be imported")
+    record = measurement.measure(workload, dtype, target, order)
+    if record["status"] != "ok":
+        raise NotImplementedError(f"{record['status']}: {record['reason']}")
+    return record

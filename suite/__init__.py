@@ -1,0 +1,1 @@
+"""Accuracy and benchmark suite for Apache TVM kernels."""

@@ -1,0 +1,163 @@
+"""``tvm-suite``: list workloads, measure one combination, run the asv suite.
+
+Argument parsing and messages only; the work is done in the library modules.
+Every expected failure (bad input, TVM missing, a tool missing) ends with one line on
+stderr and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from suite import cache, grid, measurement, schedules, targets, workloads
+from suite.errors import UserError
+
+
+
+def _print_table(rows: list[list[str]], header: list[str]) -> None:
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    for row in [header] + rows:
+        print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+
+# ----------------------------------------------------------------------------- list
+
+
+def cmd_list(args) -> int:
+    models = [args.model] if args.model else ["seed", *workloads.DEFAULT_MODELS]
+    found = []
+    for model in models:
+        if model not in workloads.all_models():
+            raise UserError(f"unknown model {model!r}; valid models: {', '.join(workloads.all_models())}")
+        found += workloads.catalog(model)
+    if args.json:
+        print(json.dumps([w.summary() for w in found], indent=1))
+        return 0
+    rows = [
+        [w.id, " ".join("x".join(map(str, s)) for s in w.input_shapes), "x".join(map(str, w.output_shape)),
+         f"{w.flops / 1e6:.1f}", str(w.occurrences)]
+        for w in found
+    ]
+    _print_table(rows, ["workload", "inputs", "output", "MFLOP", "occurrences"])
+    print(f"{len(found)} workloads")
+    return 0
+
+
+# ----------------------------------------------------------------------------- measure
+
+
+def cmd_measure(args) -> int:
+    # Check every argument before any compile starts.
+    workloads.get(args.workload)
+    workloads.check_dtype(args.dtype)
+    targets.get(args.target)
+    schedules.check_order(args.order)
+    record = measurement.measure(args.workload, args.dtype, args.target, args.order)
+    if args.save_arrays:
+        _save_arrays(args, record)
+    if args.json:
+        print(json.dumps(record, indent=1))
+    else:
+        _print_record(record)
+    return 0 if record["status"] == "ok" else 1
+
+
+def _print_record(record: dict) -> None:
+    print(f"workload   {record['workload']}")
+    print(f"dtype      {record['dtype']}   target {record['target']}   order {record['order']}")
+    print(f"tvm        {record['tvm_version']}")
+    if record["status"] != "ok":
+        print(f"{record['status']}: {record['reason']}")
+        return
+    m = record["metrics"]
+    print(f"latency    {record['latency_s'] * 1e3:.3f} ms (median of {len(record['latency_samples_s'])})"
+          f"   {record['gflops']:.2f} GFLOP/s   compile {record['compile_s']:.2f} s")
+    print(f"ULP error  max {m['ulp_max']:.4g}   mean {m['ulp_mean']:.4g}   p99 {m['ulp_p99']:.4g}")
+    print(f"scaled     {m['scaled_error']:.4g} ULP of max|ref|")
+    print(f"bound      {m['bound_fraction']:.4g} of gamma_K*|ref| (K={record['accumulation_length']})")
+    print(f"abs error  max {m['max_abs_error']:.4g}   mean {m['mean_abs_error']:.4g}")
+    print(f"non-finite {int(m['nonfinite'])}")
+
+
+def _save_arrays(args, record: dict) -> None:
+    if record["status"] != "ok":
+        return
+    out = Path(args.save_arrays)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = f"{args.workload}.{args.dtype}.{args.target}.{args.order}"
+    workload = workloads.get(args.workload)
+    for index, array in enumerate(workloads.make_inputs(workload, args.dtype)):
+        cache.write_array(out / f"{stem}.input{index}.npy", array)
+    cache.write_array(out / f"{stem}.output.npy",
+                      measurement.output(args.workload, args.dtype, args.target, args.order))
+    cache.write_array(out / f"{stem}.reference.npy", measurement.reference_arrays(workload, args.dtype)[0])
+    print(f"arrays written to {out}/{stem}.*.npy", file=sys.stderr)
+
+
+# ----------------------------------------------------------------------------- run
+
+
+def cmd_run(args) -> int:
+    from suite import history
+
+    ids = grid.select_workloads(args.workloads.split(",") if args.workloads else None)
+    summary = history.run_installed(
+        workload_ids=ids,
+        dtypes=args.dtypes.split(","),
+        quick=args.quick,
+        out_dir=Path(args.out),
+        tvm_repo=Path(args.tvm_repo) if args.tvm_repo else None,
+        tvm_commit=args.tvm_commit,
+    )
+    print(summary.text)
+    return summary.exit_status
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tvm-suite", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("list", help="workload ids, shapes, FLOPs, occurrences")
+    p.add_argument("--model", help=f"one of: {', '.join(workloads.all_models())} (default: seed + resnet50)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("measure", help="compile, run and print the metrics of one combination")
+    p.add_argument("--workload", required=True)
+    p.add_argument("--dtype", default="float32", help=", ".join(workloads.DTYPES))
+    p.add_argument("--target", default="llvm", help=", ".join(targets.names()))
+    p.add_argument("--order", default="default", help=", ".join(schedules.ORDERS))
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--save-arrays", metavar="DIR", help="write inputs, output and reference as .npy")
+    p.set_defaults(func=cmd_measure)
+
+    p = sub.add_parser("run", help="the main job: run the asv suite on the installed TVM, keep results")
+    p.add_argument("--quick", action="store_true", help="few timing repeats (the whole set still runs)")
+    p.add_argument("--workloads", help="comma-separated ids or model names (default: seed + resnet50)")
+    p.add_argument("--dtypes", default=",".join(workloads.DTYPES))
+    p.add_argument("--out", default=".asv", help="directory of asv results, environments and HTML")
+    p.add_argument("--tvm-repo", help="a TVM clone whose tag v<version> names the installed TVM's commit")
+    p.add_argument("--tvm-commit", help="the TVM commit the installed TVM was built from")
+    p.set_defaults(func=cmd_run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except UserError as err:
+        print(f"tvm-suite: error: {err}", file=sys.stderr)
+        return err.exit_status
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+"""Every difference between the TVM releases the suite drives, and nothing else.
+
+The rest of the suite calls TVM only through these helpers (or through objects they
+return), so supporting another release means changing this module alone.
+Known drift (see shared/notes/FACTS.md): 0.27 renamed ``tvm.tir`` to ``tvm.tirx`` and moved
+``Schedule``/``meta_schedule``/``dlight`` to ``tvm.s_tir``; Relax's ``TensorStructInfo`` became
+``TensorType``; targets are JSON dicts only; runtime arrays are made by ``tvm.runtime.tensor``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from suite.errors import UserError
+
+#: Oldest release whose APIs this module knows.
+MIN_SUPPORTED = (0, 25)
+
+
+class TVMUnavailable(UserError):
+    """TVM is missing or is a version the suite cannot drive (one-line message)."""
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    parts = []
+    for piece in version.split(".")[:2]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+def installed_version() -> str:
+    """The installed apache-tvm version, read without importing TVM."""
+    try:
+        return importlib.metadata.version("apache-tvm")
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    spec = importlib.util.find_spec("tvm")
+    if spec is None or spec.origin is None:
+        raise TVMUnavailable(
+            "TVM is not installed: pip install 'tvm-accuracy-suite[tvm]' (apache-tvm 0.27.0.post1)"
+        )
+    # A source build installed in development mode has no distribution metadata.
+    return "source-" + Path(spec.origin).parent.name
+
+
+def build_id() -> str:
+    """Identifies the installed TVM build for cache keys, without importing TVM.
+
+    Two source builds of different commits can share a version string, so the size and
+    modification time of the TVM library are part of the identity.
+    """
+    version = installed_version()
+    spec = importlib.util.find_spec("tvm")
+    package_dir = Path(spec.origin).parent if spec and spec.origin else None
+    stamp = ""
+    if package_dir is not None:
+        libs = sorted(package_dir.glob("**/libtvm*.so"))
+        stamp = ";".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in libs)
+    return f"{version}-{hashlib.sha256(stamp.encode()).hexdigest()[:10]}"
+
+
+@lru_cache(maxsize=None)
+def tvm():
+    """Import TVM, failing with one clear line when it is missing or too old."""
+    version = installed_version()
+    if _version_tuple(version) < MIN_SUPPORTED and not version.startswith("source-"):
+        raise TVMUnavailable(
+            f"apache-tvm {version} is not supported: the suite drives 0.25.0 and newer"
+        )
+    try:
+        module = importlib.import_module("tvm")
+    except Exception as err:  # a broken ffi pairing fails here with an undefined symbol
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise TVMUnavailable(f"apache-tvm {version} does not import: {first}") from None
+    return module
+
+
+def tir():
+    """The TIR namespace: ``tvm.tirx`` from 0.27, ``tvm.tir`` before."""
+    module = tvm()
+    return getattr(module, "tirx", None) or module.tir
+
+
+def schedule_namespace():
+    """Where ``Schedule``, ``meta_schedule`` and ``dlight`` live: ``tvm.s_tir`` or ``tvm.tir``."""
+    module = tvm()
+    try:
+        return importlib.import_module("tvm.s_tir")
+    except ImportError:
+        return module.tir
+
+
+def relax():
+    tvm()
+    return importlib.import_module("tvm.relax")
+
+
+def te():
+    tvm()
+    return importlib.import_module("tvm.te")
+
+
+def topi():
+    tvm()
+    return importlib.import_module("tvm.topi")
+
+
+def tensor_type(shape, dtype: str):
+    """The Relax annotation of a tensor: ``TensorType`` (0.27) or ``TensorStructInfo``."""
+    rx = relax()
+    make = getattr(rx, "TensorType", None) or rx.TensorStructInfo
+    return make(shape, dtype)
+
+
+def struct_shape(expr) -> list[int]:
+    """The static shape of a Relax expression or variable as Python ints."""
+    info = getattr(expr, "struct_info", None)
+    if info is None:
+        info = expr.ty
+    return [int(dim) for dim in info.shape]
+
+
+def is_prim_func(func) -> bool:
+    return isinstance(func, tir().PrimFunc)
+
+
+def is_relax_function(func) -> bool:
+    return isinstance(func, relax().Function)
+
+
+def attr_to_python(value):
+    """Convert a TVM attribute value (Array, IntImm, String, ...) to plain Python."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if hasattr(value, "value"):  # IntImm / FloatImm
+        return value.value
+    try:
+        return [attr_to_python(item) for item in value]
+    except TypeError:
+        return str(value)
+
+
+def host_cpu() -> str:
+    """LLVM's name of this machine's CPU; a generic x86-64 target makes fp16 16x slower."""
+    return str(tvm().target.codegen.llvm_get_system_cpu())
+
+
+def make_target(spec: dict):
+    """A ``Target`` from its dict form; releases before 0.27 also take the string form."""
+    target_cls = tvm().target.Target
+    try:
+        return target_cls(spec)
+    except Exception:
+        parts = [spec["kind"]] + [f"-{k}={v}" for k, v in spec.items() if k != "kind"]
+        return target_cls(" ".join(parts))
+
+
+def build(func, target, name: str = "main"):
+    """Compile one PrimFunc to a runtime module whose function ``name`` runs it."""
+    ir_module = tvm().IRModule({name: func.with_attr("global_symbol", name)})
+    builder = getattr(tir(), "build", None) or tvm().build
+    return builder(ir_module, target=target)
+
+
+def cpu_device():
+    return tvm().cpu(0)
+
+
+def to_device(array, device):
+    """A runtime tensor on ``device`` holding ``array``."""
+    runtime = tvm().runtime
+    make = getattr(runtime, "tensor", None)
+    if make is not None:
+        return make(array, device)
+    return tvm().nd.array(array, device)
+
+
+def empty(shape, dtype: str, device):
+    runtime = tvm().runtime
+    make = getattr(runtime, "empty", None)
+    if make is not None:
+        return make(shape, dtype, device)
+    return tvm().nd.empty(shape, dtype, device)
+
+
+def load_module(path: os.PathLike):
+    return tvm().runtime.load_module(str(path))
+
+
+def script(func) -> str:
+    """TVMScript text of a function, the content that keys compiled artifacts."""
+    return func.script()

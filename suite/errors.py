@@ -1,0 +1,7 @@
+"""The one base class of expected failures, reported by the CLI as a single line."""
+
+
+class UserError(Exception):
+    """Bad input, a missing tool or an unsupported TVM: printed as one line, non-zero exit."""
+
+    exit_status = 2

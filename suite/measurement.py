@@ -1,0 +1,147 @@
+"""One measurement: workload -> schedule -> build -> run -> reference -> metrics, cached.
+
+A measurement of (workload, dtype, target, order) is computed once per TVM build and kept in
+the cache as ``record.json`` (metrics, latency, status), ``output.npy`` and the compiled
+kernel, so that asv's many benchmark processes only look values up.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from suite import cache, compat, metrics, reference, schedules, targets, workloads
+
+#: Bump when the meaning of a cached record or reference changes.
+SCHEMA = 1
+#: Repeats of TVM's time_evaluator per measurement (median reported).
+LATENCY_REPEATS = 5
+
+
+class Skip(Exception):
+    """A combination that cannot be measured; its reason is recorded, never a pass."""
+
+
+def _key(workload, dtype, target, order) -> dict:
+    return {
+        "schema": SCHEMA,
+        "tvm": compat.build_id(),
+        "workload": workload.id,
+        "chain": cache.digest(workload.chain),
+        "dtype": dtype,
+        "target": target.identity(),
+        "order": order,
+    }
+
+
+def entry_dir(workload_id: str, dtype: str, target_name: str, order: str = "default") -> Path:
+    """Where the measurement of this combination lives in the cache (no TVM import)."""
+    workload = workloads.get(workload_id)
+    target = targets.get(target_name)
+    schedules.check_order(order)
+    workloads.check_dtype(dtype)
+    label = f"{workload_id}-{dtype}-{target_name}-{order}"
+    return cache.entry("measure", label, _key(workload, dtype, target, order))
+
+
+def reference_arrays(workload, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    """The float64 reference and its magnitude (abs-input) companion, cached by op chain."""
+    key = {"schema": SCHEMA, "chain": workload.chain, "id": workload.id, "dtype": dtype}
+    where = cache.entry("reference", f"{workload.id}-{dtype}", key)
+    ref, mag = cache.read_array(where / "reference.npy"), cache.read_array(where / "magnitude.npy")
+    if ref is None or mag is None:
+        inputs = workloads.make_inputs(workload, dtype)
+        ref = reference.evaluate(workload.chain, inputs)
+        mag = reference.evaluate_magnitude(workload.chain, inputs)
+        cache.write_array(where / "reference.npy", ref)
+        cache.write_array(where / "magnitude.npy", mag)
+    return ref, mag
+
+
+def measure(workload_id: str, dtype: str, target_name: str, order: str = "default") -> dict:
+    """The record of one combination: computed on first use, then read from the cache.
+
+    The record has ``status`` ("ok", "skipped" or "failed"), ``reason`` and, when ok,
+    ``metrics`` (see :func:`suite.metrics.accuracy_metrics`), ``latency_s`` (median),
+    ``latency_samples_s``, ``gflops`` and ``compile_s``.
+    """
+    where = entry_dir(workload_id, dtype, target_name, order)
+    record = cache.read_json(where / "record.json")
+    if record is None:
+        record = _compute(workloads.get(workload_id), dtype, targets.get(target_name), order, where)
+        cache.write_json(where / "record.json", record)
+    return record
+
+
+def _compute(workload, dtype, target, order, where: Path) -> dict:
+    record = {
+        "workload": workload.id,
+        "dtype": dtype,
+        "target": target.name,
+        "order": order,
+        "tvm_version": compat.installed_version(),
+        "flops": workload.flops,
+    }
+    started = time.perf_counter()
+    try:
+        func = schedules.apply(workloads.prim_func(workload, dtype), order)
+        target.build(func, where / "kernel.so")
+    except schedules.OrderNotApplicable as err:
+        return {**record, "status": "skipped", "reason": str(err)}
+    except compat.TVMUnavailable:
+        raise
+    except Exception as err:  # a TVM build failure is data about that TVM build
+        return {**record, "status": "failed", "reason": f"build failed: {_first_line(err)}"}
+    record["compile_s"] = time.perf_counter() - started
+
+    inputs = workloads.make_inputs(workload, dtype)
+    try:
+        kernel = target.load(where / "kernel.so", inputs, workload.output_shape, dtype)
+        output = kernel.output()
+        samples = kernel.time(repeat=LATENCY_REPEATS)
+    except Exception as err:
+        return {**record, "status": "failed", "reason": f"run failed: {_first_line(err)}"}
+    cache.write_array(where / "output.npy", output)
+
+    ref, mag = reference_arrays(workload, dtype)
+    k = reference.accumulation_length(workload.chain)
+    latency = float(np.median(samples))
+    return {
+        **record,
+        "status": "ok",
+        "reason": "",
+        "metrics": metrics.accuracy_metrics(output, ref, mag, k, dtype),
+        "accumulation_length": k,
+        "latency_s": latency,
+        "latency_samples_s": samples,
+        "gflops": workload.flops / latency / 1e9,
+    }
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    # TVM errors put the message last, after a traceback of C++ frames.
+    return (lines[-1] if lines else type(err).__name__)[:300]
+
+
+def load_kernel(workload_id: str, dtype: str, target_name: str, order: str = "default"):
+    """A ready-to-run kernel of a measured combination, for timing; raises Skip otherwise."""
+    record = measure(workload_id, dtype, target_name, order)
+    if record["status"] != "ok":
+        raise Skip(record["reason"])
+    workload = workloads.get(workload_id)
+    target = targets.get(target_name)
+    where = entry_dir(workload_id, dtype, target_name, order)
+    inputs = workloads.make_inputs(workload, dtype)
+    return target.load(where / "kernel.so", inputs, workload.output_shape, dtype)
+
+
+def output(workload_id: str, dtype: str, target_name: str, order: str = "default") -> np.ndarray:
+    """The saved output of a measured combination."""
+    record = measure(workload_id, dtype, target_name, order)
+    if record["status"] != "ok":
+        raise Skip(record["reason"])
+    return cache.read_array(entry_dir(workload_id, dtype, target_name, order) / "output.npy")

@@ -1,0 +1,81 @@
+"""The llvm CPU target, tuned to the host CPU (``mcpu`` from LLVM's view of this machine)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from statistics import median
+
+import numpy as np
+
+from suite import compat
+
+
+class Kernel:
+    """A compiled workload bound to its inputs on a device, ready to run and time."""
+
+    def __init__(self, module, device, inputs, output_shape, dtype, entry="main"):
+        self.device = device
+        self.function = module[entry]
+        self._module, self._entry = module, entry
+        self.args = [compat.to_device(a, device) for a in inputs]
+        self.result = compat.empty(tuple(output_shape), dtype, device)
+        self.args.append(self.result)
+
+    def run(self) -> None:
+        self.function(*self.args)
+
+    def output(self) -> np.ndarray:
+        self.run()
+        return self.result.numpy()
+
+    def time(self, repeat: int = 5, min_repeat_ms: int = 20) -> list[float]:
+        """Seconds per run, one value per repeat, from TVM's own time_evaluator."""
+        evaluator = self._module.time_evaluator(
+            self._entry, self.device, number=1, repeat=repeat, min_repeat_ms=min_repeat_ms
+        )
+        return [float(t) for t in evaluator(*self.args).results]
+
+
+def host_cpu_model() -> str:
+    """The CPU model name of this machine (from /proc/cpuinfo, else the platform)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine()
+
+
+def median_seconds(samples: list[float]) -> float:
+    return float(median(samples))
+
+
+class LLVMTarget:
+    name = "llvm"
+    executes = True
+
+    def tvm_target(self):
+        return compat.make_target({"kind": "llvm", "mcpu": compat.host_cpu()})
+
+    def identity(self) -> dict:
+        # Read without importing TVM, so cached measurements can be looked up cheaply.
+        return {"target": self.name, "cpu": host_cpu_model()}
+
+    def build(self, func, path: Path) -> None:
+        module = compat.build(func, self.tvm_target())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".so")
+        os.close(fd)
+        try:
+            module.export_library(tmp)
+            os.replace(tmp, path)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+
+    def load(self, path: Path, inputs, output_shape, dtype) -> Kernel:
+        return Kernel(compat.load_module(path), compat.cpu_device(), inputs, output_shape, dtype)
