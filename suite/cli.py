@@ -55,7 +55,15 @@ def cmd_measure(args) -> int:
     workloads.check_dtype(args.dtype)
     targets.get(args.target)
     schedules.check_order(args.order)
+    if args.against:
+        schedules.check_order(args.against)
     record = measurement.measure(args.workload, args.dtype, args.target, args.order)
+    if args.against and record["status"] == "ok":
+        try:
+            record["divergence"] = measurement.divergence(
+                args.workload, args.dtype, args.target, args.order, args.against)
+        except measurement.Skip as err:
+            record["divergence"] = {"against": args.against, "skipped": str(err)}
     if args.save_arrays:
         _save_arrays(args, record)
     if args.json:
@@ -80,6 +88,12 @@ def _print_record(record: dict) -> None:
     print(f"bound      {m['bound_fraction']:.4g} of gamma_K*|ref| (K={record['accumulation_length']})")
     print(f"abs error  max {m['max_abs_error']:.4g}   mean {m['mean_abs_error']:.4g}")
     print(f"non-finite {int(m['nonfinite'])}")
+    d = record.get("divergence")
+    if d and "skipped" in d:
+        print(f"vs {d['against']:8s} skipped: {d['skipped']}")
+    elif d:
+        print(f"vs {d['against']:8s} {d['differ_fraction'] * 100:.2f}% of elements differ, "
+              f"max {d['max_ulp_distance']:.0f} ULP apart, exceeds bound: {bool(d['exceeds_bound'])}")
 
 
 def _save_arrays(args, record: dict) -> None:
@@ -95,6 +109,25 @@ def _save_arrays(args, record: dict) -> None:
                       measurement.output(args.workload, args.dtype, args.target, args.order))
     cache.write_array(out / f"{stem}.reference.npy", measurement.reference_arrays(workload, args.dtype)[0])
     print(f"arrays written to {out}/{stem}.*.npy", file=sys.stderr)
+
+
+# ----------------------------------------------------------------------------- tune
+
+
+def cmd_tune(args) -> int:
+    from suite import tuning
+
+    target = targets.get(args.target)
+    workloads.check_dtype(args.dtype)
+    if not hasattr(target, "tuning_target"):
+        raise UserError(f"target {target.name} cannot be tuned here")
+    ids = grid.select_workloads(args.workload.split(",") if args.workload else None)
+    for wid in ids:
+        if args.skip_existing and tuning.trace_path(target.name, args.dtype, wid).exists():
+            print(f"kept     {wid} (already tuned)")
+            continue
+        tuning.tune(wid, args.dtype, target, args.trials)
+    return 0
 
 
 # ----------------------------------------------------------------------------- run
@@ -133,9 +166,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", default="float32", help=", ".join(workloads.DTYPES))
     p.add_argument("--target", default="llvm", help=", ".join(targets.names()))
     p.add_argument("--order", default="default", help=", ".join(schedules.ORDERS))
+    p.add_argument("--against", metavar="ORDER", help="also compare the output with this order's")
     p.add_argument("--json", action="store_true")
     p.add_argument("--save-arrays", metavar="DIR", help="write inputs, output and reference as .npy")
     p.set_defaults(func=cmd_measure)
+
+    p = sub.add_parser("tune", help="tune with MetaSchedule and store the records in the repository")
+    p.add_argument("--target", default="llvm", help=", ".join(targets.names()))
+    p.add_argument("--dtype", required=True, help=", ".join(workloads.DTYPES))
+    p.add_argument("--workload", help="comma-separated ids or model names (default: seed + resnet50)")
+    p.add_argument("--trials", type=int, default=64, help="MetaSchedule trials per workload")
+    p.add_argument("--skip-existing", action="store_true", help="keep workloads that have a record")
+    p.set_defaults(func=cmd_tune)
 
     p = sub.add_parser("run", help="the main job: run the asv suite on the installed TVM, keep results")
     p.add_argument("--quick", action="store_true", help="few timing repeats (the whole set still runs)")

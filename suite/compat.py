@@ -197,3 +197,96 @@ def load_module(path: os.PathLike):
 def script(func) -> str:
     """TVMScript text of a function, the content that keys compiled artifacts."""
     return func.script()
+
+
+# ----------------------------------------------------------------------------- schedules
+# 0.27 calls blocks "sblocks" (``Schedule.get_sblock``, ``tvm.s_tir.SBlockRealize``); earlier
+# releases have ``Schedule.get_block`` and ``tvm.tir.BlockRealize``.
+
+
+def schedule(func):
+    """A schedule of one PrimFunc; its errors carry TVM's detailed message."""
+    return schedule_namespace().Schedule(func, error_render_level="detail")
+
+
+def schedule_error():
+    """The exception class TVM's schedule primitives raise when they refuse a transformation."""
+    namespace = schedule_namespace()
+    return getattr(namespace, "ScheduleError", None) or namespace.schedule.ScheduleError
+
+
+def get_block(sch, name: str):
+    """The block (``sblock`` in 0.27) called ``name`` in a schedule of one PrimFunc."""
+    getter = getattr(sch, "get_sblock", None) or sch.get_block
+    return getter(name)
+
+
+def _block_realize_class():
+    namespace = schedule_namespace()
+    return getattr(namespace, "SBlockRealize", None) or tir().BlockRealize
+
+
+def block_realize(sch, block):
+    """The realize (iter var bindings) of ``block``, found under its innermost loop."""
+    realize_class = _block_realize_class()
+    target = sch.get(block)
+    loops = sch.get_loops(block)
+    pending = [sch.get(loops[-1]).body] if loops else [sch.mod["main"].body]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, realize_class):
+            if node.block.same_as(target):
+                return node
+            pending.append(node.block.body)
+        elif hasattr(node, "seq"):
+            pending.extend(node.seq)
+        elif hasattr(node, "body"):
+            pending.append(node.body)
+    raise LookupError(f"no realize of block {target.name_hint!r} found")
+
+
+def vars_in(expr) -> list:
+    """The variables an expression uses."""
+    return list(tir().analysis.undefined_vars(expr, []))
+
+
+def iter_kind(iter_var) -> str:
+    """``"S"`` (data parallel), ``"R"`` (commutative reduction) or ``"O"`` (other)."""
+    kinds = {int(tir().IterVar.DataPar): "S", int(tir().IterVar.CommReduce): "R"}
+    return kinds.get(int(iter_var.iter_type), "O")
+
+
+# ----------------------------------------------------------------------------- MetaSchedule
+
+
+def meta_schedule():
+    """``tvm.s_tir.meta_schedule`` (0.27) or ``tvm.meta_schedule``."""
+    tvm()
+    try:
+        return importlib.import_module("tvm.s_tir.meta_schedule")
+    except ImportError:
+        return importlib.import_module("tvm.meta_schedule")
+
+
+def apply_trace(trace_json, sch) -> None:
+    """Replay a JSON trace (plain lists, as committed) on a schedule."""
+    schedule_namespace().Trace.apply_json_to_schedule(trace_json, sch)
+
+
+def tuning_build(mod, target, _params=None):
+    """MetaSchedule's default build without importing ``s_tir.tensor_intrin`` first.
+
+    That import parses every tensor intrinsic's TVMScript (about 40 s on 2 cores) in each
+    builder process, which exceeds the builder's timeout; CPU schedules of these workloads
+    use no tensor intrinsics.
+    """
+    from tvm.driver import build as tvm_build
+
+    transform = importlib.import_module(schedule_namespace().__name__ + ".transform")
+    mod = transform.RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod)
+    return tvm_build(mod, target=target)
+
+
+def local_builder(timeout_s: float = 60.0):
+    ms = meta_schedule()
+    return ms.builder.LocalBuilder(f_build=tuning_build, timeout_sec=timeout_s)

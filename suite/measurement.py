@@ -33,6 +33,7 @@ def _key(workload, dtype, target, order) -> dict:
         "dtype": dtype,
         "target": target.identity(),
         "order": order,
+        "schedule": schedules.schedule_digest(order, workload.id, dtype, target.name),
     }
 
 
@@ -86,7 +87,7 @@ def _compute(workload, dtype, target, order, where: Path) -> dict:
     }
     started = time.perf_counter()
     try:
-        func = schedules.apply(workloads.prim_func(workload, dtype), order)
+        func = schedules.apply(workloads.prim_func(workload, dtype), order, workload.id, dtype, target.name)
         target.build(func, where / "kernel.so")
     except schedules.OrderNotApplicable as err:
         return {**record, "status": "skipped", "reason": str(err)}
@@ -118,6 +119,35 @@ def _compute(workload, dtype, target, order, where: Path) -> dict:
         "latency_samples_s": samples,
         "gflops": workload.flops / latency / 1e9,
     }
+
+
+def divergence(workload_id: str, dtype: str, target_name: str, order: str,
+               against: str = "default") -> dict:
+    """How far the output of ``order`` is from that of ``against`` on the same target.
+
+    ``differ_fraction`` and ``max_ulp_distance`` compare the two outputs bit for bit;
+    ``exceeds_bound`` is 1.0 when either output uses more than the worst-case rounding bound
+    (bound fraction above 1), the sign of an error no summation order explains.
+    Raises Skip when either combination has no output.
+    """
+    if order == against:
+        raise Skip(f"{order} against itself")
+    where = entry_dir(workload_id, dtype, target_name, order)
+    path = where / f"divergence-{against}.json"
+    stored = cache.read_json(path)
+    if stored is not None:
+        return stored
+    ours = measure(workload_id, dtype, target_name, order)
+    theirs = measure(workload_id, dtype, target_name, against)
+    result = {
+        **metrics.divergence(output(workload_id, dtype, target_name, order),
+                             output(workload_id, dtype, target_name, against)),
+        "exceeds_bound": float(max(ours["metrics"]["bound_fraction"],
+                                   theirs["metrics"]["bound_fraction"]) > 1.0),
+        "against": against,
+    }
+    cache.write_json(path, result)
+    return result
 
 
 def _first_line(err: BaseException) -> str:

@@ -62,6 +62,12 @@ class LLVMTarget:
     def tvm_target(self):
         return compat.make_target({"kind": "llvm", "mcpu": compat.host_cpu()})
 
+    def tuning_target(self):
+        """The target MetaSchedule tunes for: the host CPU with its core count."""
+        return compat.make_target(
+            {"kind": "llvm", "mcpu": compat.host_cpu(), "num-cores": os.cpu_count() or 1}
+        )
+
     def identity(self) -> dict:
         # Read without importing TVM, so cached measurements can be looked up cheaply.
         return {"target": self.name, "cpu": host_cpu_model()}

@@ -1,0 +1,72 @@
+"""The tvm-suite command line: output, JSON, files written, and one-line errors."""
+
+import json
+
+import numpy as np
+
+
+def assert_one_line_error(result, *fragments):
+    assert result.returncode == 2, result
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tvm-suite: error: "), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def test_list_resnet50_json(cli):
+    result = cli("list", "--model", "resnet50", "--json")
+    assert result.returncode == 0, result.stderr
+    items = json.loads(result.stdout)
+    assert len(items) == 31
+    stem = next(i for i in items if i["id"] == "resnet50.conv2d_add_relu.224x224x3-k7s2-64")
+    assert stem["inputs"][0] == [1, 224, 224, 3] and stem["occurrences"] == 1
+    assert stem["ops"] == ["conv2d", "add", "relu"]
+
+
+def test_list_default_table_includes_the_seed(cli):
+    result = cli("list")
+    assert result.returncode == 0
+    assert "seed.conv2d_nhwc_7x7s2" in result.stdout
+    assert result.stdout.strip().endswith("32 workloads")
+
+
+def test_measure_json_and_saved_arrays(cli, tmp_path):
+    result = cli("measure", "--workload", "resnet50.mean.7x7x2048", "--dtype", "float16",
+                 "--target", "llvm", "--json", "--save-arrays", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    assert record["status"] == "ok" and record["metrics"]["nonfinite"] == 0
+    stem = "resnet50.mean.7x7x2048.float16.llvm.default"
+    data = np.load(tmp_path / f"{stem}.input0.npy")
+    out = np.load(tmp_path / f"{stem}.output.npy")
+    ref = np.load(tmp_path / f"{stem}.reference.npy")
+    assert data.shape == (1, 7, 7, 2048) and out.dtype == np.float16 and ref.dtype == np.float64
+    np.testing.assert_allclose(ref, data.astype(np.float64).mean(axis=(1, 2)))
+    np.testing.assert_allclose(out, ref, atol=2e-3)
+
+
+def test_measure_prints_a_readable_table(cli):
+    result = cli("measure", "--workload", "resnet50.mean.7x7x2048")
+    assert result.returncode == 0
+    assert "ULP error  max" in result.stdout and "GFLOP/s" in result.stdout
+
+
+def test_bad_input_gives_one_line_and_exit_2(cli):
+    assert_one_line_error(cli("measure", "--workload", "resnet50.conv2d_add_relu.56x56x64-k3s1-65"),
+                          "unknown workload", "resnet50.conv2d_add_relu.56x56x64-k3s1-64")
+    assert_one_line_error(cli("measure", "--workload", "seed.conv2d_nhwc_7x7s2", "--dtype", "float64"),
+                          "float32, float16")
+    assert_one_line_error(cli("measure", "--workload", "seed.conv2d_nhwc_7x7s2", "--target", "vulkan"),
+                          "valid targets: llvm")
+    assert_one_line_error(cli("list", "--model", "vgg16"), "valid models")
+
+
+def test_missing_tvm_is_one_clear_line(cli, tmp_path):
+    # A `tvm` package that fails to import stands in for a broken or missing TVM install.
+    fake = tmp_path / "tvm"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('undefined symbol: TVMFFIFoo')\n")
+    result = cli("measure", "--workload", "resnet50.mean.7x7x2048", "--dtype", "float32",
+                 env={"PYTHONPATH": str(tmp_path), "TVM_SUITE_CACHE": str(tmp_path / "cache")})
+    assert_one_line_error(result, "does not import", "undefined symbol")

@@ -1,0 +1,63 @@
+"""MetaSchedule tuning into the repository, and replay of committed traces as the `tuned` order."""
+
+import json
+import shutil
+
+import pytest
+
+from suite import measurement, schedules, tuning, workloads
+
+MATMUL = "resnet50.matmul_add.2048-1000"
+
+
+@pytest.fixture
+def records(tmp_path, monkeypatch):
+    """A scratch records directory holding a copy of the committed fp32 matmul record."""
+    committed = tuning.trace_path("llvm", "float32", MATMUL)
+    monkeypatch.setattr(tuning, "RECORDS_DIR", tmp_path / "records")
+    copy = tuning.trace_path("llvm", "float32", MATMUL)
+    copy.parent.mkdir(parents=True)
+    shutil.copyfile(committed, copy)
+    return copy
+
+
+def test_committed_trace_replays_and_is_faster_with_identical_sums():
+    tuned = measurement.measure(MATMUL, "float32", "llvm", "tuned")
+    default = measurement.measure(MATMUL, "float32", "llvm", "default")
+    assert tuned["status"] == "ok", tuned
+    assert tuned["latency_s"] < default["latency_s"] / 2
+    assert tuned["metrics"]["bound_fraction"] < 1
+    divergence = measurement.divergence(MATMUL, "float32", "llvm", "tuned")
+    assert set(divergence) == {"differ_fraction", "max_ulp_distance", "exceeds_bound", "against"}
+    assert divergence["exceeds_bound"] == 0.0
+
+
+def test_missing_record_is_a_skip_with_the_command_to_make_it(records):
+    func = workloads.prim_func(workloads.get(MATMUL), "float16")
+    with pytest.raises(schedules.OrderNotApplicable, match="tvm-suite tune --target llvm --dtype float16"):
+        schedules.apply(func, "tuned", MATMUL, "float16", "llvm")
+
+
+def test_a_trace_that_no_longer_applies_is_a_skip_not_a_crash(records):
+    record = json.loads(records.read_text())
+    text = json.dumps(record["trace"]).replace('["matmul", "main"]', '["no_such_block", "main"]')
+    assert text != json.dumps(record["trace"])
+    record["trace"] = json.loads(text)
+    records.write_text(json.dumps(record))
+    func = workloads.prim_func(workloads.get(MATMUL), "float32")
+    with pytest.raises(schedules.OrderNotApplicable, match="tuned trace does not apply"):
+        schedules.apply(func, "tuned", MATMUL, "float32", "llvm")
+
+
+@pytest.mark.slow
+def test_tune_command_stores_database_and_trace(cli, tmp_path, monkeypatch):
+    from suite import cli as suite_cli
+
+    monkeypatch.setattr(tuning, "RECORDS_DIR", tmp_path / "records")
+    status = suite_cli.main(["tune", "--dtype", "float32", "--workload", "resnet50.mean.7x7x2048", "--trials", "4"])
+    assert status == 0
+    trace = json.loads(tuning.trace_path("llvm", "float32", "resnet50.mean.7x7x2048").read_text())
+    assert trace["trials"] == 4 and trace["trace"] and trace["best_measured_s"] > 0
+    database = tuning.records_dir("llvm", "float32") / "database" / "resnet50.mean.7x7x2048"
+    assert (database / "database_workload.json").stat().st_size > 0
+    assert len((database / "database_tuning_record.json").read_text().splitlines()) >= 1
