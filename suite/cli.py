@@ -137,9 +137,11 @@ def cmd_run(args) -> int:
     from suite import history
 
     ids = grid.select_workloads(args.workloads.split(",") if args.workloads else None)
+    orders = args.orders.split(",") if args.orders else list(history.QUICK_ORDERS if args.quick else schedules.ORDERS)
     summary = history.run_installed(
         workload_ids=ids,
-        dtypes=args.dtypes.split(","),
+        dtypes=[workloads.check_dtype(d) for d in args.dtypes.split(",")],
+        orders=[schedules.check_order(o) for o in orders],
         quick=args.quick,
         out_dir=Path(args.out),
         tvm_repo=Path(args.tvm_repo) if args.tvm_repo else None,
@@ -180,7 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_tune)
 
     p = sub.add_parser("run", help="the main job: run the asv suite on the installed TVM, keep results")
-    p.add_argument("--quick", action="store_true", help="few timing repeats (the whole set still runs)")
+    p.add_argument("--quick", action="store_true",
+                   help="orders default and tuned only, few timing repeats (every workload still runs)")
+    p.add_argument("--orders", help=f"comma-separated loop orders (default: all; quick: {','.join(('default', 'tuned'))})")
     p.add_argument("--workloads", help="comma-separated ids or model names (default: seed + resnet50)")
     p.add_argument("--dtypes", default=",".join(workloads.DTYPES))
     p.add_argument("--out", default=".asv", help="directory of asv results, environments and HTML")
