@@ -127,10 +127,6 @@ def struct_shape(expr) -> list[int]:
     return [int(dim) for dim in info.shape]
 
 
-def is_prim_func(func) -> bool:
-    return isinstance(func, tir().PrimFunc)
-
-
 def is_relax_function(func) -> bool:
     return isinstance(func, relax().Function)
 
@@ -192,11 +188,6 @@ def empty(shape, dtype: str, device):
 
 def load_module(path: os.PathLike):
     return tvm().runtime.load_module(str(path))
-
-
-def script(func) -> str:
-    """TVMScript text of a function, the content that keys compiled artifacts."""
-    return func.script()
 
 
 # ----------------------------------------------------------------------------- schedules

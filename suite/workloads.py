@@ -320,14 +320,12 @@ def model_of(workload_id: str) -> str:
 def get(workload_id: str) -> Workload:
     """The workload with this id; :class:`UnknownWorkload` lists the closest ids otherwise."""
     model = model_of(workload_id)
-    candidates = catalog(model) if model in all_models() else []
-    for workload in candidates:
+    # Look among the id's own model, or among the default set when the model is unknown.
+    known = catalog(model) if model in all_models() else [seed_workload()] + catalog(DEFAULT_MODELS[0])
+    for workload in known:
         if workload.id == workload_id:
             return workload
-    known = [w.id for m in (model,) if m in all_models() for w in catalog(m)] or (
-        [SEED_ID] + [w.id for w in catalog(DEFAULT_MODELS[0])]
-    )
-    close = difflib.get_close_matches(workload_id, known, n=5, cutoff=0.4)
+    close = difflib.get_close_matches(workload_id, [w.id for w in known], n=5, cutoff=0.4)
     hint = ", ".join(close) if close else "run `tvm-suite list` for the valid ids"
     raise UnknownWorkload(f"unknown workload {workload_id!r}; closest: {hint}")
 

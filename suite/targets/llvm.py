@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from statistics import median
 
 import numpy as np
 
@@ -49,10 +48,6 @@ def host_cpu_model() -> str:
     import platform
 
     return platform.processor() or platform.machine()
-
-
-def median_seconds(samples: list[float]) -> float:
-    return float(median(samples))
 
 
 class LLVMTarget:
