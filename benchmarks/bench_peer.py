@@ -1,0 +1,28 @@
+"""TVM's latency as a ratio to PyTorch's for the same layer, dtype and CPU (skipped without PyTorch)."""
+
+from .common import PARAM_NAMES, PARAMS, measured, safe_import
+
+peers = safe_import("suite.peers")
+
+
+class PyTorchPeer:
+    params = PARAMS
+    param_names = PARAM_NAMES
+    timeout = 1200
+
+    def setup(self, workload, dtype, target, order):
+        if peers is None or not peers.available():
+            raise NotImplementedError("PyTorch is not installed")
+        if target != "llvm":
+            raise NotImplementedError("the PyTorch peer runs on the CPU only")
+        record = measured(workload, dtype, target, order)
+        try:
+            self.ratio = record["latency_s"] / peers.pytorch_latency(workload, dtype)["latency_s"]
+        except peers.NoPeer as err:
+            raise NotImplementedError(str(err)) from None
+
+    def track_latency_ratio_to_pytorch(self, *params):
+        """TVM latency / PyTorch latency: below 1 TVM is faster."""
+        return float(self.ratio)
+
+    track_latency_ratio_to_pytorch.unit = "ratio"
