@@ -16,7 +16,8 @@ def result_files(out):
 def test_run_stores_asv_results_for_the_installed_tvm_and_publishes(cli, tmp_path):
     out = tmp_path / "asv"
     env = {"HOME": str(tmp_path)}  # asv writes its machine file to ~/.asv-machine.json
-    args = ("run", "--quick", "--workloads", "resnet50.mean.7x7x2048", "--dtypes", "float32", "--out", str(out))
+    args = ("run", "--quick", "--workloads", "resnet50.mean.7x7x2048", "--dtypes", "float32",
+            "--orders", "default", "--out", str(out))
     result = cli(*args, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "combinations: 1 ok, 0 skipped, 0 failed" in result.stdout
