@@ -1,6 +1,6 @@
 """Latency of every workload's kernel (asv times the call) and its throughput."""
 
-from .common import PARAM_NAMES, PARAMS, measured, measurement
+from .common import PARAM_NAMES, PARAMS, measured, measurement, native
 
 
 class KernelTime:
@@ -11,6 +11,7 @@ class KernelTime:
     warmup_time = 0.1
 
     def setup(self, workload, dtype, target, order):
+        native(target)
         measured(workload, dtype, target, order)
         self.kernel = measurement.load_kernel(workload, dtype, target, order)
 
@@ -24,6 +25,7 @@ class Throughput:
     timeout = 1200
 
     def setup(self, workload, dtype, target, order):
+        native(target)
         self.record = measured(workload, dtype, target, order)
 
     def track_gflops(self, *params):

@@ -36,4 +36,16 @@ def measured(workload, dtype, target, order):
     record = measurement.measure(workload, dtype, target, order)
     if record["status"] != "ok":
         raise NotImplementedError(f"{record['status']}: {record['reason']}")
+    if record.get("compile_only"):
+        raise NotImplementedError(f"{target} is compile-only: no output to measure")
     return record
+
+
+def native(target):
+    """Skip (NotImplementedError) timing of a target that runs under emulation or not at all."""
+    targets = safe_import("suite.targets")
+    if targets is None:
+        raise NotImplementedError("the suite could not be imported")
+    found = targets.get(target)
+    if not getattr(found, "executes", True) or getattr(found, "emulated", False):
+        raise NotImplementedError(f"{target} does not execute natively: no latency (see bench_codegen)")

@@ -57,6 +57,10 @@ def cmd_measure(args) -> int:
     schedules.check_order(args.order)
     if args.against:
         schedules.check_order(args.against)
+    if measurement.missing_tools(args.target):  # hexagon-v68-emu: qemu-hexagon, clang, ld.lld
+        from suite.targets import hexagon
+
+        hexagon.require_tools(what=args.target)
     record = measurement.measure(args.workload, args.dtype, args.target, args.order)
     if args.against and record["status"] == "ok":
         try:
@@ -80,9 +84,18 @@ def _print_record(record: dict) -> None:
     if record["status"] != "ok":
         print(f"{record['status']}: {record['reason']}")
         return
+    if "codegen" in record:  # Hexagon compile metrics
+        print("codegen    " + "   ".join(f"{k} {v}" for k, v in record["codegen"].items()))
+    if "metrics" not in record:
+        print(f"compile-only target: compiled in {record['compile_s']:.2f} s, not run")
+        return
     m = record["metrics"]
-    print(f"latency    {record['latency_s'] * 1e3:.3f} ms (median of {len(record['latency_samples_s'])})"
-          f"   {record['gflops']:.2f} GFLOP/s   compile {record['compile_s']:.2f} s")
+    if "emulated_s" in record:
+        print(f"emulated   {record['emulated_s']:.3f} s under qemu-hexagon (not hardware latency)"
+              f"   compile {record['compile_s']:.2f} s")
+    else:
+        print(f"latency    {record['latency_s'] * 1e3:.3f} ms (median of {len(record['latency_samples_s'])})"
+              f"   {record['gflops']:.2f} GFLOP/s   compile {record['compile_s']:.2f} s")
     print(f"ULP error  max {m['ulp_max']:.4g}   mean {m['ulp_mean']:.4g}   p99 {m['ulp_p99']:.4g}")
     print(f"scaled     {m['scaled_error']:.4g} ULP of max|ref|")
     print(f"bound      {m['bound_fraction']:.4g} of gamma_K*|ref| (K={record['accumulation_length']})")
@@ -151,6 +164,50 @@ def cmd_run(args) -> int:
     return summary.exit_status
 
 
+# ----------------------------------------------------------------------------- history
+
+
+def cmd_history(args) -> int:
+    from suite import history
+
+    commits = history.history_commits(Path(args.tvm_repo), args.releases, args.range)
+    ids = grid.select_workloads(args.workloads.split(",") if args.workloads else None)
+    orders = args.orders.split(",") if args.orders else list(history.QUICK_ORDERS)
+    summary = history.run_history(
+        Path(args.tvm_repo), commits, workload_ids=ids,
+        dtypes=[workloads.check_dtype(d) for d in args.dtypes.split(",")],
+        orders=[schedules.check_order(o) for o in orders],
+        quick=not args.full, out_dir=Path(args.out),
+        env_dir=Path(args.env_dir) if args.env_dir else None)
+    print(summary.text)
+    return summary.exit_status
+
+
+# ----------------------------------------------------------------------------- report, gate
+
+
+def cmd_report(args) -> int:
+    from suite import report
+
+    facts = report.make_report(args.results, args.out, tvm_repo=args.tvm_repo, thresholds_path=args.thresholds)
+    d = facts["divergence"]
+    first = d["first_divergent"]
+    print(f"report: {Path(args.out) / 'index.html'} and report.json ({len(facts['commits'])} commits, "
+          f"newest {facts['newest']['label']})")
+    print(f"first divergent commit: {first['label'] if first else 'none'}; last good: "
+          f"{d['last_good']['label'] if d['last_good'] else 'none'}; {len(d['marks'])} marks, "
+          f"{len(facts['regressions'])} regressions")
+    return 0
+
+
+def cmd_gate(args) -> int:
+    from suite import gate
+
+    text, status = gate.run_gate(args.results, args.commit, args.thresholds, args.tvm_repo, args.baseline)
+    print(text)
+    return status
+
+
 # ----------------------------------------------------------------------------- main
 
 
@@ -191,6 +248,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tvm-repo", help="a TVM clone whose tag v<version> names the installed TVM's commit")
     p.add_argument("--tvm-commit", help="the TVM commit the installed TVM was built from")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("history", help="asv over commits of a TVM clone (releases or a range), published")
+    p.add_argument("--tvm-repo", required=True, help="a clone of apache/tvm (a bare one will do)")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--releases", help="comma-separated apache-tvm releases, e.g. 0.25.0,0.26.0 (their tags)")
+    which.add_argument("--range", help="A..B: the commits after A up to B on B's first-parent line")
+    p.add_argument("--workloads", help="comma-separated ids or model names (default: seed + resnet50)")
+    p.add_argument("--dtypes", default=",".join(workloads.DTYPES))
+    p.add_argument("--orders", help="comma-separated loop orders (default: default,tuned)")
+    p.add_argument("--full", action="store_true", help="asv's own timing repeats instead of the quick ones")
+    p.add_argument("--out", default="reports/history", help="results, asv log and published HTML")
+    p.add_argument("--env-dir", help="where asv keeps its environments (default: .asv/env-history)")
+    p.set_defaults(func=cmd_history)
+
+    p = sub.add_parser("report", help="static HTML report (and report.json) of asv results over commits")
+    p.add_argument("--results", required=True, help="asv results directory (e.g. .asv/results)")
+    p.add_argument("--out", required=True, help="directory to write index.html and report.json to")
+    p.add_argument("--tvm-repo", help="TVM clone whose history orders the commits")
+    p.add_argument("--thresholds", help="TOML thresholds (default: reports/thresholds.toml)")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("gate", help="release readiness of a commit: exit 0 ready, 1 not, 2 data missing")
+    p.add_argument("--results", required=True, help="asv results directory")
+    p.add_argument("--commit", required=True, help="candidate commit (hash, prefix or tag)")
+    p.add_argument("--thresholds", help="TOML thresholds (default: reports/thresholds.toml)")
+    p.add_argument("--baseline", help="baseline commit for latency (default: [latency] baseline)")
+    p.add_argument("--tvm-repo", help="TVM clone whose history orders the commits")
+    p.set_defaults(func=cmd_gate)
     return parser
 
 

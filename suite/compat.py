@@ -113,9 +113,13 @@ def topi():
 
 
 def tensor_type(shape, dtype: str):
-    """The Relax annotation of a tensor: ``TensorType`` (0.27) or ``TensorStructInfo``."""
+    """The Relax annotation of a tensor: ``TensorType`` (0.27) or ``TensorStructInfo``.
+
+    0.25 and 0.26 have both names, but their ``TensorType`` is the old ``DynTensorType``
+    (ndim, dtype): ``TensorStructInfo`` comes first wherever it exists.
+    """
     rx = relax()
-    make = getattr(rx, "TensorType", None) or rx.TensorStructInfo
+    make = getattr(rx, "TensorStructInfo", None) or rx.TensorType
     return make(shape, dtype)
 
 
@@ -260,8 +264,69 @@ def meta_schedule():
 
 
 def apply_trace(trace_json, sch) -> None:
-    """Replay a JSON trace (plain lists, as committed) on a schedule."""
-    schedule_namespace().Trace.apply_json_to_schedule(trace_json, sch)
+    """Replay a JSON trace (plain lists, as committed) on a schedule.
+
+    Traces recorded with 0.27 carry TIR nodes (a ``TransformLayout``'s IndexMap) as JSON
+    graphs in 0.27's node schema; they are rewritten to the running release's first.
+    """
+    schedule_namespace().Trace.apply_json_to_schedule(_local_node_graphs(trace_json), sch)
+
+
+@lru_cache(maxsize=None)
+def _node_schema() -> dict:
+    """How the running release serializes TIR nodes (0.25: ``tirx.Var`` with ``dtype``;
+    0.26: ``ir.Var`` with ``ty``, ``tirx.`` arithmetic; 0.27: ``prim.`` arithmetic and
+    IntImm values as separate ``int`` nodes)."""
+    import json
+
+    t = tir()
+    x = t.Var("i", "int32")
+    nodes = json.loads(tvm().ir.save_json(t.floordiv(x, t.IntImm("int32", 8))))["nodes"]
+    var = next(n for n in nodes if n["type"].endswith(".Var"))
+    div = next(n for n in nodes if n["type"].endswith(".FloorDiv"))
+    return {
+        "var": var["type"],
+        "dtype_field": "dtype" in var["data"],
+        "arith_prefix": div["type"].rsplit(".", 1)[0] + ".",
+        "int_nodes": any(n["type"] == "int" for n in nodes),
+    }
+
+
+def _convert_graph(graph: dict, schema: dict) -> dict:
+    """A 0.27 JSON node graph in the running release's schema."""
+    nodes = graph["nodes"]
+    for node in nodes:
+        kind, data = node["type"], node.get("data")
+        if kind.startswith("prim.") and schema["arith_prefix"] != "prim.":
+            node["type"] = schema["arith_prefix"] + kind[len("prim."):]
+        if not isinstance(data, dict):
+            continue
+        if kind in ("ir.IntImm", "ir.FloatImm") and not schema["int_nodes"] and isinstance(data.get("value"), int):
+            referenced = nodes[data["value"]]
+            if referenced.get("type") in ("int", "float"):
+                data["value"] = referenced["data"]
+        if schema["dtype_field"] and "ty" in data:
+            ty = data.pop("ty")
+            prim = nodes[ty] if isinstance(ty, int) and ty < len(nodes) else {}
+            data["dtype"] = prim.get("data", {}).get("dtype", "handle") if prim.get("type") == "ir.PrimType" else "handle"
+            if kind == "ir.Var":
+                node["type"] = schema["var"]
+                data["type_annotation"] = ty
+    return graph
+
+
+def _local_node_graphs(value):
+    """``value`` with every embedded 0.27 JSON node graph converted to the running schema."""
+    import json
+
+    if isinstance(value, list):
+        return [_local_node_graphs(item) for item in value]
+    if isinstance(value, str) and value.startswith('{"root_index"'):
+        schema = _node_schema()
+        if schema == {"var": "ir.Var", "dtype_field": False, "arith_prefix": "prim.", "int_nodes": True}:
+            return value
+        return json.dumps(_convert_graph(json.loads(value), schema), separators=(",", ":"))
+    return value
 
 
 def tuning_build(mod, target, _params=None):
@@ -281,3 +346,27 @@ def tuning_build(mod, target, _params=None):
 def local_builder(timeout_s: float = 60.0):
     ms = meta_schedule()
     return ms.builder.LocalBuilder(f_build=tuning_build, timeout_sec=timeout_s)
+
+
+# ----------------------------------------------------------------------------- Hexagon
+# The 0.27 wheel (USE_HEXAGON=OFF) cannot build Hexagon through ``tvm.compile`` with a
+# ``qcom/hexagon-*`` target (it emits x86 code, or fails on tvm_call_packed with host=). An
+# ``llvm`` target with ``mtriple=hexagon`` produces real Hexagon code with the same LLVM flags.
+
+
+def hexagon_target(mcpu: str, mattr: list[str], llvm_options: list[str]):
+    """An llvm target that generates Hexagon code (``mtriple=hexagon``)."""
+    spec = {"kind": "llvm", "mtriple": "hexagon", "mcpu": mcpu, "mattr": list(mattr)}
+    if llvm_options:
+        spec["cl-opt"] = list(llvm_options)
+    try:
+        return tvm().target.Target(spec)
+    except Exception:  # releases with string targets spell LLVM options -cl-opt=...
+        parts = ["llvm", "-mtriple=hexagon", f"-mcpu={mcpu}", f"-mattr={','.join(mattr)}"]
+        parts += [f"-cl-opt={opt}" for opt in llvm_options]
+        return tvm().target.Target(" ".join(parts))
+
+
+def write_module_file(module, path: os.PathLike, fmt: str) -> None:
+    """Write an LLVM-built runtime module as an object (``"o"``) or assembly (``"s"``)."""
+    module.write_to_file(str(path), fmt)

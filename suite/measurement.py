@@ -7,12 +7,14 @@ kernel, so that asv's many benchmark processes only look values up.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 import numpy as np
 
 from suite import cache, compat, metrics, reference, schedules, targets, workloads
+from suite.errors import UserError
 
 #: Bump when the meaning of a cached record or reference changes.
 SCHEMA = 1
@@ -33,8 +35,13 @@ def _key(workload, dtype, target, order) -> dict:
         "dtype": dtype,
         "target": target.identity(),
         "order": order,
-        "schedule": schedules.schedule_digest(order, workload.id, dtype, target.name),
+        "schedule": schedules.schedule_digest(order, workload.id, dtype, records_target(target)),
     }
+
+
+def records_target(target) -> str:
+    """Whose tuning records the ``tuned`` order replays: Hexagon targets replay llvm's."""
+    return getattr(target, "tuning_records_of", target.name)
 
 
 def entry_dir(workload_id: str, dtype: str, target_name: str, order: str = "default") -> Path:
@@ -70,10 +77,51 @@ def measure(workload_id: str, dtype: str, target_name: str, order: str = "defaul
     """
     where = entry_dir(workload_id, dtype, target_name, order)
     record = cache.read_json(where / "record.json")
+    if record is None and (missing := missing_tools(target_name)):
+        # Not cached: installing the tools later measures it.
+        return {"workload": workload_id, "dtype": dtype, "target": target_name, "order": order,
+                "status": "skipped", "reason": f"{', '.join(missing)} not installed "
+                "(on Debian: apt-get install qemu-user clang lld)"}
     if record is None:
         record = _compute(workloads.get(workload_id), dtype, targets.get(target_name), order, where)
         cache.write_json(where / "record.json", record)
     return record
+
+
+def missing_tools(target_name: str) -> list[str]:
+    """The external tools an emulated target needs that are not installed (none for others)."""
+    target = targets.get(target_name)
+    if not getattr(target, "emulated", False):
+        return []
+    from suite.targets import hexagon
+
+    return hexagon.missing_tools()
+
+
+def measure_many(combos, jobs: int | None = None) -> dict:
+    """Measure several combinations in parallel processes (builds and emulated runs take minutes).
+
+    Each combination not yet cached is measured by its own ``python`` process (at most ``jobs`` at a
+    time) that fills the shared cache (writes are atomic); returns {combo: record}.
+    """
+    import subprocess
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    combos = [tuple(c) for c in combos]
+    pending = [c for c in combos
+               if cache.read_json(entry_dir(*c) / "record.json") is None and not missing_tools(c[2])]
+    code = "import sys; from suite import measurement; measurement.measure(*sys.argv[1:])"
+
+    def one(combo):
+        subprocess.run([sys.executable, "-c", code, *combo], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, check=False)
+
+    if pending:
+        with ThreadPoolExecutor(max(1, min(jobs or os.cpu_count() or 1, len(pending)))) as pool:
+            list(pool.map(one, pending))
+    # Anything a worker could not record is measured here, so its failure is recorded the same way.
+    return {c: measure(*c) for c in combos}
 
 
 def _compute(workload, dtype, target, order, where: Path) -> dict:
@@ -87,8 +135,11 @@ def _compute(workload, dtype, target, order, where: Path) -> dict:
     }
     started = time.perf_counter()
     try:
-        func = schedules.apply(workloads.prim_func(workload, dtype), order, workload.id, dtype, target.name)
+        func = schedules.apply(workloads.prim_func(workload, dtype), order, workload.id, dtype,
+                               records_target(target))
         target.build(func, where / "kernel.so")
+    except UserError:  # a missing tool (clang, ld.lld) is the user's to fix, not data
+        raise
     except schedules.OrderNotApplicable as err:
         return {**record, "status": "skipped", "reason": str(err)}
     except compat.TVMUnavailable:
@@ -96,6 +147,10 @@ def _compute(workload, dtype, target, order, where: Path) -> dict:
     except Exception as err:  # a TVM build failure is data about that TVM build
         return {**record, "status": "failed", "reason": f"build failed: {_first_line(err)}"}
     record["compile_s"] = time.perf_counter() - started
+    if hasattr(target, "codegen_metrics"):  # Hexagon: code size and instruction counts
+        record["codegen"] = target.codegen_metrics(where / "kernel.so")
+    if not getattr(target, "executes", True):
+        return {**record, "status": "ok", "reason": "compile-only target", "compile_only": True}
 
     inputs = workloads.make_inputs(workload, dtype)
     try:
@@ -108,6 +163,10 @@ def _compute(workload, dtype, target, order, where: Path) -> dict:
 
     ref, mag = reference_arrays(workload, dtype)
     k = reference.accumulation_length(workload.chain)
+    if getattr(target, "emulated", False):  # emulated time is not latency: never latency_s
+        return {**record, "status": "ok", "reason": "",
+                "metrics": metrics.accuracy_metrics(output, ref, mag, k, dtype),
+                "accumulation_length": k, "emulated_s": float(samples[0])}
     latency = float(np.median(samples))
     return {
         **record,
@@ -172,6 +231,6 @@ def load_kernel(workload_id: str, dtype: str, target_name: str, order: str = "de
 def output(workload_id: str, dtype: str, target_name: str, order: str = "default") -> np.ndarray:
     """The saved output of a measured combination."""
     record = measure(workload_id, dtype, target_name, order)
-    if record["status"] != "ok":
+    if record["status"] != "ok" or record.get("compile_only"):
         raise Skip(record["reason"])
     return cache.read_array(entry_dir(workload_id, dtype, target_name, order) / "output.npy")

@@ -8,9 +8,11 @@ A target object has ``name``, ``identity()`` (what keys its builds in the cache)
 from __future__ import annotations
 
 from suite.errors import UserError
+from suite.targets import hexagon
 from suite.targets.llvm import LLVMTarget
 
-_TARGETS = {target.name: target for target in (LLVMTarget(),)}
+# Hexagon targets: compile-only (``executes = False``) and emulated (``emulated = True``); see hexagon.py.
+_TARGETS = {target.name: target for target in (LLVMTarget(), *hexagon.all_targets())}
 
 
 class UnknownTarget(UserError, ValueError):

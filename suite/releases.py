@@ -1,0 +1,208 @@
+"""Which TVM a commit is: a tagged apache-tvm release (wheel + its ffi) or a source build.
+
+No TVM import here: this module runs in the asv environment before TVM is installed.
+
+The ffi table: every apache-tvm wheel depends on ``apache-tvm-ffi>=X`` with no upper bound, so
+pip pairs an old TVM with the newest ffi, and 0.25.0 then fails to import (undefined symbol in
+``libtvm_runtime.so``). Each release is pinned to the ffi of its own time. How the table was
+found (2026-11, see ``FFI_EVIDENCE``): the pin is each wheel's own ``Requires-Dist`` lower bound
+(``apache-tvm-ffi>=0.1.12`` in 0.25.x, ``>=0.1.13.post2`` in 0.26.0, ``>=0.1.14.post0`` in 0.27.x),
+the ffi the release was built against: each was the newest ffi on the index a few days before
+its TVM release (0.1.13.post2 on 2026-08-04, 0.26.0 on 08-11; 0.1.14.post0 on 09-16, 0.27.0 on
+09-25). An import + compile + run smoke test of each release in a throwaway venv with the ffi
+releases 0.1.12, 0.1.13.post2/.post3, 0.1.14.post0 and 0.1.15.post2 passed for every pin and
+showed 0.25.x working with 0.1.12 only; 0.1.15.post2 is avoided for 0.27 (seen to segfault in
+``tvm.ir.save_json`` and MetaSchedule tuning).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from suite.errors import UserError
+
+
+@dataclass(frozen=True)
+class Release:
+    version: str  #: apache-tvm version on the package index
+    ffi: str  #: the apache-tvm-ffi release that goes with it
+    requires_ffi: str  #: the wheel's own Requires-Dist lower bound
+
+    @property
+    def tag(self) -> str:
+        return f"v{self.version}"
+
+    def requirements(self) -> list[str]:
+        """pip requirements that install this release."""
+        return [f"apache-tvm=={self.version}", f"apache-tvm-ffi=={self.ffi}"]
+
+
+#: apache-tvm releases on the package index and the ffi release each one is installed with.
+RELEASES: dict[str, Release] = {
+    r.version: r
+    for r in (
+        Release("0.25.0", ffi="0.1.12", requires_ffi="0.1.12"),
+        Release("0.25.0.post1", ffi="0.1.12", requires_ffi="0.1.12"),
+        Release("0.26.0", ffi="0.1.13.post2", requires_ffi="0.1.13.post2"),
+        Release("0.27.0", ffi="0.1.14.post0", requires_ffi="0.1.14.post0"),
+        Release("0.27.0.post1", ffi="0.1.14.post0", requires_ffi="0.1.14.post0"),
+    )
+}
+
+#: What the throwaway-venv smoke test (import TVM, build and run a TE kernel; 2026-11, Python
+#: 3.11) gave per release and ffi: "ok" or the error. Kept so the table's evidence travels with it.
+_UNDEFINED = "OSError: libtvm_runtime.so: undefined symbol tvm::ffi::json::Stringify"
+_SHALLOW = "TypeError: __ffi_shallow_copy__ must be an ffi.Function"
+FFI_EVIDENCE: dict[str, dict[str, str]] = {
+    **{v: {"0.1.12": "ok", "0.1.13.post2": _UNDEFINED, "0.1.13.post3": _UNDEFINED,
+           "0.1.14.post0": _UNDEFINED, "0.1.15.post2": _UNDEFINED} for v in ("0.25.0", "0.25.0.post1")},
+    "0.26.0": {"0.1.12": _UNDEFINED, "0.1.13.post2": "ok", "0.1.13.post3": "ok", "0.1.14.post0": "ok",
+               "0.1.15.post2": "ok"},
+    # 0.1.15.post2 passes the smoke test but segfaults in save_json and MetaSchedule (shared notes).
+    **{v: {"0.1.12": _UNDEFINED, "0.1.13.post2": _SHALLOW, "0.1.13.post3": _SHALLOW, "0.1.14.post0": "ok",
+           "0.1.15.post2": "ok"} for v in ("0.27.0", "0.27.0.post1")},
+}
+
+_RELEASE_TAG = re.compile(r"^v(\d+\.\d+\.\d+(?:\.post\d+)?)$")
+
+
+class UnknownRelease(UserError):
+    pass
+
+
+def release(version: str) -> Release:
+    """The release of an apache-tvm version ("0.25.0" or "v0.25.0")."""
+    name = version[1:] if version.startswith("v") else version
+    try:
+        return RELEASES[name]
+    except KeyError:
+        raise UnknownRelease(
+            f"unknown apache-tvm release {version!r}; known: {', '.join(RELEASES)}") from None
+
+
+def release_for_tag(tag: str) -> Release | None:
+    """The release a git tag names (``v0.25.0`` -> 0.25.0); None for rc/dev/other tags."""
+    tag = tag.removeprefix("refs/tags/")
+    match = _RELEASE_TAG.match(tag)
+    if match is None:
+        return None
+    return RELEASES.get(match.group(1))
+
+
+# ----------------------------------------------------------------------------- git
+
+
+def _git(repo: Path, *args: str, check: bool = True) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_CONFIG_")}
+    result = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=env)
+    if check and result.returncode != 0:
+        raise UserError(f"git {' '.join(args)} failed in {repo}: {result.stderr.strip().splitlines()[-1:]}")
+    return result.stdout.strip() if result.returncode == 0 else ""
+
+
+def check_repo(repo: Path) -> Path:
+    repo = Path(repo).expanduser()
+    if not repo.is_dir() or not _git(repo, "rev-parse", "--git-dir", check=False):
+        raise UserError(f"--tvm-repo {repo} is not a git repository")
+    return repo.resolve()
+
+
+def tag_commit(repo: Path, tag: str) -> str | None:
+    """The commit a tag points at (``refs/tags/`` spelled out: release branches share names)."""
+    return _git(repo, "rev-parse", "--verify", "-q", f"refs/tags/{tag}^{{commit}}", check=False) or None
+
+
+def commit_of(repo: Path, name: str) -> str:
+    """Full hash of a commit name, or UserError."""
+    found = _git(repo, "rev-parse", "--verify", "-q", f"{name}^{{commit}}", check=False)
+    if not found:
+        raise UserError(f"{repo} has no commit {name!r}")
+    return found
+
+
+def resolve_releases(repo: Path, versions: list[str]) -> list[tuple[Release, str]]:
+    """(release, commit hash) of each version, from the tags ``v<version>`` of a TVM clone."""
+    resolved = []
+    for version in versions:
+        rel = release(version.strip())
+        commit = tag_commit(repo, rel.tag)
+        if commit is None:
+            raise UserError(
+                f"{repo} has no tag {rel.tag} (apache-tvm {rel.version} is on the package index; "
+                f"fetch the tag into the clone: git fetch origin tag {rel.tag})")
+        resolved.append((rel, commit))
+    return resolved
+
+
+def resolve_range(repo: Path, spec: str) -> list[str]:
+    """Hashes of ``A..B`` along B's first-parent line, oldest first (as asv walks a branch)."""
+    if ".." not in spec or spec.count("..") != 1 or "..." in spec:
+        raise UserError(f"--range {spec!r} is not of the form A..B")
+    start, end = spec.split("..")
+    if not start or not end:
+        raise UserError(f"--range {spec!r} is not of the form A..B")
+    a, b = commit_of(repo, start), commit_of(repo, end)
+    hashes = _git(repo, "rev-list", "--first-parent", "--reverse", f"{a}..{b}").split()
+    if not hashes:
+        raise UserError(f"--range {spec}: no commits between {start} and {end}")
+    return hashes
+
+
+def release_for_commit(repo: Path, commit: str) -> Release | None:
+    """The newest known release whose tag points at ``commit``, if any."""
+    found = [rel for tag in _git(repo, "tag", "--points-at", commit, check=False).split()
+             if (rel := release_for_tag(tag)) is not None]
+    return max(found, key=lambda r: list(RELEASES).index(r.version)) if found else None
+
+
+def submodule_names(repo: Path, commits: list[str]) -> list[str]:
+    """Names of the submodules any of ``commits`` declares in its .gitmodules."""
+    names: set[str] = set()
+    for commit in commits:
+        text = _git(repo, "show", f"{commit}:.gitmodules", check=False)
+        names.update(re.findall(r'^\s*\[submodule "([^"]+)"\]', text, flags=re.M))
+    return sorted(names)
+
+
+# ----------------------------------------------------------------------------- source build
+
+
+def source_build_commands(checkout: Path, build_root: Path, python: str = sys.executable,
+                          ccache: str | None = None, llvm_config: str | None = None) -> list[list[str]]:
+    """Commands that build and install the TVM of a checkout with its own pyproject.
+
+    The CMake build tree lives in ``build_root`` (outside asv's checkout, which asv wipes with
+    ``git clean -fdx`` before every commit), so consecutive commits build incrementally;
+    ``ccache``, when given, caches compiles across build trees. The ffi is the checkout's own
+    submodule ``3rdparty/tvm-ffi``, the one that commit was written against.
+    """
+    checkout, build_root = Path(checkout), Path(build_root)
+    defines = {"USE_LLVM": llvm_config or "ON", "USE_CUDA": "OFF"}
+    if ccache:
+        defines["CMAKE_C_COMPILER_LAUNCHER"] = ccache
+        defines["CMAKE_CXX_COMPILER_LAUNCHER"] = ccache
+    config = [f"--config-settings=cmake.define.{key}={value}" for key, value in defines.items()]
+    pip = [python, "-m", "pip", "install", "--no-cache-dir"]
+    return [
+        pip + [str(checkout / "3rdparty" / "tvm-ffi"),
+               f"--config-settings=build-dir={build_root / 'tvm-ffi'}"],
+        pip + [str(checkout), "--no-deps", f"--config-settings=build-dir={build_root / 'tvm'}", *config],
+        pip + ["ml_dtypes", "numpy", "typing_extensions"],
+    ]
+
+
+def find_ccache() -> str | None:
+    return shutil.which("ccache")
+
+
+def find_llvm_config() -> str | None:
+    for name in ("llvm-config", *(f"llvm-config-{v}" for v in range(22, 14, -1))):
+        if path := shutil.which(name):
+            return path
+    return None

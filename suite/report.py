@@ -1,0 +1,374 @@
+"""``tvm-suite report``: a static HTML report (Jinja2, inline SVG, no network) and report.json.
+
+What it says, from the asv results (see :mod:`suite.results`):
+
+- the newest commit: every workload x dtype x target x order with its latency, GFLOP/s, ULP
+  metrics, bound fraction, divergence from ``default`` and the change from the previous commit;
+- history charts over the commits (latency and accuracy), one line per order x target;
+- *marks*: commits where the tuned fp16 conv2d diverges on Hexagon (rules and thresholds in
+  ``reports/thresholds.toml``, section ``[divergence]``), with the first divergent commit and the
+  last good one named at the top;
+- regressions found by ``asv.step_detect`` (upward steps only) with the commit range of each.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from suite import results as res
+from suite.errors import UserError
+
+TEMPLATES = res.REPO_ROOT / "reports" / "templates"
+SUMMARY_METRICS = ("latency", "gflops", "ulp_mean", "ulp_p99", "ulp_max", "scaled_error", "bound_fraction",
+                   "nonfinite", "differ_fraction", "max_ulp_distance", "exceeds_bound")
+CHART_METRICS = (
+    ("latency", "latency (ms)", 1e3),
+    ("ulp_mean", "ULP mean", 1.0),
+    ("scaled_error", "scaled error (ULP of max|ref|)", 1.0),
+    ("bound_fraction", "bound fraction", 1.0),
+    ("max_ulp_distance", "max ULP distance from default", 1.0),
+)
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22")
+
+
+class ReportError(UserError):
+    pass
+
+
+def _match(value: str, patterns) -> bool:
+    return any(fnmatch.fnmatchcase(value, p) for p in patterns)
+
+
+# ----------------------------------------------------------------------------- marks
+
+
+def divergence_series(history: res.History, thresholds: dict, commit: str) -> list[res.Series]:
+    """Combinations the ULP-distance rule compares at ``commit`` (tuned vs default on Hexagon)."""
+    div = thresholds["divergence"]
+    return [s for s in history.series()
+            if s.dtype in div["dtypes"] and _match(s.workload, div["workloads"])
+            and _match(s.target, div["targets"]) and s.order in div["orders"]
+            and res.finite(history.value("max_ulp_distance", s, commit))]
+
+
+def find_marks(history: res.History, thresholds: dict) -> list[dict]:
+    """Every (commit, combination) where the tuned fp16 conv2d diverges (see thresholds.toml)."""
+    div, bound = thresholds["divergence"], thresholds["bound"]
+    marks = []
+    for commit in history.commits:
+        for s in history.series():
+            if s.dtype not in div["dtypes"] or not _match(s.workload, div["workloads"]):
+                continue
+            base = {"commit": commit.hash, "label": commit.label, **s.as_dict()}
+            distance = history.value("max_ulp_distance", s, commit.hash)
+            if (_match(s.target, div["targets"]) and s.order in div["orders"] and res.finite(distance)
+                    and distance > div["max_ulp_distance"]):
+                marks.append({**base, "rule": f"{s.order} vs default", "metric": "max_ulp_distance",
+                              "value": distance, "threshold": div["max_ulp_distance"]})
+            fraction = history.value("bound_fraction", s, commit.hash)
+            if _match(s.target, div["bound_targets"]) and res.finite(fraction) and fraction > bound["max_fraction"]:
+                marks.append({**base, "rule": "rounding bound", "metric": "bound_fraction",
+                              "value": fraction, "threshold": bound["max_fraction"]})
+    return marks
+
+
+def _checked_commits(history: res.History, thresholds: dict) -> list[str]:
+    """Commits with any value the marking rules look at."""
+    div = thresholds["divergence"]
+    checked = []
+    for commit in history.commits:
+        for s in history.series():
+            if s.dtype in div["dtypes"] and _match(s.workload, div["workloads"]) and (
+                    res.finite(history.value("bound_fraction", s, commit.hash))
+                    or res.finite(history.value("max_ulp_distance", s, commit.hash))):
+                checked.append(commit.hash)
+                break
+    return checked
+
+
+# ----------------------------------------------------------------------------- regressions
+
+
+def find_regressions(history: res.History, thresholds: dict) -> list[dict]:
+    from asv import step_detect
+
+    config = thresholds["regressions"]
+    found = []
+    for metric in config["metrics"]:
+        for s, per_commit in sorted(history.values.get(metric, {}).items(),
+                                    key=lambda item: (item[0].workload, item[0].dtype, item[0].target, item[0].order)):
+            y = [per_commit.get(c.hash) for c in history.commits]
+            y = [v if res.finite(v) else None for v in y]
+            if sum(v is not None for v in y) < 2:
+                continue
+            steps = step_detect.detect_steps(y)
+            _latest, _best, positions = step_detect.detect_regressions(steps, threshold=config["threshold"])
+            for before, after, value_before, value_after in positions or []:
+                if after is None:
+                    continue
+                good, bad = history.commits[before], history.commits[after]
+                found.append({
+                    **s.as_dict(), "metric": metric, "benchmark": res.METRICS[metric],
+                    "last_good": good.hash, "last_good_label": good.label, "last_good_url": good.url,
+                    "first_bad": bad.hash, "first_bad_label": bad.label, "first_bad_url": bad.url,
+                    "value_before": value_before, "value_after": value_after,
+                    "ratio": value_after / value_before if value_before else None,
+                })
+    return found
+
+
+# ----------------------------------------------------------------------------- summary
+
+
+def _previous_with_value(history, metric, s, index):
+    for commit in reversed(history.commits[:index]):
+        value = history.value(metric, s, commit.hash)
+        if res.finite(value):
+            return commit, value
+    return None, None
+
+
+def summary_rows(history: res.History) -> tuple[list[dict], int]:
+    newest = history.commits[-1]
+    index = len(history.commits) - 1
+    rows, skipped = [], 0
+    for s in history.series():
+        values = {m: history.value(m, s, newest.hash) for m in SUMMARY_METRICS}
+        failed = sorted(res.METRICS[m].rsplit(".", 1)[-1] for m, per_series in history.values.items()
+                        if newest.hash in per_series.get(s, {}) and per_series[s][newest.hash] is None)
+        if not failed and not any(res.finite(v) for v in values.values()):
+            skipped += 1
+            continue
+        previous = {}
+        for m in SUMMARY_METRICS:
+            commit, value = _previous_with_value(history, m, s, index)
+            if commit is not None:
+                previous[m] = {"commit": commit.hash, "label": commit.label, "value": value}
+        change = {}
+        if res.finite(values["latency"]) and "latency" in previous and previous["latency"]["value"] > 0:
+            change["latency_pct"] = 100.0 * (values["latency"] / previous["latency"]["value"] - 1)
+        for m in ("ulp_mean", "scaled_error", "bound_fraction", "max_ulp_distance"):
+            if res.finite(values[m]) and m in previous:
+                change[m] = values[m] - previous[m]["value"]
+        rows.append({**s.as_dict(), "values": values, "failed": failed, "previous": previous, "change": change})
+    return rows, skipped
+
+
+# ----------------------------------------------------------------------------- charts
+
+
+def _nice(value: float) -> str:
+    if value == 0:
+        return "0"
+    return f"{value:.3g}"
+
+
+def _chart(history, metric, title, scale, lines, marked_commits, width=330, height=170):
+    """Geometry of one inline SVG line chart: paths, points, axes (all in pixels)."""
+    left, right, top, bottom = 60, 10, 22, 34
+    n = len(history.commits)
+    pts = [[(i, v * scale) for i, v in enumerate(values) if res.finite(v)] for _label, _color, values in lines]
+    all_y = [y for series in pts for _i, y in series]
+    if not all_y:
+        return None
+    lo, hi = min(all_y), max(all_y)
+    if hi == lo:
+        pad = abs(hi) * 0.1 or 1.0
+        lo, hi = lo - pad, hi + pad
+    else:
+        pad = (hi - lo) * 0.08
+        lo, hi = lo - pad, hi + pad
+    if min(all_y) >= 0 and lo < 0:
+        lo = 0.0
+    plot_w, plot_h = width - left - right, height - top - bottom
+
+    def x(i):
+        return left + (plot_w / 2 if n == 1 else plot_w * i / (n - 1))
+
+    def y(v):
+        return top + plot_h * (1 - (v - lo) / (hi - lo))
+
+    drawn = []
+    for (label, color, values), series in zip(lines, pts):
+        d, previous = [], None
+        for i, v in series:
+            d.append(f"{'L' if previous == i - 1 else 'M'}{x(i):.1f},{y(v):.1f}")
+            previous = i
+        if len(series) == 1 or all(c.startswith("M") for c in d):
+            # isolated points: a short tick so the path has length
+            d = [f"M{x(i) - 3:.1f},{y(v):.1f}L{x(i) + 3:.1f},{y(v):.1f}" for i, v in series]
+        drawn.append({
+            "label": label, "color": color, "d": "".join(d),
+            "points": [{"x": round(x(i), 1), "y": round(y(v), 1),
+                        "title": f"{label} @ {history.commits[i].label}: {_nice(v)}"} for i, v in series],
+        })
+    step = max(1, math.ceil(n / 5))
+    xticks = [{"x": round(x(i), 1), "label": history.commits[i].label[:12]}
+              for i in range(n) if i % step == 0 or i == n - 1]
+    if len(xticks) >= 2 and xticks[-1]["x"] - xticks[-2]["x"] < 40 and n - 1 != 0:
+        xticks.pop(-2)
+    for k, tick in enumerate(xticks):
+        tick["anchor"] = "middle" if n == 1 else ("start" if k == 0 else ("end" if k == len(xticks) - 1 else "middle"))
+    yticks = [{"y": round(y(v), 1), "label": _nice(v)} for v in (lo, (lo + hi) / 2, hi)]
+    marks = [{"x": round(x(history.index(h)), 1), "label": history.commits[history.index(h)].label}
+             for h in marked_commits]
+    return {"title": title, "metric": metric, "width": width, "height": height, "left": left,
+            "right": width - right, "top": top, "bottom": height - bottom, "lines": drawn,
+            "xticks": xticks, "yticks": yticks, "marks": marks}
+
+
+def charts(history: res.History, marks: list[dict]) -> list[dict]:
+    """One group per workload x dtype, one chart per metric, one line per order x target."""
+    groups = {}
+    for s in history.series():
+        groups.setdefault((s.workload, s.dtype), []).append(s)
+    multi = len(history.machines) > 1
+    out = []
+    for (workload, dtype), members in sorted(groups.items(), key=lambda g: (not g[0][0].startswith("seed"), g[0])):
+        marked = sorted({m["commit"] for m in marks if m["workload"] == workload and m["dtype"] == dtype},
+                        key=history.index)
+        group_charts = []
+        for metric, title, scale in CHART_METRICS:
+            lines = []
+            for k, s in enumerate(members):
+                label = f"{s.order} / {s.target}" + (f" @{s.machine}" if multi else "")
+                values = [history.value(metric, s, c.hash) for c in history.commits]
+                if any(res.finite(v) for v in values):
+                    lines.append((label, PALETTE[k % len(PALETTE)], values))
+            chart = _chart(history, metric, title, scale, lines, marked) if lines else None
+            if chart:
+                group_charts.append(chart)
+        if group_charts:
+            out.append({"workload": workload, "dtype": dtype, "marked": bool(marked), "charts": group_charts,
+                        "open": bool(marked) or workload.startswith("seed")})
+    return out
+
+
+# ----------------------------------------------------------------------------- facts
+
+
+def compute(history: res.History, thresholds: dict) -> dict:
+    marks = find_marks(history, thresholds)
+    marked = [c.hash for c in history.commits if any(m["commit"] == c.hash for m in marks)]
+    checked = _checked_commits(history, thresholds)
+    first_divergent = last_good = None
+    if marked:
+        first = history.index(marked[0])
+        first_divergent = history.commits[first]
+        good = [h for h in checked if history.index(h) < first]
+        last_good = history.commits[history.index(good[-1])] if good else None
+    else:
+        good = checked
+        last_good = history.commits[history.index(good[-1])] if good else None
+    div = thresholds["divergence"]
+    targets = sorted({s.target for s in history.series()})
+    hexagon = [t for t in targets if _match(t, div["targets"])]
+    compared = sum(len(divergence_series(history, thresholds, c.hash)) for c in history.commits)
+    rows, skipped = summary_rows(history)
+    newest = history.commits[-1]
+    previous = history.commits[-2] if len(history.commits) > 1 else None
+    return {
+        "generated_by": "tvm-suite report",
+        "results_dir": str(history.results_dir.resolve()),
+        "ordering": history.ordering,
+        "machines": history.machines,
+        "targets": targets,
+        "commits": [c.as_dict() for c in history.commits],
+        "newest": newest.as_dict(),
+        "previous": previous.as_dict() if previous else None,
+        "summary": rows,
+        "summary_skipped": skipped,
+        "divergence": {
+            "first_divergent": first_divergent.as_dict() if first_divergent else None,
+            "last_good": last_good.as_dict() if last_good else None,
+            "marked_commits": [history.commits[history.index(h)].as_dict() for h in marked],
+            "checked_commits": checked,
+            "ulp_rule_targets_present": hexagon,
+            "ulp_rule_comparisons": compared,
+            "marks": marks,
+        },
+        "regressions": find_regressions(history, thresholds),
+        "thresholds": {k: v for k, v in thresholds.items()},
+    }
+
+
+def _json_safe(value):
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+# ----------------------------------------------------------------------------- rendering
+
+
+def _fmt(value, spec=".4g", missing="–"):
+    if value is None:
+        return missing
+    if isinstance(value, float) and not math.isfinite(value):
+        return missing
+    return format(value, spec)
+
+
+def render_html(facts: dict, history: res.History, marks: list[dict]) -> str:
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined, TemplateError
+
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined,
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters["fmt"] = _fmt
+    try:
+        return env.get_template("report.html.j2").render(
+            facts=facts, charts=charts(history, marks), multi_machine=len(history.machines) > 1)
+    except TemplateError as err:
+        raise ReportError(f"cannot render {TEMPLATES / 'report.html.j2'}: {err}") from None
+
+
+def _check_out(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise ReportError(f"--out {out} exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()) and not (out / "report.json").is_file():
+        raise ReportError(f"--out {out} is a non-empty directory that holds no report.json; "
+                          "refusing to replace it")
+
+
+def write_report(out, html: str, facts: dict) -> None:
+    """Render into a temporary directory beside ``out``, then rename it into place."""
+    out = Path(out)
+    _check_out(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        (tmp / "index.html").write_text(html, encoding="utf-8")
+        (tmp / "report.json").write_text(json.dumps(_json_safe(facts), indent=1, allow_nan=False) + "\n")
+        os.chmod(tmp, 0o755)
+        if out.exists():
+            old = out.with_name(f".{out.name}.old-{os.getpid()}")
+            os.rename(out, old)
+            os.rename(tmp, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def make_report(results_dir, out, tvm_repo=None, thresholds_path=None) -> dict:
+    from suite import gate
+
+    _check_out(Path(out))
+    thresholds = gate.load_thresholds(thresholds_path)
+    history = res.load(results_dir, tvm_repo)
+    facts = compute(history, thresholds)
+    html = render_html(facts, history, facts["divergence"]["marks"])
+    write_report(out, html, facts)
+    return facts

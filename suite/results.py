@@ -1,0 +1,336 @@
+"""asv results of the suite, read through asv's own API and ordered by TVM's history.
+
+``load(results_dir, tvm_repo)`` gives a :class:`History`: the commits that have results, oldest
+first, and for every benchmark and parameter combination (workload x dtype x target x order,
+per machine) the value at each commit. Values keep asv's distinction: ``None`` means the
+benchmark failed (asv stores null), NaN means it was skipped (``NotImplementedError``).
+
+Order of the commits, best source first:
+
+1. a TVM clone (``--tvm-repo``, or the ``repo`` of the ``asv.installed.json`` that
+   ``tvm-suite run`` writes next to ``results/``): ``git rev-list --topo-order --date-order``,
+   so a parent always comes before its child and otherwise commit time decides (release tags
+   sit on release branches, not on main: they are ordered by time);
+2. otherwise the commit date asv stored in each results file.
+
+Every unreadable input raises :class:`suite.errors.UserError` naming the file.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import json
+import math
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from suite.errors import UserError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PARAM_NAMES = ("workload", "dtype", "target", "order")
+DEFAULT_COMMIT_URL = "https://github.com/apache/tvm/commit/"
+
+#: Short names of the suite's asv benchmarks (benchmarks/*.py).
+METRICS = {
+    "latency": "bench_latency.Throughput.track_latency_median",
+    "time_kernel": "bench_latency.KernelTime.time_kernel",
+    "gflops": "bench_latency.Throughput.track_gflops",
+    "ulp_max": "bench_accuracy.Accuracy.track_ulp_max",
+    "ulp_mean": "bench_accuracy.Accuracy.track_ulp_mean",
+    "ulp_p99": "bench_accuracy.Accuracy.track_ulp_p99",
+    "scaled_error": "bench_accuracy.Accuracy.track_scaled_error",
+    "bound_fraction": "bench_accuracy.Accuracy.track_bound_fraction",
+    "nonfinite": "bench_accuracy.Accuracy.track_nonfinite",
+    "differ_fraction": "bench_divergence.DivergenceFromDefault.track_differ_fraction",
+    "max_ulp_distance": "bench_divergence.DivergenceFromDefault.track_max_ulp_distance",
+    "exceeds_bound": "bench_divergence.DivergenceFromDefault.track_exceeds_bound",
+}
+BENCHMARK_METRIC = {bench: metric for metric, bench in METRICS.items()}
+
+
+class ResultsError(UserError):
+    pass
+
+
+@dataclass(frozen=True)
+class Series:
+    """One parameter combination of the benchmark grid, on one machine."""
+
+    workload: str
+    dtype: str
+    target: str
+    order: str
+    machine: str
+
+    def as_dict(self) -> dict:
+        return {"workload": self.workload, "dtype": self.dtype, "target": self.target,
+                "order": self.order, "machine": self.machine}
+
+
+@dataclass
+class Commit:
+    hash: str
+    date_ms: int | None  # commit date (git, else the one asv stored)
+    tags: list[str] = field(default_factory=list)
+    url: str = ""
+
+    @property
+    def short(self) -> str:
+        return self.hash[:10]
+
+    @property
+    def label(self) -> str:
+        return self.tags[0] if self.tags else self.short
+
+    def as_dict(self) -> dict:
+        return {"hash": self.hash, "label": self.label, "tags": self.tags, "url": self.url,
+                "date": _iso(self.date_ms)}
+
+
+@dataclass
+class History:
+    results_dir: Path
+    commits: list[Commit]  # oldest first
+    #: metric name -> Series -> commit hash -> value (None: failed, NaN: skipped)
+    values: dict[str, dict[Series, dict[str, float | None]]]
+    machines: list[str]
+    files: list[Path]
+    ordering: str  # how the commits were ordered, in words
+    commit_url: str
+
+    def index(self, commit_hash: str) -> int:
+        for i, commit in enumerate(self.commits):
+            if commit.hash == commit_hash:
+                return i
+        raise ResultsError(f"no results for commit {commit_hash} in {self.results_dir}")
+
+    def series(self) -> list[Series]:
+        found = set()
+        for per_series in self.values.values():
+            found.update(per_series)
+        return sorted(found, key=lambda s: (s.workload, s.dtype, s.target, s.order, s.machine))
+
+    def value(self, metric: str, series: Series, commit_hash: str):
+        return self.values.get(metric, {}).get(series, {}).get(commit_hash)
+
+    def resolve(self, name: str) -> Commit:
+        """A commit by (a prefix of) its hash or by a tag name."""
+        name = name.strip()
+        if not name:
+            raise ResultsError("empty commit hash")
+        by_tag = [c for c in self.commits if name in c.tags]
+        by_hash = [c for c in self.commits if c.hash.startswith(name.lower())] if len(name) >= 4 else []
+        found = by_tag or by_hash
+        if not found:
+            known = ", ".join(c.label for c in self.commits)
+            raise ResultsError(f"unknown commit {name!r}: {self.results_dir} has results for {known}")
+        if len(found) > 1:
+            raise ResultsError(f"commit {name!r} is ambiguous in {self.results_dir}: "
+                               f"{', '.join(c.short for c in found)}")
+        return found[0]
+
+
+def finite(value) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def _iso(date_ms):
+    if date_ms is None:
+        return None
+    import datetime
+    return datetime.datetime.fromtimestamp(date_ms / 1000, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def _read_json_conf(path: Path) -> dict:
+    """asv.conf.json (with // comment lines) or the asv.installed.json that `run` writes."""
+    try:
+        text = "\n".join(line for line in path.read_text().splitlines() if not line.strip().startswith("//"))
+        return json.loads(text)
+    except (OSError, ValueError) as err:
+        raise ResultsError(f"{path}: cannot read asv configuration ({err})") from None
+
+
+def _check_machine_file(path: Path) -> str:
+    from asv import machine, util
+
+    if not path.is_file():
+        raise ResultsError(f"{path}: missing (asv writes machine.json beside each machine's results)")
+    try:
+        data = util.load_json(str(path), api_version=machine.Machine.api_version)
+    except util.UserError as err:
+        raise ResultsError(f"{path}: unreadable machine file ({err})") from None
+    except (OSError, ValueError) as err:
+        raise ResultsError(f"{path}: unreadable machine file ({err})") from None
+    name = data.get("machine") if isinstance(data, dict) else None
+    if not isinstance(name, str):
+        raise ResultsError(f"{path}: malformed machine file (no machine name)")
+    return name
+
+
+def _load_result(path: Path, machine_name: str):
+    from asv import results, util
+
+    try:
+        result = results.Results.load(str(path), machine_name=machine_name)
+        keys = list(result.get_all_result_keys())
+        for key in keys:  # touch everything once so structural damage shows up here
+            params = result.get_result_params(key)
+            if params is not None:
+                result.get_result_value(key, params)
+    except util.UserError as err:
+        raise ResultsError(f"{path}: unreadable asv results file ({err})") from None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, IndexError) as err:
+        raise ResultsError(f"{path}: unreadable asv results file ({type(err).__name__}: {err})") from None
+    if not isinstance(result.commit_hash, str) or len(result.commit_hash) < 7:
+        raise ResultsError(f"{path}: asv results file without a commit hash")
+    return result
+
+
+def _decode(param: str):
+    try:
+        return ast.literal_eval(param)
+    except (ValueError, SyntaxError):
+        return param
+
+
+def _git(repo: Path, *args: str, stdin: str | None = None) -> str:
+    result = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, input=stdin)
+    if result.returncode != 0:
+        raise ResultsError(f"git {' '.join(args[:2])} failed in {repo}: {result.stderr.strip()[:200]}")
+    return result.stdout
+
+
+def _is_git_repo(path: Path) -> bool:
+    return (path / ".git").exists() or (path / "HEAD").is_file()
+
+
+def _order_by_git(repo: Path, hashes: list[str], asv_dates: dict[str, int]):
+    """(ordered hashes, dates, tags, note) from the clone ``repo``."""
+    checked = _git(repo, "cat-file", "--batch-check=%(objectname) %(objecttype)",
+                   stdin="".join(f"{h}^{{commit}}\n" for h in hashes)).splitlines()
+    known = [h for h, line in zip(hashes, checked) if line.endswith(" commit")]
+    unknown = [h for h in hashes if h not in known]
+    dates, tags = {}, {}
+    if known:
+        listed = _git(repo, "rev-list", "--topo-order", "--date-order", *known).split()
+        wanted = set(known)
+        ordered = [h for h in listed if h in wanted][::-1]
+        for line in _git(repo, "show", "-s", "--format=%H %ct", *known).splitlines():
+            h, _, ct = line.partition(" ")
+            dates[h] = int(ct) * 1000
+        for line in _git(repo, "for-each-ref", "refs/tags",
+                         "--format=%(objectname) %(*objectname) %(refname)").splitlines():
+            parts = line.split()
+            if len(parts) == 3:
+                obj, peeled, tag = parts
+            elif len(parts) == 2:
+                (obj, tag), peeled = parts, ""
+            else:
+                continue
+            tag = tag.removeprefix("refs/tags/")
+            for h in (obj, peeled):
+                if h in wanted:
+                    tags.setdefault(h, []).append(tag)
+    else:
+        ordered = []
+    note = f"commits ordered by the history of {repo} (git rev-list --topo-order --date-order)"
+    for h in sorted(unknown, key=lambda x: asv_dates.get(x) or 0):
+        date = asv_dates.get(h) or 0
+        position = next((i for i, k in enumerate(ordered) if (dates.get(k) or 0) > date), len(ordered))
+        ordered.insert(position, h)
+        dates[h] = asv_dates.get(h)
+    if unknown:
+        note += f"; {len(unknown)} commit(s) not in that clone placed by the date asv stored"
+    for values in tags.values():
+        values.sort(key=lambda t: (not t.startswith("v"), "rc" in t or "dev" in t, t))
+    return ordered, dates, tags, note
+
+
+def _run_config(results_dir: Path) -> Path | None:
+    """The asv configuration a `tvm-suite` run wrote beside ``results_dir`` (asv.installed.json,
+    asv.history.json, ...): the one whose results_dir is this directory."""
+    for path in sorted(results_dir.parent.glob("asv*.json")):
+        try:
+            conf = _read_json_conf(path)
+        except ResultsError:
+            continue
+        where = conf.get("results_dir") if isinstance(conf, dict) else None
+        if where and Path(where).resolve() == results_dir.resolve():
+            return path
+    return None
+
+
+def load(results_dir, tvm_repo=None) -> History:
+    """Every asv results file under ``results_dir``; commits ordered by ``tvm_repo`` when given."""
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        raise ResultsError(f"results directory {results_dir} does not exist")
+    machine_dirs = sorted({Path(root) for root, _dirs, files in os.walk(results_dir)
+                           if any(f.endswith(".json") and f not in ("benchmarks.json", "machine.json")
+                                  for f in files)})
+    benchmarks_file = results_dir / "benchmarks.json"
+    if benchmarks_file.exists():
+        from asv import util
+        try:
+            util.load_json(str(benchmarks_file), api_version=2)
+        except util.UserError as err:
+            raise ResultsError(f"{benchmarks_file}: unreadable ({err})") from None
+
+    from asv import results as asv_results
+
+    loaded, files, machines = [], [], []
+    for directory in machine_dirs:
+        machine_name = _check_machine_file(directory / "machine.json")
+        machines.append(machine_name)
+    for root, filename, machine_name in asv_results.iter_results_paths(str(results_dir)):
+        path = Path(root) / filename
+        loaded.append((machine_name, _load_result(path, machine_name)))
+        files.append(path)
+    if not loaded:
+        raise ResultsError(f"{results_dir} holds no asv results (no commits): run `tvm-suite run` first")
+
+    values: dict[str, dict[Series, dict[str, float | None]]] = {}
+    asv_dates: dict[str, int] = {}
+    for machine_name, result in loaded:
+        commit = result.commit_hash
+        if result.date is not None:
+            asv_dates[commit] = int(result.date)
+        for key in result.get_all_result_keys():
+            metric = BENCHMARK_METRIC.get(key)
+            params = result.get_result_params(key)
+            if metric is None or not params or len(params) != len(PARAM_NAMES):
+                continue
+            for combo, value in zip(itertools.product(*params), result.get_result_value(key, params)):
+                series = Series(*(str(_decode(p)) for p in combo), machine=machine_name)
+                if value is not None and not isinstance(value, (int, float)):
+                    raise ResultsError(f"{result._filename}: value of {key} is not a number: {value!r}")
+                per_commit = values.setdefault(metric, {}).setdefault(series, {})
+                if value is None and finite(per_commit.get(commit)):
+                    continue  # another environment of the same commit has the value
+                per_commit[commit] = None if value is None else float(value)
+
+    # Where the repository and the commit links come from.
+    installed_conf = _run_config(results_dir)
+    conf = _read_json_conf(installed_conf) if installed_conf else _read_json_conf(REPO_ROOT / "asv.conf.json")
+    commit_url = conf.get("show_commit_url") or DEFAULT_COMMIT_URL
+    repo = Path(tvm_repo) if tvm_repo else None
+    if repo is not None and not _is_git_repo(repo):
+        raise ResultsError(f"--tvm-repo {repo} is not a git repository")
+    if repo is None and installed_conf and conf.get("repo") and _is_git_repo(Path(conf["repo"])):
+        repo = Path(conf["repo"])
+
+    hashes = sorted(asv_dates.keys() | {r.commit_hash for _m, r in loaded})
+    if repo is not None:
+        ordered, dates, tags, note = _order_by_git(repo, hashes, asv_dates)
+    else:
+        ordered = sorted(hashes, key=lambda h: (asv_dates.get(h) or 0, h))
+        dates, tags = dict(asv_dates), {}
+        note = "commits ordered by the commit date asv stored (give --tvm-repo to order by TVM's history)"
+    commits = [Commit(h, dates.get(h), tags.get(h, []), f"{commit_url}{h}") for h in ordered]
+    return History(results_dir, commits, values, sorted(set(machines)), files, note, commit_url)

@@ -1,0 +1,337 @@
+"""Hexagon targets: TVM's real Hexagon codegen, compile metrics, and execution on qemu-hexagon.
+
+- ``hexagon-v68``, ``hexagon-v69``, ``hexagon-v73`` are compile-only: the flags of TVM's target tags
+  (``qcom/hexagon-v6x``: ``+hvxv6x,+hvx-length128b,+hvx-qfloat,-hvx-ieee-fp``, and for v68
+  ``-force-hvx-float``) plus the LLVM options TVM's own Hexagon build (``target.build.hexagon``) adds.
+  They give an ELF32 Hexagon object and its assembly, from which :func:`codegen_metrics` reads code
+  size and HVX qfloat / vector / scalar floating-point instruction counts.
+- ``hexagon-v68-emu`` is the same schedule built with HVX floating point off (QEMU implements no HVX
+  float, qfloat or IEEE) and linked with a freestanding C harness (``hexagon_harness.c``) into a
+  static ELF that ``qemu-hexagon`` runs. Debian 12's QEMU 7.2 knows CPU v67 only and refuses an ELF
+  whose e_flags say v68, so this variant is generated for ``hexagonv67`` with HVX v67 (which has no
+  HVX float at all): with HVX float off, v68 adds nothing this code uses (the v68 and v67 builds of
+  the default seed conv2d give the same instructions), and the result is honest v67 machine code,
+  not a v68 ELF with patched flags.
+  Its time is *emulated* time (``emulated_s``), never hardware latency.
+
+No MetaSchedule tuning is possible for Hexagon here (no device to measure on), so the ``tuned``
+order of every Hexagon target replays the committed **llvm** records (see :data:`TUNING_RECORDS_OF`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import struct
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from suite import cache, compat
+from suite.errors import UserError
+
+#: Hexagon targets replay the tuning records of this target (no Hexagon tuning is possible here).
+TUNING_RECORDS_OF = "llvm"
+
+#: LLVM options TVM's ``target.build.hexagon`` adds to the tag's own.
+TVM_HEXAGON_BUILD_OPTIONS = [
+    "-hexagon-small-data-threshold=0",
+    "-force-target-max-vector-interleave=1",
+    "-hexagon-autohvx=1",
+]
+
+EMU_TOOLS = ("qemu-hexagon", "clang", "ld.lld")
+HARNESS_SOURCE = Path(__file__).with_name("hexagon_harness.c")
+#: Seconds one emulated run may take (the seed conv2d takes ~45 s on an idle core, minutes loaded).
+EMULATION_TIMEOUT_S = 1800
+_MAGIC_IN, _MAGIC_OUT = 0x48585654, 0x54585654
+_TYPE_CODES = {"i": 0, "u": 1, "f": 2}
+
+
+class ToolMissing(UserError):
+    """qemu-hexagon, clang or ld.lld is not installed (one-line message)."""
+
+
+class EmulationFailed(RuntimeError):
+    pass
+
+
+def missing_tools(tools=EMU_TOOLS) -> list[str]:
+    return [tool for tool in tools if shutil.which(tool) is None]
+
+
+def require_tools(tools=EMU_TOOLS, what="hexagon-v68-emu") -> None:
+    missing = missing_tools(tools)
+    if missing:
+        raise ToolMissing(
+            f"{what} needs {', '.join(tools)}; missing: {', '.join(missing)} "
+            "(on Debian: apt-get install qemu-user clang lld)"
+        )
+
+
+# ----------------------------------------------------------------------------- compile metrics
+
+_QF_ARITH = re.compile(r"\.qf(16|32)\s*=\s*v(mpy|add|sub)\w*\(")
+_QF_CONVERT = re.compile(
+    r"\bv\d+(:\d+)?\.(hf|sf)\s*=\s*v\d+(:\d+)?\.qf(16|32)\s*$"     # qf -> IEEE
+    r"|\bv\d+(:\d+)?\.qf(16|32)\s*=\s*v\d+(:\d+)?\.(hf|sf)\s*$"    # IEEE -> qf
+    r"|\bvconv\w*\(|\bvcvt\w*\(.*\.qf"
+)
+_HVX_FP = re.compile(r"\bv\d+(:\d+)?\.(hf|sf|qf16|qf32)\b")
+_SCALAR_FP = re.compile(r"=\s*(sf|df)[a-z]+\w*\(|\b(sf|df)cmp\.|=\s*convert_\w+\(")
+_FP16_CALL = re.compile(r"\bcall\s+(__extendhfsf2|__truncsfhf2|__gnu_h2f_ieee|__gnu_f2h_ieee)\b")
+
+
+def _instruction_lines(asm: str):
+    for raw in asm.splitlines():
+        line = raw.split("//")[0].strip()
+        if not line or line.startswith(".") or line.endswith(":"):
+            continue
+        line = line.strip("{} \t")
+        if line.startswith(":endloop") or not line:
+            continue
+        yield line
+
+
+def asm_metrics(asm: str) -> dict:
+    """Instruction counts read from Hexagon assembly text."""
+    counts = dict.fromkeys(
+        ("instructions", "qfloat_arith", "qfloat_convert", "qfloat_total", "hvx_fp_vector",
+         "scalar_fp", "fp16_conversion_calls"), 0)
+    for line in _instruction_lines(asm):
+        counts["instructions"] += 1
+        if ".qf16" in line or ".qf32" in line:
+            counts["qfloat_total"] += 1
+        if _QF_ARITH.search(line):
+            counts["qfloat_arith"] += 1
+        if _QF_CONVERT.search(line):
+            counts["qfloat_convert"] += 1
+        if _HVX_FP.search(line):
+            counts["hvx_fp_vector"] += 1
+        if _SCALAR_FP.search(line):
+            counts["scalar_fp"] += 1
+        if _FP16_CALL.search(line):
+            counts["fp16_conversion_calls"] += 1
+    return counts
+
+
+def elf_code_size(data: bytes) -> int:
+    """Bytes of executable sections (SHF_EXECINSTR) of an ELF32 little-endian file."""
+    if data[:4] != b"\x7fELF" or data[4] != 1:
+        raise ValueError("not an ELF32 file")
+    shoff = struct.unpack_from("<I", data, 0x20)[0]
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x2E)
+    total = 0
+    for i in range(shnum):
+        _, sh_type, flags, _, _, size = struct.unpack_from("<IIIIII", data, shoff + i * shentsize)
+        if flags & 0x4 and sh_type != 8:  # SHF_EXECINSTR, not NOBITS
+            total += size
+    return total
+
+
+def elf_machine_flags(data: bytes) -> int:
+    return struct.unpack_from("<I", data, 0x24)[0]
+
+
+def codegen_metrics(object_path: Path, asm_path: Path | None) -> dict:
+    data = Path(object_path).read_bytes()
+    result = {"object_bytes": len(data), "code_bytes": elf_code_size(data),
+              "e_flags": hex(elf_machine_flags(data))}
+    if asm_path is not None and Path(asm_path).exists():
+        result.update(asm_metrics(Path(asm_path).read_text(errors="replace")))
+    return result
+
+
+# ----------------------------------------------------------------------------- targets
+
+
+class HexagonTarget:
+    """A compile-only Hexagon target with TVM's tag flags (HVX qfloat on)."""
+
+    executes = False
+    emulated = False
+
+    def __init__(self, name: str, arch: str, mattr: list[str], llvm_options: list[str]):
+        self.name = name
+        self.arch = arch
+        self.mattr = mattr
+        self.llvm_options = llvm_options
+        self.tuning_records_of = TUNING_RECORDS_OF
+
+    def tvm_target(self):
+        return compat.hexagon_target(f"hexagon{self.arch}", self.mattr, self.llvm_options)
+
+    def identity(self) -> dict:
+        return {"target": self.name, "mcpu": f"hexagon{self.arch}", "mattr": self.mattr,
+                "llvm_options": self.llvm_options}
+
+    def build(self, func, path: Path) -> None:
+        """The Hexagon object at ``path`` and its assembly beside it (``.s``)."""
+        module = compat.build(func, self.tvm_target())
+        _write_atomic(path, lambda tmp: compat.write_module_file(module, tmp, "o"))
+        _write_atomic(path.with_suffix(".s"), lambda tmp: compat.write_module_file(module, tmp, "s"))
+
+    def codegen_metrics(self, path: Path) -> dict:
+        return codegen_metrics(path, path.with_suffix(".s"))
+
+    def load(self, path, inputs, output_shape, dtype):
+        raise NotImplementedError(f"{self.name} is compile-only: no emulator runs HVX floating point")
+
+
+def _write_atomic(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=path.suffix)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def _tool_version(tool: str) -> str:
+    try:
+        out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "missing"
+    return out.strip().splitlines()[0] if out.strip() else "unknown"
+
+
+class HexagonEmuTarget(HexagonTarget):
+    """The executed variant: HVX floating point off, generated for v67 so QEMU 7.2 runs it."""
+
+    executes = True
+    emulated = True
+
+    def identity(self) -> dict:
+        # No tool is run here: identity() must stay cheap (asv processes look records up by it).
+        return {**super().identity(), "harness": cache.digest(HARNESS_SOURCE.read_text()),
+                "emulator": "qemu-hexagon"}
+
+    def build(self, func, path: Path) -> None:
+        """The object at ``path`` and the linked static ELF beside it (``.elf``)."""
+        require_tools(("clang", "ld.lld"), self.name)
+        module = compat.build(func, self.tvm_target())
+        obj = path.with_suffix(".o")
+        _write_atomic(obj, lambda tmp: compat.write_module_file(module, tmp, "o"))
+        harness = harness_object(self.arch)
+        _write_atomic(path.with_suffix(".elf"), lambda tmp: _link(obj, harness, Path(tmp)))
+        _write_atomic(path, lambda tmp: shutil.copyfile(obj, tmp))
+
+    def codegen_metrics(self, path: Path) -> dict:
+        return codegen_metrics(path, None)
+
+    def load(self, path, inputs, output_shape, dtype):
+        require_tools(("qemu-hexagon",), self.name)
+        return EmulatedKernel(Path(path).with_suffix(".elf"), inputs, output_shape, dtype)
+
+
+def harness_object(arch: str) -> Path:
+    """The harness compiled for ``arch``, cached by the source and the clang version."""
+    source = HARNESS_SOURCE.read_text()
+    key = {"source": source, "clang": _tool_version("clang"), "arch": arch}
+    where = cache.entry("hexagon-harness", arch, key) / "harness.o"
+    if not where.exists():
+        def compile_to(tmp):
+            _check_run(["clang", "--target=hexagon-unknown-linux-musl", f"-mcpu=hexagon{arch}", "-O2",
+                        "-ffreestanding", "-fno-builtin", "-nostdlib", "-c", str(HARNESS_SOURCE),
+                        "-o", tmp], "compiling the harness")
+        _write_atomic(where, compile_to)
+    return where
+
+
+def _link(obj: Path, harness: Path, out: Path) -> None:
+    # The kernel object first: its own fp16 conversions (weak) take precedence over the harness's.
+    _check_run(["ld.lld", "-static", "-e", "_start", str(obj), str(harness), "-o", str(out)],
+               "linking with ld.lld")
+
+
+def _check_run(command: list[str], what: str) -> None:
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        lines = [line for line in (done.stderr or done.stdout).splitlines() if line.strip()]
+        raise RuntimeError(f"{what} failed: {lines[0] if lines else done.returncode}")
+
+
+# ----------------------------------------------------------------------------- execution
+
+
+def encode_inputs(inputs, output_shape, dtype) -> bytes:
+    """The harness's stdin: header words, then the raw input bytes."""
+    arrays = [np.ascontiguousarray(a) for a in inputs]
+    out_dtype = np.dtype(dtype)
+    words = [_MAGIC_IN, 1, len(arrays) + 1]
+    for array, is_input in [(a, 1) for a in arrays] + [(np.empty(0, out_dtype), 0)]:
+        shape = array.shape if is_input else tuple(output_shape)
+        words += [_TYPE_CODES[array.dtype.kind], array.dtype.itemsize * 8, len(shape), *shape, is_input]
+    return struct.pack(f"<{len(words)}I", *words) + b"".join(a.tobytes() for a in arrays)
+
+
+def emulate(elf: Path, stdin: bytes, output_shape, dtype) -> tuple[np.ndarray, float]:
+    """Run the ELF under qemu-hexagon; the output and the guest-measured seconds of the call."""
+    try:
+        done = subprocess.run(["qemu-hexagon", str(elf)], input=stdin, capture_output=True,
+                              timeout=EMULATION_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise EmulationFailed(f"qemu-hexagon ran past {EMULATION_TIMEOUT_S} s") from None
+    err = done.stderr.decode(errors="replace").strip().splitlines()
+    if done.returncode != 0 or len(done.stdout) < 16:
+        raise EmulationFailed(f"qemu-hexagon exit {done.returncode}: {err[-1] if err else 'no message'}")
+    magic, status, lo, hi = struct.unpack_from("<4I", done.stdout)
+    if magic != _MAGIC_OUT or status != 0:
+        raise EmulationFailed(f"kernel status {status}: {err[-1] if err else 'no message'}")
+    count = int(np.prod(output_shape))
+    data = np.frombuffer(done.stdout, dtype=dtype, count=count, offset=16)
+    return data.reshape(tuple(output_shape)).copy(), ((hi << 32) | lo) / 1e9
+
+
+class EmulatedKernel:
+    """An ELF bound to its inputs; runs under qemu-hexagon once, outputs cached by content."""
+
+    def __init__(self, elf: Path, inputs, output_shape, dtype):
+        self.elf, self.output_shape, self.dtype = Path(elf), list(output_shape), dtype
+        self.stdin = encode_inputs(inputs, output_shape, dtype)
+        digest = hashlib.sha256(self.elf.read_bytes() + self.stdin).hexdigest()[:24]
+        self.where = cache.root() / "hexagon-run" / digest
+        self.emulated_s: float | None = None
+
+    def run(self) -> None:
+        self.output()
+
+    def output(self) -> np.ndarray:
+        cached = cache.read_array(self.where / "output.npy")
+        info = cache.read_json(self.where / "run.json")
+        if cached is not None and info is not None:
+            self.emulated_s = info["emulated_s"]
+            return cached
+        out, seconds = emulate(self.elf, self.stdin, self.output_shape, self.dtype)
+        cache.write_array(self.where / "output.npy", out)
+        cache.write_json(self.where / "run.json", {"emulated_s": seconds})
+        self.emulated_s = seconds
+        return out
+
+    def time(self, repeat: int = 1, min_repeat_ms: int = 0) -> list[float]:
+        """Emulated seconds of the call (QEMU on this host: not hardware latency)."""
+        self.output()
+        return [self.emulated_s]
+
+
+V68_MATTR = ["+hvxv68", "+hvx-length128b", "+hvx-qfloat", "-hvx-ieee-fp"]
+
+
+def all_targets() -> list:
+    """hexagon-v68/v69/v73 (compile-only, qfloat) and hexagon-v68-emu (executed)."""
+    found = [HexagonTarget("hexagon-v68", "v68", V68_MATTR,
+                           TVM_HEXAGON_BUILD_OPTIONS + ["-force-hvx-float"])]
+    for arch in ("v69", "v73"):
+        found.append(HexagonTarget(f"hexagon-{arch}", arch,
+                                   [f"+hvx{arch}", "+hvx-length128b", "+hvx-qfloat", "-hvx-ieee-fp"],
+                                   list(TVM_HEXAGON_BUILD_OPTIONS)))
+    # Executed: HVX v67 has no floating point (the v68 build with -hvx-qfloat,-hvx-ieee-fp).
+    found.append(HexagonEmuTarget("hexagon-v68-emu", "v67", ["+hvxv67", "+hvx-length128b"],
+                                  list(TVM_HEXAGON_BUILD_OPTIONS)))
+    return found

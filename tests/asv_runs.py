@@ -1,0 +1,42 @@
+"""Real asv results for the report and gate tests: one tiny `tvm-suite run` per commit of a
+small local git repository (two commits, the second tagged), made once per test session."""
+
+import os
+import subprocess
+from pathlib import Path
+
+from conftest import run_cli
+
+WORKLOAD = "seed.conv2d_nhwc_7x7s2"
+_made = {}
+
+
+def _git(repo, *args, date=None):
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    if date:
+        env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          env=env).stdout.strip()
+
+
+def two_commit_results(tmp_path_factory):
+    """(results dir, repo, [old commit, new commit]) of two real asv runs (seed conv2d, fp16, default+tuned)."""
+    if "runs" in _made:
+        return _made["runs"]
+    base = tmp_path_factory.mktemp("asv-history")
+    repo = base / "tvm"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    commits = []
+    for i, date in enumerate(("2026-06-17T12:00:00+00:00", "2026-08-05T12:00:00+00:00")):
+        _git(repo, "commit", "-q", "--allow-empty", "-m", f"commit {i}", date=date)
+        commits.append(_git(repo, "rev-parse", "HEAD"))
+    _git(repo, "tag", "v9.9.0", commits[1])
+    out = base / "asv"
+    for commit in commits:
+        result = run_cli("run", "--quick", "--workloads", WORKLOAD, "--dtypes", "float16", "--out", str(out),
+                         "--tvm-repo", str(repo), "--tvm-commit", commit, env={"HOME": str(base)})
+        assert result.returncode == 0, result.stdout + result.stderr
+    _made["runs"] = (out / "results", repo, commits)
+    return _made["runs"]

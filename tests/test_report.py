@@ -1,0 +1,172 @@
+"""`tvm-suite report`: HTML + report.json from real asv results; bad input; headless Chromium."""
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from asv_runs import WORKLOAD, two_commit_results
+
+pytestmark = pytest.mark.slow
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    return two_commit_results(tmp_path_factory)
+
+
+def llvm_marks_thresholds(path):
+    """Make the divergence rule look at llvm (the only target here), with a low ULP-distance threshold."""
+    path.write_text('[divergence]\ntargets = ["llvm"]\nmax_ulp_distance = 100.0\n')
+    return path
+
+
+def test_report_from_real_runs(cli, runs, tmp_path):
+    results, repo, commits = runs
+    out = tmp_path / "report"
+    result = cli("report", "--results", str(results), "--out", str(out), "--tvm-repo", str(repo))
+    assert result.returncode == 0, result.stderr
+    facts = json.loads((out / "report.json").read_text())
+    # Ordered by the repository's history, the tag names the newer commit.
+    assert [c["hash"] for c in facts["commits"]] == commits
+    assert facts["newest"]["label"] == "v9.9.0"
+    assert facts["newest"]["url"] == f"https://github.com/apache/tvm/commit/{commits[1]}"
+    rows = {(r["workload"], r["dtype"], r["target"], r["order"]): r for r in facts["summary"]}
+    default, tuned = rows[(WORKLOAD, "float16", "llvm", "default")], rows[(WORKLOAD, "float16", "llvm", "tuned")]
+    for row in (default, tuned):
+        values = row["values"]
+        assert values["latency"] > 0 and values["gflops"] > 0 and values["ulp_mean"] > 0
+        assert 0 < values["bound_fraction"] < 1
+        assert row["previous"]["latency"]["commit"] == commits[0]
+        assert "latency_pct" in row["change"]
+    assert tuned["values"]["max_ulp_distance"] > 0 and default["values"]["max_ulp_distance"] is None
+    # Default thresholds: the ULP-distance rule is for Hexagon targets; llvm is within the bound.
+    assert facts["divergence"]["marks"] == [] and facts["divergence"]["first_divergent"] is None
+    assert facts["divergence"]["last_good"]["hash"] == commits[1]
+    assert facts["thresholds"]["divergence"]["targets"] == ["hexagon*"]
+    assert isinstance(facts["regressions"], list)
+    html = (out / "index.html").read_text()
+    assert "No divergent commit" in html and "hold no target matching" in html
+    assert html.count('<svg class="chart"') >= 4 and 'class="line"' in html
+    assert not re.search(r'(src|href)="(https?:)?//', html.replace('href="https://github.com/apache/tvm/commit/', ""))
+
+
+def test_marks_name_first_divergent_commit(cli, runs, tmp_path):
+    results, repo, commits = runs
+    out = tmp_path / "report"
+    thresholds = llvm_marks_thresholds(tmp_path / "t.toml")
+    result = cli("report", "--results", str(results), "--out", str(out), "--tvm-repo", str(repo),
+                 "--thresholds", str(thresholds))
+    assert result.returncode == 0, result.stderr
+    facts = json.loads((out / "report.json").read_text())
+    d = facts["divergence"]
+    assert d["first_divergent"]["hash"] == commits[0] and d["last_good"] is None
+    assert {m["commit"] for m in d["marks"]} == set(commits)
+    mark = d["marks"][0]
+    assert (mark["workload"], mark["dtype"], mark["target"], mark["order"]) == (WORKLOAD, "float16", "llvm", "tuned")
+    assert mark["metric"] == "max_ulp_distance" and mark["value"] > 100 and mark["threshold"] == 100
+    html = (out / "index.html").read_text()
+    assert "First divergent commit" in html and f"https://github.com/apache/tvm/commit/{commits[0]}" in html
+    assert 'class="mark"' in html
+    assert "first divergent commit: " in result.stdout
+
+
+def test_report_replaces_its_previous_output_atomically(cli, runs, tmp_path):
+    results, repo, _ = runs
+    out = tmp_path / "report"
+    assert cli("report", "--results", str(results), "--out", str(out)).returncode == 0
+    (out / "index.html").write_text("old")
+    assert cli("report", "--results", str(results), "--out", str(out)).returncode == 0
+    assert (out / "index.html").read_text() != "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["report"]  # no temporary directory left
+
+
+def _copy(results, tmp_path):
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    return copy
+
+
+def _one_line_error(result, *words):
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    for word in words:
+        assert str(word) in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "not-asv", "machine"])
+def test_corrupt_results_name_the_file_and_keep_the_old_report(cli, runs, tmp_path, damage):
+    results, _, _ = runs
+    copy = _copy(results, tmp_path)
+    victim = next(p for p in copy.glob("*/*.json") if p.name != "machine.json")
+    if damage == "truncated":
+        victim.write_text(victim.read_text()[:500])
+    elif damage == "empty":
+        victim.write_text("")
+    elif damage == "not-asv":
+        victim.write_text('{"version": 2, "results": {}}')
+    else:
+        victim = victim.parent / "machine.json"
+        victim.write_text("{")
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "report.json").write_text("{}")
+    (out / "index.html").write_text("previous")
+    result = cli("report", "--results", str(copy), "--out", str(out))
+    _one_line_error(result, victim)
+    assert (out / "index.html").read_text() == "previous"
+
+
+def test_missing_and_empty_results_directories(cli, tmp_path):
+    result = cli("report", "--results", str(tmp_path / "nope"), "--out", str(tmp_path / "r"))
+    _one_line_error(result, tmp_path / "nope")
+    (tmp_path / "empty" / "vm").mkdir(parents=True)
+    result = cli("report", "--results", str(tmp_path / "empty"), "--out", str(tmp_path / "r"))
+    _one_line_error(result, "no commits")
+    assert not (tmp_path / "r").exists()
+
+
+def test_unknown_threshold_key_is_named(cli, runs, tmp_path):
+    results, _, _ = runs
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[divergence]\nmax_ulp_distnce = 3\n")
+    result = cli("report", "--results", str(results), "--out", str(tmp_path / "r"), "--thresholds", str(bad))
+    _one_line_error(result, "divergence.max_ulp_distnce", bad)
+    assert not (tmp_path / "r").exists()
+
+
+def test_refuses_to_replace_a_directory_that_is_not_a_report(cli, runs, tmp_path):
+    results, _, _ = runs
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "keep.txt").write_text("mine")
+    result = cli("report", "--results", str(results), "--out", str(tmp_path / "docs"))
+    _one_line_error(result, tmp_path / "docs")
+    assert (tmp_path / "docs" / "keep.txt").read_text() == "mine"
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium (/usr/bin/chromium)")
+def test_report_renders_in_headless_chromium(cli, runs, tmp_path):
+    results, repo, _ = runs
+    out = tmp_path / "report"
+    thresholds = llvm_marks_thresholds(tmp_path / "t.toml")  # marks drawn too
+    assert cli("report", "--results", str(results), "--out", str(out), "--tvm-repo", str(repo),
+               "--thresholds", str(thresholds)).returncode == 0
+    result = subprocess.run(
+        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+         "--virtual-time-budget=3000", "--dump-dom", (out / "index.html").as_uri()],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    dom = result.stdout
+    root = re.search(r"<html[^>]*>", dom).group(0)
+    paths = int(re.search(r'data-chart-paths="(\d+)"', root).group(1))
+    drawn = int(re.search(r'data-chart-paths-drawn="(\d+)"', root).group(1))
+    assert paths >= 4 and drawn == paths, root
+    assert 'data-errors="0"' in root, root
+    console = [line for line in result.stderr.splitlines() if "CONSOLE" in line]
+    assert not console, console
