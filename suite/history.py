@@ -80,8 +80,11 @@ def installed_commit(out_dir: Path, tvm_repo: Path | None, tvm_commit: str | Non
     return repo, versions_repo_commit(repo, version)
 
 
-def asv_config(out_dir: Path, repo: Path) -> Path:
-    """asv.conf.json with the repository and output directories of this run, as absolute paths."""
+def asv_config(out_dir: Path, repo: Path, commit_urls: bool = True) -> Path:
+    """asv.conf.json with the repository and output directories of this run, as absolute paths.
+
+    ``commit_urls=False`` for the local versions repository, whose hashes are not TVM's.
+    """
     text = "\n".join(line for line in ASV_CONF.read_text().splitlines() if not line.strip().startswith("//"))
     conf = json.loads(text)
     conf.update({
@@ -91,6 +94,8 @@ def asv_config(out_dir: Path, repo: Path) -> Path:
         "html_dir": str((out_dir / "html").resolve()),
         "env_dir": str((out_dir / "env").resolve()),
     })
+    if not commit_urls:
+        conf["show_commit_url"] = ""
     path = out_dir / "asv.installed.json"
     path.write_text(json.dumps(conf, indent=1))
     return path
@@ -150,7 +155,7 @@ def run_installed(workload_ids, dtypes, orders, quick, out_dir: Path, tvm_repo=N
     out_dir.mkdir(parents=True, exist_ok=True)
     log_path = out_dir / "asv.log"
     repo, commit = installed_commit(out_dir, tvm_repo, tvm_commit)
-    config = asv_config(out_dir, repo)
+    config = asv_config(out_dir, repo, commit_urls=tvm_repo is not None)
 
     print(f"measuring {len(workload_ids)} workloads x {len(dtypes)} dtypes on apache-tvm "
           f"{compat.installed_version()} (cache: {measurement.cache.root()})", flush=True)
@@ -175,6 +180,10 @@ def run_installed(workload_ids, dtypes, orders, quick, out_dir: Path, tvm_repo=N
     asv_status = _asv(config, *args, log=log_path)
     asv_s = time.perf_counter() - t0
     publish_status = _asv(config, "publish", log=log_path)
+    # The suite's own report: static, works offline (asv's HTML loads its scripts from CDNs).
+    from suite import report
+
+    report.make_report(out_dir / "results", out_dir / "report", tvm_repo=tvm_repo)
 
     text = _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, archived, log_path)
     # asv exits 2 when a benchmark failed; a skipped combination is not a failure.
@@ -202,7 +211,7 @@ def _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, arch
         f"measure + compile + reference: {warm['seconds']:.1f} s (references {warm['reference_s']:.1f} s)",
         f"asv run: {asv_s:.1f} s, exit {asv_status}; publish exit {publish_status}; log {log_path}",
         f"results: {out_dir / 'results'} (commit {commit[:12]})",
-        f"html:    {out_dir / 'html' / 'index.html'}",
+        f"report:  {out_dir / 'report' / 'index.html'} (asv's own HTML: {out_dir / 'html' / 'index.html'})",
     ]
     if archived:
         lines.append(f"previous results for this commit kept in {archived[0].parent}")

@@ -318,7 +318,8 @@ def load(results_dir, tvm_repo=None) -> History:
     # Where the repository and the commit links come from.
     installed_conf = _run_config(results_dir)
     conf = _read_json_conf(installed_conf) if installed_conf else _read_json_conf(REPO_ROOT / "asv.conf.json")
-    commit_url = conf.get("show_commit_url") or DEFAULT_COMMIT_URL
+    # An empty show_commit_url (the local versions repository of `tvm-suite run`) means no links.
+    commit_url = conf.get("show_commit_url", DEFAULT_COMMIT_URL)
     repo = Path(tvm_repo) if tvm_repo else None
     if repo is not None and not _is_git_repo(repo):
         raise ResultsError(f"--tvm-repo {repo} is not a git repository")
@@ -332,5 +333,6 @@ def load(results_dir, tvm_repo=None) -> History:
         ordered = sorted(hashes, key=lambda h: (asv_dates.get(h) or 0, h))
         dates, tags = dict(asv_dates), {}
         note = "commits ordered by the commit date asv stored (give --tvm-repo to order by TVM's history)"
-    commits = [Commit(h, dates.get(h), tags.get(h, []), f"{commit_url}{h}") for h in ordered]
+    commits = [Commit(h, dates.get(h), tags.get(h, []), f"{commit_url}{h}" if commit_url else "")
+               for h in ordered]
     return History(results_dir, commits, values, sorted(set(machines)), files, note, commit_url)

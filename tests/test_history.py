@@ -36,6 +36,8 @@ def test_run_stores_asv_results_for_the_installed_tvm_and_publishes(cli, tmp_pat
         assert len(values) == 1 and values[0] is not None and math.isfinite(values[0]), name
     assert 0 < results["bench_accuracy.Accuracy.track_bound_fraction"][0][0] < 1
     assert (out / "html" / "index.html").exists()
+    report = json.loads((out / "report" / "report.json").read_text())
+    assert report["newest"]["hash"] == commit
 
     # A second run on the same TVM keeps a copy of the results it updates.
     again = cli(*args, env=env)
