@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from test_releases import commit, git
+from test_releases import commit, git, start_stand_in
 
 pytestmark = pytest.mark.slow
 
@@ -30,14 +30,7 @@ def pip_cache_dir():
 @pytest.fixture
 def stand_in(tmp_path):
     """main: m1 - m2 (untagged: a source build) - m3 (tag v0.26.0); v0.25.0 on its own branch."""
-    repo = tmp_path / "tvm"
-    repo.mkdir()
-    git(repo, "init", "-q")
-    c = {"m1": commit(repo, "m1", "2026-06-01T00:00:00")}
-    git(repo, "checkout", "-q", "-b", "v0.25.0")
-    c["r25"] = commit(repo, "release 0.25.0", "2026-06-17T00:00:00")
-    git(repo, "tag", "v0.25.0")
-    git(repo, "checkout", "-q", "main")
+    repo, c = start_stand_in(tmp_path)
     c["m2"] = commit(repo, "m2", "2026-07-01T00:00:00")
     c["m3"] = commit(repo, "m3", "2026-08-05T00:00:00")
     git(repo, "tag", "v0.26.0")

@@ -28,9 +28,9 @@ def commit(repo, message, date):
     return git(repo, "rev-parse", "HEAD")
 
 
-@pytest.fixture
-def fake_tvm(tmp_path):
-    """main: m1 - m2 - m3; release branches cut from it, tags on the branches (as in apache/tvm)."""
+def start_stand_in(tmp_path):
+    """A repository standing in for TVM: main's first commit m1, and the 0.25.0 release cut
+    from it on its own branch (tag v0.25.0, as in apache/tvm); left on main."""
     repo = tmp_path / "tvm"
     repo.mkdir()
     git(repo, "init", "-q")
@@ -38,8 +38,15 @@ def fake_tvm(tmp_path):
     git(repo, "checkout", "-q", "-b", "v0.25.0")
     c["r25"] = commit(repo, "release 0.25.0", "2026-06-17T00:00:00")
     git(repo, "tag", "v0.25.0")
-    git(repo, "tag", "v0.25.0.rc1")
     git(repo, "checkout", "-q", "main")
+    return repo, c
+
+
+@pytest.fixture
+def fake_tvm(tmp_path):
+    """main: m1 - m2 - m3; release branches cut from it, tags on the branches (as in apache/tvm)."""
+    repo, c = start_stand_in(tmp_path)
+    git(repo, "tag", "v0.25.0.rc1", c["r25"])
     c["m2"] = commit(repo, "m2", "2026-07-01T00:00:00")
     git(repo, "tag", "v0.26.dev0")
     git(repo, "checkout", "-q", "-b", "v0.26.0")
