@@ -1,4 +1,4 @@
-"""TVM's latency as a ratio to PyTorch's for the same layer, dtype and CPU (skipped without PyTorch)."""
+"""TVM's latency as a ratio to PyTorch's for the same layer, dtype and device (skipped without PyTorch)."""
 
 from .common import PARAM_NAMES, PARAMS, measured, safe_import
 
@@ -13,11 +13,12 @@ class PyTorchPeer:
     def setup(self, workload, dtype, target, order):
         if peers is None or not peers.available():
             raise NotImplementedError("PyTorch is not installed")
-        if target != "llvm":
-            raise NotImplementedError("the PyTorch peer runs on the CPU only")
+        device = peers.DEVICE_OF_TARGET.get(target)
+        if device is None:
+            raise NotImplementedError(f"no PyTorch peer on {target} (peers: {', '.join(peers.DEVICE_OF_TARGET)})")
         record = measured(workload, dtype, target, order)
         try:
-            self.ratio = record["latency_s"] / peers.pytorch_latency(workload, dtype)["latency_s"]
+            self.ratio = record["latency_s"] / peers.pytorch_latency(workload, dtype, device)["latency_s"]
         except peers.NoPeer as err:
             raise NotImplementedError(str(err)) from None
 

@@ -57,10 +57,8 @@ def cmd_measure(args) -> int:
     schedules.check_order(args.order)
     if args.against:
         schedules.check_order(args.against)
-    if measurement.missing_tools(args.target):  # hexagon-v68-emu: qemu-hexagon, clang, ld.lld
-        from suite.targets import hexagon
-
-        hexagon.require_tools(what=args.target)
+    if reason := measurement.unavailable(args.target):  # tools missing, no GPU
+        raise UserError(reason)
     record = measurement.measure(args.workload, args.dtype, args.target, args.order)
     if args.against and record["status"] == "ok":
         try:
@@ -153,6 +151,7 @@ def cmd_run(args) -> int:
     orders = args.orders.split(",") if args.orders else list(history.QUICK_ORDERS if args.quick else schedules.ORDERS)
     summary = history.run_installed(
         workload_ids=ids,
+        target_names=[targets.get(t).name for t in args.targets.split(",")],
         dtypes=[workloads.check_dtype(d) for d in args.dtypes.split(",")],
         orders=[schedules.check_order(o) for o in orders],
         quick=args.quick,
@@ -244,6 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--orders", help=f"comma-separated loop orders (default: all; quick: {','.join(('default', 'tuned'))})")
     p.add_argument("--workloads", help="comma-separated ids or model names (default: seed + resnet50)")
     p.add_argument("--dtypes", default=",".join(workloads.DTYPES))
+    p.add_argument("--targets", default="llvm",
+                   help=f"comma-separated targets (default: llvm; any of {', '.join(targets.names())})")
     p.add_argument("--out", default=".asv", help="directory of asv results, environments and HTML")
     p.add_argument("--tvm-repo", help="a TVM clone whose tag v<version> names the installed TVM's commit")
     p.add_argument("--tvm-commit", help="the TVM commit the installed TVM was built from")

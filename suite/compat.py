@@ -173,6 +173,38 @@ def cpu_device():
     return tvm().cpu(0)
 
 
+# ----------------------------------------------------------------------------- GPU
+
+
+def cuda_device():
+    return tvm().cuda(0)
+
+
+def target_from_device(device, host: dict | None = None):
+    """The target TVM detects for a device (for CUDA: arch, shared memory, threads per block)."""
+    detected = tvm().target.Target.from_device(device)
+    return tvm().target.Target(detected, host=make_target(host)) if host else detected
+
+
+def dlight():
+    """dlight, the default schedules (``tvm.s_tir.dlight``, ``tvm.dlight`` before it moved)."""
+    try:
+        return importlib.import_module(schedule_namespace().__name__ + ".dlight")
+    except ImportError:
+        return importlib.import_module("tvm.dlight")
+
+
+def dlight_default_schedule(func, target):
+    """``func`` scheduled for a GPU by the dlight rules Relax's CUDA pipeline applies."""
+    dl = dlight()
+    module = tvm().IRModule({"main": func})
+    with target:
+        module = dl.ApplyDefaultSchedule(
+            dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), dl.gpu.Fallback()
+        )(module)
+    return module["main"]
+
+
 def to_device(array, device):
     """A runtime tensor on ``device`` holding ``array``."""
     runtime = tvm().runtime
@@ -327,6 +359,16 @@ def _local_node_graphs(value):
             return value
         return json.dumps(_convert_graph(json.loads(value), schema), separators=(",", ":"))
     return value
+
+
+@lru_cache(maxsize=None)
+def register_tensor_intrinsics() -> None:
+    """Register TVM's tensor intrinsics (``wmma_*``, ``mma_*``...), which tensorizing traces name.
+
+    Slow: it parses every intrinsic's TVMScript (about 30 s on 16 cores, 40-90 s on 2), so only
+    traces that tensorize pay for it.
+    """
+    importlib.import_module(schedule_namespace().__name__ + ".tensor_intrin")
 
 
 def tuning_build(mod, target, _params=None):

@@ -123,7 +123,7 @@ def _archive_previous(results_dir: Path, commit: str, out_dir: Path) -> list[Pat
 
 def warm_cache(workload_ids, dtypes, target_names, orders, log=print) -> dict:
     """Measure every combination once in this process (one TVM import instead of hundreds),
-    and the PyTorch peer of each CPU workload where PyTorch is installed."""
+    and the PyTorch peer of each workload on each target that has one, where PyTorch is installed."""
     records, peer_latency, started = {}, {}, time.perf_counter()
     reference_s = 0.0
     for wid in workload_ids:
@@ -132,11 +132,6 @@ def warm_cache(workload_ids, dtypes, target_names, orders, log=print) -> dict:
             t0 = time.perf_counter()
             measurement.reference_arrays(workload, dtype)
             reference_s += time.perf_counter() - t0
-            if "llvm" in target_names and peers.available():
-                try:
-                    peer_latency[(wid, dtype)] = peers.pytorch_latency(wid, dtype)["latency_s"]
-                except peers.NoPeer:
-                    pass
             for target in target_names:
                 for order in orders:
                     t0 = time.perf_counter()
@@ -144,6 +139,12 @@ def warm_cache(workload_ids, dtypes, target_names, orders, log=print) -> dict:
                     records[(wid, dtype, target, order)] = record
                     log(f"  {record['status']:7s} {wid} {dtype} {target} {order} "
                         f"({time.perf_counter() - t0:.1f} s)")
+                device = peers.DEVICE_OF_TARGET.get(target)
+                if device and peers.available() and not measurement.unavailable(target):
+                    try:
+                        peer_latency[(wid, dtype, target)] = peers.pytorch_latency(wid, dtype, device)["latency_s"]
+                    except peers.NoPeer:
+                        pass
     return {"records": records, "peer_latency": peer_latency,
             "seconds": time.perf_counter() - started, "reference_s": reference_s}
 
@@ -192,16 +193,22 @@ def run_installed(workload_ids, dtypes, orders, quick, out_dir: Path, tvm_repo=N
 
 def _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, archived, log_path) -> str:
     records = warm["records"]
-    lines = ["", f"{'workload':52s} {'dtype':8s} {'order':15s} {'ms':>9s} {'GFLOP/s':>8s} {'x torch':>7s} "
-                 f"{'ULP mean':>9s} {'scaled':>8s} {'bound':>7s}  status"]
+    lines = ["", f"{'workload':52s} {'dtype':8s} {'target':7s} {'order':10s} {'ms':>9s} {'GFLOP/s':>8s} "
+                 f"{'x torch':>7s} {'ULP mean':>9s} {'scaled':>8s} {'bound':>7s}  status"]
     for (wid, dtype, target, order), r in records.items():
-        head = f"{wid:52s} {dtype:8s} {order:15s}"
-        if r["status"] == "ok":
+        head = f"{wid:52s} {dtype:8s} {target:7s} {order:10s}"
+        if r["status"] == "ok" and "metrics" in r:
             m = r["metrics"]
-            peer = warm["peer_latency"].get((wid, dtype)) if target == "llvm" else None
-            ratio = f"{r['latency_s'] / peer:7.2f}" if peer else f"{'-':>7s}"
-            lines.append(f"{head} {r['latency_s'] * 1e3:9.3f} {r['gflops']:8.2f} {ratio} "
+            peer = warm["peer_latency"].get((wid, dtype, target))
+            if "latency_s" in r:
+                timing = f"{r['latency_s'] * 1e3:9.3f} {r['gflops']:8.2f}"
+                ratio = f"{r['latency_s'] / peer:7.2f}" if peer else f"{'-':>7s}"
+            else:  # emulated: its time is not latency and has no throughput or peer
+                timing, ratio = f"{'emulated':>18s}", f"{'-':>7s}"
+            lines.append(f"{head} {timing} {ratio} "
                          f"{m['ulp_mean']:9.3f} {m['scaled_error']:8.3f} {m['bound_fraction']:7.4f}  ok")
+        elif r["status"] == "ok":
+            lines.append(f"{head} {'':>53s}  ok (compile-only)")
         else:
             lines.append(f"{head} {'':>53s}  {r['status']}: {r['reason'][:90]}")
     counts = {s: sum(r["status"] == s for r in records.values()) for s in ("ok", "skipped", "failed")}

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from suite import cache, compat, metrics, reference, schedules, targets, workloads
-from suite.errors import UserError
+from suite.errors import TargetUnavailable, UserError
 
 #: Bump when the meaning of a cached record or reference changes.
 SCHEMA = 1
@@ -77,25 +77,19 @@ def measure(workload_id: str, dtype: str, target_name: str, order: str = "defaul
     """
     where = entry_dir(workload_id, dtype, target_name, order)
     record = cache.read_json(where / "record.json")
-    if record is None and (missing := missing_tools(target_name)):
-        # Not cached: installing the tools later measures it.
+    if record is None and (reason := unavailable(target_name)):
+        # Not cached: measured once the target is usable here (tools installed, a GPU present).
         return {"workload": workload_id, "dtype": dtype, "target": target_name, "order": order,
-                "status": "skipped", "reason": f"{', '.join(missing)} not installed "
-                "(on Debian: apt-get install qemu-user clang lld)"}
+                "status": "skipped", "reason": reason}
     if record is None:
         record = _compute(workloads.get(workload_id), dtype, targets.get(target_name), order, where)
         cache.write_json(where / "record.json", record)
     return record
 
 
-def missing_tools(target_name: str) -> list[str]:
-    """The external tools an emulated target needs that are not installed (none for others)."""
-    target = targets.get(target_name)
-    if not getattr(target, "emulated", False):
-        return []
-    from suite.targets import hexagon
-
-    return hexagon.missing_tools()
+def unavailable(target_name: str) -> str | None:
+    """Why a target cannot run on this machine (missing tools, no GPU), or None."""
+    return targets.get(target_name).unavailable()
 
 
 def measure_many(combos, jobs: int | None = None) -> dict:
@@ -110,16 +104,18 @@ def measure_many(combos, jobs: int | None = None) -> dict:
 
     combos = [tuple(c) for c in combos]
     pending = [c for c in combos
-               if cache.read_json(entry_dir(*c) / "record.json") is None and not missing_tools(c[2])]
+               if cache.read_json(entry_dir(*c) / "record.json") is None and not unavailable(c[2])]
     code = "import sys; from suite import measurement; measurement.measure(*sys.argv[1:])"
 
     def one(combo):
         subprocess.run([sys.executable, "-c", code, *combo], stdout=subprocess.DEVNULL,
                        stderr=subprocess.PIPE, check=False)
 
-    if pending:
-        with ThreadPoolExecutor(max(1, min(jobs or os.cpu_count() or 1, len(pending)))) as pool:
-            list(pool.map(one, pending))
+    # A GPU's kernels are timed one at a time (below, in order); the rest in parallel processes.
+    parallel = [c for c in pending if not getattr(targets.get(c[2]), "exclusive", False)]
+    if parallel:
+        with ThreadPoolExecutor(max(1, min(jobs or os.cpu_count() or 1, len(parallel)))) as pool:
+            list(pool.map(one, parallel))
     # Anything a worker could not record is measured here, so its failure is recorded the same way.
     return {c: measure(*c) for c in combos}
 
@@ -137,10 +133,10 @@ def _compute(workload, dtype, target, order, where: Path) -> dict:
     try:
         func = schedules.apply(workloads.prim_func(workload, dtype), order, workload.id, dtype,
                                records_target(target))
-        target.build(func, where / "kernel.so")
+        target.build(target.prepare(func, order), where / "kernel.so")
     except UserError:  # a missing tool (clang, ld.lld) is the user's to fix, not data
         raise
-    except schedules.OrderNotApplicable as err:
+    except (schedules.OrderNotApplicable, TargetUnavailable) as err:
         return {**record, "status": "skipped", "reason": str(err)}
     except compat.TVMUnavailable:
         raise

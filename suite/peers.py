@@ -1,10 +1,15 @@
-"""A peer for latency: the same layer run by PyTorch on the same CPU, in the same dtype.
+"""A peer for latency: the same layer run by PyTorch on the same device, in the same dtype.
 
-Users ask whether a TVM kernel is any good; PyTorch (oneDNN on the CPU) is the usual yardstick.
-A workload's op chain is rebuilt with ``torch.nn.functional`` on the workload's own inputs
-(NHWC data as channels-last tensors, so no layout conversion is timed), timed on all cores,
-and cached per workload, dtype, PyTorch version and CPU. Conv2d and dense (matmul) chains have
-a peer; other workloads are skipped with that reason.
+Users ask whether a TVM kernel is any good; PyTorch (oneDNN on the CPU, cuDNN/cuBLAS on the GPU)
+is the usual yardstick. A workload's op chain is rebuilt with ``torch.nn.functional`` on the
+workload's own inputs (NHWC data as channels-last tensors, so no layout conversion is timed) and
+cached per workload, dtype, device, PyTorch version and processor. On the CPU it is timed on all
+cores with a wall clock; on the GPU with CUDA events, with TF32 off (so float32 is float32, as in
+TVM's kernels) and cuDNN's autotuner on (how PyTorch users run convolutions). PyTorch runs eagerly:
+each op of the chain (conv, bias add, relu) is its own launch dispatched from Python, where TVM's
+kernel is one fused launch; for GPU layers of a few microseconds that dispatch dominates PyTorch's
+time (on an H100 every ResNet-50 layer took 23-63 us in PyTorch).
+Conv2d and dense (matmul) chains have a peer; other workloads are skipped with that reason.
 """
 
 from __future__ import annotations
@@ -16,12 +21,15 @@ import time
 import numpy as np
 
 from suite import cache, workloads
+from suite.targets.cuda import gpu_info
 from suite.targets.llvm import host_cpu_model
 
 #: Timed runs per peer measurement (median reported), after warm-up runs.
 REPEATS = 7
 WARMUP = 2
 PEER_OPS = ("conv2d", "matmul")
+#: The PyTorch device of each suite target that has a peer.
+DEVICE_OF_TARGET = {"llvm": "cpu", "cuda": "cuda"}
 
 
 class NoPeer(Exception):
@@ -32,33 +40,39 @@ def available() -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
-def _torch():
+def _torch(device: str = "cpu"):
     if not available():
         raise NoPeer("PyTorch is not installed (pip install torch: the CPU build)")
     import torch
 
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            raise NoPeer("this PyTorch sees no CUDA GPU (a CPU build, or no GPU)")
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cudnn.benchmark = True
     return torch
 
 
-def _to_torch_layout(array: np.ndarray, torch, layout: str):
+def _to_torch_layout(array: np.ndarray, torch, layout: str, device: str):
     """An NHWC (or NCHW) array as an NCHW-shaped tensor; NHWC data stays channels-last in memory."""
-    tensor = torch.from_numpy(np.ascontiguousarray(array))
+    tensor = torch.from_numpy(np.ascontiguousarray(array)).to(device)
     if tensor.dim() == 4 and layout == "NHWC":
         return tensor.permute(0, 3, 1, 2)
     return tensor
 
 
-def _layer(workload, inputs, torch):
+def _layer(workload, inputs, torch, device: str = "cpu"):
     """A function running the workload's op chain in PyTorch, and the layout of its output."""
     steps = workload.chain["steps"]
     if steps[0]["op"] not in PEER_OPS:
         raise NoPeer(f"no PyTorch peer for {steps[0]['op']} (conv2d and dense layers only)")
     functional = torch.nn.functional
     layout = steps[0]["attrs"].get("data_layout", "NC")
-    tensors = [_to_torch_layout(a, torch, layout) for a in inputs]
+    tensors = [_to_torch_layout(a, torch, layout, device) for a in inputs]
     if steps[0]["op"] == "conv2d":
         attrs = steps[0]["attrs"]
-        weight = torch.from_numpy(inputs[steps[0]["args"][1][1]])
+        weight = torch.from_numpy(inputs[steps[0]["args"][1][1]]).to(device)
         weight = weight.permute(3, 2, 0, 1).contiguous() if attrs["kernel_layout"] == "HWIO" else weight
         top, left, bottom, right = attrs["padding"]
         if (top, left) != (bottom, right):
@@ -86,41 +100,76 @@ def _layer(workload, inputs, torch):
     return run, layout
 
 
-def pytorch_output(workload_id: str, dtype: str) -> np.ndarray:
+def pytorch_output(workload_id: str, dtype: str, device: str = "cpu") -> np.ndarray:
     """PyTorch's result for the workload, in the workload's layout (for checking the peer)."""
-    torch = _torch()
+    torch = _torch(device)
     workload = workloads.get(workload_id)
-    run, layout = _layer(workload, workloads.make_inputs(workload, dtype), torch)
+    run, layout = _layer(workload, workloads.make_inputs(workload, dtype), torch, device)
     with torch.inference_mode():
         out = run()
     if out.dim() == 4 and layout == "NHWC":
         out = out.permute(0, 2, 3, 1)
-    return out.contiguous().numpy()
+    return out.contiguous().cpu().numpy()
 
 
-def pytorch_latency(workload_id: str, dtype: str) -> dict:
-    """Median seconds per run of the workload in PyTorch on this CPU (cached)."""
-    torch = _torch()
+def pytorch_latency(workload_id: str, dtype: str, device: str = "cpu") -> dict:
+    """Median seconds per run of the workload in PyTorch on this CPU or GPU (cached)."""
+    torch = _torch(device)
     workload = workloads.get(workload_id)
     key = {"workload": workload_id, "chain": cache.digest(workload.chain), "dtype": dtype,
-           "torch": torch.__version__, "cpu": host_cpu_model(), "threads": os.cpu_count()}
-    path = cache.entry("peer", f"pytorch-{workload_id}-{dtype}", key) / "peer.json"
+           "torch": torch.__version__, **_processor(device)}
+    path = cache.entry("peer", f"pytorch-{workload_id}-{dtype}-{device}", key) / "peer.json"
     stored = cache.read_json(path)
     if stored is not None:
         return stored
-    run, _ = _layer(workload, workloads.make_inputs(workload, dtype), torch)
-    torch.set_num_threads(os.cpu_count() or 1)  # TVM's kernels use every core too
-    samples = []
+    run, _ = _layer(workload, workloads.make_inputs(workload, dtype), torch, device)
+    timed = _time_cuda if device == "cuda" else _time_cpu
     try:
         with torch.inference_mode():
-            for _ in range(WARMUP):
-                run()
-            for _ in range(REPEATS):
-                started = time.perf_counter()
-                run()
-                samples.append(time.perf_counter() - started)
+            samples = timed(run, torch)
     except RuntimeError as err:  # e.g. an op PyTorch has no kernel for in this dtype on the CPU
         raise NoPeer(f"PyTorch cannot run it: {str(err).splitlines()[0]}") from None
-    result = {"latency_s": float(np.median(samples)), "samples_s": samples, "torch": torch.__version__}
+    result = {"latency_s": float(np.median(samples)), "samples_s": samples, "torch": torch.__version__,
+              "device": device}
     cache.write_json(path, result)
     return result
+
+
+def _processor(device: str) -> dict:
+    if device == "cuda":
+        return {"device": "cuda", **(gpu_info() or {})}
+    return {"cpu": host_cpu_model(), "threads": os.cpu_count()}
+
+
+def _time_cpu(run, torch) -> list[float]:
+    torch.set_num_threads(os.cpu_count() or 1)  # TVM's kernels use every core too
+    for _ in range(WARMUP):
+        run()
+    samples = []
+    for _ in range(REPEATS):
+        started = time.perf_counter()
+        run()
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+def _time_cuda(run, torch) -> list[float]:
+    """Seconds per run from CUDA events; each sample spans at least 20 ms of runs, like TVM's."""
+    for _ in range(WARMUP):  # the first runs include cuDNN's algorithm search
+        run()
+    torch.cuda.synchronize()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    run()
+    stop.record()
+    stop.synchronize()
+    number = max(1, int(20.0 / max(start.elapsed_time(stop), 1e-3)))
+    samples = []
+    for _ in range(REPEATS):
+        start.record()
+        for _ in range(number):
+            run()
+        stop.record()
+        stop.synchronize()
+        samples.append(start.elapsed_time(stop) / 1e3 / number)
+    return samples

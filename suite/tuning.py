@@ -91,6 +91,11 @@ def _keep_database(work_dir: Path, into: Path) -> None:
             shutil.copyfile(found, into / name)
 
 
+def _tensorizes(trace) -> bool:
+    instructions = trace[0] if trace else []
+    return any(isinstance(inst, list) and inst and inst[0] == "Tensorize" for inst in instructions)
+
+
 def replay(func, workload_id: str, dtype: str, target_name: str):
     """``func`` scheduled by the committed trace of (workload, dtype, target)."""
     path = trace_path(target_name, dtype, workload_id)
@@ -99,6 +104,8 @@ def replay(func, workload_id: str, dtype: str, target_name: str):
         raise NoTunedRecord(f"no tuned record for {workload_id} {dtype} on {target_name} "
                             f"(run `tvm-suite tune --target {target_name} --dtype {dtype} --workload {workload_id}`)")
     schedule = compat.schedule(func)
+    if _tensorizes(record["trace"]):  # GPU fp16 traces use tensor cores (wmma)
+        compat.register_tensor_intrinsics()
     try:
         compat.apply_trace(record["trace"], schedule)
     except Exception as err:  # the trace no longer applies on this TVM

@@ -169,6 +169,14 @@ class HexagonTarget:
         return {"target": self.name, "mcpu": f"hexagon{self.arch}", "mattr": self.mattr,
                 "llvm_options": self.llvm_options}
 
+    def unavailable(self) -> str | None:
+        """Why this target cannot build here, or None (compile-only: TVM's LLVM is enough)."""
+        return None
+
+    def prepare(self, func, order: str):
+        """Every loop order compiles as scheduled."""
+        return func
+
     def build(self, func, path: Path) -> None:
         """The Hexagon object at ``path`` and its assembly beside it (``.s``)."""
         module = compat.build(func, self.tvm_target())
@@ -206,6 +214,13 @@ class HexagonEmuTarget(HexagonTarget):
 
     executes = True
     emulated = True
+
+    def unavailable(self) -> str | None:
+        missing = missing_tools()
+        if missing:
+            return (f"{self.name} needs {', '.join(EMU_TOOLS)}; missing: {', '.join(missing)} "
+                    "(on Debian: apt-get install qemu-user clang lld)")
+        return None
 
     def identity(self) -> dict:
         # No tool is run here: identity() must stay cheap (asv processes look records up by it).

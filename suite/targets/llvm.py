@@ -37,6 +37,18 @@ class Kernel:
         return [float(t) for t in evaluator(*self.args).results]
 
 
+def export_library(module, path: Path) -> None:
+    """Write a built module as a shared library at ``path``, atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".so")
+    os.close(fd)
+    try:
+        module.export_library(tmp)
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
 def host_cpu_model() -> str:
     """The CPU model name of this machine (from /proc/cpuinfo, else the platform)."""
     try:
@@ -67,16 +79,15 @@ class LLVMTarget:
         # Read without importing TVM, so cached measurements can be looked up cheaply.
         return {"target": self.name, "cpu": host_cpu_model()}
 
+    def unavailable(self) -> str | None:
+        return None
+
+    def prepare(self, func, order: str):
+        """Every loop order runs on the CPU as scheduled."""
+        return func
+
     def build(self, func, path: Path) -> None:
-        module = compat.build(func, self.tvm_target())
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".so")
-        os.close(fd)
-        try:
-            module.export_library(tmp)
-            os.replace(tmp, path)
-        finally:
-            Path(tmp).unlink(missing_ok=True)
+        export_library(compat.build(func, self.tvm_target()), path)
 
     def load(self, path: Path, inputs, output_shape, dtype) -> Kernel:
         return Kernel(compat.load_module(path), compat.cpu_device(), inputs, output_shape, dtype)

@@ -1,0 +1,95 @@
+"""The cuda target: the NVIDIA GPU of this machine, as TVM sees it.
+
+- The TVM target comes from the device (``Target.from_device``: compute capability, shared
+  memory, threads per block), with the llvm host.
+- ``default`` is scheduled by dlight's default GPU rules, the rules Relax's CUDA pipeline applies
+  (Matmul, GEMV, Reduction, GeneralReduction, Fallback); ``tuned`` replays MetaSchedule records
+  tuned on a GPU (``suite/tuning_records/cuda/``). The CPU loop orders (``seed-swap``,
+  ``reduction-outer``, ``seed-tuned``) leave every loop unbound to GPU threads, so they are skips.
+- TVM compiles the kernels with NVRTC (``TVM_CUDA_COMPILE_MODE``, TVM's default) into the exported
+  library; ``time_evaluator`` times them with CUDA events on the GPU.
+- Without a GPU (CI, most machines) every combination is skipped with that reason.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+from suite import compat
+from suite.errors import TargetUnavailable
+from suite.targets.llvm import Kernel, export_library
+
+#: Orders that run on a GPU: the others are CPU loop orders with no thread binding.
+ORDERS = ("default", "tuned")
+
+
+@lru_cache(maxsize=None)
+def gpu_info() -> dict | None:
+    """Name, compute capability and driver of GPU 0 from nvidia-smi (None without a GPU).
+
+    Read without importing TVM, so that cached measurements are looked up cheaply.
+    """
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader", "-i", "0"],
+            capture_output=True, text=True, timeout=30, check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    parts = [p.strip() for p in out.split(",")]
+    if len(parts) != 3:
+        return None
+    return {"gpu": parts[0], "compute_capability": parts[1], "driver": parts[2]}
+
+
+class CUDATarget:
+    name = "cuda"
+    executes = True
+    #: One GPU: timings of two kernels must not overlap, so combinations are measured one at a time.
+    exclusive = True
+
+    def unavailable(self) -> str | None:
+        """Why this target cannot run here, or None."""
+        if gpu_info() is None:
+            return "no NVIDIA GPU on this machine (nvidia-smi finds none)"
+        return None
+
+    def identity(self) -> dict:
+        info = gpu_info() or {}
+        return {"target": self.name, **info}
+
+    def device(self):
+        device = compat.cuda_device()
+        if not device.exist:
+            raise TargetUnavailable("TVM sees no CUDA device (is this TVM built with CUDA?)")
+        return device
+
+    def tvm_target(self):
+        """The GPU's own target (its compute capability), hosted by llvm."""
+        return compat.target_from_device(self.device(), host={"kind": "llvm"})
+
+    def tuning_target(self):
+        return self.tvm_target()
+
+    def prepare(self, func, order: str):
+        """``func`` in loop order ``order``, bound to GPU threads (dlight rules for ``default``)."""
+        from suite.schedules import OrderNotApplicable
+
+        if order not in ORDERS:
+            raise OrderNotApplicable(
+                f"{order} is a CPU loop order: on cuda its loops would stay unbound to GPU threads "
+                f"(cuda runs {', '.join(ORDERS)})")
+        if order == "default":
+            return compat.dlight_default_schedule(func, self.tvm_target())
+        return func
+
+    def build(self, func, path: Path) -> None:
+        export_library(compat.build(func, self.tvm_target()), path)
+
+    def load(self, path: Path, inputs, output_shape, dtype) -> Kernel:
+        return Kernel(compat.load_module(path), self.device(), inputs, output_shape, dtype)
