@@ -6,7 +6,7 @@ host, not hardware latency. Accuracy of the emulated outputs is tracked by bench
 bench_divergence like any target's. Combinations on other targets are skipped.
 """
 
-from .common import PARAM_NAMES, PARAMS, measurement, safe_import
+from .common import PARAM_NAMES, PARAMS, measurement, not_imported, safe_import
 
 targets = safe_import("suite.targets")
 
@@ -17,7 +17,7 @@ TIMEOUT_S = 3600
 
 def _hexagon_record(workload, dtype, target, order):
     if measurement is None or targets is None:
-        raise NotImplementedError("the suite could not be imported")
+        raise not_imported()
     if not hasattr(targets.get(target), "codegen_metrics"):
         raise NotImplementedError(f"{target} has no Hexagon compile metrics")
     record = measurement.measure(workload, dtype, target, order)

@@ -1,6 +1,6 @@
 """TVM's latency as a ratio to PyTorch's for the same layer, dtype and device (skipped without PyTorch)."""
 
-from .common import PARAM_NAMES, PARAMS, measured, safe_import
+from .common import PARAM_NAMES, PARAMS, measured, not_imported, safe_import
 
 peers = safe_import("suite.peers")
 
@@ -11,7 +11,9 @@ class PyTorchPeer:
     timeout = 1200
 
     def setup(self, workload, dtype, target, order):
-        if peers is None or not peers.available():
+        if peers is None:
+            raise not_imported()
+        if not peers.available():
             raise NotImplementedError("PyTorch is not installed")
         device = peers.DEVICE_OF_TARGET.get(target)
         if device is None:

@@ -92,4 +92,4 @@ class CUDATarget:
         export_library(compat.build(func, self.tvm_target()), path)
 
     def load(self, path: Path, inputs, output_shape, dtype) -> Kernel:
-        return Kernel(compat.load_module(path), self.device(), inputs, output_shape, dtype)
+        return Kernel(compat.load_module(path), self.device(), inputs, output_shape, dtype, synchronize=True)

@@ -14,8 +14,9 @@ from suite import compat
 class Kernel:
     """A compiled workload bound to its inputs on a device, ready to run and time."""
 
-    def __init__(self, module, device, inputs, output_shape, dtype, entry="main"):
+    def __init__(self, module, device, inputs, output_shape, dtype, entry="main", synchronize=False):
         self.device = device
+        self.synchronize = synchronize  # GPU launches return at once: run() waits for the kernel
         self.function = module[entry]
         self._module, self._entry = module, entry
         self.args = [compat.to_device(a, device) for a in inputs]
@@ -24,6 +25,8 @@ class Kernel:
 
     def run(self) -> None:
         self.function(*self.args)
+        if self.synchronize:
+            self.device.sync()
 
     def output(self) -> np.ndarray:
         self.run()
