@@ -193,10 +193,10 @@ def run_installed(workload_ids, dtypes, orders, quick, out_dir: Path, tvm_repo=N
 
 def _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, archived, log_path) -> str:
     records = warm["records"]
-    lines = ["", f"{'workload':52s} {'dtype':8s} {'target':7s} {'order':10s} {'ms':>9s} {'GFLOP/s':>8s} "
+    lines = ["", f"{'workload':52s} {'dtype':8s} {'target':15s} {'order':10s} {'ms':>9s} {'GFLOP/s':>8s} "
                  f"{'x torch':>7s} {'ULP mean':>9s} {'scaled':>8s} {'bound':>7s}  status"]
     for (wid, dtype, target, order), r in records.items():
-        head = f"{wid:52s} {dtype:8s} {target:7s} {order:10s}"
+        head = f"{wid:52s} {dtype:8s} {target:15s} {order:10s}"
         if r["status"] == "ok" and "metrics" in r:
             m = r["metrics"]
             peer = warm["peer_latency"].get((wid, dtype, target))

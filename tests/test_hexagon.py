@@ -5,6 +5,7 @@ workloads; the tuned seed schedules take minutes of scalar fp16 LLVM codegen and
 """
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -100,3 +101,26 @@ def test_emulated_pool_is_exact_and_cached():
     kernel = measurement.load_kernel(wid, "float16", "hexagon-v68-emu", "default")
     out = kernel.output()  # from the content-keyed run cache, no second emulation
     np.testing.assert_array_equal(out, measurement.output(wid, "float16", "hexagon-v68-emu", "default"))
+
+
+@needs_emulator
+@pytest.mark.slow
+def test_run_on_emulated_target_records_emulated_time_and_no_failures(cli, tmp_path):
+    """`run --targets hexagon-v68-emu`: asv exits 0 (metrics the variant lacks are skips, not
+    failures), and the summary prints emulated time, never latency."""
+    out = tmp_path / "asv"
+    result = cli("run", "--quick", "--targets", "hexagon-v68-emu", "--workloads", SMALL[0],
+                 "--dtypes", "float16", "--orders", "default", "--out", str(out), env={"HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    row = next(line for line in result.stdout.splitlines() if line.startswith(SMALL[0]))
+    assert "emulated" in row and row.endswith("ok")
+    files = [p for p in (out / "results").glob("*/*.json") if p.name != "machine.json"]
+    results = json.loads(files[0].read_text())["results"]
+    assert results["bench_codegen.HexagonEmulated.track_emulated_seconds"][0][0] > 0
+    assert results["bench_codegen.HexagonCodegen.track_code_bytes"][0][0] > 0
+
+    def skipped(name):  # asv stores a skipped parameter combination as NaN
+        return results[name][0][0] is None or math.isnan(results[name][0][0])
+
+    assert skipped("bench_codegen.HexagonInstructions.track_qfloat_instructions")
+    assert skipped("bench_latency.Throughput.track_latency_median")
