@@ -54,6 +54,19 @@ def _atomic_write(path: Path, write) -> None:
         raise
 
 
+def write_file(path: Path, write) -> None:
+    """Make ``path`` atomically with ``write(tmp_path)``, for writers that want a file name (a
+    temporary beside ``path``, with its suffix, renamed over it once complete)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
 def write_json(path: Path, value) -> None:
     _atomic_write(path, lambda h: h.write(json.dumps(value, indent=1, sort_keys=True).encode()))
 

@@ -53,6 +53,9 @@ class CUDATarget:
     #: One GPU: timings of two kernels must not overlap, so combinations are measured one at a time.
     exclusive = True
 
+    def __init__(self):
+        self._target = None
+
     def unavailable(self) -> str | None:
         """Why this target cannot run here, or None."""
         if gpu_info() is None:
@@ -70,8 +73,10 @@ class CUDATarget:
         return device
 
     def tvm_target(self):
-        """The GPU's own target (its compute capability), hosted by llvm."""
-        return compat.target_from_device(self.device(), host={"kind": "llvm"})
+        """The GPU's own target (its compute capability), hosted by llvm; detected once."""
+        if self._target is None:
+            self._target = compat.target_from_device(self.device(), host={"kind": "llvm"})
+        return self._target
 
     def tuning_target(self):
         return self.tvm_target()

@@ -21,12 +21,10 @@ order of every Hexagon target replays the committed **llvm** records (see :data:
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
 import struct
 import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -64,13 +62,19 @@ def missing_tools(tools=EMU_TOOLS) -> list[str]:
     return [tool for tool in tools if shutil.which(tool) is None]
 
 
-def require_tools(tools=EMU_TOOLS, what="hexagon-v68-emu") -> None:
+def missing_tools_reason(tools=EMU_TOOLS, what="hexagon-v68-emu") -> str | None:
+    """Why ``what`` cannot run here (tools missing), or None."""
     missing = missing_tools(tools)
-    if missing:
-        raise ToolMissing(
-            f"{what} needs {', '.join(tools)}; missing: {', '.join(missing)} "
-            "(on Debian: apt-get install qemu-user clang lld)"
-        )
+    if not missing:
+        return None
+    return (f"{what} needs {', '.join(tools)}; missing: {', '.join(missing)} "
+            "(on Debian: apt-get install qemu-user clang lld)")
+
+
+def require_tools(tools=EMU_TOOLS, what="hexagon-v68-emu") -> None:
+    reason = missing_tools_reason(tools, what)
+    if reason:
+        raise ToolMissing(reason)
 
 
 # ----------------------------------------------------------------------------- compile metrics
@@ -180,25 +184,14 @@ class HexagonTarget:
     def build(self, func, path: Path) -> None:
         """The Hexagon object at ``path`` and its assembly beside it (``.s``)."""
         module = compat.build(func, self.tvm_target())
-        _write_atomic(path, lambda tmp: compat.write_module_file(module, tmp, "o"))
-        _write_atomic(path.with_suffix(".s"), lambda tmp: compat.write_module_file(module, tmp, "s"))
+        cache.write_file(path, lambda tmp: compat.write_module_file(module, tmp, "o"))
+        cache.write_file(path.with_suffix(".s"), lambda tmp: compat.write_module_file(module, tmp, "s"))
 
     def codegen_metrics(self, path: Path) -> dict:
         return codegen_metrics(path, path.with_suffix(".s"))
 
     def load(self, path, inputs, output_shape, dtype):
         raise NotImplementedError(f"{self.name} is compile-only: no emulator runs HVX floating point")
-
-
-def _write_atomic(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=path.suffix)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
 
 
 def _tool_version(tool: str) -> str:
@@ -216,11 +209,7 @@ class HexagonEmuTarget(HexagonTarget):
     emulated = True
 
     def unavailable(self) -> str | None:
-        missing = missing_tools()
-        if missing:
-            return (f"{self.name} needs {', '.join(EMU_TOOLS)}; missing: {', '.join(missing)} "
-                    "(on Debian: apt-get install qemu-user clang lld)")
-        return None
+        return missing_tools_reason(what=self.name)
 
     def identity(self) -> dict:
         # No tool is run here: identity() must stay cheap (asv processes look records up by it).
@@ -232,10 +221,10 @@ class HexagonEmuTarget(HexagonTarget):
         require_tools(("clang", "ld.lld"), self.name)
         module = compat.build(func, self.tvm_target())
         obj = path.with_suffix(".o")
-        _write_atomic(obj, lambda tmp: compat.write_module_file(module, tmp, "o"))
+        cache.write_file(obj, lambda tmp: compat.write_module_file(module, tmp, "o"))
         harness = harness_object(self.arch)
-        _write_atomic(path.with_suffix(".elf"), lambda tmp: _link(obj, harness, Path(tmp)))
-        _write_atomic(path, lambda tmp: shutil.copyfile(obj, tmp))
+        cache.write_file(path.with_suffix(".elf"), lambda tmp: _link(obj, harness, Path(tmp)))
+        cache.write_file(path, lambda tmp: shutil.copyfile(obj, tmp))
 
     def codegen_metrics(self, path: Path) -> dict:
         return codegen_metrics(path, None)
@@ -255,7 +244,7 @@ def harness_object(arch: str) -> Path:
             _check_run(["clang", "--target=hexagon-unknown-linux-musl", f"-mcpu=hexagon{arch}", "-O2",
                         "-ffreestanding", "-fno-builtin", "-nostdlib", "-c", str(HARNESS_SOURCE),
                         "-o", tmp], "compiling the harness")
-        _write_atomic(where, compile_to)
+        cache.write_file(where, compile_to)
     return where
 
 

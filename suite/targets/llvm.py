@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from suite import compat
+from suite import cache, compat
 
 
 class Kernel:
@@ -42,14 +41,7 @@ class Kernel:
 
 def export_library(module, path: Path) -> None:
     """Write a built module as a shared library at ``path``, atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".so")
-    os.close(fd)
-    try:
-        module.export_library(tmp)
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    cache.write_file(path, module.export_library)
 
 
 def host_cpu_model() -> str:
