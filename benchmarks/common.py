@@ -1,13 +1,13 @@
-"""Parameters shared by the benchmark modules, and the skip helper.
+"""The one base of the benchmarks: parameters, timeout, the skip policy and the tracked metrics.
 
-The parameter grid can be narrowed with environment variables (asv passes the environment
-to its benchmark processes), for quick runs and tests:
-``TVM_SUITE_WORKLOADS`` (comma-separated ids or model names), ``TVM_SUITE_DTYPES``,
-``TVM_SUITE_TARGETS``, ``TVM_SUITE_ORDERS``.
+The parameter grid comes from the environment (``TVM_SUITE_WORKLOADS``, ``TVM_SUITE_DTYPES``,
+``TVM_SUITE_TARGETS``, ``TVM_SUITE_ORDERS``: see ``suite.core.combo.Grid``), which asv passes to
+its benchmark processes. Every benchmark class reads one measured combination in ``setup`` and
+turns its record into asv's outcome with ``suite.core.record.outcome``: skipped -> NaN, failed ->
+null. Its ``track_*`` methods come from ``suite.tracked``, where each metric is declared once.
 """
 
 import importlib
-
 
 #: Why each module safe_import could not import (shown in the skip reasons).
 IMPORT_ERRORS = {}
@@ -18,7 +18,8 @@ def safe_import(name):
     try:
         return importlib.import_module(name)
     except Exception as err:  # the suite must import on any TVM, or none
-        IMPORT_ERRORS[name] = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
+        text = str(err).strip()
+        IMPORT_ERRORS[name] = f"{type(err).__name__}: {text.splitlines()[0] if text else ''}"
         return None
 
 
@@ -28,35 +29,62 @@ def not_imported() -> NotImplementedError:
     return NotImplementedError(f"the suite could not be imported ({reasons or 'unknown'})")
 
 
-grid = safe_import("suite.grid")
-measurement = safe_import("suite.measurement")
+tracked = safe_import("suite.tracked")
+combo = safe_import("suite.core.combo")
+record = safe_import("suite.core.record")
+measurement = safe_import("suite.core.measurement")
+errors = safe_import("suite.errors")
+SUITE = None not in (tracked, combo, record, measurement, errors)
 
-if grid is not None:
-    WORKLOADS, DTYPES, TARGETS, ORDERS = grid.benchmark_grid()
+if SUITE:
+    PARAMS = combo.Grid.from_env().params()
+    PARAM_NAMES = combo.PARAM_NAMES
 else:
-    WORKLOADS, DTYPES, TARGETS, ORDERS = ["seed.conv2d_nhwc_7x7s2"], ["float32"], ["llvm"], ["default"]
-
-PARAMS = [WORKLOADS, DTYPES, TARGETS, ORDERS]
-PARAM_NAMES = ["workload", "dtype", "target", "order"]
+    PARAMS = [["seed.conv2d_nhwc_7x7s2"], ["float32"], ["llvm"], ["default"]]
+    PARAM_NAMES = ["workload", "dtype", "target", "order"]
 
 
-def measured(workload, dtype, target, order):
-    """The cached measurement record of a combination; skips (NotImplementedError) otherwise."""
-    if measurement is None:
-        raise not_imported()
-    record = measurement.measure(workload, dtype, target, order)
-    if record["status"] != "ok":
-        raise NotImplementedError(f"{record['status']}: {record['reason']}")
-    if record.get("compile_only"):
-        raise NotImplementedError(f"{target} is compile-only: no output to measure")
-    return record
+def _track(metric):
+    def track(self, *params):
+        return float(self.values[metric.key])
+
+    track.__name__ = track.__qualname__ = metric.method
+    track.__doc__ = metric.doc
+    track.unit = metric.unit
+    return track
 
 
-def native(target):
-    """Skip (NotImplementedError) timing of a target that runs under emulation or not at all."""
-    targets = safe_import("suite.targets")
-    if targets is None:
-        raise not_imported()
-    found = targets.get(target)
-    if not getattr(found, "executes", True) or getattr(found, "emulated", False):
-        raise NotImplementedError(f"{target} does not execute natively: no latency (see bench_codegen)")
+class ComboBenchmark:
+    """A measured combination; subclasses say what they need (``need``) and, where it is not the
+    record's own values, what they read (``read``)."""
+
+    params = PARAMS
+    param_names = PARAM_NAMES
+    #: The first process of a combination builds it: scalar fp16 Hexagon builds of tuned schedules
+    #: take minutes of LLVM codegen, an emulated run of the seed conv2d minutes of QEMU.
+    timeout = 3600
+    #: Explicit, so that refactoring the benchmark code keeps asv's history; bump it when what a
+    #: benchmark measures changes meaning.
+    version = "2"
+    need = "RECORD"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if tracked is not None:
+            module = cls.__module__.rsplit(".", 1)[-1]
+            for metric in tracked.of_class(module, cls.__name__):
+                if not metric.timed:
+                    setattr(cls, metric.method, _track(metric))
+
+    def setup(self, workload, dtype, target, order):
+        if not SUITE:
+            raise not_imported()
+        self.combo = combo.Combo.resolve(workload, dtype, target, order)
+        self.record = record.outcome(measurement.measure(self.combo), record.Need[self.need])
+        try:
+            self.values = self.read()
+        except errors.Skipped as err:
+            raise NotImplementedError(str(err)) from None
+
+    def read(self) -> dict:
+        return self.record.values()

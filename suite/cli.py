@@ -12,9 +12,10 @@ import json
 import sys
 from pathlib import Path
 
-from suite import cache, grid, measurement, schedules, targets, workloads
-from suite.errors import UserError
-
+from suite import cache, targets
+from suite.core import measurement, schedules, workloads
+from suite.core.combo import Combo, Grid, select_workloads
+from suite.errors import Skipped, UserError
 
 
 def _print_table(rows: list[list[str]], header: list[str]) -> None:
@@ -51,34 +52,32 @@ def cmd_list(args) -> int:
 
 def cmd_measure(args) -> int:
     # Check every argument before any compile starts.
-    workloads.get(args.workload)
-    workloads.check_dtype(args.dtype)
-    targets.get(args.target)
-    schedules.check_order(args.order)
+    combo = Combo.resolve(args.workload, args.dtype, args.target, args.order)
     if args.against:
         schedules.check_order(args.against)
-    if reason := measurement.unavailable(args.target):  # tools missing, no GPU
+    if reason := combo.target.unavailable():  # tools missing, no GPU
         raise UserError(reason)
-    record = measurement.measure(args.workload, args.dtype, args.target, args.order)
-    if args.against and record["status"] == "ok":
+    record = measurement.measure(combo)
+    shown = record.to_json()
+    shown.pop("parts", None)
+    if args.against and record.ok:
         try:
-            record["divergence"] = measurement.divergence(
-                args.workload, args.dtype, args.target, args.order, args.against)
-        except measurement.Skip as err:
-            record["divergence"] = {"against": args.against, "skipped": str(err)}
+            shown["divergence"] = measurement.divergence(combo, args.against)
+        except Skipped as err:
+            shown["divergence"] = {"against": args.against, "skipped": str(err)}
     if args.save_arrays:
-        _save_arrays(args, record)
+        _save_arrays(args, combo, record)
     if args.json:
-        print(json.dumps(record, indent=1))
+        print(json.dumps(shown, indent=1))
     else:
-        _print_record(record)
-    return 0 if record["status"] == "ok" else 1
+        _print_record(shown)
+    return 0 if record.ok else 1
 
 
 def _print_record(record: dict) -> None:
     print(f"workload   {record['workload']}")
     print(f"dtype      {record['dtype']}   target {record['target']}   order {record['order']}")
-    print(f"tvm        {record['tvm_version']}")
+    print(f"tvm        {record.get('tvm_version', '-')}")
     if record["status"] != "ok":
         print(f"{record['status']}: {record['reason']}")
         return
@@ -107,18 +106,16 @@ def _print_record(record: dict) -> None:
               f"max {d['max_ulp_distance']:.0f} ULP apart, exceeds bound: {bool(d['exceeds_bound'])}")
 
 
-def _save_arrays(args, record: dict) -> None:
-    if record["status"] != "ok":
+def _save_arrays(args, combo: Combo, record) -> None:
+    if not record.has_output:
         return
     out = Path(args.save_arrays)
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"{args.workload}.{args.dtype}.{args.target}.{args.order}"
-    workload = workloads.get(args.workload)
-    for index, array in enumerate(workloads.make_inputs(workload, args.dtype)):
+    stem = ".".join(combo.ids)
+    for index, array in enumerate(workloads.make_inputs(combo.workload, combo.dtype)):
         cache.write_array(out / f"{stem}.input{index}.npy", array)
-    cache.write_array(out / f"{stem}.output.npy",
-                      measurement.output(args.workload, args.dtype, args.target, args.order))
-    cache.write_array(out / f"{stem}.reference.npy", measurement.reference_arrays(workload, args.dtype)[0])
+    cache.write_array(out / f"{stem}.output.npy", measurement.output(combo))
+    cache.write_array(out / f"{stem}.reference.npy", measurement.reference_arrays(combo.workload, combo.dtype)[0])
     print(f"arrays written to {out}/{stem}.*.npy", file=sys.stderr)
 
 
@@ -126,14 +123,12 @@ def _save_arrays(args, record: dict) -> None:
 
 
 def cmd_tune(args) -> int:
-    from suite import tuning
+    from suite.core import tuning
 
     target = targets.get(args.target)
     workloads.check_dtype(args.dtype)
-    if not hasattr(target, "tuning_target"):
-        raise UserError(f"target {target.name} cannot be tuned here")
-    ids = grid.select_workloads(args.workload.split(",") if args.workload else None)
-    for wid in ids:
+    target.tuning_target()  # NotTunable (one line) before any work
+    for wid in select_workloads(_listed(args.workload)):
         if args.skip_existing and tuning.trace_path(target.name, args.dtype, wid).exists():
             print(f"kept     {wid} (already tuned)")
             continue
@@ -144,22 +139,24 @@ def cmd_tune(args) -> int:
 # ----------------------------------------------------------------------------- run
 
 
-def cmd_run(args) -> int:
-    from suite import history
+def _listed(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
-    ids = grid.select_workloads(args.workloads.split(",") if args.workloads else None)
-    orders = args.orders.split(",") if args.orders else list(history.QUICK_ORDERS if args.quick else schedules.ORDERS)
-    summary = history.run_installed(
-        workload_ids=ids,
-        target_names=[targets.get(t).name for t in args.targets.split(",")],
-        dtypes=[workloads.check_dtype(d) for d in args.dtypes.split(",")],
-        orders=[schedules.check_order(o) for o in orders],
-        quick=args.quick,
-        out_dir=Path(args.out),
-        tvm_repo=Path(args.tvm_repo) if args.tvm_repo else None,
-        tvm_commit=args.tvm_commit,
-    )
+
+def cmd_run(args) -> int:
+    from suite.history import installed
+    from suite.reporting import report
+
+    orders = _listed(args.orders) or list(installed.QUICK_ORDERS if args.quick else schedules.ORDERS)
+    grid = Grid.of(_listed(args.workloads), _listed(args.dtypes), _listed(args.targets), orders)
+    out = Path(args.out)
+    summary = installed.run_installed(grid, quick=args.quick, out_dir=out,
+                                      tvm_repo=Path(args.tvm_repo) if args.tvm_repo else None,
+                                      tvm_commit=args.tvm_commit)
+    # The suite's own report: static, works offline (asv's HTML loads its scripts from CDNs).
+    report.make_report(out / "results", out / "report", tvm_repo=args.tvm_repo)
     print(summary.text)
+    print(f"report:  {out / 'report' / 'index.html'}")
     return summary.exit_status
 
 
@@ -167,17 +164,13 @@ def cmd_run(args) -> int:
 
 
 def cmd_history(args) -> int:
-    from suite import history
+    from suite.history import commits
 
-    commits = history.history_commits(Path(args.tvm_repo), args.releases, args.range)
-    ids = grid.select_workloads(args.workloads.split(",") if args.workloads else None)
-    orders = args.orders.split(",") if args.orders else list(history.QUICK_ORDERS)
-    summary = history.run_history(
-        Path(args.tvm_repo), commits, workload_ids=ids,
-        dtypes=[workloads.check_dtype(d) for d in args.dtypes.split(",")],
-        orders=[schedules.check_order(o) for o in orders],
-        quick=not args.full, out_dir=Path(args.out),
-        env_dir=Path(args.env_dir) if args.env_dir else None)
+    found = commits.history_commits(Path(args.tvm_repo), args.releases, args.range)
+    grid = Grid.of(_listed(args.workloads), _listed(args.dtypes), ["llvm"],
+                   _listed(args.orders) or ["default", "tuned"])
+    summary = commits.run_history(Path(args.tvm_repo), found, grid, quick=not args.full, out_dir=Path(args.out),
+                                  env_dir=Path(args.env_dir) if args.env_dir else None)
     print(summary.text)
     return summary.exit_status
 
@@ -186,7 +179,7 @@ def cmd_history(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from suite import report
+    from suite.reporting import report
 
     facts = report.make_report(args.results, args.out, tvm_repo=args.tvm_repo, thresholds_path=args.thresholds)
     d = facts["divergence"]
@@ -200,7 +193,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_gate(args) -> int:
-    from suite import gate
+    from suite.reporting import gate
 
     text, status = gate.run_gate(args.results, args.commit, args.thresholds, args.tvm_repo, args.baseline)
     print(text)

@@ -2,7 +2,7 @@
 
 The rest of the suite calls TVM only through these helpers (or through objects they
 return), so supporting another release means changing this module alone.
-Known drift (see shared/notes/FACTS.md): 0.27 renamed ``tvm.tir`` to ``tvm.tirx`` and moved
+Known drift, each checked against the 0.25.0, 0.26.0 and 0.27.0.post1 wheels: 0.27 renamed ``tvm.tir`` to ``tvm.tirx`` and moved
 ``Schedule``/``meta_schedule``/``dlight`` to ``tvm.s_tir``; Relax's ``TensorStructInfo`` became
 ``TensorType``; targets are JSON dicts only; runtime arrays are made by ``tvm.runtime.tensor``.
 """
@@ -50,8 +50,10 @@ def installed_version() -> str:
     return "source-" + Path(spec.origin).parent.name
 
 
+@lru_cache(maxsize=None)
 def build_id() -> str:
-    """Identifies the installed TVM build for cache keys, without importing TVM.
+    """Identifies the installed TVM build for cache keys, without importing TVM; computed once
+    per process (a history run installs each commit's TVM in a process of its own).
 
     Two source builds of different commits can share a version string, so the size and
     modification time of the TVM library are part of the identity.

@@ -1,4 +1,4 @@
-"""The one base class of expected failures, reported by the CLI as a single line."""
+"""The two kinds of expected failure: the user's to fix, and a combination that cannot be measured."""
 
 
 class UserError(Exception):
@@ -7,5 +7,13 @@ class UserError(Exception):
     exit_status = 2
 
 
-class TargetUnavailable(Exception):
-    """A target that cannot run on this machine (no GPU, say): recorded as a skip with this reason."""
+class Skipped(Exception):
+    """A combination that cannot be measured here; recorded as skipped with this reason, never a pass."""
+
+
+class TargetUnavailable(Skipped):
+    """A target that cannot run on this machine (no GPU, tools missing)."""
+
+
+class OrderNotApplicable(Skipped):
+    """A loop order that does not apply to this workload or target."""

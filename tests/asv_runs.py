@@ -3,7 +3,6 @@ small local git repository (two commits, the second tagged), made once per test 
 
 import os
 import subprocess
-from pathlib import Path
 
 from conftest import run_cli
 

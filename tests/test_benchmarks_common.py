@@ -1,14 +1,71 @@
-"""The asv side: a benchmark skipped because the suite cannot be imported says why."""
+"""The asv side: one rule from record to asv outcome, one declaration per metric, and a benchmark
+skipped because the suite cannot be imported says why."""
 
 import importlib
+import json
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
+
+from suite import tracked
+from suite.core.record import CombinationFailed, Kind, Need, Record, Status, outcome
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_skip_reason_names_the_import_error(monkeypatch):
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
+    monkeypatch.syspath_prepend(str(ROOT))
     common = importlib.import_module("benchmarks.common")
     assert common.safe_import("suite.no_such_module") is None
     reason = common.not_imported()
     assert isinstance(reason, NotImplementedError)  # asv records it as a skip
     assert str(reason).startswith("the suite could not be imported (")
     assert "suite.no_such_module: ModuleNotFoundError: No module named 'suite.no_such_module'" in str(reason)
+
+
+def record(status, kind=None, **values):
+    return Record("w", "float16", "llvm", "default", status=status, kind=kind, reason="why", **values)
+
+
+def test_outcome_skipped_is_nan_failed_is_null():
+    # asv stores a setup that raises NotImplementedError as NaN (skipped), anything else as null (failed).
+    with pytest.raises(NotImplementedError, match="skipped: why"):
+        outcome(record(Status.SKIPPED))
+    with pytest.raises(CombinationFailed, match="w float16 llvm default failed: why") as info:
+        outcome(record(Status.FAILED))
+    assert not isinstance(info.value, NotImplementedError)
+    ok = record(Status.OK, Kind.COMPILE_ONLY, codegen={"code_bytes": 10})
+    assert outcome(ok, Need.CODEGEN) is ok
+    with pytest.raises(NotImplementedError, match="compile-only"):
+        outcome(ok, Need.OUTPUT)
+    with pytest.raises(NotImplementedError, match="no assembly"):
+        outcome(ok, Need.ASSEMBLY)
+    native = record(Status.OK, Kind.LATENCY, latency_s=0.5, gflops=2.0, metrics={"ulp_mean": 3.0})
+    assert outcome(native, Need.LATENCY).values() == {"latency_s": 0.5, "gflops": 2.0, "ulp_mean": 3.0}
+    with pytest.raises(NotImplementedError, match="not an emulated target"):
+        outcome(native, Need.EMULATED)
+
+
+def test_record_round_trips_through_json():
+    r = record(Status.OK, Kind.EMULATED, emulated_s=1.5, metrics={"ulp_mean": 2.0}, parts={"output.npy": "ab"})
+    again = Record.from_json(json.loads(json.dumps(r.to_json())))
+    assert again == r and again.kind is Kind.EMULATED
+    with pytest.raises(ValueError):
+        Record.from_json({"status": "ok"})
+
+
+def test_benchmarks_are_exactly_the_declared_metrics(tmp_path):
+    """asv's own discovery finds one benchmark per declared metric, and nothing undeclared."""
+    code = ("import json, sys; from asv_runner.discovery import disc_benchmarks; "
+            "print(json.dumps({b.name: getattr(b, 'unit', None) for b in disc_benchmarks(sys.argv[1])}))")
+    done = subprocess.run([sys.executable, "-c", code, str(ROOT / "benchmarks")], capture_output=True,
+                          text=True, cwd=ROOT, env={"TVM_SUITE_WORKLOADS": "seed", "TVM_SUITE_TARGETS": "llvm",
+                                                    "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(found) == {m.benchmark for m in tracked.METRICS}
+    for metric in tracked.METRICS:
+        if not metric.timed:
+            assert found[metric.benchmark] == metric.unit, metric

@@ -4,7 +4,11 @@ committed GPU records replay) need no GPU and run everywhere."""
 
 import pytest
 
-from suite import compat, measurement, peers, schedules, tuning, workloads
+from suite import compat
+from suite.core import measurement, peers, schedules, tuning, workloads
+from suite.core.combo import Combo
+from suite.core.record import Status
+from suite.errors import OrderNotApplicable
 from suite.targets import cuda
 
 SEED = workloads.SEED_ID
@@ -18,11 +22,12 @@ needs_gpu = pytest.mark.skipif(cuda.gpu_info() is None, reason="no NVIDIA GPU on
 
 def test_without_gpu_every_combination_is_a_skip_with_its_reason(monkeypatch):
     monkeypatch.setattr(cuda, "gpu_info", lambda: None)
-    combos = [(SEED, dtype, "cuda", order) for dtype in ("float16", "float32") for order in ("default", "tuned")]
+    combos = [Combo.resolve(SEED, dtype, "cuda", order) for dtype in ("float16", "float32")
+              for order in ("default", "tuned")]
     records = measurement.measure_many(combos, jobs=2)
     for record in records.values():
-        assert record["status"] == "skipped"
-        assert record["reason"] == "no NVIDIA GPU on this machine (nvidia-smi finds none)"
+        assert record.status is Status.SKIPPED
+        assert record.reason == "no NVIDIA GPU on this machine (nvidia-smi finds none)"
 
 
 def test_measure_cuda_without_gpu_is_one_line_error(cli, tmp_path):
@@ -35,7 +40,7 @@ def test_measure_cuda_without_gpu_is_one_line_error(cli, tmp_path):
 def test_cpu_loop_orders_are_skips_on_cuda():
     func = workloads.prim_func(workloads.get(SEED), "float16")
     for order in ("seed-swap", "reduction-outer", "seed-tuned"):
-        with pytest.raises(schedules.OrderNotApplicable, match="CPU loop order"):
+        with pytest.raises(OrderNotApplicable, match="CPU loop order"):
             cuda.CUDATarget().prepare(func, order)
 
 
@@ -63,13 +68,13 @@ def test_committed_gpu_records_replay_on_installed_tvm():
 @needs_gpu
 @pytest.mark.slow
 def test_seed_on_gpu_default_and_tuned():
-    records = {order: measurement.measure(SEED, "float16", "cuda", order) for order in ("default", "tuned")}
+    records = {order: measurement.measure(Combo.resolve(SEED, "float16", "cuda", order)) for order in ("default", "tuned")}
     for order, record in records.items():
-        assert record["status"] == "ok", (order, record["reason"])
-        assert record["latency_s"] > 0 and record["gflops"] > 0
-        m = record["metrics"]
+        assert record.ok, (order, record.reason)
+        assert record.latency_s > 0 and record.gflops > 0
+        m = record.metrics
         assert m["nonfinite"] == 0 and m["bound_fraction"] < 1.0, (order, m)
-    divergence = measurement.divergence(SEED, "float16", "cuda", "tuned")
+    divergence = measurement.divergence(Combo.resolve(SEED, "float16", "cuda", "tuned"))
     assert 0 < divergence["differ_fraction"] <= 1 and divergence["exceeds_bound"] == 0.0
 
 
@@ -82,4 +87,4 @@ def test_pytorch_peer_on_gpu_matches_reference():
     out = peers.pytorch_output(CONV, "float32", "cuda")
     assert out.shape == ref.shape
     assert np.max(np.abs(out - ref)) <= 1e-4 * np.max(np.abs(ref))  # TF32 off: float32 accuracy
-    assert peers.pytorch_latency(CONV, "float32", "cuda")["latency_s"] > 0
+    assert peers.pytorch_latency(CONV, "float32", "cuda").latency_s > 0

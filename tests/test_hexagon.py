@@ -10,9 +10,12 @@ import math
 import numpy as np
 import pytest
 
-from conftest import run_cli
-from suite import measurement, targets
+from suite import targets
+from suite.core import measurement
+from suite.core.combo import Combo
+from suite.core.record import Status
 from suite.targets import hexagon
+from suite.targets.base import Mode
 
 SEED = "seed.conv2d_nhwc_7x7s2"
 SMALL = ["resnet50.mean.7x7x2048", "resnet50.max_pool2d.112x112x64-k3s2"]
@@ -26,8 +29,9 @@ def test_targets_registered():
     names = targets.names()
     for name in ("hexagon-v68", "hexagon-v69", "hexagon-v73", "hexagon-v68-emu"):
         assert name in names
-    assert not targets.get("hexagon-v68").executes
-    assert targets.get("hexagon-v68-emu").emulated
+    assert targets.get("hexagon-v68").mode is Mode.COMPILE_ONLY
+    assert targets.get("hexagon-v68-emu").mode is Mode.EMULATED
+    assert targets.get("hexagon-v68").records_target == "llvm"  # no Hexagon device to tune on
     assert "-hexagon-autohvx=1" in targets.get("hexagon-v68").llvm_options
     assert "-force-hvx-float" in targets.get("hexagon-v68").llvm_options
     assert "+hvx-qfloat" in targets.get("hexagon-v73").mattr
@@ -51,7 +55,7 @@ def test_compile_only_v68_seed_tuned_uses_qfloat(cli):
                "--order", "seed-tuned", "--json")
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
-    assert record["compile_only"] and "metrics" not in record and "latency_s" not in record
+    assert record["kind"] == "compile-only" and "metrics" not in record and "latency_s" not in record
     codegen = record["codegen"]
     assert codegen["e_flags"] == "0x68" and codegen["code_bytes"] > 0
     assert codegen["qfloat_arith"] > 0 and codegen["qfloat_total"] > 0
@@ -70,37 +74,37 @@ def test_missing_tools_one_line_error(cli, tmp_path):
 
 def test_missing_tools_recorded_as_skip(monkeypatch):
     monkeypatch.setattr(hexagon.shutil, "which", lambda name: None)
-    record = measurement.measure(SMALL[0], "float16", "hexagon-v68-emu", "default")
-    assert record["status"] == "skipped" and "qemu-hexagon" in record["reason"]
+    record = measurement.measure(Combo.resolve(SMALL[0], "float16", "hexagon-v68-emu", "default"))
+    assert record.status is Status.SKIPPED and "qemu-hexagon" in record.reason
 
 
 @needs_emulator
 @pytest.mark.slow
 def test_emulated_seed_and_small_workloads_match_reference():
-    combos = [(SEED, "float16", "hexagon-v68-emu", "default")]
-    combos += [(w, d, "hexagon-v68-emu", "default") for w in SMALL for d in ("float16", "float32")]
+    combos = [Combo.resolve(SEED, "float16", "hexagon-v68-emu", "default")]
+    combos += [Combo.resolve(w, d, "hexagon-v68-emu", "default") for w in SMALL for d in ("float16", "float32")]
     records = measurement.measure_many(combos, jobs=2)
     for combo, record in records.items():
-        assert record["status"] == "ok", (combo, record.get("reason"))
-        assert "latency_s" not in record and record["emulated_s"] > 0
-        assert record["codegen"]["e_flags"] == "0x67"  # v67 ELF: QEMU 7.2 refuses v68
-        m = record["metrics"]
+        assert record.ok, (combo, record.get("reason"))
+        assert record.latency_s is None and record.emulated_s > 0
+        assert record.codegen["e_flags"] == "0x67"  # v67 ELF: QEMU 7.2 refuses v68
+        m = record.metrics
         assert m["nonfinite"] == 0 and m["bound_fraction"] < 1.0, (combo, m)
     # fp16 seed conv: the same scale of error as on x86 (~10 ULP mean against float64)
-    assert records[combos[0]]["metrics"]["ulp_mean"] < 30
+    assert records[combos[0]].metrics["ulp_mean"] < 30
 
 
 @needs_emulator
 @pytest.mark.slow
 def test_emulated_pool_is_exact_and_cached():
     wid = SMALL[1]
-    record = measurement.measure(wid, "float16", "hexagon-v68-emu", "default")
-    assert record["status"] == "ok"
+    record = measurement.measure(Combo.resolve(wid, "float16", "hexagon-v68-emu", "default"))
+    assert record.ok
     # max pooling rounds nothing: Hexagon output equals the reference rounded to fp16
-    assert record["metrics"]["ulp_max"] <= 0.5
-    kernel = measurement.load_kernel(wid, "float16", "hexagon-v68-emu", "default")
+    assert record.metrics["ulp_max"] <= 0.5
+    kernel = measurement.load_kernel(Combo.resolve(wid, "float16", "hexagon-v68-emu", "default"))
     out = kernel.output()  # from the content-keyed run cache, no second emulation
-    np.testing.assert_array_equal(out, measurement.output(wid, "float16", "hexagon-v68-emu", "default"))
+    np.testing.assert_array_equal(out, measurement.output(Combo.resolve(wid, "float16", "hexagon-v68-emu", "default")))
 
 
 @needs_emulator

@@ -1,21 +1,30 @@
-"""Real TVM builds and runs on the llvm target, measured against the float64 reference."""
+"""Real TVM builds and runs on the llvm target, measured against the float64 reference; the cache
+entry is one unit."""
+
+import json
 
 import numpy as np
 import pytest
 
-from suite import measurement, metrics, workloads
+from suite.core import measurement, metrics, workloads
+from suite.core.combo import Combo
+from suite.core.record import Kind, Status
 
 SEED = workloads.SEED_ID
 
 
+def combo(workload=SEED, dtype="float32", target="llvm", order="default"):
+    return Combo.resolve(workload, dtype, target, order)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_seed_conv2d_is_measured_with_real_metrics(dtype):
-    record = measurement.measure(SEED, dtype, "llvm")
-    assert record["status"] == "ok", record
-    m = record["metrics"]
-    assert record["accumulation_length"] == 147
-    assert record["latency_s"] > 0 and len(record["latency_samples_s"]) == measurement.LATENCY_REPEATS
-    assert record["gflops"] == pytest.approx(236_027_904 / record["latency_s"] / 1e9)
+    record = measurement.measure(combo(dtype=dtype))
+    assert record.status is Status.OK and record.kind is Kind.LATENCY, record
+    m = record.metrics
+    assert record.accumulation_length == 147
+    assert record.latency_s > 0 and len(record.latency_samples_s) == measurement.LATENCY_REPEATS
+    assert record.gflops == pytest.approx(236_027_904 / record.latency_s / 1e9)
     assert m["nonfinite"] == 0
     # Plain recursive summation stays well inside the worst-case rounding bound...
     assert 0 < m["bound_fraction"] < 1
@@ -25,35 +34,69 @@ def test_seed_conv2d_is_measured_with_real_metrics(dtype):
 
 
 def test_fp16_error_in_absolute_terms_is_larger_than_fp32():
-    fp16 = measurement.measure(SEED, "float16", "llvm")["metrics"]
-    fp32 = measurement.measure(SEED, "float32", "llvm")["metrics"]
+    fp16 = measurement.measure(combo(dtype="float16")).metrics
+    fp32 = measurement.measure(combo(dtype="float32")).metrics
     assert fp16["max_abs_error"] > 100 * fp32["max_abs_error"]
 
 
 def test_output_matches_an_independent_recomputation():
-    workload = workloads.get("resnet50.matmul_add.2048-1000")
-    record = measurement.measure(workload.id, "float32", "llvm")
-    assert record["status"] == "ok"
-    out = measurement.output(workload.id, "float32", "llvm")
-    x, w, b = workloads.make_inputs(workload, "float32")
+    c = combo("resnet50.matmul_add.2048-1000")
+    record = measurement.measure(c)
+    assert record.ok
+    out = measurement.output(c)
+    x, w, b = workloads.make_inputs(c.workload, "float32")
     expected = x.astype(np.float64) @ w.astype(np.float64) + b
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)
-    assert record["accumulation_length"] == 2049
+    assert record.accumulation_length == 2049
 
 
-def test_measurements_are_cached_and_deterministic(suite_cache):
-    record = measurement.measure(SEED, "float32", "llvm")
-    where = measurement.entry_dir(SEED, "float32", "llvm")
-    assert (where / "record.json").exists() and (where / "kernel.so").exists()
-    first = measurement.output(SEED, "float32", "llvm")
+def test_measurements_are_cached_and_deterministic():
+    c = combo()
+    record = measurement.measure(c)
+    assert {"record.json", "kernel.so", "output.npy"} <= {p.name for p in c.entry.iterdir()}
+    assert set(record.parts) == {"kernel.so", "output.npy"}
+    first = measurement.output(c)
     # Same TVM build, same inputs: a fresh compile and run gives bit-identical results.
-    (where / "record.json").unlink()
-    again = measurement.measure(SEED, "float32", "llvm")
-    np.testing.assert_array_equal(measurement.output(SEED, "float32", "llvm"), first)
-    assert again["metrics"] == record["metrics"]
+    (c.entry / "record.json").unlink()
+    again = measurement.measure(c)
+    np.testing.assert_array_equal(measurement.output(c), first)
+    assert again.metrics == record.metrics
     assert metrics.divergence(first, first)["differ_fraction"] == 0.0
 
 
 def test_kernel_of_a_measured_combination_runs():
-    kernel = measurement.load_kernel("resnet50.mean.7x7x2048", "float16", "llvm")
+    kernel = measurement.load_kernel(combo("resnet50.mean.7x7x2048", "float16"))
     assert kernel.output().shape == (1, 2048)
+
+
+@pytest.mark.parametrize("part", ["output.npy", "kernel.so", "record.json", "missing output"])
+def test_a_damaged_part_remeasures_the_whole_entry(part, cli):
+    """Record, output and kernel are valid together: damage to any part is a recomputation,
+    never a traceback and never a wrong number."""
+    wid = "resnet50.mean.7x7x2048"
+    c = combo(wid, "float16")
+    good = measurement.measure(c)
+    truth = measurement.output(c)
+    if part == "missing output":
+        (c.entry / "output.npy").unlink()
+    elif part == "record.json":
+        (c.entry / "record.json").write_text('{"status": "ok", "metrics"')
+    else:
+        (c.entry / part).write_bytes(b"garbage" * 100)
+    # Through the CLI, as a user meets it: divergence against default needs both outputs.
+    done = cli("measure", "--workload", wid, "--dtype", "float16", "--order", "seed-swap", "--against", "default",
+               "--json")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert json.loads(done.stdout)["divergence"]["against"] == "default"
+    again = measurement.measure(c)
+    assert again.metrics == good.metrics and again.parts == good.parts
+    np.testing.assert_array_equal(measurement.output(c), truth)
+    assert measurement.load_kernel(c).output().shape == (1, 2048)
+
+
+def test_a_record_from_another_combination_is_not_used():
+    a, b = combo("resnet50.mean.7x7x2048", "float16"), combo("resnet50.mean.7x7x2048", "float32")
+    measurement.measure(a)
+    measurement.measure(b)
+    (b.entry / "record.json").write_text((a.entry / "record.json").read_text())
+    assert measurement.measure(b).dtype == "float32"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from numpy.testing._private.utils import nulp_diff  # not re-exported by numpy.testing
 
-from suite.metrics import (
+from suite.core.metrics import (
     accuracy_metrics,
     divergence,
     gamma,

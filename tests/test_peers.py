@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from suite import measurement, peers, workloads
+from suite.core import measurement, peers, workloads
 
 pytestmark = pytest.mark.skipif(not peers.available(), reason="PyTorch is not installed")
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.signal
 
-from suite.reference import accumulation_length, evaluate, evaluate_magnitude, output_shape
+from suite.core.reference import accumulation_length, evaluate, evaluate_magnitude, output_shape
 
 RNG = np.random.default_rng(1234)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from suite import history, install_tvm, releases
+from suite.history import commits, install_tvm, releases
 from suite.errors import UserError
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
@@ -96,19 +96,19 @@ def test_resolves_release_tags_not_same_named_branches(fake_tvm):
 
 def test_history_commits_are_sorted_by_date(fake_tvm):
     repo, c = fake_tvm
-    found = history.history_commits(repo, "0.26.0,0.25.0", None)
+    found = commits.history_commits(repo, "0.26.0,0.25.0", None)
     assert [(x.label, x.commit, x.release) for x in found] == [
         ("0.25.0", c["r25"], "0.25.0"), ("0.26.0", c["r26"], "0.26.0")]
-    ranged = history.history_commits(repo, None, f"{c['m1']}..main")
+    ranged = commits.history_commits(repo, None, f"{c['m1']}..main")
     assert [x.commit for x in ranged] == [c["m2"], c["m3"]] and all(x.release is None for x in ranged)
     with pytest.raises(UserError, match="not of the form A..B"):
-        history.history_commits(repo, None, "main")
+        commits.history_commits(repo, None, "main")
     with pytest.raises(UserError, match="no commit 'nosuch'"):
-        history.history_commits(repo, None, "nosuch..main")
+        commits.history_commits(repo, None, "nosuch..main")
     with pytest.raises(UserError, match="no commits between"):
-        history.history_commits(repo, None, "main..main")
+        commits.history_commits(repo, None, "main..main")
     with pytest.raises(UserError, match="not a git repository"):
-        history.history_commits(repo / "missing", "0.25.0", None)
+        commits.history_commits(repo / "missing", "0.25.0", None)
 
 
 def test_source_build_fallback_command(tmp_path):
@@ -139,7 +139,7 @@ def test_install_tvm_picks_wheel_or_source(fake_tvm, tmp_path):
 
 def test_install_tvm_failure_is_one_line_and_nonzero(fake_tvm, tmp_path):
     repo, c = fake_tvm
-    result = subprocess.run([sys.executable, "-m", "suite.install_tvm", "--commit", c["m3"], "--checkout",
+    result = subprocess.run([sys.executable, "-m", "suite.history.install_tvm", "--commit", c["m3"], "--checkout",
                              str(repo), "--build-root", str(tmp_path / "b")], capture_output=True, text=True)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
@@ -154,7 +154,7 @@ def test_submodules_are_listed_for_the_checkout_switch(fake_tvm):
     git(repo, "add", ".gitmodules")
     head = commit(repo, "modules", "2026-09-01T00:00:00")
     assert releases.submodule_names(repo, [c["m1"], head]) == ["3rdparty/tvm-ffi"]
-    env = history._no_submodules_env(repo, [head])
+    env = commits.no_submodules_env(repo, [head])
     assert env == {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "submodule.3rdparty/tvm-ffi.update",
                    "GIT_CONFIG_VALUE_0": "none"}
 

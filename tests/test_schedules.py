@@ -9,7 +9,11 @@ import pytest
 import tvm
 from tvm.script import tirx as T
 
-from suite import compat, measurement, metrics, schedules, workloads
+from suite import compat
+from suite.core import measurement, metrics, schedules, workloads
+from suite.core.combo import Combo
+from suite.core.record import Status
+from suite.errors import OrderNotApplicable
 
 SEED = workloads.SEED_ID
 RESNET_CONV = "resnet50.conv2d_add_relu.56x56x64-k3s1-64"
@@ -178,9 +182,9 @@ def test_reduction_outer_puts_every_reduction_loop_outermost():
     names = [loop.loop_var.name for loop in _loops_of(scheduled)]
     assert names[:3] == ["ry", "rx", "rc"]
     # Applying it again has nothing to move; seed-swap has nothing to move either.
-    with pytest.raises(schedules.OrderNotApplicable, match="already outermost"):
+    with pytest.raises(OrderNotApplicable, match="already outermost"):
         schedules.apply(scheduled, "reduction-outer", workload.id, "float32", "llvm")
-    with pytest.raises(schedules.OrderNotApplicable, match="already above its last spatial loop"):
+    with pytest.raises(OrderNotApplicable, match="already above its last spatial loop"):
         schedules.apply(scheduled, "seed-swap", workload.id, "float32", "llvm")
 
 
@@ -222,20 +226,20 @@ def shared_outer_loop(a: T.Buffer((4, 4), "float32"), c: T.Buffer((4,), "float32
 
 def test_seed_tuned_is_the_seed_workloads_only():
     workload = workloads.get(RESNET_CONV)
-    with pytest.raises(schedules.OrderNotApplicable) as info:
+    with pytest.raises(OrderNotApplicable) as info:
         schedules.apply(workloads.prim_func(workload, "float16"), "seed-tuned", workload.id, "float16", "llvm")
     assert str(info.value) == "seed-tuned is the seed issue's schedule of seed.conv2d_nhwc_7x7s2 only"
 
 
 @pytest.mark.parametrize("order", ["seed-swap", "reduction-outer"])
 def test_a_reduction_free_func_has_nothing_to_reorder(order):
-    with pytest.raises(schedules.OrderNotApplicable, match="no reduction block"):
+    with pytest.raises(OrderNotApplicable, match="no reduction block"):
         schedules.apply(elementwise, order, "test.elementwise", "float32", "llvm")
 
 
 def test_tvms_refusal_becomes_the_reason():
     # k cannot move above i: i also holds the loop of block "d", so the loops are no chain.
-    with pytest.raises(schedules.OrderNotApplicable) as info:
+    with pytest.raises(OrderNotApplicable) as info:
         schedules.apply(shared_outer_loop, "reduction-outer", "test.shared", "float32", "llvm")
     reason = str(info.value)
     assert reason.startswith("reduction-outer: TVM refused it: ")
@@ -244,9 +248,9 @@ def test_tvms_refusal_becomes_the_reason():
 
 
 def test_an_inapplicable_order_is_recorded_as_a_skip():
-    record = measurement.measure(RESNET_CONV, "float16", "llvm", "seed-tuned")
-    assert record["status"] == "skipped"
-    assert record["reason"] == "seed-tuned is the seed issue's schedule of seed.conv2d_nhwc_7x7s2 only"
+    record = measurement.measure(Combo.resolve(RESNET_CONV, "float16", "llvm", "seed-tuned"))
+    assert record.status is Status.SKIPPED
+    assert record.reason == "seed-tuned is the seed issue's schedule of seed.conv2d_nhwc_7x7s2 only"
 
 
 # ----------------------------------------------------------------------------- numerics
@@ -254,27 +258,27 @@ def test_an_inapplicable_order_is_recorded_as_a_skip():
 
 def test_seed_swap_keeps_each_elements_summation_order():
     for order in ("default", "seed-swap"):
-        assert measurement.measure(SEED, "float32", "llvm", order)["status"] == "ok"
-    default = measurement.output(SEED, "float32", "llvm", "default")
-    swapped = measurement.output(SEED, "float32", "llvm", "seed-swap")
+        assert measurement.measure(Combo.resolve(SEED, "float32", "llvm", order)).ok
+    default = measurement.output(Combo.resolve(SEED, "float32", "llvm", "default"))
+    swapped = measurement.output(Combo.resolve(SEED, "float32", "llvm", "seed-swap"))
     assert metrics.divergence(default, swapped) == {"differ_fraction": 0.0, "max_ulp_distance": 0.0}
     np.testing.assert_array_equal(default, swapped)
 
 
 def test_seed_tuned_fp16_differs_from_default_but_both_stay_in_the_rounding_bound():
-    records = {order: measurement.measure(SEED, "float16", "llvm", order) for order in ("default", "seed-tuned")}
+    records = {order: measurement.measure(Combo.resolve(SEED, "float16", "llvm", order)) for order in ("default", "seed-tuned")}
     for record in records.values():
-        assert record["status"] == "ok", record
-        assert 0 < record["metrics"]["bound_fraction"] < 1
-        assert record["metrics"]["nonfinite"] == 0
-    default = measurement.output(SEED, "float16", "llvm", "default")
-    tuned = measurement.output(SEED, "float16", "llvm", "seed-tuned")
+        assert record.ok, record
+        assert 0 < record.metrics["bound_fraction"] < 1
+        assert record.metrics["nonfinite"] == 0
+    default = measurement.output(Combo.resolve(SEED, "float16", "llvm", "default"))
+    tuned = measurement.output(Combo.resolve(SEED, "float16", "llvm", "seed-tuned"))
     divergence = metrics.divergence(default, tuned)
     # Summing rx outermost changes the fp16 rounding of most outputs (the issue's finding).
     assert divergence["differ_fraction"] > 0.5, divergence
     # (max_ulp_distance is large only where cancellation leaves outputs near zero.)
     assert divergence["max_ulp_distance"] > 0
     # Neither order is the better one: their mean ULP errors are alike.
-    ulp_default = records["default"]["metrics"]["ulp_mean"]
-    ulp_tuned = records["seed-tuned"]["metrics"]["ulp_mean"]
+    ulp_default = records["default"].metrics["ulp_mean"]
+    ulp_tuned = records["seed-tuned"].metrics["ulp_mean"]
     assert 0.5 < ulp_tuned / ulp_default < 2

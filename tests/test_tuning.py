@@ -5,7 +5,9 @@ import shutil
 
 import pytest
 
-from suite import measurement, schedules, tuning, workloads
+from suite.core import measurement, schedules, tuning, workloads
+from suite.core.combo import Combo
+from suite.errors import OrderNotApplicable
 
 MATMUL = "resnet50.matmul_add.2048-1000"
 
@@ -22,19 +24,19 @@ def records(tmp_path, monkeypatch):
 
 
 def test_committed_trace_replays_and_is_faster_with_identical_sums():
-    tuned = measurement.measure(MATMUL, "float32", "llvm", "tuned")
-    default = measurement.measure(MATMUL, "float32", "llvm", "default")
-    assert tuned["status"] == "ok", tuned
-    assert tuned["latency_s"] < default["latency_s"] / 2
-    assert tuned["metrics"]["bound_fraction"] < 1
-    divergence = measurement.divergence(MATMUL, "float32", "llvm", "tuned")
+    tuned = measurement.measure(Combo.resolve(MATMUL, "float32", "llvm", "tuned"))
+    default = measurement.measure(Combo.resolve(MATMUL, "float32", "llvm", "default"))
+    assert tuned.ok, tuned
+    assert tuned.latency_s < default.latency_s / 2
+    assert tuned.metrics["bound_fraction"] < 1
+    divergence = measurement.divergence(Combo.resolve(MATMUL, "float32", "llvm", "tuned"))
     assert set(divergence) == {"differ_fraction", "max_ulp_distance", "exceeds_bound", "against"}
     assert divergence["exceeds_bound"] == 0.0
 
 
 def test_missing_record_is_a_skip_with_the_command_to_make_it(records):
     func = workloads.prim_func(workloads.get(MATMUL), "float16")
-    with pytest.raises(schedules.OrderNotApplicable, match="tvm-suite tune --target llvm --dtype float16"):
+    with pytest.raises(OrderNotApplicable, match="tvm-suite tune --target llvm --dtype float16"):
         schedules.apply(func, "tuned", MATMUL, "float16", "llvm")
 
 
@@ -45,7 +47,7 @@ def test_a_trace_that_no_longer_applies_is_a_skip_not_a_crash(records):
     record["trace"] = json.loads(text)
     records.write_text(json.dumps(record))
     func = workloads.prim_func(workloads.get(MATMUL), "float32")
-    with pytest.raises(schedules.OrderNotApplicable, match="tuned trace does not apply"):
+    with pytest.raises(OrderNotApplicable, match="tuned trace does not apply"):
         schedules.apply(func, "tuned", MATMUL, "float32", "llvm")
 
 

@@ -6,8 +6,8 @@ import re
 import numpy as np
 import pytest
 
-from suite import workloads
-from suite.workloads import SEED_ID
+from suite.core import workloads
+from suite.core.workloads import SEED_ID
 
 ID_PATTERN = re.compile(r"^resnet(18|50)(-nchw)?\.[a-z0-9_]+\.[0-9x]+(-k\d+s\d+(p\d+)?)?(-\d+)?$")
 

@@ -1,22 +1,20 @@
-"""Targets: one module per target family, each able to build a PrimFunc and run it.
+"""Targets: one module per target family, each a :class:`suite.targets.base.Target`.
 
-A target object has ``name``, ``identity()`` (what keys its builds in the cache),
-``unavailable()`` (why it cannot run on this machine, or None), ``prepare(func, order)`` (the
-target's own scheduling of a loop order, e.g. GPU thread binding), ``build(func, path)`` (compile
-to a file) and ``load(path, inputs, output_shape, dtype)`` (a :class:`suite.targets.llvm.Kernel`-like
-object with ``run()``, ``output()``, ``time()``).
+``llvm`` (this CPU), ``hexagon-v68``/``-v69``/``-v73`` (compile-only), ``hexagon-v68-emu``
+(emulated), ``cuda`` (the NVIDIA GPU, where there is one).
 """
 
 from __future__ import annotations
 
 from suite.errors import UserError
 from suite.targets import hexagon
+from suite.targets.base import Mode, Target
 from suite.targets.cuda import CUDATarget
 from suite.targets.llvm import LLVMTarget
 
-# Hexagon targets: compile-only (``executes = False``) and emulated (``emulated = True``); see hexagon.py.
-# cuda runs only where a GPU is (``unavailable()`` says why not); see cuda.py.
-_TARGETS = {target.name: target for target in (LLVMTarget(), *hexagon.all_targets(), CUDATarget())}
+_TARGETS: dict[str, Target] = {t.name: t for t in (LLVMTarget(), *hexagon.all_targets(), CUDATarget())}
+
+__all__ = ["Mode", "Target", "UnknownTarget", "get", "names"]
 
 
 class UnknownTarget(UserError, ValueError):
@@ -27,7 +25,7 @@ def names() -> list[str]:
     return list(_TARGETS)
 
 
-def get(name: str):
+def get(name: str) -> Target:
     try:
         return _TARGETS[name]
     except KeyError:

@@ -20,10 +20,7 @@ from pathlib import Path
 
 from suite import compat
 from suite.errors import TargetUnavailable
-from suite.targets.llvm import Kernel, export_library
-
-#: Orders that run on a GPU: the others are CPU loop orders with no thread binding.
-ORDERS = ("default", "tuned")
+from suite.targets.base import ModuleKernel, Target
 
 
 @lru_cache(maxsize=None)
@@ -47,24 +44,23 @@ def gpu_info() -> dict | None:
     return {"gpu": parts[0], "compute_capability": parts[1], "driver": parts[2]}
 
 
-class CUDATarget:
+class CUDATarget(Target):
     name = "cuda"
-    executes = True
-    #: One GPU: timings of two kernels must not overlap, so combinations are measured one at a time.
+    orders = ("default", "tuned")
+    orders_note = "it is a CPU loop order, whose loops would stay unbound to GPU threads"
     exclusive = True
+    peer_device = "cuda"
 
     def __init__(self):
         self._target = None
 
     def unavailable(self) -> str | None:
-        """Why this target cannot run here, or None."""
         if gpu_info() is None:
             return "no NVIDIA GPU on this machine (nvidia-smi finds none)"
         return None
 
     def identity(self) -> dict:
-        info = gpu_info() or {}
-        return {"target": self.name, **info}
+        return {"target": self.name, **(gpu_info() or {})}
 
     def device(self):
         device = compat.cuda_device()
@@ -78,23 +74,13 @@ class CUDATarget:
             self._target = compat.target_from_device(self.device(), host={"kind": "llvm"})
         return self._target
 
-    def tuning_target(self):
-        return self.tvm_target()
-
     def prepare(self, func, order: str):
-        """``func`` in loop order ``order``, bound to GPU threads (dlight rules for ``default``)."""
-        from suite.schedules import OrderNotApplicable
-
-        if order not in ORDERS:
-            raise OrderNotApplicable(
-                f"{order} is a CPU loop order: on cuda its loops would stay unbound to GPU threads "
-                f"(cuda runs {', '.join(ORDERS)})")
+        """``func`` bound to GPU threads: dlight's rules for ``default``; a tuned trace binds itself."""
+        self.check_order(order)
         if order == "default":
             return compat.dlight_default_schedule(func, self.tvm_target())
         return func
 
-    def build(self, func, path: Path) -> None:
-        export_library(compat.build(func, self.tvm_target()), path)
-
-    def load(self, path: Path, inputs, output_shape, dtype) -> Kernel:
-        return Kernel(compat.load_module(path), self.device(), inputs, output_shape, dtype, synchronize=True)
+    def load(self, path: Path, inputs, output_shape, dtype) -> ModuleKernel:
+        return ModuleKernel(compat.load_module(path), self.device(), inputs, output_shape, dtype,
+                            synchronize=True)

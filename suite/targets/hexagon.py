@@ -15,7 +15,7 @@
   Its time is *emulated* time (``emulated_s``), never hardware latency.
 
 No MetaSchedule tuning is possible for Hexagon here (no device to measure on), so the ``tuned``
-order of every Hexagon target replays the committed **llvm** records (see :data:`TUNING_RECORDS_OF`).
+order of every Hexagon target replays the committed **llvm** records (``records_of``).
 """
 
 from __future__ import annotations
@@ -30,10 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from suite import cache, compat
-from suite.errors import UserError
-
-#: Hexagon targets replay the tuning records of this target (no Hexagon tuning is possible here).
-TUNING_RECORDS_OF = "llvm"
+from suite.errors import TargetUnavailable, UserError
+from suite.targets.base import Kernel, Mode, NotTunable, Target
 
 #: LLVM options TVM's ``target.build.hexagon`` adds to the tag's own.
 TVM_HEXAGON_BUILD_OPTIONS = [
@@ -153,33 +151,28 @@ def codegen_metrics(object_path: Path, asm_path: Path | None) -> dict:
 # ----------------------------------------------------------------------------- targets
 
 
-class HexagonTarget:
+class HexagonTarget(Target):
     """A compile-only Hexagon target with TVM's tag flags (HVX qfloat on)."""
 
-    executes = False
-    emulated = False
+    mode = Mode.COMPILE_ONLY
+    records_of = "llvm"  # no Hexagon device to tune on here
+    KERNEL_FILE = "kernel.o"
 
     def __init__(self, name: str, arch: str, mattr: list[str], llvm_options: list[str]):
         self.name = name
         self.arch = arch
         self.mattr = mattr
         self.llvm_options = llvm_options
-        self.tuning_records_of = TUNING_RECORDS_OF
 
     def tvm_target(self):
         return compat.hexagon_target(f"hexagon{self.arch}", self.mattr, self.llvm_options)
 
+    def tuning_target(self):
+        raise NotTunable(f"{self.name} cannot be tuned here: no Hexagon device to measure candidates on")
+
     def identity(self) -> dict:
         return {"target": self.name, "mcpu": f"hexagon{self.arch}", "mattr": self.mattr,
                 "llvm_options": self.llvm_options}
-
-    def unavailable(self) -> str | None:
-        """Why this target cannot build here, or None (compile-only: TVM's LLVM is enough)."""
-        return None
-
-    def prepare(self, func, order: str):
-        """Every loop order compiles as scheduled."""
-        return func
 
     def build(self, func, path: Path) -> None:
         """The Hexagon object at ``path`` and its assembly beside it (``.s``)."""
@@ -191,7 +184,7 @@ class HexagonTarget:
         return codegen_metrics(path, path.with_suffix(".s"))
 
     def load(self, path, inputs, output_shape, dtype):
-        raise NotImplementedError(f"{self.name} is compile-only: no emulator runs HVX floating point")
+        raise TargetUnavailable(f"{self.name} is compile-only: no emulator here runs HVX floating point")
 
 
 def _tool_version(tool: str) -> str:
@@ -205,8 +198,7 @@ def _tool_version(tool: str) -> str:
 class HexagonEmuTarget(HexagonTarget):
     """The executed variant: HVX floating point off, generated for v67 so QEMU 7.2 runs it."""
 
-    executes = True
-    emulated = True
+    mode = Mode.EMULATED
 
     def unavailable(self) -> str | None:
         return missing_tools_reason(what=self.name)
@@ -220,11 +212,9 @@ class HexagonEmuTarget(HexagonTarget):
         """The object at ``path`` and the linked static ELF beside it (``.elf``)."""
         require_tools(("clang", "ld.lld"), self.name)
         module = compat.build(func, self.tvm_target())
-        obj = path.with_suffix(".o")
-        cache.write_file(obj, lambda tmp: compat.write_module_file(module, tmp, "o"))
+        cache.write_file(path, lambda tmp: compat.write_module_file(module, tmp, "o"))
         harness = harness_object(self.arch)
-        cache.write_file(path.with_suffix(".elf"), lambda tmp: _link(obj, harness, Path(tmp)))
-        cache.write_file(path, lambda tmp: shutil.copyfile(obj, tmp))
+        cache.write_file(path.with_suffix(".elf"), lambda tmp: _link(path, harness, Path(tmp)))
 
     def codegen_metrics(self, path: Path) -> dict:
         return codegen_metrics(path, None)
@@ -293,7 +283,7 @@ def emulate(elf: Path, stdin: bytes, output_shape, dtype) -> tuple[np.ndarray, f
     return data.reshape(tuple(output_shape)).copy(), ((hi << 32) | lo) / 1e9
 
 
-class EmulatedKernel:
+class EmulatedKernel(Kernel):
     """An ELF bound to its inputs; runs under qemu-hexagon once, outputs cached by content."""
 
     def __init__(self, elf: Path, inputs, output_shape, dtype):
@@ -318,8 +308,8 @@ class EmulatedKernel:
         self.emulated_s = seconds
         return out
 
-    def time(self, repeat: int = 1, min_repeat_ms: int = 0) -> list[float]:
-        """Emulated seconds of the call (QEMU on this host: not hardware latency)."""
+    def time(self, repeat: int = 1) -> list[float]:
+        """Emulated seconds of the call (QEMU on this host: not hardware latency), measured once."""
         self.output()
         return [self.emulated_s]
 

@@ -1,6 +1,6 @@
 """asv's install command: put the TVM of one commit into the current (asv) environment.
 
-    python -m suite.install_tvm --commit HASH --checkout DIR [--release-map FILE] [--build-root DIR]
+    python -m suite.history.install_tvm --commit HASH --checkout DIR [--release-map FILE] [--build-root DIR]
 
 A commit that is a tagged apache-tvm release installs that release's wheel with the ffi of
 its own time (``suite.releases.RELEASES``); any other commit is built from source with TVM's
@@ -20,7 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-from suite import releases
+from suite.git import GitError, git
+from suite.history import releases
 
 #: Imports TVM, builds and runs a tiny kernel: a release with the wrong ffi fails here.
 SMOKE = """
@@ -67,12 +68,6 @@ def _run(command: list[str], env=None) -> None:
                             f"{(errors or lines or ['no output'])[-1].strip()[:300]}")
 
 
-def _git_env() -> dict:
-    # history.py turns asv's submodule fetch off with GIT_CONFIG_* (offline clones); a source
-    # build needs the submodules, so this process's git sees the user's own configuration.
-    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_CONFIG_")}
-
-
 def release_of(commit: str, checkout: Path, release_map: Path | None) -> releases.Release | None:
     if release_map is not None and release_map.exists():
         version = json.loads(release_map.read_text()).get(commit)
@@ -93,13 +88,14 @@ def build_from_source(commit: str, checkout: Path, build_root: Path) -> None:
     if not (checkout / "pyproject.toml").exists():
         raise InstallFailed(f"no pyproject.toml in the checkout {checkout}: TVM's Python build needs one")
     if not any((checkout / "3rdparty" / "tvm-ffi").glob("*")):
+        # asv's checkout skips them (GIT_CONFIG_* set by `tvm-suite history`, which suite.git drops).
         say("fetching submodules (asv's checkout skips them)")
-        result = subprocess.run(["git", "-C", str(checkout), "submodule", "update", "--init", "--recursive"],
-                                capture_output=True, text=True, env=_git_env())
-        say(result.stdout + result.stderr)
-        if result.returncode != 0 or not any((checkout / "3rdparty" / "tvm-ffi").glob("*")):
-            last = (result.stderr.strip().splitlines() or ["3rdparty/tvm-ffi is empty"])[-1]
-            raise InstallFailed(f"source build needs TVM's submodules, which could not be fetched: {last}")
+        try:
+            say(git(checkout, "submodule", "update", "--init", "--recursive"))
+        except GitError as err:
+            raise InstallFailed(f"source build needs TVM's submodules, which could not be fetched: {err}") from None
+        if not any((checkout / "3rdparty" / "tvm-ffi").glob("*")):
+            raise InstallFailed("source build needs TVM's submodules: 3rdparty/tvm-ffi is empty")
     build_root.mkdir(parents=True, exist_ok=True)
     ccache = releases.find_ccache()
     say(f"source build of {commit[:12]}: build tree {build_root}, ccache {ccache or 'not found'}")

@@ -7,93 +7,13 @@ over a failure: the verdict needs complete data, so the gate is never "ready" by
 
 from __future__ import annotations
 
-import copy
-import math
-import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from suite import results as res
-from suite.errors import UserError
-
-DEFAULT_THRESHOLDS = res.REPO_ROOT / "reports" / "thresholds.toml"
-ACCURACY_DTYPES = ("float16", "float32")
-ACCURACY_METRICS = ("ulp_mean", "ulp_p99", "ulp_max", "scaled_error")
+from suite import tracked
+from suite.reporting import results as res
+from suite.reporting import rules
 
 PASS, FAIL, MISSING, NOT_CHECKED = "PASS", "FAIL", "MISSING", "NOT CHECKED"
-
-
-class ThresholdsError(UserError):
-    pass
-
-
-# ----------------------------------------------------------------------------- thresholds
-
-_SCHEMA = {
-    "latency": {"max_ratio": float, "baseline": str},
-    "accuracy": {dtype: {metric: float for metric in ACCURACY_METRICS} for dtype in ACCURACY_DTYPES},
-    "bound": {"max_fraction": float, "max_nonfinite": float},
-    "divergence": {"max_ulp_distance": float, "dtypes": list, "workloads": list, "targets": list,
-                   "orders": list, "bound_targets": list, "required": bool},
-    "regressions": {"threshold": float, "metrics": list},
-}
-
-
-def _check(data: dict, schema: dict, path: Path, prefix: str = "") -> dict:
-    checked = {}
-    for key, value in data.items():
-        name = f"{prefix}{key}"
-        if key not in schema:
-            valid = ", ".join(f"{prefix}{k}" for k in schema)
-            raise ThresholdsError(f"{path}: unknown key {name!r} (valid here: {valid})")
-        kind = schema[key]
-        if isinstance(kind, dict):
-            if not isinstance(value, dict):
-                raise ThresholdsError(f"{path}: {name!r} must be a table")
-            checked[key] = _check(value, kind, path, f"{name}.")
-        elif kind is float:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-                raise ThresholdsError(f"{path}: {name!r} must be a non-negative number, not {value!r}")
-            checked[key] = float(value)
-        elif kind is list:
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ThresholdsError(f"{path}: {name!r} must be a list of strings, not {value!r}")
-            checked[key] = value
-        elif not isinstance(value, kind):
-            raise ThresholdsError(f"{path}: {name!r} must be a {kind.__name__}, not {value!r}")
-        else:
-            checked[key] = value
-    return checked
-
-
-def _read_toml(path: Path) -> dict:
-    try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except FileNotFoundError:
-        raise ThresholdsError(f"thresholds file {path} does not exist") from None
-    except (OSError, tomllib.TOMLDecodeError) as err:
-        raise ThresholdsError(f"{path}: not a readable TOML file ({err})") from None
-    return _check(data, _SCHEMA, path)
-
-
-def _merge(base: dict, extra: dict) -> dict:
-    merged = copy.deepcopy(base)
-    for key, value in extra.items():
-        if isinstance(value, dict):
-            merged[key] = _merge(merged.get(key, {}), value)
-        else:
-            merged[key] = value
-    return merged
-
-
-def load_thresholds(path=None) -> dict:
-    """The default thresholds, overridden by those in ``path``; each key checked."""
-    thresholds = _read_toml(DEFAULT_THRESHOLDS)
-    if path is not None:
-        thresholds = _merge(thresholds, _read_toml(Path(path)))
-    thresholds["source"] = str(Path(path).resolve() if path else DEFAULT_THRESHOLDS)
-    return thresholds
 
 
 # ----------------------------------------------------------------------------- checks
@@ -118,7 +38,7 @@ def _failed_benchmarks(history: res.History, commit: str) -> list[str]:
     for metric, per_series in history.values.items():
         for series, per_commit in per_series.items():
             if commit in per_commit and per_commit[commit] is None:
-                failed.append(f"{res.METRICS[metric].rsplit('.', 1)[-1]} {_where(series, False)}")
+                failed.append(f"{tracked.get(metric).method} {_where(series, False)}")
     return sorted(failed)
 
 
@@ -147,8 +67,6 @@ def _max_check(history, commit, metric, limit, name, series_filter, multi) -> Ch
 
 def evaluate(history: res.History, commit_name: str, thresholds: dict, baseline_name: str | None = None):
     """(candidate commit, baseline commit or None, checks) for release readiness."""
-    from suite import report  # the divergence rule is the report's
-
     candidate = history.resolve(commit_name)
     commit = candidate.hash
     multi = len(history.machines) > 1
@@ -209,8 +127,8 @@ def evaluate(history: res.History, commit_name: str, thresholds: dict, baseline_
 
     # Divergence of the tuned fp16 conv2d on Hexagon (the report's marks, at this commit).
     div = thresholds["divergence"]
-    marks = [m for m in report.find_marks(history, thresholds) if m["commit"] == commit]
-    compared = report.divergence_series(history, thresholds, commit)
+    marks = [m for m in rules.find_marks(history, thresholds) if m["commit"] == commit]
+    compared = rules.divergence_series(history, thresholds, commit)
     limit = f"<= {div['max_ulp_distance']:g} ULP from default; bound <= {bound['max_fraction']:g}"
     details = [f"{m['workload']} {m['dtype']} {m['target']} {m['order']}: {m['metric']} {m['value']:.4g} "
                f"> {m['threshold']:g}" for m in marks]
@@ -258,7 +176,7 @@ def format_table(candidate, checks, thresholds, history, max_details: int = 8) -
 
 
 def run_gate(results_dir, commit_name: str, thresholds_path=None, tvm_repo=None, baseline=None) -> tuple[str, int]:
-    thresholds = load_thresholds(thresholds_path)
+    thresholds = rules.load_thresholds(thresholds_path)
     history = res.load(results_dir, tvm_repo)
     candidate, _baseline, checks = evaluate(history, commit_name, thresholds, baseline)
     return format_table(candidate, checks, thresholds, history), verdict(checks)

@@ -20,7 +20,9 @@ import time
 
 import numpy as np
 
-from suite import cache, workloads
+from suite import cache
+from suite.core import workloads
+from suite.errors import Skipped
 from suite.targets.cuda import gpu_info
 from suite.targets.llvm import host_cpu_model
 
@@ -28,16 +30,24 @@ from suite.targets.llvm import host_cpu_model
 REPEATS = 7
 WARMUP = 2
 PEER_OPS = ("conv2d", "matmul")
-#: The PyTorch device of each suite target that has a peer.
-DEVICE_OF_TARGET = {"llvm": "cpu", "cuda": "cuda"}
 
 
-class NoPeer(Exception):
+class NoPeer(Skipped):
     """No PyTorch peer for this combination (the reason is recorded as a skip)."""
 
 
 def available() -> bool:
     return importlib.util.find_spec("torch") is not None
+
+
+def _torch_version() -> str | None:
+    """The installed PyTorch version, read without importing torch (a look-up must stay cheap)."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def _torch(device: str = "cpu"):
@@ -113,15 +123,19 @@ def pytorch_output(workload_id: str, dtype: str, device: str = "cpu") -> np.ndar
 
 
 def pytorch_latency(workload_id: str, dtype: str, device: str = "cpu") -> dict:
-    """Median seconds per run of the workload in PyTorch on this CPU or GPU (cached)."""
-    torch = _torch(device)
+    """Median seconds per run of the workload in PyTorch on this CPU or GPU (cached; a cached
+    value is read without importing torch)."""
     workload = workloads.get(workload_id)
+    version = _torch_version()
+    if version is None:
+        raise NoPeer("PyTorch is not installed (pip install torch: the CPU build)")
     key = {"workload": workload_id, "chain": cache.digest(workload.chain), "dtype": dtype,
-           "torch": torch.__version__, **_processor(device)}
+           "torch": version, **_processor(device)}
     path = cache.entry("peer", f"pytorch-{workload_id}-{dtype}-{device}", key) / "peer.json"
     stored = cache.read_json(path)
-    if stored is not None:
+    if isinstance(stored, dict) and "latency_s" in stored:
         return stored
+    torch = _torch(device)
     run, _ = _layer(workload, workloads.make_inputs(workload, dtype), torch, device)
     timed = _time_cuda if device == "cuda" else _time_cpu
     try:
@@ -173,3 +187,12 @@ def _time_cuda(run, torch) -> list[float]:
         stop.synchronize()
         samples.append(start.elapsed_time(stop) / 1e3 / number)
     return samples
+
+
+def latency_ratio(combo, record) -> float:
+    """TVM's latency (of a native ``record``) over PyTorch's for the same layer, dtype and device;
+    NoPeer when the target has no peer device or PyTorch cannot run the layer."""
+    device = combo.target.peer_device
+    if device is None:
+        raise NoPeer(f"no PyTorch peer on {combo.target.name}")
+    return record.latency_s / pytorch_latency(combo.workload.id, combo.dtype, device)["latency_s"]

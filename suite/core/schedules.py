@@ -15,14 +15,15 @@ Other orders are applied with TVM's schedule primitives to the workload's *reduc
 - ``seed-tuned``: the seed conv2d only: the PrimFunc MetaSchedule produced on Hexagon in the
   seed issue, rebuilt primitive by primitive (it sums ``rx`` outermost, so its results differ).
 
-An order that cannot be applied raises :class:`OrderNotApplicable` with the reason.
+An order that cannot be applied raises :class:`suite.errors.OrderNotApplicable` with the reason.
 """
 
 from __future__ import annotations
 
-from suite import cache, compat, tuning
-from suite.errors import UserError
-from suite.workloads import SEED_ID
+from suite import cache, compat
+from suite.core import tuning
+from suite.core.workloads import SEED_ID
+from suite.errors import OrderNotApplicable, UserError
 
 ORDERS = ("default", "seed-swap", "reduction-outer", "tuned", "seed-tuned")
 
@@ -33,10 +34,6 @@ SEED_TILES = ([1, 1, 1], [28, 2, 2], [7, 16, 1], [1, 1, 64], [1, 7], [7, 1], [1,
 
 class UnknownOrder(UserError, ValueError):
     pass
-
-
-class OrderNotApplicable(Exception):
-    """The order cannot be applied to this workload (recorded as a skip with this reason)."""
 
 
 def schedule_digest(order: str, workload_id: str, dtype: str, target_name: str) -> str | None:
@@ -59,10 +56,7 @@ def apply(func, order: str, workload_id: str, dtype: str, target_name: str):
     if order == "default":
         return func
     if order == "tuned":
-        try:
-            return tuning.replay(func, workload_id, dtype, target_name)
-        except tuning.NoTunedRecord as err:
-            raise OrderNotApplicable(str(err)) from None
+        return tuning.replay(func, workload_id, dtype, target_name)
     if order == "seed-tuned" and workload_id != SEED_ID:
         raise OrderNotApplicable(f"seed-tuned is the seed issue's schedule of {SEED_ID} only")
     steps = {"seed-swap": _seed_swap, "reduction-outer": _reduction_outer, "seed-tuned": _seed_tuned}

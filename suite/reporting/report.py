@@ -13,18 +13,19 @@ What it says, from the asv results (see :mod:`suite.results`):
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import math
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
-from suite import results as res
+from suite import cache, tracked
 from suite.errors import UserError
+from suite.reporting import results as res
+from suite.reporting import rules
+from suite.reporting.rules import match
 
-TEMPLATES = res.REPO_ROOT / "reports" / "templates"
+TEMPLATES = rules.REPO_ROOT / "reports" / "templates"
 SUMMARY_METRICS = ("latency", "gflops", "ulp_mean", "ulp_p99", "ulp_max", "scaled_error", "bound_fraction",
                    "nonfinite", "differ_fraction", "max_ulp_distance", "exceeds_bound")
 CHART_METRICS = (
@@ -39,57 +40,6 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#1
 
 class ReportError(UserError):
     pass
-
-
-def _match(value: str, patterns) -> bool:
-    return any(fnmatch.fnmatchcase(value, p) for p in patterns)
-
-
-# ----------------------------------------------------------------------------- marks
-
-
-def divergence_series(history: res.History, thresholds: dict, commit: str) -> list[res.Series]:
-    """Combinations the ULP-distance rule compares at ``commit`` (tuned vs default on Hexagon)."""
-    div = thresholds["divergence"]
-    return [s for s in history.series()
-            if s.dtype in div["dtypes"] and _match(s.workload, div["workloads"])
-            and _match(s.target, div["targets"]) and s.order in div["orders"]
-            and res.finite(history.value("max_ulp_distance", s, commit))]
-
-
-def find_marks(history: res.History, thresholds: dict) -> list[dict]:
-    """Every (commit, combination) where the tuned fp16 conv2d diverges (see thresholds.toml)."""
-    div, bound = thresholds["divergence"], thresholds["bound"]
-    marks = []
-    for commit in history.commits:
-        for s in history.series():
-            if s.dtype not in div["dtypes"] or not _match(s.workload, div["workloads"]):
-                continue
-            base = {"commit": commit.hash, "label": commit.label, **s.as_dict()}
-            distance = history.value("max_ulp_distance", s, commit.hash)
-            if (_match(s.target, div["targets"]) and s.order in div["orders"] and res.finite(distance)
-                    and distance > div["max_ulp_distance"]):
-                marks.append({**base, "rule": f"{s.order} vs default", "metric": "max_ulp_distance",
-                              "value": distance, "threshold": div["max_ulp_distance"]})
-            fraction = history.value("bound_fraction", s, commit.hash)
-            if _match(s.target, div["bound_targets"]) and res.finite(fraction) and fraction > bound["max_fraction"]:
-                marks.append({**base, "rule": "rounding bound", "metric": "bound_fraction",
-                              "value": fraction, "threshold": bound["max_fraction"]})
-    return marks
-
-
-def _checked_commits(history: res.History, thresholds: dict) -> list[str]:
-    """Commits with any value the marking rules look at."""
-    div = thresholds["divergence"]
-    checked = []
-    for commit in history.commits:
-        for s in history.series():
-            if s.dtype in div["dtypes"] and _match(s.workload, div["workloads"]) and (
-                    res.finite(history.value("bound_fraction", s, commit.hash))
-                    or res.finite(history.value("max_ulp_distance", s, commit.hash))):
-                checked.append(commit.hash)
-                break
-    return checked
 
 
 # ----------------------------------------------------------------------------- regressions
@@ -114,7 +64,7 @@ def find_regressions(history: res.History, thresholds: dict) -> list[dict]:
                     continue
                 good, bad = history.commits[before], history.commits[after]
                 found.append({
-                    **s.as_dict(), "metric": metric, "benchmark": res.METRICS[metric],
+                    **s.as_dict(), "metric": metric, "benchmark": tracked.get(metric).benchmark,
                     "last_good": good.hash, "last_good_label": good.label, "last_good_url": good.url,
                     "first_bad": bad.hash, "first_bad_label": bad.label, "first_bad_url": bad.url,
                     "value_before": value_before, "value_after": value_after,
@@ -140,7 +90,7 @@ def summary_rows(history: res.History) -> tuple[list[dict], int]:
     rows, skipped = [], 0
     for s in history.series():
         values = {m: history.value(m, s, newest.hash) for m in SUMMARY_METRICS}
-        failed = sorted(res.METRICS[m].rsplit(".", 1)[-1] for m, per_series in history.values.items()
+        failed = sorted(tracked.get(m).method for m, per_series in history.values.items()
                         if newest.hash in per_series.get(s, {}) and per_series[s][newest.hash] is None)
         if not failed and not any(res.finite(v) for v in values.values()):
             skipped += 1
@@ -254,9 +204,9 @@ def charts(history: res.History, marks: list[dict]) -> list[dict]:
 
 
 def compute(history: res.History, thresholds: dict) -> dict:
-    marks = find_marks(history, thresholds)
+    marks = rules.find_marks(history, thresholds)
     marked = [c.hash for c in history.commits if any(m["commit"] == c.hash for m in marks)]
-    checked = _checked_commits(history, thresholds)
+    checked = rules.checked_commits(history, thresholds)
     first_divergent = last_good = None
     if marked:
         first = history.index(marked[0])
@@ -268,8 +218,8 @@ def compute(history: res.History, thresholds: dict) -> dict:
         last_good = history.commits[history.index(good[-1])] if good else None
     div = thresholds["divergence"]
     targets = sorted({s.target for s in history.series()})
-    hexagon = [t for t in targets if _match(t, div["targets"])]
-    compared = sum(len(divergence_series(history, thresholds, c.hash)) for c in history.commits)
+    hexagon = [t for t in targets if match(t, div["targets"])]
+    compared = sum(len(rules.divergence_series(history, thresholds, c.hash)) for c in history.commits)
     rows, skipped = summary_rows(history)
     newest = history.commits[-1]
     previous = history.commits[-2] if len(history.commits) > 1 else None
@@ -341,32 +291,22 @@ def _check_out(out: Path) -> None:
 
 
 def write_report(out, html: str, facts: dict) -> None:
-    """Render into a temporary directory beside ``out``, then rename it into place."""
+    """Render into a staging directory beside ``out``, then put it in place with one rename."""
     out = Path(out)
     _check_out(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    staged = cache.staging_dir(out)
     try:
-        (tmp / "index.html").write_text(html, encoding="utf-8")
-        (tmp / "report.json").write_text(json.dumps(_json_safe(facts), indent=1, allow_nan=False) + "\n")
-        os.chmod(tmp, 0o755)
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
-            os.rename(out, old)
-            os.rename(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(tmp, out)
+        (staged / "index.html").write_text(html, encoding="utf-8")
+        (staged / "report.json").write_text(json.dumps(_json_safe(facts), indent=1, allow_nan=False) + "\n")
+        os.chmod(staged, 0o755)
+        cache.publish_dir(staged, out)
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(staged, ignore_errors=True)
 
 
 def make_report(results_dir, out, tvm_repo=None, thresholds_path=None) -> dict:
-    from suite import gate
-
     _check_out(Path(out))
-    thresholds = gate.load_thresholds(thresholds_path)
+    thresholds = rules.load_thresholds(thresholds_path)
     history = res.load(results_dir, tvm_repo)
     facts = compute(history, thresholds)
     html = render_html(facts, history, facts["divergence"]["marks"])

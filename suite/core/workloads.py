@@ -24,7 +24,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from suite import cache, compat, models
+from suite import cache, compat
+from suite.core import models
 from suite.errors import UserError
 
 DTYPES = ("float32", "float16")

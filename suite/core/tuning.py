@@ -14,14 +14,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from suite import cache, compat, workloads
-from suite.errors import UserError
+from suite import cache, compat
+from suite.core import workloads
+from suite.errors import OrderNotApplicable, UserError
 
-RECORDS_DIR = Path(__file__).resolve().parent / "tuning_records"
+RECORDS_DIR = Path(__file__).resolve().parent.parent / "tuning_records"
 DATABASE_FILES = ("database_workload.json", "database_tuning_record.json")
 
 
-class NoTunedRecord(Exception):
+class NoTunedRecord(OrderNotApplicable):
     """No committed record, or the record no longer applies on this TVM (with the reason)."""
 
 

@@ -20,35 +20,17 @@ from __future__ import annotations
 
 import ast
 import itertools
-import json
 import math
 import os
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from suite import git, tracked
+from suite.core.combo import PARAM_NAMES
 from suite.errors import UserError
+from suite.history import driver
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PARAM_NAMES = ("workload", "dtype", "target", "order")
 DEFAULT_COMMIT_URL = "https://github.com/apache/tvm/commit/"
-
-#: Short names of the suite's asv benchmarks (benchmarks/*.py).
-METRICS = {
-    "latency": "bench_latency.Throughput.track_latency_median",
-    "time_kernel": "bench_latency.KernelTime.time_kernel",
-    "gflops": "bench_latency.Throughput.track_gflops",
-    "ulp_max": "bench_accuracy.Accuracy.track_ulp_max",
-    "ulp_mean": "bench_accuracy.Accuracy.track_ulp_mean",
-    "ulp_p99": "bench_accuracy.Accuracy.track_ulp_p99",
-    "scaled_error": "bench_accuracy.Accuracy.track_scaled_error",
-    "bound_fraction": "bench_accuracy.Accuracy.track_bound_fraction",
-    "nonfinite": "bench_accuracy.Accuracy.track_nonfinite",
-    "differ_fraction": "bench_divergence.DivergenceFromDefault.track_differ_fraction",
-    "max_ulp_distance": "bench_divergence.DivergenceFromDefault.track_max_ulp_distance",
-    "exceeds_bound": "bench_divergence.DivergenceFromDefault.track_exceeds_bound",
-}
-BENCHMARK_METRIC = {bench: metric for metric, bench in METRICS.items()}
 
 
 class ResultsError(UserError):
@@ -147,13 +129,11 @@ def _iso(date_ms):
 # ----------------------------------------------------------------------------- reading
 
 
-def _read_json_conf(path: Path) -> dict:
-    """asv.conf.json (with // comment lines) or the asv.installed.json that `run` writes."""
+def _read_conf(path: Path) -> dict:
     try:
-        text = "\n".join(line for line in path.read_text().splitlines() if not line.strip().startswith("//"))
-        return json.loads(text)
-    except (OSError, ValueError) as err:
-        raise ResultsError(f"{path}: cannot read asv configuration ({err})") from None
+        return driver.read_conf(path)
+    except UserError as err:
+        raise ResultsError(str(err)) from None
 
 
 def _check_machine_file(path: Path) -> str:
@@ -199,32 +179,21 @@ def _decode(param: str):
         return param
 
 
-def _git(repo: Path, *args: str, stdin: str | None = None) -> str:
-    result = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, input=stdin)
-    if result.returncode != 0:
-        raise ResultsError(f"git {' '.join(args[:2])} failed in {repo}: {result.stderr.strip()[:200]}")
-    return result.stdout
-
-
-def _is_git_repo(path: Path) -> bool:
-    return (path / ".git").exists() or (path / "HEAD").is_file()
-
-
 def _order_by_git(repo: Path, hashes: list[str], asv_dates: dict[str, int]):
     """(ordered hashes, dates, tags, note) from the clone ``repo``."""
-    checked = _git(repo, "cat-file", "--batch-check=%(objectname) %(objecttype)",
-                   stdin="".join(f"{h}^{{commit}}\n" for h in hashes)).splitlines()
+    checked = git.git(repo, "cat-file", "--batch-check=%(objectname) %(objecttype)",
+                      stdin="".join(f"{h}^{{commit}}\n" for h in hashes)).splitlines()
     known = [h for h, line in zip(hashes, checked) if line.endswith(" commit")]
     unknown = [h for h in hashes if h not in known]
     dates, tags = {}, {}
     if known:
-        listed = _git(repo, "rev-list", "--topo-order", "--date-order", *known).split()
+        listed = git.git(repo, "rev-list", "--topo-order", "--date-order", *known).split()
         wanted = set(known)
         ordered = [h for h in listed if h in wanted][::-1]
-        for line in _git(repo, "show", "-s", "--format=%H %ct", *known).splitlines():
+        for line in git.git(repo, "show", "-s", "--format=%H %ct", *known).splitlines():
             h, _, ct = line.partition(" ")
             dates[h] = int(ct) * 1000
-        for line in _git(repo, "for-each-ref", "refs/tags",
+        for line in git.git(repo, "for-each-ref", "refs/tags",
                          "--format=%(objectname) %(*objectname) %(refname)").splitlines():
             parts = line.split()
             if len(parts) == 3:
@@ -250,20 +219,6 @@ def _order_by_git(repo: Path, hashes: list[str], asv_dates: dict[str, int]):
     for values in tags.values():
         values.sort(key=lambda t: (not t.startswith("v"), "rc" in t or "dev" in t, t))
     return ordered, dates, tags, note
-
-
-def _run_config(results_dir: Path) -> Path | None:
-    """The asv configuration a `tvm-suite` run wrote beside ``results_dir`` (asv.installed.json,
-    asv.history.json, ...): the one whose results_dir is this directory."""
-    for path in sorted(results_dir.parent.glob("asv*.json")):
-        try:
-            conf = _read_json_conf(path)
-        except ResultsError:
-            continue
-        where = conf.get("results_dir") if isinstance(conf, dict) else None
-        if where and Path(where).resolve() == results_dir.resolve():
-            return path
-    return None
 
 
 def load(results_dir, tvm_repo=None) -> History:
@@ -302,7 +257,7 @@ def load(results_dir, tvm_repo=None) -> History:
         if result.date is not None:
             asv_dates[commit] = int(result.date)
         for key in result.get_all_result_keys():
-            metric = BENCHMARK_METRIC.get(key)
+            metric = tracked.BY_BENCHMARK.get(key)
             params = result.get_result_params(key)
             if metric is None or not params or len(params) != len(PARAM_NAMES):
                 continue
@@ -310,20 +265,20 @@ def load(results_dir, tvm_repo=None) -> History:
                 series = Series(*(str(_decode(p)) for p in combo), machine=machine_name)
                 if value is not None and not isinstance(value, (int, float)):
                     raise ResultsError(f"{result._filename}: value of {key} is not a number: {value!r}")
-                per_commit = values.setdefault(metric, {}).setdefault(series, {})
+                per_commit = values.setdefault(metric.name, {}).setdefault(series, {})
                 if value is None and finite(per_commit.get(commit)):
                     continue  # another environment of the same commit has the value
                 per_commit[commit] = None if value is None else float(value)
 
     # Where the repository and the commit links come from.
-    installed_conf = _run_config(results_dir)
-    conf = _read_json_conf(installed_conf) if installed_conf else _read_json_conf(REPO_ROOT / "asv.conf.json")
+    installed_conf = driver.run_config(results_dir)
+    conf = _read_conf(installed_conf or driver.ASV_CONF)
     # An empty show_commit_url (the local versions repository of `tvm-suite run`) means no links.
     commit_url = conf.get("show_commit_url", DEFAULT_COMMIT_URL)
     repo = Path(tvm_repo) if tvm_repo else None
-    if repo is not None and not _is_git_repo(repo):
+    if repo is not None and not git.is_repo(repo):
         raise ResultsError(f"--tvm-repo {repo} is not a git repository")
-    if repo is None and installed_conf and conf.get("repo") and _is_git_repo(Path(conf["repo"])):
+    if repo is None and installed_conf and conf.get("repo") and git.is_repo(Path(conf["repo"])):
         repo = Path(conf["repo"])
 
     hashes = sorted(asv_dates.keys() | {r.commit_hash for _m, r in loaded})

@@ -1,0 +1,139 @@
+"""One combination (workload x dtype x target x loop order) and the grid of them.
+
+A :class:`Combo` is resolved and validated once (unknown names fail there, with one line); it
+knows its label, its cache key and its cache entry. A :class:`Grid` is the benchmark parameter
+grid, which travels to asv's benchmark processes through the environment: :meth:`Grid.to_env`
+and :meth:`Grid.from_env` are the two halves of that contract.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from suite import cache, compat, targets
+from suite.core import schedules, workloads
+from suite.targets.base import Target
+
+#: Bump when the meaning of a cached record, output or reference changes.
+SCHEMA = 2
+
+#: The environment variables that narrow the benchmark grid (comma-separated lists).
+ENV = {"workloads": "TVM_SUITE_WORKLOADS", "dtypes": "TVM_SUITE_DTYPES",
+       "targets": "TVM_SUITE_TARGETS", "orders": "TVM_SUITE_ORDERS"}
+
+
+@dataclass(frozen=True, eq=False)
+class Combo:
+    workload: workloads.Workload
+    dtype: str
+    target: Target
+    order: str
+
+    @classmethod
+    def resolve(cls, workload_id: str, dtype: str, target_name: str, order: str = "default") -> Combo:
+        """The combination of these names, each checked (UserError naming the valid ones)."""
+        return cls(workloads.get(workload_id), workloads.check_dtype(dtype), targets.get(target_name),
+                   schedules.check_order(order))
+
+    @property
+    def ids(self) -> tuple[str, str, str, str]:
+        """The asv parameters of this combination."""
+        return self.workload.id, self.dtype, self.target.name, self.order
+
+    def __eq__(self, other):
+        return isinstance(other, Combo) and self.ids == other.ids
+
+    def __hash__(self):
+        return hash(self.ids)
+
+    def __repr__(self):
+        return f"Combo({self.label})"
+
+    @property
+    def label(self) -> str:
+        return " ".join(self.ids)
+
+    def with_order(self, order: str) -> Combo:
+        return Combo(self.workload, self.dtype, self.target, schedules.check_order(order))
+
+    @cached_property
+    def key(self) -> dict:
+        """Everything that determines this combination's measurement."""
+        return {
+            "schema": SCHEMA,
+            "tvm": compat.build_id(),
+            "workload": self.workload.id,
+            "chain": cache.digest(self.workload.chain),
+            "dtype": self.dtype,
+            "target": self.target.identity(),
+            "order": self.order,
+            "schedule": schedules.schedule_digest(self.order, self.workload.id, self.dtype,
+                                                  self.target.records_target),
+        }
+
+    @cached_property
+    def entry(self) -> Path:
+        """The cache directory of this combination's measurement (no TVM import)."""
+        return cache.entry("measure", "-".join(self.ids), self.key)
+
+    def to_env(self) -> dict[str, str]:
+        return Grid([self.workload.id], [self.dtype], [self.target.name], [self.order]).to_env()
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Workload ids x dtypes x target names x loop orders (all validated)."""
+
+    workloads: list[str]
+    dtypes: list[str]
+    targets: list[str]
+    orders: list[str]
+
+    @classmethod
+    def of(cls, workloads_=None, dtypes=None, targets_=None, orders=None) -> Grid:
+        """A grid of these names (None: the default of each axis), every name checked."""
+        return cls(select_workloads(workloads_),
+                   [workloads.check_dtype(d) for d in dtypes or workloads.DTYPES],
+                   [targets.get(t).name for t in targets_ or targets.names()],
+                   [schedules.check_order(o) for o in orders or schedules.ORDERS])
+
+    @classmethod
+    def from_env(cls, environ=None) -> Grid:
+        environ = os.environ if environ is None else environ
+        listed = {axis: _split(environ.get(variable, "")) for axis, variable in ENV.items()}
+        return cls.of(listed["workloads"], listed["dtypes"], listed["targets"], listed["orders"])
+
+    def to_env(self) -> dict[str, str]:
+        return {variable: ",".join(getattr(self, axis)) for axis, variable in ENV.items()}
+
+    def params(self) -> list[list[str]]:
+        """asv's ``params``, in the order of ``PARAM_NAMES``."""
+        return [self.workloads, self.dtypes, self.targets, self.orders]
+
+    def combos(self) -> list[Combo]:
+        return [Combo.resolve(w, d, t, o) for w in self.workloads for d in self.dtypes
+                for t in self.targets for o in self.orders]
+
+
+PARAM_NAMES = ["workload", "dtype", "target", "order"]
+
+
+def _split(value: str) -> list[str] | None:
+    items = [item.strip() for item in value.split(",") if item.strip()]
+    return items or None
+
+
+def select_workloads(names: list[str] | None) -> list[str]:
+    """Workload ids for a list of ids and model names (None: the default set)."""
+    if not names:
+        return workloads.default_ids()
+    ids = []
+    for name in names:
+        if name in workloads.all_models():
+            ids += [w.id for w in workloads.catalog(name)]
+        else:
+            ids.append(workloads.get(name).id)
+    return list(dict.fromkeys(ids))

@@ -1,0 +1,222 @@
+"""One measurement: workload -> schedule -> build -> run -> reference -> metrics, cached.
+
+The measurement of a :class:`~suite.core.combo.Combo` is computed once per TVM build and kept in
+its cache entry: ``record.json`` (a :class:`~suite.core.record.Record`), the compiled kernel and
+``output.npy``. The entry is one unit: it is assembled in a staging directory and published with
+one rename, and the record lists the sha256 of every file beside it, so a missing or damaged part
+makes the whole entry count as absent and be measured again, never a wrong number.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from suite import cache, compat
+from suite.core import metrics, reference, schedules, workloads
+from suite.core.combo import SCHEMA, Combo
+from suite.core.record import Kind, Record, Status
+from suite.errors import Skipped, UserError
+from suite.targets.base import Mode
+
+#: Repeats of TVM's time_evaluator per measurement (median reported).
+LATENCY_REPEATS = 5
+RECORD_FILE, OUTPUT_FILE = "record.json", "output.npy"
+KIND_OF_MODE = {Mode.NATIVE: Kind.LATENCY, Mode.EMULATED: Kind.EMULATED, Mode.COMPILE_ONLY: Kind.COMPILE_ONLY}
+
+
+def reference_arrays(workload, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    """The float64 reference and its magnitude (abs-input) companion, cached by op chain."""
+    key = {"schema": SCHEMA, "chain": workload.chain, "id": workload.id, "dtype": dtype}
+    where = cache.entry("reference", f"{workload.id}-{dtype}", key)
+    ref, mag = cache.read_array(where / "reference.npy"), cache.read_array(where / "magnitude.npy")
+    if ref is None or mag is None or ref.shape != tuple(workload.output_shape) or mag.shape != ref.shape:
+        inputs = workloads.make_inputs(workload, dtype)
+        ref = reference.evaluate(workload.chain, inputs)
+        mag = reference.evaluate_magnitude(workload.chain, inputs)
+        cache.write_array(where / "reference.npy", ref)
+        cache.write_array(where / "magnitude.npy", mag)
+    return ref, mag
+
+
+# ----------------------------------------------------------------------------- the cache entry
+
+
+def cached(combo: Combo) -> Record | None:
+    """The record of a complete, intact cache entry, or None (absent, or any part damaged)."""
+    try:
+        record = Record.from_json(cache.read_json(combo.entry / RECORD_FILE))
+    except ValueError:
+        return None
+    if record.ids != combo.ids:
+        return None
+    for name, digest in record.parts.items():
+        if cache.file_digest(combo.entry / name) != digest:
+            return None
+    return record
+
+
+def _publish(combo: Combo, record: Record, staged: Path) -> None:
+    if not record.ok:  # a failed or skipped combination keeps no files beside its record
+        shutil.rmtree(staged)
+        staged.mkdir()
+    record.parts = {p.name: cache.file_digest(p) for p in sorted(staged.iterdir()) if p.is_file()}
+    cache.write_json(staged / RECORD_FILE, record.to_json())
+    cache.publish_dir(staged, combo.entry)
+
+
+def measure(combo: Combo) -> Record:
+    """The record of one combination: computed on first use, then read from the cache."""
+    record = cached(combo)
+    if record is not None:
+        return record
+    if reason := combo.target.unavailable():
+        # Not cached: measured once the target is usable here (tools installed, a GPU present).
+        return Record(*combo.ids, status=Status.SKIPPED, reason=reason)
+    staged = cache.staging_dir(combo.entry)
+    try:
+        record = _compute(combo, staged)
+        _publish(combo, record, staged)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)  # gone already once published
+    return record
+
+
+def measure_many(combos, jobs: int | None = None) -> dict[Combo, Record]:
+    """Measure several combinations in parallel processes (builds and emulated runs take minutes).
+
+    Each combination not yet cached is measured by its own ``python`` process (at most ``jobs`` at a
+    time) that fills the shared cache; targets that are ``exclusive`` (a GPU) are measured one at
+    a time, below. Returns {combo: record}.
+    """
+    combos = list(dict.fromkeys(combos))
+    pending = [c for c in combos if cached(c) is None and not c.target.unavailable() and not c.target.exclusive]
+    code = "import sys; from suite.core import measurement as m; m.measure(m.Combo.resolve(*sys.argv[1:]))"
+
+    def one(combo):
+        subprocess.run([sys.executable, "-c", code, *combo.ids], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, check=False)
+
+    if pending:
+        with ThreadPoolExecutor(max(1, min(jobs or os.cpu_count() or 1, len(pending)))) as pool:
+            list(pool.map(one, pending))
+    # Anything a worker could not record is measured here, so its failure is recorded the same way.
+    return {c: measure(c) for c in combos}
+
+
+def _compute(combo: Combo, staged: Path) -> Record:
+    workload, dtype, target, order = combo.workload, combo.dtype, combo.target, combo.order
+    record = Record(*combo.ids, status=Status.OK, kind=KIND_OF_MODE[target.mode],
+                    tvm_version=compat.installed_version(), flops=workload.flops)
+    kernel_path = staged / target.KERNEL_FILE
+    started = time.perf_counter()
+    try:
+        func = schedules.apply(workloads.prim_func(workload, dtype), order, workload.id, dtype,
+                               target.records_target)
+        target.build(target.prepare(func, order), kernel_path)
+    except (UserError, compat.TVMUnavailable):  # a missing tool or TVM is the user's to fix, not data
+        raise
+    except Skipped as err:
+        return _ended(record, Status.SKIPPED, str(err))
+    except Exception as err:  # a TVM build failure is data about that TVM build
+        return _ended(record, Status.FAILED, f"build failed: {first_line(err)}")
+    record.compile_s = time.perf_counter() - started
+    record.codegen = target.codegen_metrics(kernel_path)
+    if target.mode is Mode.COMPILE_ONLY:
+        record.reason = "compile-only target"
+        return record
+
+    inputs = workloads.make_inputs(workload, dtype)
+    try:
+        kernel = target.load(kernel_path, inputs, workload.output_shape, dtype)
+        output = kernel.output()
+        samples = kernel.time(repeat=LATENCY_REPEATS if target.mode is Mode.NATIVE else 1)
+    except Skipped as err:
+        return _ended(record, Status.SKIPPED, str(err))
+    except Exception as err:
+        return _ended(record, Status.FAILED, f"run failed: {first_line(err)}")
+    cache.write_array(staged / OUTPUT_FILE, output)
+
+    ref, mag = reference_arrays(workload, dtype)
+    record.accumulation_length = reference.accumulation_length(workload.chain)
+    record.metrics = metrics.accuracy_metrics(output, ref, mag, record.accumulation_length, dtype)
+    if target.mode is Mode.EMULATED:  # emulated time is not latency: never latency_s
+        record.emulated_s = float(samples[0])
+    else:
+        record.latency_s = float(np.median(samples))
+        record.latency_samples_s = samples
+        record.gflops = workload.flops / record.latency_s / 1e9
+    return record
+
+
+def _ended(record: Record, status: Status, reason: str) -> Record:
+    """A record that ends before an output: nothing of the build is kept beside it."""
+    return Record(record.workload, record.dtype, record.target, record.order, status=status, reason=reason,
+                  tvm_version=record.tvm_version, flops=record.flops)
+
+
+def first_line(err: BaseException) -> str:
+    """The message of an error in one line (TVM puts it last, after a traceback of C++ frames)."""
+    lines = [line for line in str(err).strip().splitlines() if line.strip()]
+    return (lines[-1] if lines else type(err).__name__)[:300]
+
+
+# ----------------------------------------------------------------------------- using a measurement
+
+
+def _require_output(combo: Combo) -> Record:
+    record = measure(combo)
+    if not record.has_output:
+        raise Skipped(record.reason if not record.ok else f"{combo.target.name} is compile-only: no output")
+    return record
+
+
+def output(combo: Combo) -> np.ndarray:
+    """The saved output of a measured combination; Skipped when it has none."""
+    _require_output(combo)
+    array = cache.read_array(combo.entry / OUTPUT_FILE)
+    if array is None:  # removed since measure() checked it
+        raise Skipped(f"the cached output of {combo.label} vanished; measure it again")
+    return array
+
+
+def load_kernel(combo: Combo):
+    """A ready-to-run kernel of a measured combination, for timing; Skipped otherwise."""
+    _require_output(combo)
+    workload = combo.workload
+    inputs = workloads.make_inputs(workload, combo.dtype)
+    return combo.target.load(combo.entry / combo.target.KERNEL_FILE, inputs, workload.output_shape, combo.dtype)
+
+
+def divergence(combo: Combo, against: str = "default") -> dict:
+    """How far the output of ``combo`` is from that of the ``against`` order on the same target.
+
+    ``differ_fraction`` and ``max_ulp_distance`` compare the two outputs bit for bit;
+    ``exceeds_bound`` is 1.0 when either output uses more than the worst-case rounding bound
+    (bound fraction above 1), the sign of an error no summation order explains.
+    Cached under the digests of both outputs. Raises Skipped when either has no output.
+    """
+    if combo.order == against:
+        raise Skipped(f"{combo.order} against itself")
+    base = combo.with_order(against)
+    ours, theirs = _require_output(combo), _require_output(base)
+    key = {"schema": SCHEMA, "ours": ours.parts[OUTPUT_FILE], "theirs": theirs.parts[OUTPUT_FILE],
+           "bounds": [ours.metrics["bound_fraction"], theirs.metrics["bound_fraction"]]}
+    path = cache.entry("divergence", f"{combo.label}-vs-{against}", key) / "divergence.json"
+    stored = cache.read_json(path)
+    if isinstance(stored, dict):
+        return stored
+    result = {
+        **metrics.divergence(output(combo), output(base)),
+        "exceeds_bound": float(max(ours.metrics["bound_fraction"], theirs.metrics["bound_fraction"]) > 1.0),
+        "against": against,
+    }
+    cache.write_json(path, result)
+    return result

@@ -1,0 +1,134 @@
+"""The record of one measured combination, and how it becomes an asv outcome.
+
+A record is stored as ``record.json`` in its cache entry beside the files it vouches for
+(``parts``: name -> sha256), so that record, output and kernel are valid together or not at all.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field, fields
+
+
+class Status(str, enum.Enum):
+    OK = "ok"
+    SKIPPED = "skipped"  #: not applicable here (order, tool, GPU): asv NaN, never a pass
+    FAILED = "failed"  #: TVM could not build or run it: news about that TVM build, asv null
+
+
+class Kind(str, enum.Enum):
+    """What an ok record measured; follows from the target's mode."""
+
+    LATENCY = "latency"  #: ran natively: accuracy and latency
+    EMULATED = "emulated"  #: ran under an emulator: accuracy and emulated seconds, never latency
+    COMPILE_ONLY = "compile-only"  #: built only: code metrics
+
+
+@dataclass
+class Record:
+    workload: str
+    dtype: str
+    target: str
+    order: str
+    status: Status
+    reason: str = ""
+    kind: Kind | None = None
+    tvm_version: str | None = None
+    flops: int | None = None
+    compile_s: float | None = None
+    codegen: dict | None = None  #: code size and instruction counts (Hexagon)
+    accumulation_length: int | None = None
+    metrics: dict | None = None  #: accuracy against float64 (suite.core.metrics.accuracy_metrics)
+    latency_s: float | None = None  #: median of latency_samples_s
+    latency_samples_s: list | None = None
+    gflops: float | None = None
+    emulated_s: float | None = None
+    parts: dict = field(default_factory=dict)  #: file name in the cache entry -> sha256
+
+    def __post_init__(self):
+        self.status = Status(self.status)
+        self.kind = Kind(self.kind) if self.kind is not None else None
+
+    @property
+    def ids(self) -> tuple[str, str, str, str]:
+        return self.workload, self.dtype, self.target, self.order
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+    @property
+    def has_output(self) -> bool:
+        return self.ok and self.kind in (Kind.LATENCY, Kind.EMULATED)
+
+    def values(self) -> dict:
+        """Every number of the record, flat: what the benchmarks track (see suite.tracked)."""
+        found = {k: getattr(self, k) for k in ("compile_s", "latency_s", "gflops", "emulated_s")}
+        found.update(self.metrics or {})
+        found.update(self.codegen or {})
+        if self.codegen is not None:
+            found["compile_success"] = 1.0
+        return {k: v for k, v in found.items() if v is not None}
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["status"] = self.status.value
+        data["kind"] = self.kind.value if self.kind else None
+        return {k: v for k, v in data.items() if v is not None}
+
+    @classmethod
+    def from_json(cls, data) -> Record:
+        """A record from its JSON form; ValueError when it is not one."""
+        if not isinstance(data, dict):
+            raise ValueError("a record is a JSON object")
+        known = {f.name for f in fields(cls)}
+        try:
+            return cls(**{k: v for k, v in data.items() if k in known})
+        except TypeError as err:
+            raise ValueError(str(err)) from None
+
+
+# ----------------------------------------------------------------------------- asv outcome
+
+
+class Need(enum.Enum):
+    """What a benchmark needs from a record besides status ok."""
+
+    RECORD = "record"
+    OUTPUT = "output"
+    LATENCY = "latency"
+    EMULATED = "emulated"
+    CODEGEN = "codegen"
+    ASSEMBLY = "assembly"
+
+
+_NEEDS = {
+    Need.RECORD: (lambda r: True, "-"),
+    Need.OUTPUT: (lambda r: r.has_output, "{target} is compile-only: no output to measure"),
+    Need.LATENCY: (lambda r: r.kind is Kind.LATENCY,
+                   "{target} does not run natively: no latency (see bench_codegen)"),
+    Need.EMULATED: (lambda r: r.kind is Kind.EMULATED, "{target} is not an emulated target"),
+    Need.CODEGEN: (lambda r: r.codegen is not None, "{target} has no Hexagon compile metrics"),
+    Need.ASSEMBLY: (lambda r: "instructions" in (r.codegen or {}),
+                    "{target} keeps no assembly to count instructions in"),
+}
+
+
+class CombinationFailed(RuntimeError):
+    """Raised in an asv benchmark's setup for a failed combination: asv stores null (a failure)
+    and keeps this message in its log."""
+
+
+def outcome(record: Record, need: Need = Need.RECORD) -> Record:
+    """The one rule from record to asv outcome: skipped -> NaN (NotImplementedError), failed ->
+    null (CombinationFailed, with the reason), a record lacking what the benchmark needs -> NaN;
+    otherwise the record, whose values the benchmark reports."""
+    if record.status is Status.SKIPPED:
+        raise NotImplementedError(f"skipped: {record.reason}")
+    if record.status is Status.FAILED:
+        raise CombinationFailed(f"{record.workload} {record.dtype} {record.target} {record.order} "
+                                f"failed: {record.reason}")
+    has, why = _NEEDS[need]
+    if not has(record):
+        raise NotImplementedError(why.format(target=record.target))
+    return record

@@ -1,0 +1,40 @@
+"""The one way the suite runs git."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from suite.errors import UserError
+
+#: Commits the suite makes itself (the local versions repository) need an author.
+IDENTITY = ["-c", "user.name=tvm-suite", "-c", "user.email=tvm-suite@localhost"]
+
+
+class GitError(UserError):
+    pass
+
+
+def git(repo: Path, *args: str, check: bool = True, stdin: str | None = None) -> str:
+    """stdout of ``git -C repo ARGS`` (stripped); GitError with git's own message on failure, or
+    "" with ``check=False``.
+
+    ``GIT_CONFIG_*`` variables are not passed on: `tvm-suite history` sets them for asv's
+    checkouts only (to skip TVM's submodules), and they must not change what the suite reads.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_CONFIG_")}
+    result = subprocess.run(["git", *IDENTITY, "-C", str(repo), *args], capture_output=True, text=True,
+                            input=stdin, env=env)
+    if result.returncode != 0:
+        if not check:
+            return ""
+        message = (result.stderr.strip().splitlines() or [f"exit {result.returncode}"])[-1]
+        raise GitError(f"git {' '.join(args[:3])} failed in {repo}: {message[:300]}")
+    return result.stdout.strip()
+
+
+def is_repo(path: Path) -> bool:
+    """A work tree or a bare repository."""
+    path = Path(path)
+    return path.is_dir() and ((path / ".git").exists() or (path / "HEAD").is_file())

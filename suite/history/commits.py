@@ -1,0 +1,162 @@
+"""`tvm-suite history`: asv over commits of a TVM clone.
+
+One virtualenv; each commit's TVM is installed into it by ``python -m suite.history.install_tvm``
+(the asv ``install_command`` written here): a tagged release's wheel, else a source build.
+Results asv already has are skipped; then ``asv publish``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from suite import cache, git
+from suite.core.combo import Grid
+from suite.errors import UserError
+from suite.history import driver, releases
+
+
+@dataclass
+class HistoryCommit:
+    label: str  #: what the user asked for: a release version or a short hash
+    commit: str
+    release: str | None  #: apache-tvm version installed from the package index, else None
+
+
+def history_commits(tvm_repo: Path, releases_arg: str | None, range_arg: str | None) -> list[HistoryCommit]:
+    """The commits of a history run, oldest first, from ``--releases`` or ``--range``."""
+    repo = releases.check_repo(tvm_repo)
+    if bool(releases_arg) == bool(range_arg):
+        raise UserError("give exactly one of --releases and --range")
+    if releases_arg:
+        versions = [v.strip() for v in releases_arg.split(",") if v.strip()]
+        if not versions:
+            raise UserError("--releases names no release")
+        found = [HistoryCommit(rel.version, commit, rel.version)
+                 for rel, commit in releases.resolve_releases(repo, versions)]
+    else:
+        found = []
+        for commit in releases.resolve_range(repo, range_arg):
+            rel = releases.release_for_commit(repo, commit)
+            found.append(HistoryCommit(rel.version if rel else commit[:10], commit, rel.version if rel else None))
+    dates = {c.commit: int(git.git(repo, "log", "-1", "--format=%ct", c.commit)) for c in found}
+    return sorted({c.commit: c for c in found}.values(), key=lambda c: dates[c.commit])
+
+
+def history_config(out_dir: Path, env_dir: Path, repo: Path, release_map: Path, html_dir: Path) -> Path:
+    """asv.conf.json for a history run: the clone, one virtualenv, install_tvm as install command."""
+    install = (f"in-dir={{env_dir}} python -m suite.history.install_tvm --commit {{commit}} "
+               f"--checkout {{build_dir}} --release-map {release_map.resolve()} "
+               f"--log-dir {(out_dir / 'install-logs').resolve()}")
+    return driver.write_conf(
+        out_dir, "asv.history.json", repo,
+        environment_type="virtualenv",
+        pythons=[f"{sys.version_info.major}.{sys.version_info.minor}"],
+        install_command=[f"in-dir={{env_dir}} python -m pip install --no-deps --no-build-isolation -e "
+                         f"{driver.REPO_ROOT}", install],
+        html_dir=str(html_dir.resolve()),
+        env_dir=str(env_dir.resolve()),
+    )
+
+
+def no_submodules_env(repo: Path, commits: list[str]) -> dict:
+    """git configuration (GIT_CONFIG_*) that makes asv's checkout skip TVM's submodules.
+
+    asv runs ``git submodule update --init --recursive`` in every checkout; offline that
+    fails for every commit, and a wheel install needs none of them. install_tvm fetches them
+    itself for a source build.
+    """
+    names = releases.submodule_names(repo, commits)
+    env = {"GIT_CONFIG_COUNT": str(len(names))}
+    for index, name in enumerate(names):
+        env[f"GIT_CONFIG_KEY_{index}"] = f"submodule.{name}.update"
+        env[f"GIT_CONFIG_VALUE_{index}"] = "none"
+    return env
+
+
+def run_history(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, quick: bool, out_dir: Path,
+                env_dir: Path | None = None, html_dir: Path | None = None) -> driver.RunSummary:
+    """asv over TVM commits (skipping results asv already has), then ``asv publish``."""
+    repo = releases.check_repo(tvm_repo)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    env_dir = env_dir or Path(".asv") / "env-history"  # not under reports/: about 0.6 GB
+    html_dir = html_dir or out_dir / "html"
+    driver.check_results(out_dir / "results")
+    log_path = out_dir / "asv.log"
+    release_map = out_dir / "release-map.json"
+    try:
+        known = json.loads(release_map.read_text()) if release_map.exists() else {}
+    except ValueError:
+        raise UserError(f"corrupt {release_map}: move it away and run again") from None
+    known.update({c.commit: c.release for c in commits if c.release})
+    cache.write_json(release_map, known)
+    config = history_config(out_dir, env_dir, repo, release_map, html_dir)
+    hashfile = out_dir / "commits.txt"
+    cache.write_text(hashfile, "".join(f"{c.commit}\n" for c in commits))
+
+    os.environ.update({**grid.to_env(), **no_submodules_env(repo, [c.commit for c in commits])})
+    print(f"history of {len(commits)} commits of {repo}: "
+          + ", ".join(f"{c.label} ({c.commit[:10]})" for c in commits), flush=True)
+    driver.machine(config, log_path)
+    t0 = time.perf_counter()
+    setup_status = driver.asv(config, "setup", log=log_path)
+    setup_s = time.perf_counter() - t0
+    # asv 0.6's `setup` returns its list of environments as the exit status (so 1 when it
+    # worked): judge by the environment it made instead.
+    if not any(env_dir.glob("*/bin/python")):
+        raise driver.ToolFailed(f"asv setup (creating the environment) failed, exit {setup_status}; see {log_path}")
+    before = {p: p.stat().st_mtime_ns for p in (out_dir / "results").glob("*/*.json")}
+    logs_before = {p: p.stat().st_size for p in (out_dir / "install-logs").glob("*.log")}
+    t0 = time.perf_counter()
+    asv_status = driver.asv(config, "run", f"HASHFILE:{hashfile.resolve()}", "--skip-existing", "--show-stderr",
+                            *driver.quick_args(quick), log=log_path)
+    run_s = time.perf_counter() - t0
+    publish_status = driver.asv(config, "publish", log=log_path)
+    installs = _install_seconds(out_dir / "install-logs", logs_before)
+    install_s = sum(installs.values())
+    lines = ["", f"{'commit':14s} {'release':14s} {'install':>9s} {'ok':>5s} {'skipped':>8s} {'failed':>7s}  note"]
+    failed_install = False
+    for c in commits:
+        s = driver.result_counts(out_dir / "results", c.commit)
+        if s is None:
+            lines.append(f"{c.commit[:12]:14s} {c.release or 'source':14s} {'':>9s} {'':>5s} {'':>8s} {'':>7s}  "
+                         "no results (see log)")
+            continue
+        installed = s["ok"] + s["skipped"] > 0
+        failed_install |= not installed
+        note = "" if installed else f"install failed, see {log_path}"
+        if before.get(s["path"]) == s["path"].stat().st_mtime_ns:
+            note = (note + "; " if note else "") + "kept from an earlier run"
+        # asv's "<build>" misses the install it does to discover benchmarks: install_tvm's log has it.
+        build_s = installs.get(c.commit, s["build_s"])
+        lines.append(f"{c.commit[:12]:14s} {c.release or 'source':14s} {build_s:8.1f}s {s['ok']:5d} "
+                     f"{s['skipped']:8d} {s['failed']:7d}  {note}")
+    lines += [
+        "",
+        f"environment set-up (asv setup): {setup_s:.1f} s; TVM installs: {install_s:.1f} s; "
+        f"benchmarking: {max(run_s - install_s, 0.0):.1f} s (asv run {run_s:.1f} s, exit {asv_status})",
+        f"environments: {driver.dir_size(env_dir) / 2**20:.0f} MiB in {env_dir}",
+        f"publish exit {publish_status}; log {log_path}",
+        f"results: {out_dir / 'results'}",
+        f"html:    {html_dir / 'index.html'}",
+    ]
+    ran = any(driver.result_counts(out_dir / "results", c.commit) for c in commits)
+    # asv exits 2 when a benchmark (or a commit's install) failed; skips are no failures.
+    status = 0 if asv_status == 0 and publish_status == 0 and not failed_install and ran else 1
+    return driver.RunSummary("\n".join(lines), status)
+
+
+def _install_seconds(log_dir: Path, sizes_before: dict) -> dict:
+    """Seconds of the TVM installs of this run, per commit, from install_tvm's own logs."""
+    seconds = {}
+    for path in log_dir.glob("*.log"):
+        with path.open() as handle:
+            handle.seek(sizes_before.get(path, 0))
+            for line in handle:
+                if " installed in " in line and line.startswith("install_tvm: "):
+                    seconds[path.stem] = seconds.get(path.stem, 0.0) + float(line.rsplit(" in ", 1)[1].split()[0])
+    return seconds

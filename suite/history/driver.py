@@ -1,0 +1,156 @@
+"""The asv driver: the project's asv configuration, asv commands, and the results they leave.
+
+`tvm-suite run` (:mod:`suite.history.installed`) and `tvm-suite history`
+(:mod:`suite.history.commits`) both drive asv through this module: one reader of
+``asv.conf.json`` (which has ``//`` comment lines), one writer of the per-run configuration, one
+way to call asv and log it, and the bookkeeping of result files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from suite import cache
+from suite.errors import UserError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ASV_CONF = REPO_ROOT / "asv.conf.json"
+#: asv benchmark attributes of a quick run: few samples, one round, no warm-up.
+QUICK_ATTRIBUTES = {"repeat": 3, "rounds": 1, "warmup_time": 0}
+
+
+class ToolFailed(UserError):
+    pass
+
+
+@dataclass
+class RunSummary:
+    text: str
+    exit_status: int
+
+
+def read_conf(path: Path = ASV_CONF) -> dict:
+    """An asv configuration: asv.conf.json (with ``//`` comment lines) or one a run wrote."""
+    try:
+        text = "\n".join(line for line in Path(path).read_text().splitlines() if not line.strip().startswith("//"))
+        conf = json.loads(text)
+    except (OSError, ValueError) as err:
+        raise UserError(f"{path}: cannot read asv configuration ({err})") from None
+    if not isinstance(conf, dict):
+        raise UserError(f"{path}: an asv configuration is a JSON object")
+    return conf
+
+
+def write_conf(out_dir: Path, name: str, repo: Path, **overrides) -> Path:
+    """The project's asv.conf.json for one run, as ``out_dir/name``: ``repo`` and asv's output
+    directories under ``out_dir`` as absolute paths, then ``overrides``."""
+    conf = read_conf()
+    conf.update({
+        "repo": str(Path(repo).resolve()),
+        "benchmark_dir": str(REPO_ROOT / "benchmarks"),
+        "results_dir": str((out_dir / "results").resolve()),
+        "html_dir": str((out_dir / "html").resolve()),
+        "env_dir": str((out_dir / "env").resolve()),
+    })
+    conf.update(overrides)
+    path = out_dir / name
+    cache.write_text(path, json.dumps(conf, indent=1))
+    return path
+
+
+def run_config(results_dir: Path) -> Path | None:
+    """The configuration a `tvm-suite` run wrote beside ``results_dir`` (asv.installed.json,
+    asv.history.json): the one whose results_dir is this directory."""
+    for path in sorted(Path(results_dir).parent.glob("asv*.json")):
+        try:
+            where = read_conf(path).get("results_dir")
+        except UserError:
+            continue
+        if where and Path(where).resolve() == Path(results_dir).resolve():
+            return path
+    return None
+
+
+def asv(config: Path, *args: str, log: Path) -> int:
+    """Run ``asv ARGS`` with ``config`` from the repository root, its output appended to ``log``."""
+    command = [sys.executable, "-m", "asv", "--config", str(config), *args]
+    with log.open("a") as handle:
+        handle.write(f"$ {' '.join(command)}\n")
+        handle.flush()
+        return subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, cwd=REPO_ROOT).returncode
+
+
+def machine(config: Path, log: Path) -> None:
+    """``asv machine --yes``: the machine file asv files results under."""
+    if asv(config, "machine", "--yes", log=log) != 0:
+        raise ToolFailed(f"asv machine failed; see {log}")
+
+
+def quick_args(quick: bool) -> list[str]:
+    args = []
+    if quick:
+        for name, value in QUICK_ATTRIBUTES.items():
+            args += ["-a", f"{name}={value}"]
+    return args
+
+
+def check_results(results_dir: Path) -> None:
+    """Refuse to run over result files asv cannot read (asv would stop with a traceback)."""
+    for path in sorted(Path(results_dir).glob("*/*.json")):
+        try:
+            data = json.loads(path.read_text())
+            if not isinstance(data, dict) or ("commit_hash" not in data and path.name != "machine.json"):
+                raise ValueError("not an asv result file")
+        except (ValueError, UnicodeDecodeError) as err:
+            raise UserError(f"corrupt asv result file {path}: {str(err).splitlines()[0]}; "
+                            "move it away and run again") from None
+
+
+def archive_previous(results_dir: Path, commit: str, out_dir: Path) -> list[Path]:
+    """Copy result files asv is about to update for ``commit``, so nothing is lost silently."""
+    kept = []
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    for path in Path(results_dir).glob(f"*/{commit[:8]}-*.json"):
+        target = out_dir / "results-archive" / path.parent.name / f"{path.stem}.{stamp}.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+        kept.append(target)
+    return kept
+
+
+def result_counts(results_dir: Path, commit: str) -> dict | None:
+    """ok / skipped (NaN) / failed (null) values and asv's build seconds of ``commit``'s results."""
+    for path in Path(results_dir).glob(f"*/{commit[:8]}-*.json"):
+        data = json.loads(path.read_text())
+        if data.get("commit_hash") != commit:
+            continue
+        counts = {"ok": 0, "skipped": 0, "failed": 0, "path": path,
+                  "build_s": float(data.get("durations", {}).get("<build>", 0.0))}
+        for value in data.get("results", {}).values():
+            items = value[0] if isinstance(value, list) and value else value
+            for item in items if isinstance(items, list) else [items]:
+                if item is None:
+                    counts["failed"] += 1
+                elif isinstance(item, float) and item != item:
+                    counts["skipped"] += 1
+                else:
+                    counts["ok"] += 1
+        return counts
+    return None
+
+
+def dir_size(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            p = Path(root) / name
+            if not p.is_symlink():
+                total += p.stat().st_size
+    return total

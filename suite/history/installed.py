@@ -1,0 +1,138 @@
+"""`tvm-suite run`: the main job on the installed TVM: measure, asv run, publish.
+
+asv records results per commit of its ``repo``. The installed TVM wheel does not carry its git
+hash, so the commit comes from (in this order) ``--tvm-commit``, the tag ``v<version>`` of a TVM
+clone given with ``--tvm-repo``, or a local *versions repository* (``<out>/tvm-versions``) that
+holds one commit per TVM version the suite has run, tagged ``v<version>``: asv then has a real
+hash to file the results under and to publish.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from suite import compat, git
+from suite.core import measurement, peers
+from suite.core.combo import Grid
+from suite.errors import Skipped, UserError
+from suite.history import driver
+
+#: Loop orders of a quick run: as legalized, and as tuned.
+QUICK_ORDERS = ("default", "tuned")
+
+
+def versions_repo_commit(repo: Path, version: str) -> str:
+    """The commit standing for TVM ``version`` in the local versions repository (made if new)."""
+    if not (repo / ".git").exists():
+        repo.mkdir(parents=True, exist_ok=True)
+        git.git(repo, "init", "-q", "-b", "main")
+    tag = f"v{version}"
+    if git.git(repo, "tag", "--list", tag):
+        return git.git(repo, "rev-list", "-n", "1", tag)
+    git.git(repo, "commit", "-q", "--allow-empty", "-m", f"apache-tvm {version}")
+    git.git(repo, "tag", tag)
+    return git.git(repo, "rev-parse", "HEAD")
+
+
+def installed_commit(out_dir: Path, tvm_repo: Path | None, tvm_commit: str | None) -> tuple[Path, str]:
+    """(asv repo, commit hash) under which the installed TVM's results are filed."""
+    version = compat.installed_version()
+    if tvm_repo is not None:
+        if not git.is_repo(tvm_repo):
+            raise UserError(f"--tvm-repo {tvm_repo} is not a git repository")
+        name = tvm_commit or f"v{version}"
+        found = git.git(tvm_repo, "rev-parse", "--verify", "-q", f"{name}^{{commit}}", check=False)
+        if not found:
+            raise UserError(f"{tvm_repo} has no commit {name!r} for apache-tvm {version}; pass --tvm-commit")
+        return tvm_repo, found
+    if tvm_commit is not None:
+        raise UserError("--tvm-commit needs --tvm-repo, the clone that holds that commit")
+    repo = out_dir / "tvm-versions"
+    return repo, versions_repo_commit(repo, version)
+
+
+def warm_cache(grid: Grid, log=print) -> dict:
+    """Measure every combination once in this process (one TVM import instead of hundreds),
+    and the PyTorch peer of each on its target's peer device, where PyTorch is installed."""
+    records, ratios, started = {}, {}, time.perf_counter()
+    reference_s = 0.0
+    for combo in grid.combos():
+        if combo.target.name == grid.targets[0] and combo.order == grid.orders[0]:
+            t0 = time.perf_counter()
+            measurement.reference_arrays(combo.workload, combo.dtype)
+            reference_s += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        record = records[combo] = measurement.measure(combo)
+        log(f"  {record.status.value:7s} {combo.label} ({time.perf_counter() - t0:.1f} s)")
+        if record.latency_s is not None and peers.available():
+            try:
+                ratios[combo] = peers.latency_ratio(combo, record)
+            except Skipped:
+                pass
+    return {"records": records, "peer_ratio": ratios,
+            "seconds": time.perf_counter() - started, "reference_s": reference_s}
+
+
+def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_commit=None) -> driver.RunSummary:
+    """The main job: measure, run asv on the installed TVM, keep the results, publish asv's HTML."""
+    compat.tvm()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log_path = out_dir / "asv.log"
+    repo, commit = installed_commit(out_dir, tvm_repo, tvm_commit)
+    # No commit links for the local versions repository: its hashes are not TVM's.
+    config = driver.write_conf(out_dir, "asv.installed.json", repo,
+                               **({} if tvm_repo is not None else {"show_commit_url": ""}))
+
+    print(f"measuring {len(grid.workloads)} workloads x {len(grid.dtypes)} dtypes on apache-tvm "
+          f"{compat.installed_version()} (cache: {measurement.cache.root()})", flush=True)
+    warm = warm_cache(grid, log=lambda s: print(s, flush=True))
+
+    os.environ.update(grid.to_env())
+    archived = driver.archive_previous(out_dir / "results", commit, out_dir)
+    t0 = time.perf_counter()
+    driver.machine(config, log_path)
+    args = ["run", "--environment", f"existing:{sys.executable}", "--set-commit-hash", commit, "--show-stderr"]
+    asv_status = driver.asv(config, *args, *driver.quick_args(quick), log=log_path)
+    asv_s = time.perf_counter() - t0
+    publish_status = driver.asv(config, "publish", log=log_path)
+    text = _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, archived, log_path)
+    # asv exits 2 when a benchmark failed; a skipped combination is not a failure.
+    return driver.RunSummary(text, 0 if asv_status == 0 and publish_status == 0 else 1)
+
+
+def _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, archived, log_path) -> str:
+    records = warm["records"]
+    lines = ["", f"{'workload':52s} {'dtype':8s} {'target':15s} {'order':10s} {'ms':>9s} {'GFLOP/s':>8s} "
+                 f"{'x torch':>7s} {'ULP mean':>9s} {'scaled':>8s} {'bound':>7s}  status"]
+    for combo, r in records.items():
+        wid, dtype, target, order = combo.ids
+        head = f"{wid:52s} {dtype:8s} {target:15s} {order:10s}"
+        if r.has_output:
+            m = r.metrics
+            if r.latency_s is not None:
+                ratio = warm["peer_ratio"].get(combo)
+                timing = f"{r.latency_s * 1e3:9.3f} {r.gflops:8.2f}"
+                ratio = f"{ratio:7.2f}" if ratio else f"{'-':>7s}"
+            else:  # emulated: its time is not latency and has no throughput or peer
+                timing, ratio = f"{'emulated':>18s}", f"{'-':>7s}"
+            lines.append(f"{head} {timing} {ratio} "
+                         f"{m['ulp_mean']:9.3f} {m['scaled_error']:8.3f} {m['bound_fraction']:7.4f}  ok")
+        elif r.ok:
+            lines.append(f"{head} {'':>53s}  ok (compile-only)")
+        else:
+            lines.append(f"{head} {'':>53s}  {r.status.value}: {r.reason[:90]}")
+    counts = {s: sum(r.status.value == s for r in records.values()) for s in ("ok", "skipped", "failed")}
+    lines += [
+        "",
+        f"combinations: {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} failed",
+        f"measure + compile + reference: {warm['seconds']:.1f} s (references {warm['reference_s']:.1f} s)",
+        f"asv run: {asv_s:.1f} s, exit {asv_status}; publish exit {publish_status}; log {log_path}",
+        f"results: {out_dir / 'results'} (commit {commit[:12]})",
+        f"asv's own HTML: {out_dir / 'html' / 'index.html'}",
+    ]
+    if archived:
+        lines.append(f"previous results for this commit kept in {archived[0].parent}")
+    return "\n".join(lines)

@@ -1,0 +1,134 @@
+"""What every target is and can do: the one protocol the rest of the suite relies on.
+
+A target builds a scheduled PrimFunc to a file and loads it as a :class:`Kernel`. Its declared
+capabilities say how its results are to be read, so no caller probes attributes:
+
+- ``mode``: :attr:`Mode.NATIVE` (runs here: latency), :attr:`Mode.EMULATED` (runs under an
+  emulator: outputs and emulated seconds, never latency) or :attr:`Mode.COMPILE_ONLY` (code
+  metrics only);
+- ``orders``: the loop orders it runs (None: all), with ``orders_note`` saying why not the others;
+- ``records_of``: whose tuning records its ``tuned`` order replays (its own by default);
+- ``exclusive``: measured one combination at a time (a GPU: timings must not overlap);
+- ``peer_device``: the PyTorch device of its latency peer, or None.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from pathlib import Path
+
+import numpy as np
+
+from suite import cache, compat
+from suite.errors import OrderNotApplicable, UserError
+
+
+class Mode(enum.Enum):
+    NATIVE = "native"
+    EMULATED = "emulated"
+    COMPILE_ONLY = "compile-only"
+
+
+class NotTunable(UserError):
+    """MetaSchedule cannot tune for this target here (one-line message)."""
+
+
+class Kernel(abc.ABC):
+    """A compiled workload bound to its inputs, ready to run and time."""
+
+    @abc.abstractmethod
+    def run(self) -> None: ...
+
+    @abc.abstractmethod
+    def output(self) -> np.ndarray:
+        """Run once and return the output."""
+
+    @abc.abstractmethod
+    def time(self, repeat: int = 5) -> list[float]:
+        """Seconds per run, one value per repeat (emulated seconds for an emulated kernel)."""
+
+
+class ModuleKernel(Kernel):
+    """A TVM runtime module's function on a device (llvm, cuda)."""
+
+    def __init__(self, module, device, inputs, output_shape, dtype, entry="main", synchronize=False):
+        self.device = device
+        self.synchronize = synchronize  # GPU launches return at once: run() waits for the kernel
+        self.function = module[entry]
+        self._module, self._entry = module, entry
+        self.args = [compat.to_device(a, device) for a in inputs]
+        self.result = compat.empty(tuple(output_shape), dtype, device)
+        self.args.append(self.result)
+
+    def run(self) -> None:
+        self.function(*self.args)
+        if self.synchronize:
+            self.device.sync()
+
+    def output(self) -> np.ndarray:
+        self.run()
+        return self.result.numpy()
+
+    def time(self, repeat: int = 5, min_repeat_ms: int = 20) -> list[float]:
+        """TVM's own time_evaluator (CUDA events on a GPU)."""
+        evaluator = self._module.time_evaluator(
+            self._entry, self.device, number=1, repeat=repeat, min_repeat_ms=min_repeat_ms
+        )
+        return [float(t) for t in evaluator(*self.args).results]
+
+
+class Target(abc.ABC):
+    name: str
+    mode: Mode = Mode.NATIVE
+    orders: tuple[str, ...] | None = None
+    orders_note: str = ""
+    records_of: str | None = None
+    exclusive: bool = False
+    peer_device: str | None = None
+
+    #: The file a build writes (beside it, a target may write more: assembly, linked ELF).
+    KERNEL_FILE = "kernel.so"
+
+    @property
+    def records_target(self) -> str:
+        """The target whose committed tuning records the ``tuned`` order replays."""
+        return self.records_of or self.name
+
+    @abc.abstractmethod
+    def identity(self) -> dict:
+        """What keys this target's builds in the cache. Cheap: no TVM import, no tool run
+        (asv's benchmark processes look records up by it)."""
+
+    @abc.abstractmethod
+    def tvm_target(self):
+        """The TVM Target that builds for it."""
+
+    def unavailable(self) -> str | None:
+        """Why this target cannot run on this machine (tools missing, no GPU), or None."""
+        return None
+
+    def tuning_target(self):
+        """The TVM Target MetaSchedule tunes for."""
+        return self.tvm_target()
+
+    def check_order(self, order: str) -> None:
+        if self.orders is not None and order not in self.orders:
+            raise OrderNotApplicable(f"{order} is not run on {self.name}: {self.orders_note}")
+
+    def prepare(self, func, order: str):
+        """The target's own scheduling of ``func`` in loop ``order`` (e.g. GPU thread binding)."""
+        self.check_order(order)
+        return func
+
+    def build(self, func, path: Path) -> None:
+        """Compile ``func`` to a shared library at ``path``."""
+        module = compat.build(func, self.tvm_target())
+        cache.write_file(path, module.export_library)
+
+    @abc.abstractmethod
+    def load(self, path: Path, inputs, output_shape, dtype) -> Kernel: ...
+
+    def codegen_metrics(self, path: Path) -> dict | None:
+        """Code size and instruction counts of a build, where the target has them."""
+        return None

@@ -1,0 +1,115 @@
+"""What the asv benchmarks track: every metric declared once.
+
+Each metric names the asv benchmark that records it (``module.Class.method``), the key of its
+value in what that benchmark class reads (a record's values, see
+:meth:`suite.core.record.Record.values`), its unit, and which direction is worse. The benchmark
+classes in ``benchmarks/`` get their ``track_*`` methods from this table, and results, report and
+gate read it to know what each asv result means, so no second list exists anywhere.
+
+No TVM here: asv benchmark processes import this to build their classes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+HIGHER, LOWER = "higher", "lower"
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str  #: short name used by the report, thresholds.toml and the gate
+    benchmark: str  #: the asv benchmark, relative to benchmarks/: module.Class.method
+    key: str  #: where the value sits in the benchmark class's values
+    unit: str
+    doc: str
+    worse: str | None  #: "higher" or "lower" is worse; None: information, no direction
+
+    @property
+    def module(self) -> str:
+        return self.benchmark.split(".")[0]
+
+    @property
+    def cls(self) -> str:
+        return self.benchmark.split(".")[1]
+
+    @property
+    def method(self) -> str:
+        return self.benchmark.split(".")[2]
+
+    @property
+    def timed(self) -> bool:
+        """Timed by asv itself (``time_*``), not read from a record."""
+        return self.method.startswith("time_")
+
+
+def _m(name, benchmark, key, unit, doc, worse=HIGHER) -> Metric:
+    return Metric(name, benchmark, key, unit, doc, worse)
+
+
+METRICS: tuple[Metric, ...] = (
+    # Latency (native targets): bench_latency
+    _m("time_kernel", "bench_latency.KernelTime.time_kernel", "", "seconds",
+       "asv's timing of one kernel call"),
+    _m("latency", "bench_latency.Throughput.track_latency_median", "latency_s", "seconds",
+       "Median of TVM's time_evaluator repeats, in seconds."),
+    _m("gflops", "bench_latency.Throughput.track_gflops", "gflops", "GFLOP/s",
+       "Useful FLOPs per second at the median latency.", worse=LOWER),
+    # Accuracy against the float64 reference: bench_accuracy
+    _m("ulp_max", "bench_accuracy.Accuracy.track_ulp_max", "ulp_max", "ULP",
+       "Largest per-element error in ULPs of the reference value (explodes near zero)."),
+    _m("ulp_mean", "bench_accuracy.Accuracy.track_ulp_mean", "ulp_mean", "ULP",
+       "Mean per-element error in ULPs of the reference value."),
+    _m("ulp_p99", "bench_accuracy.Accuracy.track_ulp_p99", "ulp_p99", "ULP",
+       "99th percentile of the per-element error in ULPs."),
+    _m("scaled_error", "bench_accuracy.Accuracy.track_scaled_error", "scaled_error", "ULP of max|ref|",
+       "max|y - r| in ULPs of max|r|: not blown up by cancellation near zero."),
+    _m("bound_fraction", "bench_accuracy.Accuracy.track_bound_fraction", "bound_fraction", "fraction",
+       "Share of the worst-case rounding bound used; above 1 no summation order explains it."),
+    _m("nonfinite", "bench_accuracy.Accuracy.track_nonfinite", "nonfinite", "elements",
+       "Output elements that are inf or nan."),
+    # Divergence from the default loop order on the same target: bench_divergence
+    _m("differ_fraction", "bench_divergence.DivergenceFromDefault.track_differ_fraction", "differ_fraction",
+       "fraction", "Fraction of output elements whose bits differ from the default order's.", worse=None),
+    _m("max_ulp_distance", "bench_divergence.DivergenceFromDefault.track_max_ulp_distance",
+       "max_ulp_distance", "ULP", "Largest distance, in representable values, from the default order's output."),
+    _m("exceeds_bound", "bench_divergence.DivergenceFromDefault.track_exceeds_bound", "exceeds_bound", "flag",
+       "1 when either output uses more than the worst-case rounding bound."),
+    # Hexagon codegen: bench_codegen
+    _m("compile_success", "bench_codegen.HexagonCodegen.track_compile_success", "compile_success", "flag",
+       "1 when TVM built a Hexagon object (a failed build is an asv failure, null).", worse=LOWER),
+    _m("code_bytes", "bench_codegen.HexagonCodegen.track_code_bytes", "code_bytes", "bytes",
+       "Bytes of executable sections of the object."),
+    _m("compile_seconds", "bench_codegen.HexagonCodegen.track_compile_seconds", "compile_s", "seconds",
+       "Wall seconds to schedule and build (noisy on a shared machine)."),
+    _m("qfloat_instructions", "bench_codegen.HexagonInstructions.track_qfloat_instructions", "qfloat_total",
+       "instructions", "HVX qfloat instructions: qf16/qf32 arithmetic and hf/sf <-> qf conversions.", worse=None),
+    _m("qfloat_arith", "bench_codegen.HexagonInstructions.track_qfloat_arith", "qfloat_arith", "instructions",
+       "HVX qfloat arithmetic (vmpy/vadd/vsub giving qf16/qf32).", worse=None),
+    _m("qfloat_convert", "bench_codegen.HexagonInstructions.track_qfloat_convert", "qfloat_convert",
+       "instructions", "Conversions between qfloat and IEEE vectors.", worse=None),
+    _m("hvx_fp_vector_instructions", "bench_codegen.HexagonInstructions.track_hvx_fp_vector_instructions",
+       "hvx_fp_vector", "instructions", "Instructions on HVX vectors of hf/sf/qf16/qf32.", worse=None),
+    _m("scalar_fp_instructions", "bench_codegen.HexagonInstructions.track_scalar_fp_instructions", "scalar_fp",
+       "instructions", "Scalar floating-point instructions (sf*/df*, convert_*).", worse=None),
+    _m("emulated_seconds", "bench_codegen.HexagonEmulated.track_emulated_seconds", "emulated_s",
+       "seconds (emulated)", "Guest-measured seconds of the kernel call under qemu-hexagon (not hardware latency)."),
+    # The PyTorch peer: bench_peer
+    _m("peer_ratio", "bench_peer.PyTorchPeer.track_latency_ratio_to_pytorch", "ratio", "ratio",
+       "TVM latency / PyTorch latency for the same layer: below 1 TVM is faster."),
+)
+
+BY_NAME = {m.name: m for m in METRICS}
+BY_BENCHMARK = {m.benchmark: m for m in METRICS}
+
+
+def get(name: str) -> Metric:
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"unknown metric {name!r}; known: {', '.join(BY_NAME)}") from None
+
+
+def of_class(module: str, cls: str) -> list[Metric]:
+    """The metrics one benchmark class records."""
+    return [m for m in METRICS if m.module == module and m.cls == cls]
