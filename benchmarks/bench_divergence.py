@@ -1,4 +1,5 @@
-"""How much the choice of loop order changes a workload's output, against ``default``."""
+"""How much the choice of loop order changes a workload's output and its error, against ``default``
+on the same target."""
 
 from .common import ComboBenchmark, measurement
 
@@ -7,4 +8,4 @@ class DivergenceFromDefault(ComboBenchmark):
     need = "OUTPUT"
 
     def read(self):
-        return measurement.divergence(self.combo, "default")
+        return measurement.tracked_divergence(self.combo)

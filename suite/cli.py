@@ -95,7 +95,10 @@ def _print_record(record: dict) -> None:
               f"   {record['gflops']:.2f} GFLOP/s   compile {record['compile_s']:.2f} s")
     print(f"ULP error  max {m['ulp_max']:.4g}   mean {m['ulp_mean']:.4g}   p99 {m['ulp_p99']:.4g}")
     print(f"scaled     {m['scaled_error']:.4g} ULP of max|ref|")
-    print(f"bound      {m['bound_fraction']:.4g} of gamma_K*|ref| (K={record['accumulation_length']})")
+    k, dtype = record["accumulation_length"], record["dtype"]
+    rigorous = (f"{m['bound_fraction']:.4g} of gamma_K*m" if m["bound_fraction"] == m["bound_fraction"]
+                else f"none (no rigorous bound for K = {k} in {dtype}: K*u >= 1)")
+    print(f"bound      {rigorous}; probabilistic {m['prob_bound_fraction']:.4g} of gamma~_K(lambda)*m (K={k})")
     print(f"abs error  max {m['max_abs_error']:.4g}   mean {m['mean_abs_error']:.4g}")
     print(f"non-finite {int(m['nonfinite'])}")
     d = record.get("divergence")
@@ -104,6 +107,8 @@ def _print_record(record: dict) -> None:
     elif d:
         print(f"vs {d['against']:8s} {d['differ_fraction'] * 100:.2f}% of elements differ, "
               f"max {d['max_ulp_distance']:.0f} ULP apart, exceeds bound: {bool(d['exceeds_bound'])}")
+        print(f"           error vs float64 {d['error_ratio']:.3f}x default's (z {d['error_ratio_z']:.1f}), "
+              f"bias shift {d['bias_shift']:+.3f} of default's mean |err| (|z| {d['bias_shift_z']:.1f})")
 
 
 def _save_arrays(args, combo: Combo, record) -> None:
@@ -167,7 +172,7 @@ def cmd_history(args) -> int:
     from suite.history import commits
 
     found = commits.history_commits(Path(args.tvm_repo), args.releases, args.range)
-    grid = Grid.of(_listed(args.workloads), _listed(args.dtypes), ["llvm"],
+    grid = Grid.of(_listed(args.workloads), _listed(args.dtypes), _listed(args.targets),
                    _listed(args.orders) or ["default", "tuned"])
     summary = commits.run_history(Path(args.tvm_repo), found, grid, quick=not args.full, out_dir=Path(args.out),
                                   env_dir=Path(args.env_dir) if args.env_dir else None)
@@ -251,6 +256,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workloads", help="comma-separated ids or model names (default: seed + resnet50)")
     p.add_argument("--dtypes", default=",".join(workloads.DTYPES))
     p.add_argument("--orders", help="comma-separated loop orders (default: default,tuned)")
+    p.add_argument("--targets", default="llvm",
+                   help=f"comma-separated targets (default: llvm; any of {', '.join(targets.names())})")
     p.add_argument("--full", action="store_true", help="asv's own timing repeats instead of the quick ones")
     p.add_argument("--out", default="reports/history", help="results, asv log and published HTML")
     p.add_argument("--env-dir", help="where asv keeps its environments (default: .asv/env-history)")

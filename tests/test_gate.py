@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from asv_runs import two_commit_results
+from asv_runs import VACUOUS, two_commit_results
 
 pytestmark = pytest.mark.slow
 
@@ -25,8 +25,12 @@ def test_ready_with_default_thresholds(cli, runs):
     assert "verdict: READY -> exit 0" in result.stdout
     assert "latency vs " in result.stdout and "ulp_mean float16" in result.stdout
     assert "FAIL" not in result.stdout and "MISSING" not in result.stdout
-    # The divergence rule has no Hexagon target to compare here, and says so.
-    assert "NOT CHECKED" in result.stdout
+    # tuned vs default on llvm is an IEEE reordering: compared, not marked.
+    assert "divergence marks" in result.stdout and "2 combinations compared" in result.stdout
+    # K = 2305 in float16: the rigorous bound does not exist; listed, never counted as passed.
+    assert "probabilistic bound fraction (lambda 9.4)" in result.stdout
+    rigorous = next(line for line in result.stdout.splitlines() if line.startswith("rigorous bound fraction"))
+    assert "2 not checked" in rigorous and rigorous.rstrip().endswith("PASS")
 
 
 def test_stricter_thresholds_fail(cli, runs, tmp_path):
@@ -42,10 +46,21 @@ def test_stricter_thresholds_fail(cli, runs, tmp_path):
 def test_divergence_marks_fail_the_gate(cli, runs, tmp_path):
     results, _, commits = runs
     t = tmp_path / "t.toml"
-    t.write_text('[divergence]\ntargets = ["llvm"]\nmax_ulp_distance = 100.0\n')
+    t.write_text("[divergence]\nmax_bias_shift = 0.0\nmin_z = 0.0\n")  # any shift at all marks
     result = gate(cli, results, "--commit", commits[1], "--thresholds", str(t))
     assert result.returncode == 1
-    assert "fail: tuned fp16 conv2d divergence" in result.stdout
+    assert "fail: divergence marks" in result.stdout and "error drifted to one side" in result.stdout
+
+
+def test_unchecked_bounds_are_listed_with_the_reason(cli, runs, tmp_path):
+    results, _, commits = runs
+    t = tmp_path / "t.toml"
+    t.write_text("[bound]\nmax_fraction = 0.0\n")  # every checkable bound fraction fails
+    result = gate(cli, results, "--commit", commits[1], "--thresholds", str(t))
+    assert result.returncode == 1
+    text = result.stdout
+    assert f"not checked: {VACUOUS} float16 llvm default: no rigorous bound for K = 2305 in float16" in text
+    assert "fail: rigorous bound fraction" in text and "fail: probabilistic bound fraction" in text
 
 
 def test_missing_data_is_never_ready(cli, runs, tmp_path):
@@ -53,9 +68,9 @@ def test_missing_data_is_never_ready(cli, runs, tmp_path):
     # The first commit has no baseline to compare latency with.
     result = gate(cli, results, "--commit", commits[0], "--tvm-repo", str(repo))
     assert result.returncode == 2 and "MISSING" in result.stdout
-    # The divergence rule can be required: no Hexagon results is then missing data.
+    # The divergence rules can be required: no Hexagon results is then missing data.
     t = tmp_path / "t.toml"
-    t.write_text("[divergence]\nrequired = true\n")
+    t.write_text('[divergence]\nrequired = true\ntargets = ["hexagon*"]\n')
     result = gate(cli, results, "--commit", commits[1], "--thresholds", str(t))
     assert result.returncode == 2 and "DATA MISSING" in result.stdout
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from asv_runs import WORKLOAD, two_commit_results
+from asv_runs import VACUOUS, WORKLOAD, two_commit_results
 
 pytestmark = pytest.mark.slow
 CHROMIUM = Path("/usr/bin/chromium")
@@ -20,8 +20,8 @@ def runs(tmp_path_factory):
 
 
 def llvm_marks_thresholds(path):
-    """Make the divergence rule look at llvm (the only target here), with a low ULP-distance threshold."""
-    path.write_text('[divergence]\ntargets = ["llvm"]\nmax_ulp_distance = 100.0\n')
+    """Make the bias-shift rule fire on any shift at all (llvm's tuned vs default here)."""
+    path.write_text("[divergence]\nmax_bias_shift = 0.0\nmin_z = 0.0\n")
     return path
 
 
@@ -40,17 +40,23 @@ def test_report_from_real_runs(cli, runs, tmp_path):
     for row in (default, tuned):
         values = row["values"]
         assert values["latency"] > 0 and values["gflops"] > 0 and values["ulp_mean"] > 0
-        assert 0 < values["bound_fraction"] < 1
+        assert 0 < values["bound_fraction"] < 1 and 0 < values["prob_bound_fraction"] < 1
+        assert values["accumulation_length"] == 147 and row["no_rigorous_bound"] is None
         assert row["previous"]["latency"]["commit"] == commits[0]
         assert "latency_pct" in row["change"]
     assert tuned["values"]["max_ulp_distance"] > 0 and default["values"]["max_ulp_distance"] is None
-    # Default thresholds: the ULP-distance rule is for Hexagon targets; llvm is within the bound.
+    # An IEEE reordering: bits differ, the error against float64 stays alike.
+    assert 0.9 < tuned["values"]["error_ratio"] < 1.1 and abs(tuned["values"]["bias_shift"]) < 0.1
+    # K = 2305 in float16: no rigorous bound (NaN, never 0), the probabilistic one is finite.
+    vacuous = rows[(VACUOUS, "float16", "llvm", "default")]
+    assert vacuous["values"]["bound_fraction"] is None and 0 < vacuous["values"]["prob_bound_fraction"] < 1
+    assert vacuous["no_rigorous_bound"] == "no rigorous bound for K = 2305 in float16"
+    # Default thresholds: llvm's tuned order is a reordering, within the bounds: no marks.
     assert facts["divergence"]["marks"] == [] and facts["divergence"]["first_divergent"] is None
     assert facts["divergence"]["last_good"]["hash"] == commits[1]
-    assert facts["thresholds"]["divergence"]["targets"] == ["hexagon*"]
     assert isinstance(facts["regressions"], list)
     html = (out / "index.html").read_text()
-    assert "No divergent commit" in html and "hold no target matching" in html
+    assert "No divergent commit" in html and "no rigorous bound for K = 2305 in float16" in html
     assert html.count('<svg class="chart"') >= 4 and 'class="line"' in html
     assert not re.search(r'(src|href)="(https?:)?//', html.replace('href="https://github.com/apache/tvm/commit/', ""))
 
@@ -66,12 +72,16 @@ def test_marks_name_first_divergent_commit(cli, runs, tmp_path):
     d = facts["divergence"]
     assert d["first_divergent"]["hash"] == commits[0] and d["last_good"] is None
     assert {m["commit"] for m in d["marks"]} == set(commits)
-    mark = d["marks"][0]
+    mark = next(m for m in d["marks"] if m["workload"] == WORKLOAD)
     assert (mark["workload"], mark["dtype"], mark["target"], mark["order"]) == (WORKLOAD, "float16", "llvm", "tuned")
-    assert mark["metric"] == "max_ulp_distance" and mark["value"] > 100 and mark["threshold"] == 100
+    assert mark["metric"] == "bias_shift" and mark["threshold"] == 0 and mark["rule"].startswith("error drifted")
     html = (out / "index.html").read_text()
     assert "First divergent commit" in html and f"https://github.com/apache/tvm/commit/{commits[0]}" in html
     assert 'class="mark"' in html
+    # Where it diverges: the H x W heat map and the per-channel bars, exported beside the results.
+    assert (results.parent / "maps" / commits[1] / f"{WORKLOAD}.float16.llvm.tuned.npz").is_file()
+    assert html.count('<img class="hw" src="data:image/png;base64,') == len(d["marks"])
+    assert html.count('<svg class="bars"') == len(d["marks"])
     assert "first divergent commit: " in result.stdout
 
 

@@ -30,8 +30,11 @@ def test_committed_trace_replays_and_is_faster_with_identical_sums():
     assert tuned.latency_s < default.latency_s / 2
     assert tuned.metrics["bound_fraction"] < 1
     divergence = measurement.divergence(Combo.resolve(MATMUL, "float32", "llvm", "tuned"))
-    assert set(divergence) == {"differ_fraction", "max_ulp_distance", "exceeds_bound", "against"}
+    assert set(divergence) == {"differ_fraction", "max_ulp_distance", "error_ratio", "error_ratio_z", "bias_shift",
+                               "bias_shift_z", "exceeds_bound", "against"}
     assert divergence["exceeds_bound"] == 0.0
+    # The tuned matmul sums each element in the same order: identical output, identical error.
+    assert divergence["differ_fraction"] == 0.0 and divergence["error_ratio"] == 1.0
 
 
 def test_missing_record_is_a_skip_with_the_command_to_make_it(records):

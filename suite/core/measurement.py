@@ -21,7 +21,7 @@ import numpy as np
 
 from suite import cache, compat
 from suite.core import metrics, reference, schedules, workloads
-from suite.core.combo import SCHEMA, Combo
+from suite.core.combo import COMMIT_ENV, MAPS_ENV, SCHEMA, Combo
 from suite.core.record import Kind, Record, Status
 from suite.errors import Skipped, UserError
 from suite.targets.base import Mode
@@ -196,27 +196,64 @@ def load_kernel(combo: Combo):
 
 
 def divergence(combo: Combo, against: str = "default") -> dict:
-    """How far the output of ``combo`` is from that of the ``against`` order on the same target.
+    """How the output of ``combo`` differs from that of the ``against`` order on the same target.
 
-    ``differ_fraction`` and ``max_ulp_distance`` compare the two outputs bit for bit;
-    ``exceeds_bound`` is 1.0 when either output uses more than the worst-case rounding bound
-    (bound fraction above 1), the sign of an error no summation order explains.
-    Cached under the digests of both outputs. Raises Skipped when either has no output.
+    ``differ_fraction`` and ``max_ulp_distance`` compare the two outputs bit for bit (information:
+    any reordering of a sum changes bits); ``error_ratio``, ``bias_shift`` and their z-scores
+    compare their errors against float64 (:func:`suite.core.metrics.error_shift`: what tells a
+    reordering from different arithmetic); ``exceeds_bound`` is 1.0 when either output uses more
+    than the probabilistic rounding bound. Cached under the digests of both outputs, with the
+    maps of where they differ (:func:`difference_maps`). Raises Skipped when either has no output.
     """
+    return _divergence_entry(combo, against)[0]
+
+
+def difference_maps(combo: Combo, against: str = "default") -> dict:
+    """Mean |diff| from ``against`` per output channel and over H x W (see divergence())."""
+    path = _divergence_entry(combo, against)[1]
+    with np.load(path, allow_pickle=False) as data:
+        return {name: data[name] for name in data.files}
+
+
+def export_maps(combo: Combo, against: str, directory: Path) -> Path:
+    """Copy the difference maps to ``directory/<workload>.<dtype>.<target>.<order>.npz``, where a
+    report over asv results finds them (asv keeps numbers only)."""
+    source = _divergence_entry(combo, against)[1]
+    target = Path(directory) / f"{'.'.join(combo.ids)}.npz"
+    cache.write_file(target, lambda tmp: shutil.copyfile(source, tmp))
+    return target
+
+
+def tracked_divergence(combo: Combo) -> dict:
+    """The divergence from ``default`` that asv tracks; its maps are exported for the report to
+    ``$TVM_SUITE_MAPS_DIR/<commit>/`` when that is set."""
+    result = divergence(combo, "default")
+    directory, commit = os.environ.get(MAPS_ENV), os.environ.get("ASV_COMMIT") or os.environ.get(COMMIT_ENV)
+    if directory and commit:
+        export_maps(combo, "default", Path(directory) / commit)
+    return result
+
+
+def _divergence_entry(combo: Combo, against: str) -> tuple[dict, Path]:
     if combo.order == against:
         raise Skipped(f"{combo.order} against itself")
     base = combo.with_order(against)
     ours, theirs = _require_output(combo), _require_output(base)
     key = {"schema": SCHEMA, "ours": ours.parts[OUTPUT_FILE], "theirs": theirs.parts[OUTPUT_FILE],
-           "bounds": [ours.metrics["bound_fraction"], theirs.metrics["bound_fraction"]]}
-    path = cache.entry("divergence", f"{combo.label}-vs-{against}", key) / "divergence.json"
-    stored = cache.read_json(path)
-    if isinstance(stored, dict):
-        return stored
+           "bounds": [ours.metrics["prob_bound_fraction"], theirs.metrics["prob_bound_fraction"]]}
+    where = cache.entry("divergence", f"{combo.label}-vs-{against}", key)
+    stored = cache.read_json(where / "divergence.json")
+    if isinstance(stored, dict) and (where / "maps.npz").is_file():
+        return stored, where / "maps.npz"
+    a, b = output(combo), output(base)
+    ref, _ = reference_arrays(combo.workload, combo.dtype)
     result = {
-        **metrics.divergence(output(combo), output(base)),
-        "exceeds_bound": float(max(ours.metrics["bound_fraction"], theirs.metrics["bound_fraction"]) > 1.0),
+        **metrics.divergence(a, b),
+        **metrics.error_shift(a, b, ref),
+        "exceeds_bound": float(max(ours.metrics["prob_bound_fraction"], theirs.metrics["prob_bound_fraction"]) > 1),
         "against": against,
     }
-    cache.write_json(path, result)
-    return result
+    maps = metrics.difference_maps(a, b, combo.workload.layout)
+    cache.write_file(where / "maps.npz", lambda tmp: np.savez_compressed(tmp, **maps))
+    cache.write_json(where / "divergence.json", result)
+    return result, where / "maps.npz"

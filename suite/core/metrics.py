@@ -6,13 +6,10 @@ import math
 
 import numpy as np
 
+from suite.core import bounds
+
 # Integer type with the same width as each supported float, for bit views.
 _BITS_AS_INT = {np.dtype(np.float16): np.int16, np.dtype(np.float32): np.int32}
-
-
-def unit_roundoff(dtype) -> float:
-    """Unit roundoff u = 2**-p of round-to-nearest in ``dtype``."""
-    return float(np.finfo(dtype).eps) / 2
 
 
 def ulp(r, dtype) -> np.ndarray:
@@ -36,38 +33,26 @@ def ulp_error(y, r, dtype) -> np.ndarray:
     return _abs_error(y, r) / ulp(r, dtype)
 
 
-def gamma(k: int, dtype) -> float:
-    """Higham's gamma_k = k*u / (1 - k*u); inf once the bound is vacuous."""
-    if k < 0:
-        raise ValueError(f"accumulation length must be >= 0, got {k}")
-    ku = k * unit_roundoff(dtype)
-    return math.inf if ku >= 1 else ku / (1 - ku)
-
-
-def accuracy_metrics(y, r, m, k: int, dtype) -> dict[str, float]:
+def accuracy_metrics(y, r, m, k: int, dtype, lam: float = bounds.DEFAULT_LAMBDA) -> dict[str, float]:
     """Error statistics of output ``y`` against reference ``r``.
 
-    ``m`` is the magnitude chain (see ``reference.evaluate_magnitude``) and
-    ``k`` the accumulation length. Non-finite outputs are kept, so the error
-    metrics become inf/nan rather than hiding them.
+    ``m`` is the magnitude chain (see ``reference.evaluate_magnitude``) and ``k`` the accumulation
+    length. ``bound_fraction`` uses the rigorous gamma_k and is NaN where that bound does not
+    exist (k*u >= 1); ``prob_bound_fraction`` uses the probabilistic gamma~_k(lam), finite for
+    every k (see :mod:`suite.core.bounds`). Non-finite outputs are kept, so the error metrics
+    become inf/nan rather than hiding them.
     """
     y = np.asarray(y)
     r = np.asarray(r, dtype=np.float64)
-    m = np.asarray(m, dtype=np.float64)
-    if not y.shape == r.shape == m.shape:
-        raise ValueError(f"shapes differ: y {y.shape}, r {r.shape}, m {m.shape}")
+    if y.shape != r.shape:
+        raise ValueError(f"shapes differ: y {y.shape}, r {r.shape}")
     if y.size == 0:
         raise ValueError("accuracy metrics of an empty output are undefined")
-
-    abs_error = _abs_error(y, r)
+    fractions = bounds.bound_fractions(y, r, m, k, dtype, lam)
+    with np.errstate(invalid="ignore", over="ignore"):
+        signed_error = np.asarray(y, dtype=np.float64) - r
+    abs_error = np.abs(signed_error)
     errors_ulp = abs_error / ulp(r, dtype)
-    g = gamma(k, dtype)
-    bound = np.full_like(m, np.inf) if math.isinf(g) else g * m
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = abs_error / bound
-    # An exact element meets any bound, including a zero one (0/0).
-    ratio = np.where(abs_error == 0, 0.0, ratio)
-
     return {
         "ulp_max": float(np.max(errors_ulp)),
         "ulp_mean": float(np.mean(errors_ulp)),
@@ -76,9 +61,11 @@ def accuracy_metrics(y, r, m, k: int, dtype) -> dict[str, float]:
         # Per-element ULP explodes near zero after cancellation, so also
         # measure the worst error against the spacing at the output's scale.
         "scaled_error": float(np.max(abs_error) / ulp(np.max(np.abs(r)), dtype)),
-        "bound_fraction": float(np.max(ratio)),
+        "bound_fraction": fractions["bound_fraction"],
+        "prob_bound_fraction": fractions["prob_bound_fraction"],
         "max_abs_error": float(np.max(abs_error)),
         "mean_abs_error": float(np.mean(abs_error)),
+        "mean_signed_error": float(np.mean(signed_error)),
         "nonfinite": float(np.count_nonzero(~np.isfinite(y))),
     }
 
@@ -114,6 +101,62 @@ def divergence(a, b) -> dict[str, float]:
         "differ_fraction": float(np.mean(differs)),
         "max_ulp_distance": max_distance,
     }
+
+
+def error_shift(y, y_base, r) -> dict[str, float]:
+    """How the error of output ``y`` against the float64 reference ``r`` differs from that of
+    ``y_base`` (the same workload, another loop order), over the elements.
+
+    A reordering of IEEE sums moves the errors around but leaves their size and sign balance
+    alike; arithmetic that rounds differently (biased, or coarser) changes them. So:
+
+    - ``error_ratio`` = mean|y - r| / mean|y_base - r|, with ``error_ratio_z`` the z-score of
+      the paired differences |y - r| - |y_base - r| (one-sided: larger is worse);
+    - ``bias_shift`` = (mean(y - r) - mean(y_base - r)) / mean|y_base - r|, the drift of the
+      whole output to one side in units of the base's typical error, with ``bias_shift_z`` the
+      z-score of the paired differences (y - r) - (y_base - r) = y - y_base.
+
+    z-scores treat the elements as independent samples (elements sharing inputs are not, so
+    they overstate significance); the effect sizes carry the rules, the z-scores only keep
+    small outputs from being judged on noise.
+    """
+    r = np.asarray(r, dtype=np.float64)
+    e = np.asarray(y, dtype=np.float64).ravel() - r.ravel()
+    e_base = np.asarray(y_base, dtype=np.float64).ravel() - r.ravel()
+    scale = float(np.mean(np.abs(e_base)))
+    return {
+        "error_ratio": _ratio(float(np.mean(np.abs(e))), scale),
+        "error_ratio_z": _z(np.abs(e) - np.abs(e_base)),
+        "bias_shift": _ratio(float(np.mean(e) - np.mean(e_base)), scale),
+        "bias_shift_z": abs(_z(e - e_base)),
+    }
+
+
+def _ratio(value: float, scale: float) -> float:
+    if scale == 0:
+        return 0.0 if value == 0 else math.copysign(math.inf, value)
+    return value / scale
+
+
+def _z(differences: np.ndarray) -> float:
+    """z-score of the mean of paired differences (0 when they are all equal)."""
+    n = differences.size
+    std = float(np.std(differences))
+    mean = float(np.mean(differences))
+    if std == 0:
+        return 0.0 if mean == 0 else math.copysign(math.inf, mean)
+    return mean / (std / math.sqrt(n))
+
+
+def difference_maps(a, b, layout: str) -> dict[str, np.ndarray]:
+    """Where two outputs differ: mean |a - b| per output channel, and over H x W (averaged over
+    batch and channels) for 4-d outputs of ``layout`` NHWC or NCHW."""
+    diff = np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64))
+    if diff.ndim != 4:
+        return {"channels": diff.reshape(-1, diff.shape[-1]).mean(axis=0)}
+    if layout == "NCHW":
+        diff = diff.transpose(0, 2, 3, 1)
+    return {"channels": diff.mean(axis=(0, 1, 2)), "hw": diff.mean(axis=(0, 3))}
 
 
 def _abs_error(y, r) -> np.ndarray:

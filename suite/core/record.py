@@ -63,7 +63,8 @@ class Record:
 
     def values(self) -> dict:
         """Every number of the record, flat: what the benchmarks track (see suite.tracked)."""
-        found = {k: getattr(self, k) for k in ("compile_s", "latency_s", "gflops", "emulated_s")}
+        found = {k: getattr(self, k) for k in ("compile_s", "latency_s", "gflops", "emulated_s",
+                                                 "accumulation_length")}
         found.update(self.metrics or {})
         found.update(self.codegen or {})
         if self.codegen is not None:

@@ -60,6 +60,15 @@ class Workload:
     def output_shape(self) -> list[int]:
         return self.chain["output_shape"]
 
+    @property
+    def layout(self) -> str:
+        """The data layout of the output (NHWC or NCHW; dense and mean outputs are N x C)."""
+        for step in self.chain["steps"]:
+            attrs = step.get("attrs", {})
+            if "data_layout" in attrs or "layout" in attrs:
+                return attrs.get("data_layout") or attrs["layout"]
+        return "NHWC"
+
     def summary(self) -> dict:
         return {
             "id": self.id,

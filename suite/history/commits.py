@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from suite import cache, git
-from suite.core.combo import Grid
+from suite.core.combo import COMMIT_ENV, MAPS_ENV, Grid
 from suite.errors import UserError
 from suite.history import driver, releases
 
@@ -98,7 +98,10 @@ def run_history(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, quick:
     hashfile = out_dir / "commits.txt"
     cache.write_text(hashfile, "".join(f"{c.commit}\n" for c in commits))
 
-    os.environ.update({**grid.to_env(), **no_submodules_env(repo, [c.commit for c in commits])})
+    # Difference maps go beside results/, per commit (asv tells each benchmark process its ASV_COMMIT).
+    os.environ.update({**grid.to_env(), MAPS_ENV: str((out_dir / "maps").resolve()),
+                       **no_submodules_env(repo, [c.commit for c in commits])})
+    os.environ.pop(COMMIT_ENV, None)
     print(f"history of {len(commits)} commits of {repo}: "
           + ", ".join(f"{c.label} ({c.commit[:10]})" for c in commits), flush=True)
     driver.machine(config, log_path)

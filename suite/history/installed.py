@@ -16,7 +16,7 @@ from pathlib import Path
 
 from suite import compat, git
 from suite.core import measurement, peers
-from suite.core.combo import Grid
+from suite.core.combo import COMMIT_ENV, MAPS_ENV, Grid
 from suite.errors import Skipped, UserError
 from suite.history import driver
 
@@ -90,7 +90,8 @@ def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_com
           f"{compat.installed_version()} (cache: {measurement.cache.root()})", flush=True)
     warm = warm_cache(grid, log=lambda s: print(s, flush=True))
 
-    os.environ.update(grid.to_env())
+    os.environ.update({**grid.to_env(), MAPS_ENV: str((out_dir / "maps").resolve()),
+                       COMMIT_ENV: commit})
     archived = driver.archive_previous(out_dir / "results", commit, out_dir)
     t0 = time.perf_counter()
     driver.machine(config, log_path)

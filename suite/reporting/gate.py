@@ -42,27 +42,35 @@ def _failed_benchmarks(history: res.History, commit: str) -> list[str]:
     return sorted(failed)
 
 
-def _max_check(history, commit, metric, limit, name, series_filter, multi) -> Check:
-    worst, over, seen = None, [], 0
+def _max_check(history, commit, name, limit, series_filter, multi, value_of, unchecked_of=None) -> Check:
+    """The largest ``value_of(series)`` at ``commit`` against ``limit``. Combinations whose value
+    cannot exist (``unchecked_of`` says why) are listed as not checked, never counted as passed."""
+    worst, over, seen, unchecked = None, [], 0, []
     for series in history.series():
         if not series_filter(series):
             continue
-        value = history.value(metric, series, commit)
+        value = value_of(series, commit)
         if not res.finite(value):
+            why = unchecked_of(series, commit) if unchecked_of else None
+            if why:
+                unchecked.append(f"not checked: {_where(series, multi)}: {why}")
             continue
         seen += 1
         if worst is None or value > worst[0]:
             worst = (value, series)
         if value > limit:
             over.append(f"{_where(series, multi)}: {value:.4g}")
+    note = f"; {len(unchecked)} not checked" if unchecked else ""
     if not seen:
-        anywhere = any(res.finite(v) for s, per_commit in history.values.get(metric, {}).items()
-                       if series_filter(s) for v in per_commit.values())
+        if unchecked:
+            return Check(name, f"<= {limit:g}", NOT_CHECKED, f"none checkable{note}", unchecked)
+        anywhere = any(res.finite(value_of(s, c.hash)) for s in history.series() if series_filter(s)
+                       for c in history.commits)
         if not anywhere:  # e.g. a dtype these results never ran
             return Check(name, f"<= {limit:g}", NOT_CHECKED, "no values at any commit")
         return Check(name, f"<= {limit:g}", MISSING, "no values at this commit")
     return Check(name, f"<= {limit:g}", FAIL if over else PASS,
-                 f"{worst[0]:.4g} ({_where(worst[1], multi)})", over)
+                 f"{worst[0]:.4g} ({_where(worst[1], multi)}){note}", over + unchecked)
 
 
 def evaluate(history: res.History, commit_name: str, thresholds: dict, baseline_name: str | None = None):
@@ -115,31 +123,40 @@ def evaluate(history: res.History, commit_name: str, thresholds: dict, baseline_
             checks.append(Check(f"latency vs {baseline.label}", limit, FAIL if over else PASS,
                                 f"{worst[0]:.2f}x ({_where(worst[1], multi)})", over))
 
+    def values_of(metric):
+        return lambda series, at: history.value(metric, series, at)
+
     for dtype, limits in sorted(thresholds.get("accuracy", {}).items()):
         for metric, value in sorted(limits.items()):
-            checks.append(_max_check(history, commit, metric, value, f"{metric} {dtype}",
-                                     lambda s, d=dtype: s.dtype == d, multi))
+            checks.append(_max_check(history, commit, f"{metric} {dtype}", value,
+                                     lambda s, d=dtype: s.dtype == d, multi, values_of(metric)))
     bound = thresholds["bound"]
-    checks.append(_max_check(history, commit, "bound_fraction", bound["max_fraction"], "bound fraction",
-                             lambda s: True, multi))
-    checks.append(_max_check(history, commit, "nonfinite", bound["max_nonfinite"], "non-finite outputs",
-                             lambda s: True, multi))
+    checks.append(_max_check(
+        history, commit, f"probabilistic bound fraction (lambda {bound['lambda']:g})", bound["max_fraction"],
+        lambda s: True, multi, lambda series, at: rules.prob_bound_value(history, series, at, thresholds)))
+    checks.append(_max_check(history, commit, "rigorous bound fraction", bound["max_fraction"], lambda s: True,
+                             multi, values_of("bound_fraction"),
+                             lambda series, at: rules.no_rigorous_bound(history, series, at)))
+    checks.append(_max_check(history, commit, "non-finite outputs", bound["max_nonfinite"], lambda s: True,
+                             multi, values_of("nonfinite")))
 
-    # Divergence of the tuned fp16 conv2d on Hexagon (the report's marks, at this commit).
+    # The report's marks at this commit: error shifts from default, and the probabilistic bound.
     div = thresholds["divergence"]
     marks = [m for m in rules.find_marks(history, thresholds) if m["commit"] == commit]
     compared = rules.divergence_series(history, thresholds, commit)
-    limit = f"<= {div['max_ulp_distance']:g} ULP from default; bound <= {bound['max_fraction']:g}"
-    details = [f"{m['workload']} {m['dtype']} {m['target']} {m['order']}: {m['metric']} {m['value']:.4g} "
-               f"> {m['threshold']:g}" for m in marks]
+    name = "divergence marks"
+    limit = (f"err ratio <= {div['max_error_ratio']:g}, |bias shift| <= {div['max_bias_shift']:g} "
+             f"(z > {div['min_z']:g}); prob. bound <= {bound['max_fraction']:g}")
+    details = [f"{m['workload']} {m['dtype']} {m['target']} {m['order']}: {m['rule']}: {m['metric']} "
+               f"{m['value']:.4g} vs {m['threshold']:g}" for m in marks]
     if marks:
-        checks.append(Check("tuned fp16 conv2d divergence", limit, FAIL, f"{len(marks)} marked", details))
+        checks.append(Check(name, limit, FAIL, f"{len(marks)} marked", details))
     elif not compared:
         status = MISSING if div["required"] else NOT_CHECKED
-        checks.append(Check("tuned fp16 conv2d divergence", limit, status,
-                            f"no {'/'.join(div['targets'])} x {'/'.join(div['orders'])} results"))
+        checks.append(Check(name, limit, status, f"no {'/'.join(div['targets'])} x {'/'.join(div['orders'])} "
+                                                 "results against default"))
     else:
-        checks.append(Check("tuned fp16 conv2d divergence", limit, PASS, f"{len(compared)} combinations compared"))
+        checks.append(Check(name, limit, PASS, f"{len(compared)} combinations compared"))
     return candidate, baseline, checks
 
 

@@ -22,18 +22,19 @@ from pathlib import Path
 from suite import cache, tracked
 from suite.errors import UserError
 from suite.reporting import results as res
-from suite.reporting import rules
+from suite.reporting import maps, rules
 from suite.reporting.rules import match
 
 TEMPLATES = rules.REPO_ROOT / "reports" / "templates"
 SUMMARY_METRICS = ("latency", "gflops", "ulp_mean", "ulp_p99", "ulp_max", "scaled_error", "bound_fraction",
-                   "nonfinite", "differ_fraction", "max_ulp_distance", "exceeds_bound")
+                   "prob_bound_fraction", "accumulation_length", "nonfinite", "differ_fraction",
+                   "max_ulp_distance", "error_ratio", "bias_shift", "exceeds_bound")
 CHART_METRICS = (
     ("latency", "latency (ms)", 1e3),
     ("ulp_mean", "ULP mean", 1.0),
     ("scaled_error", "scaled error (ULP of max|ref|)", 1.0),
-    ("bound_fraction", "bound fraction", 1.0),
-    ("max_ulp_distance", "max ULP distance from default", 1.0),
+    ("prob_bound_fraction", "probabilistic bound fraction", 1.0),
+    ("error_ratio", "mean |err| over default's", 1.0),
 )
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22")
 
@@ -103,10 +104,11 @@ def summary_rows(history: res.History) -> tuple[list[dict], int]:
         change = {}
         if res.finite(values["latency"]) and "latency" in previous and previous["latency"]["value"] > 0:
             change["latency_pct"] = 100.0 * (values["latency"] / previous["latency"]["value"] - 1)
-        for m in ("ulp_mean", "scaled_error", "bound_fraction", "max_ulp_distance"):
+        for m in ("ulp_mean", "scaled_error", "prob_bound_fraction", "error_ratio"):
             if res.finite(values[m]) and m in previous:
                 change[m] = values[m] - previous[m]["value"]
-        rows.append({**s.as_dict(), "values": values, "failed": failed, "previous": previous, "change": change})
+        rows.append({**s.as_dict(), "values": values, "failed": failed, "previous": previous, "change": change,
+                     "no_rigorous_bound": rules.no_rigorous_bound(history, s, newest.hash)})
     return rows, skipped
 
 
@@ -218,7 +220,7 @@ def compute(history: res.History, thresholds: dict) -> dict:
         last_good = history.commits[history.index(good[-1])] if good else None
     div = thresholds["divergence"]
     targets = sorted({s.target for s in history.series()})
-    hexagon = [t for t in targets if match(t, div["targets"])]
+    compared_targets = [t for t in targets if match(t, div["targets"])]
     compared = sum(len(rules.divergence_series(history, thresholds, c.hash)) for c in history.commits)
     rows, skipped = summary_rows(history)
     newest = history.commits[-1]
@@ -239,8 +241,8 @@ def compute(history: res.History, thresholds: dict) -> dict:
             "last_good": last_good.as_dict() if last_good else None,
             "marked_commits": [history.commits[history.index(h)].as_dict() for h in marked],
             "checked_commits": checked,
-            "ulp_rule_targets_present": hexagon,
-            "ulp_rule_comparisons": compared,
+            "rule_targets_present": compared_targets,
+            "rule_comparisons": compared,
             "marks": marks,
         },
         "regressions": find_regressions(history, thresholds),
@@ -269,6 +271,17 @@ def _fmt(value, spec=".4g", missing="–"):
     return format(value, spec)
 
 
+def mark_figures(history: res.History, marks: list[dict]) -> dict:
+    """Difference maps of each marked combination, keyed like the marks (commit + combination)."""
+    figures = {}
+    for m in marks:
+        series = res.Series(m["workload"], m["dtype"], m["target"], m["order"], m["machine"])
+        key = f"{m['commit']}/{m['workload']}/{m['dtype']}/{m['target']}/{m['order']}"
+        if key not in figures:
+            figures[key] = maps.figure(history.results_dir, m["commit"], series)
+    return figures
+
+
 def render_html(facts: dict, history: res.History, marks: list[dict]) -> str:
     from jinja2 import Environment, FileSystemLoader, StrictUndefined, TemplateError
 
@@ -277,7 +290,8 @@ def render_html(facts: dict, history: res.History, marks: list[dict]) -> str:
     env.filters["fmt"] = _fmt
     try:
         return env.get_template("report.html.j2").render(
-            facts=facts, charts=charts(history, marks), multi_machine=len(history.machines) > 1)
+            facts=facts, charts=charts(history, marks), figures=mark_figures(history, marks),
+            multi_machine=len(history.machines) > 1)
     except TemplateError as err:
         raise ReportError(f"cannot render {TEMPLATES / 'report.html.j2'}: {err}") from None
 

@@ -13,6 +13,7 @@ import tomllib
 from pathlib import Path
 
 from suite import tracked
+from suite.core import bounds
 from suite.errors import UserError
 from suite.history.driver import REPO_ROOT
 from suite.reporting import results as res
@@ -29,9 +30,9 @@ class ThresholdsError(UserError):
 _SCHEMA = {
     "latency": {"max_ratio": float, "baseline": str},
     "accuracy": {dtype: {metric: float for metric in ACCURACY_METRICS} for dtype in ACCURACY_DTYPES},
-    "bound": {"max_fraction": float, "max_nonfinite": float},
-    "divergence": {"max_ulp_distance": float, "dtypes": list, "workloads": list, "targets": list,
-                   "orders": list, "bound_targets": list, "required": bool},
+    "bound": {"max_fraction": float, "max_nonfinite": float, "lambda": float},
+    "divergence": {"max_error_ratio": float, "max_bias_shift": float, "min_z": float, "dtypes": list,
+                   "workloads": list, "targets": list, "orders": list, "bound_targets": list, "required": bool},
     "regressions": {"threshold": float, "metrics": list},
 }
 
@@ -109,16 +110,17 @@ def match(value: str, patterns) -> bool:
 
 
 def divergence_series(history: res.History, thresholds: dict, commit: str) -> list[res.Series]:
-    """Combinations the ULP-distance rule compares at ``commit`` (tuned vs default on Hexagon)."""
+    """Combinations the error-shift rules compare with ``default`` at ``commit``."""
     div = thresholds["divergence"]
     return [s for s in history.series()
             if s.dtype in div["dtypes"] and match(s.workload, div["workloads"])
             and match(s.target, div["targets"]) and s.order in div["orders"]
-            and res.finite(history.value("max_ulp_distance", s, commit))]
+            and res.finite(history.value("error_ratio", s, commit))]
 
 
 def find_marks(history: res.History, thresholds: dict) -> list[dict]:
-    """Every (commit, combination) where the tuned fp16 conv2d diverges (see thresholds.toml)."""
+    """Every (commit, combination) whose error changed beyond what a reordering of IEEE sums
+    does, or beyond what any unbiased rounding explains (see thresholds.toml, [divergence])."""
     div, bound = thresholds["divergence"], thresholds["bound"]
     marks = []
     for commit in history.commits:
@@ -126,15 +128,27 @@ def find_marks(history: res.History, thresholds: dict) -> list[dict]:
             if s.dtype not in div["dtypes"] or not match(s.workload, div["workloads"]):
                 continue
             base = {"commit": commit.hash, "label": commit.label, **s.as_dict()}
-            distance = history.value("max_ulp_distance", s, commit.hash)
-            if (match(s.target, div["targets"]) and s.order in div["orders"] and res.finite(distance)
-                    and distance > div["max_ulp_distance"]):
-                marks.append({**base, "rule": f"{s.order} vs default", "metric": "max_ulp_distance",
-                              "value": distance, "threshold": div["max_ulp_distance"]})
-            fraction = history.value("bound_fraction", s, commit.hash)
+
+            def value(metric):
+                return history.value(metric, s, commit.hash)
+
+            if match(s.target, div["targets"]) and s.order in div["orders"]:
+                ratio, z = value("error_ratio"), value("error_ratio_z")
+                if res.finite(ratio) and res.finite(z) and ratio > div["max_error_ratio"] and z > div["min_z"]:
+                    marks.append({**base, "rule": f"error vs float64 grew ({s.order} vs default)",
+                                  "metric": "error_ratio", "value": ratio, "threshold": div["max_error_ratio"],
+                                  "z": z})
+                shift, z = value("bias_shift"), value("bias_shift_z")
+                if (res.finite(shift) and res.finite(z) and abs(shift) > div["max_bias_shift"]
+                        and z > div["min_z"]):
+                    marks.append({**base, "rule": f"error drifted to one side ({s.order} vs default)",
+                                  "metric": "bias_shift", "value": shift, "threshold": div["max_bias_shift"],
+                                  "z": z})
+            fraction = prob_bound_value(history, s, commit.hash, thresholds)
             if match(s.target, div["bound_targets"]) and res.finite(fraction) and fraction > bound["max_fraction"]:
-                marks.append({**base, "rule": "rounding bound", "metric": "bound_fraction",
-                              "value": fraction, "threshold": bound["max_fraction"]})
+                marks.append({**base, "rule": "beyond what any unbiased rounding explains",
+                              "metric": "prob_bound_fraction", "value": fraction,
+                              "threshold": bound["max_fraction"], "z": None})
     return marks
 
 
@@ -145,8 +159,36 @@ def checked_commits(history: res.History, thresholds: dict) -> list[str]:
     for commit in history.commits:
         for s in history.series():
             if s.dtype in div["dtypes"] and match(s.workload, div["workloads"]) and (
-                    res.finite(history.value("bound_fraction", s, commit.hash))
-                    or res.finite(history.value("max_ulp_distance", s, commit.hash))):
+                    res.finite(history.value("prob_bound_fraction", s, commit.hash))
+                    or res.finite(history.value("error_ratio", s, commit.hash))):
                 checked.append(commit.hash)
                 break
     return checked
+
+
+# ----------------------------------------------------------------------------- bounds
+
+
+def prob_bound_value(history: res.History, series: res.Series, commit: str, thresholds: dict) -> float | None:
+    """``prob_bound_fraction`` at the thresholds' lambda. asv records it at
+    ``bounds.DEFAULT_LAMBDA``; every element of an output shares K, so the fraction scales exactly
+    with gamma~_K(default) / gamma~_K(lambda)."""
+    value = history.value("prob_bound_fraction", series, commit)
+    lam = thresholds["bound"]["lambda"]
+    if not res.finite(value) or lam == bounds.DEFAULT_LAMBDA:
+        return value
+    k = history.value("accumulation_length", series, commit)
+    if not res.finite(k):
+        return None
+    return value * (bounds.gamma_tilde(int(k), series.dtype, bounds.DEFAULT_LAMBDA)
+                    / bounds.gamma_tilde(int(k), series.dtype, lam))
+
+
+def no_rigorous_bound(history: res.History, series: res.Series, commit: str) -> str | None:
+    """Why a measured combination has no rigorous bound fraction: derived from K*u >= 1."""
+    k = history.value("accumulation_length", series, commit)
+    if not res.finite(k) or res.finite(history.value("bound_fraction", series, commit)):
+        return None
+    if math.isnan(bounds.gamma(int(k), series.dtype)):
+        return f"no rigorous bound for K = {int(k)} in {series.dtype}"
+    return None
