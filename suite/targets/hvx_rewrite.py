@@ -148,6 +148,7 @@ def parse_fp(instruction: str) -> FpInstr:
 
 _OPEN = re.compile(r"^\s*\{\s*$")
 _CLOSE = re.compile(r"^\s*\}\s*(.*)$")
+_ONE_LINE = re.compile(r"^(\s*)\{(.*)\}\s*(:[\w:]+)?\s*$")   # { a; b } :endloop0
 
 
 @dataclass
@@ -158,6 +159,7 @@ class Packet:
     suffix: str                # e.g. ":endloop0", "" if none
     number: int = 0            # 1-based index among the packets of the file
     line_no: int = 0           # line of the opening brace (1-based)
+    raw: list = field(default_factory=list)   # the packet's lines exactly as read
 
     def instructions(self) -> list[str]:
         return [_strip_comment(line).strip() for line in self.lines if _strip_comment(line).strip()]
@@ -184,6 +186,7 @@ def parse(asm: str) -> list:
     i, number = 0, 0
     while i < len(lines):
         line = lines[i]
+        one = _ONE_LINE.match(_strip_comment(line).rstrip("\n"))
         if _OPEN.match(line):
             start = i
             body = []
@@ -197,13 +200,23 @@ def parse(asm: str) -> list:
                 raise RewriteError(f"line {start + 1}: packet not closed")
             number += 1
             suffix = _CLOSE.match(lines[i]).group(1).strip()
-            items.append(Packet(line, body, lines[i], suffix, number, start + 1))
+            items.append(Packet(line, body, lines[i], suffix, number, start + 1,
+                                lines[start:i + 1]))
+        elif one:
+            # A packet on one line: instructions separated by ';' (a compound instruction such as
+            # "p0 = cmp.eq(r1,r2); if (!p0.new) jump:t .L" comes apart and is joined back).
+            number += 1
+            indent, body, suffix = one.group(1), one.group(2), one.group(3) or ""
+            instrs = [part.strip() for part in body.split(";") if part.strip()]
+            items.append(Packet(f"{indent}{{\n", [f"{indent}\t{x}\n" for x in instrs],
+                                f"{indent}}}{' ' + suffix if suffix else ''}\n", suffix, number,
+                                i + 1, [line]))
         elif _is_bare_instruction(line) and is_hvx_fp(_strip_comment(line)):
             # A lone instruction outside braces is a packet of one.
             number += 1
             indent = line[: len(line) - len(line.lstrip())]
             items.append(Packet(f"{indent}{{\n", [line if line.endswith("\n") else line + "\n"],
-                                f"{indent}}}\n", "", number, i + 1))
+                                f"{indent}}}\n", "", number, i + 1, [line]))
         else:
             items.append(line)
         i += 1
@@ -480,9 +493,7 @@ def rewrite(asm: str) -> RewriteResult:
             else:
                 rest.append(line)
         if not fps:
-            out.append(item.open_line)
-            out.extend(item.lines)
-            out.append(item.close_line)
+            out.extend(item.raw)
             continue
         _rewrite_packet(item, fps, rest, result, out)
     result.text = "".join(out)

@@ -537,7 +537,7 @@ def widen_to_pair(lanes32):
     Works per 64-lane vector: for longer inputs the layout repeats every 64 lanes.
     """
     x = np.asarray(lanes32).reshape(-1, 64)
-    return x[:, 0::2].reshape(-1), x[:, 1::2].reshape(-1)
+    return np.ascontiguousarray(x[:, 0::2]).reshape(-1), np.ascontiguousarray(x[:, 1::2]).reshape(-1)
 
 
 def pair_to_narrow(v0, v1):
