@@ -8,7 +8,11 @@ assembly LLVM emits for a ``+hvx-qfloat`` v68 target is rewritten packet by pack
   (or ``.bf``, ``.f8``, or a ``vconv``/``vcvt``/``vfmax``... mnemonic) is an *HVX FP* instruction;
   those the model knows (:data:`suite.targets.qfloat.INSTRUCTIONS`) are rewritten, any other one
   raises :class:`UnknownHvxFp` naming the instruction;
-* for a packet ``{ I1 .. In }`` with HVX FP instructions F, the rewritten code is
+* for a packet ``{ I1 .. In }`` with HVX FP instructions F, the rewritten code is as follows;
+  the model code of steps 1 and 3 lives out of line in stubs (section ``.text.qfm_stubs``) reached
+  by a plain ``jump`` and jumping back, so the kernel's code grows by one word per step: growing
+  it more pushed branch and ``loop0`` targets out of range in packets too full for a constant
+  extender, which crashed the assembler (clang 14 and llvm-mc 22 alike).
 
   1. *before the packet*: save the scalar context a C call can clobber (r0-r15, r28, r31, p3:0,
      USR, M1:0) to ``__qfm_ctx``; store the source vector registers of F (old values: nothing of
@@ -62,6 +66,7 @@ MODEL_FLAGS = ["-O2", "-ffreestanding", "-fno-builtin", "-nostdlib", "-G0",
 CTX, VBUF = "__qfm_ctx", "__qfm_vbuf"
 VBUF_SLOTS = 16
 POST_SAVE = 30 * 4          # __qfm_ctx word used to keep r0 around post-packet loads
+STUB_SECTION = ".text.qfm_stubs"
 
 
 class RewriteError(RuntimeError):
@@ -338,7 +343,7 @@ _LOAD = re.compile(r"=\s*(?:v?memu?\w*|mem[bhwd]\w*)\s*\(|\bdealloc|\bmemw_locke
 
 
 def _rewrite_packet(packet: Packet, fps: list[FpInstr], rest: list[str], result: RewriteResult,
-                    out: list[str]) -> None:
+                    out: list[str], stubs: list[str]) -> None:
     where = f"packet {packet.number} (line {packet.line_no}): {{ {packet.text()} }}"
     codes = [_strip_comment(line).strip() for line in rest]
     uses = [vector_use(code) for code in codes]
@@ -404,7 +409,13 @@ def _rewrite_packet(packet: Packet, fps: list[FpInstr], rest: list[str], result:
     slot_of_result = {reg: dslot + k for fp, dslot in zip(fps, result_slot)
                       for k, reg in enumerate(fp.dst)}
 
+    label = f".Lqfm_{packet.number}"
     out.append(f"\t// qfloat model: {packet.text()}\n")
+    _emit(out, f"jump {label}")
+    out.append(f"{label}_ret:\n")
+    main = out
+    out = stubs
+    out.append(f"{label}:\t// {packet.text()}\n")
     for load in preloads:
         _emit(out, load)
         result.preloads += 1
@@ -437,6 +448,8 @@ def _rewrite_packet(packet: Packet, fps: list[FpInstr], rest: list[str], result:
         _emit(out, f"v{reg} = vmem(r0+#0)")
         _emit(out, f"r0 = memw(##{CTX}+{POST_SAVE})")
         result.early_stores += 1
+    _emit(out, f"jump {label}_ret")
+    out = main
 
     kept = []
     for line in rest:
@@ -458,11 +471,15 @@ def _rewrite_packet(packet: Packet, fps: list[FpInstr], rest: list[str], result:
     else:
         result.emptied += 1
     if after:
-        _emit(out, f"memw(##{CTX}+{POST_SAVE}) = r0")
+        _emit(out, f"jump {label}_post")
+        out.append(f"{label}_post_ret:\n")
+        stubs.append(f"{label}_post:\n")
+        _emit(stubs, f"memw(##{CTX}+{POST_SAVE}) = r0")
         for reg in sorted(after):
-            _emit(out, f"r0 = {_slot(slot_of_result[reg])}")
-            _emit(out, f"v{reg} = vmem(r0+#0)")
-        _emit(out, f"r0 = memw(##{CTX}+{POST_SAVE})")
+            _emit(stubs, f"r0 = {_slot(slot_of_result[reg])}")
+            _emit(stubs, f"v{reg} = vmem(r0+#0)")
+        _emit(stubs, f"r0 = memw(##{CTX}+{POST_SAVE})")
+        _emit(stubs, f"jump {label}_post_ret")
         result.loads_after += len(after)
     if split:
         out.append(packet.open_line)
@@ -481,6 +498,7 @@ def rewrite(asm: str) -> RewriteResult:
     """
     result = RewriteResult("", Counter())
     out: list[str] = []
+    stubs: list[str] = []
     for item in parse(asm):
         if isinstance(item, str):
             out.append(item)
@@ -495,7 +513,11 @@ def rewrite(asm: str) -> RewriteResult:
         if not fps:
             out.extend(item.raw)
             continue
-        _rewrite_packet(item, fps, rest, result, out)
+        _rewrite_packet(item, fps, rest, result, out, stubs)
+    if stubs:
+        out.append("\n// qfloat model stubs (suite/targets/hvx_rewrite.py)\n")
+        out.append(f"\t.section\t{STUB_SECTION},\"ax\",@progbits\n\t.p2align\t4\n")
+        out.extend(stubs)
     result.text = "".join(out)
     return result
 
