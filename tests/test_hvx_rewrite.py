@@ -4,7 +4,6 @@ kernels built for v68 with qfloat whose emulated output must equal the numpy mod
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 
 from suite import compat, targets
 from suite.targets import hexagon, hvx_rewrite as hr, qfloat as q
-from test_qfloat import EMULATOR_REASON, needs_qemu
+from test_qfloat import needs_qemu
 
 DATA = Path(__file__).with_name("data")
 SNIPPET_DRIVER = Path(__file__).with_name("hvx_snippet_driver.c")

@@ -51,8 +51,8 @@ without hardware loops (SA0/LC0/SA1/LC1 of the kernel's loops survive the call);
 from __future__ import annotations
 
 import re
-import subprocess
 import tempfile
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -220,15 +220,15 @@ def parse(asm: str) -> list:
             # A lone instruction outside braces is a packet of one.
             number += 1
             indent = line[: len(line) - len(line.lstrip())]
-            items.append(Packet(f"{indent}{{\n", [line if line.endswith("\n") else line + "\n"],
-                                f"{indent}}}\n", "", number, i + 1, [line]))
+            text = line if line.endswith("\n") else line + "\n"
+            items.append(Packet(f"{indent}{{\n", [text], f"{indent}}}\n", "", number, i + 1, [line]))
         else:
             items.append(line)
         i += 1
     return items
 
 
-# ----------------------------------------------------------------------------- register use of other instructions
+# ----------------------------------------------------------------------------- other instructions
 
 _VREG = re.compile(r"\bv(\d+)(?::(\d+))?(\.(?:new|cur|tmp))?")
 _ASSIGN = re.compile(r"^(?:if\s*\([^)]*\)\s*)?(.+?)\s*([-+|&^]?=)(?!=)\s*(.+)$")
@@ -594,8 +594,6 @@ def build_qfloat_elf(asm_text: str, out_elf_path, arch: str = "v68") -> dict:
     Returns statistics: instructions rewritten per canonical form, packets, loads placed after
     their packet, ``.new`` reads, and the seconds each step took.
     """
-    import time
-
     hexagon.require_tools(("clang", "ld.lld"), "the qfloat build")
     t0 = time.perf_counter()
     result = rewrite(asm_text)
