@@ -1,8 +1,9 @@
 """Run TVM's v68 HVX qfloat code on qemu-hexagon by replacing each HVX floating-point instruction
 with a call into the qfloat model (``qfloat_model.c``), keeping VLIW packet semantics.
 
-QEMU 7.2-11.1 implement no HVX floating point (qf16 ``vmpy`` decodes as invalid, SIGILL). The
-assembly LLVM emits for a ``+hvx-qfloat`` v68 target is rewritten packet by packet:
+QEMU 7.2-11.1 implement no HVX floating point (Debian's qemu-hexagon 10.0.2 aborts on the
+unmodified seed kernel: "decode.c:492: decode_insns: code should not be reached"). The assembly
+LLVM emits for a ``+hvx-qfloat`` v68 target is rewritten packet by packet:
 
 * every instruction with a vector operand or result typed ``.hf``/``.sf``/``.qf16``/``.qf32``
   (or ``.bf``, ``.f8``, or a ``vconv``/``vcvt``/``vfmax``... mnemonic) is an *HVX FP* instruction;
@@ -41,7 +42,11 @@ assembly LLVM emits for a ``+hvx-qfloat`` v68 target is rewritten packet by pack
     back afterwards) and removed from it; the destination is then loaded after the packet. This
     needs a packet without loads (their data must not see the store early), a store without
     post-increment and a condition without ``.new``; otherwise :class:`RewriteError`.
-  * ``.tmp`` loads feeding an FP source are refused with :class:`RewriteError`.
+  * ``.tmp`` loads feeding an FP source are refused with :class:`RewriteError` (none met).
+
+  Counts over the 133 sweep files of the v68 census (default, seed-swap, reduction-outer orders):
+  39,966 rewritten packets; 2,303 results loaded after their packet, 24 of them through an
+  endloop split; 1,038 ``.cur`` preloads; 8 early ``.new`` stores; 880 ``.new`` reads; no refusal.
 
 The model is compiled without HVX (it never touches vector registers), with ``-G0`` (no GP) and
 without hardware loops (SA0/LC0/SA1/LC1 of the kernel's loops survive the call);
