@@ -49,7 +49,8 @@ R2 = 4*floor(R/4), R3 = R - R2:
   then negates, so (-1.0)*(1.0) in hf gives -1025/1024.
 * at exp == E_MAX, at exp == E_MIN-1 and when |sig| >= 2 (``prod_ovf``): only odd multiples of
   eps: R3 <= 2 -> R2+1, else R2+3 (after halving sig and adding 1 to the exponent in the last two).
-* exp > E_MAX, or |sig| >= 2 at E_MAX: saturate to +-(2**f - 1)... (field 0x3FF / 0x400 at E=31);
+* exp > E_MAX, or |sig| >= 2 at E_MAX: saturate to k = +-(2**(f+1) - 1) at the top exponent
+  (qf16: m field 0x3FF / 0x400 with E=31, i.e. +-131008);
   exp <= E_MIN-2: the smallest magnitude (+-1 * 2**(E_MIN-f)) at E=0;
   an exact zero gives the bit pattern 0 (the "squash to zero" in [QEMU-QF]).
 
