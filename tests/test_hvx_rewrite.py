@@ -277,7 +277,7 @@ def test_seed_tuned_conv2d_runs_exactly_as_predicted(tmp_path):
     """The seed issue's tuned fp16 conv2d (86 HVX FP instructions, ~3.7 M executed vector
     instructions): emulated with the model, sampled output rows equal the numpy composition bit
     for bit (all 802,816 elements matched when this was written; about 30 s of emulation)."""
-    from suite import schedules, workloads
+    from suite.core import schedules, workloads
 
     w = workloads.get("seed.conv2d_nhwc_7x7s2")
     func = schedules.apply(workloads.prim_func(w, "float16"), "seed-tuned", w.id, "float16",

@@ -136,7 +136,7 @@ def test_default_is_the_prim_func_unchanged():
 
 
 def test_orders_are_checked():
-    assert schedules.ORDERS == ("default", "seed-swap", "reduction-outer", "tuned", "seed-tuned")
+    assert schedules.ORDERS == ("default", "seed-swap", "reduction-outer", "tuned", "seed-tuned", "seed-swap-vec")
     with pytest.raises(schedules.UnknownOrder, match="valid orders: default, seed-swap"):
         schedules.apply(seed_func(), "sorted", SEED, "float32", "llvm")
 

@@ -187,7 +187,7 @@ class HexagonTarget(Target):
         raise TargetUnavailable(f"{self.name} is compile-only: no emulator here runs HVX floating point")
 
 
-def _tool_version(tool: str) -> str:
+def tool_version(tool: str) -> str:
     try:
         out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
@@ -214,7 +214,7 @@ class HexagonEmuTarget(HexagonTarget):
         module = compat.build(func, self.tvm_target())
         cache.write_file(path, lambda tmp: compat.write_module_file(module, tmp, "o"))
         harness = harness_object(self.arch)
-        cache.write_file(path.with_suffix(".elf"), lambda tmp: _link(path, harness, Path(tmp)))
+        cache.write_file(path.with_suffix(".elf"), lambda tmp: link([path, harness], Path(tmp)))
 
     def codegen_metrics(self, path: Path) -> dict:
         return codegen_metrics(path, None)
@@ -227,24 +227,25 @@ class HexagonEmuTarget(HexagonTarget):
 def harness_object(arch: str) -> Path:
     """The harness compiled for ``arch``, cached by the source and the clang version."""
     source = HARNESS_SOURCE.read_text()
-    key = {"source": source, "clang": _tool_version("clang"), "arch": arch}
+    key = {"source": source, "clang": tool_version("clang"), "arch": arch}
     where = cache.entry("hexagon-harness", arch, key) / "harness.o"
     if not where.exists():
         def compile_to(tmp):
-            _check_run(["clang", "--target=hexagon-unknown-linux-musl", f"-mcpu=hexagon{arch}", "-O2",
+            check_run(["clang", "--target=hexagon-unknown-linux-musl", f"-mcpu=hexagon{arch}", "-O2",
                         "-ffreestanding", "-fno-builtin", "-nostdlib", "-c", str(HARNESS_SOURCE),
                         "-o", tmp], "compiling the harness")
         cache.write_file(where, compile_to)
     return where
 
 
-def _link(obj: Path, harness: Path, out: Path) -> None:
-    # The kernel object first: its own fp16 conversions (weak) take precedence over the harness's.
-    _check_run(["ld.lld", "-static", "-e", "_start", str(obj), str(harness), "-o", str(out)],
-               "linking with ld.lld")
+def link(objects: list[Path], out: Path) -> None:
+    """A static ELF of ``objects``, the kernel object first: its own fp16 conversions (weak) take
+    precedence over the harness's."""
+    check_run(["ld.lld", "-static", "-e", "_start", *map(str, objects), "-o", str(out)], "linking with ld.lld")
 
 
-def _check_run(command: list[str], what: str) -> None:
+def check_run(command: list[str], what: str) -> None:
+    """Run a build tool; RuntimeError with its first line of output when it fails."""
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         lines = [line for line in (done.stderr or done.stdout).splitlines() if line.strip()]
@@ -265,16 +266,59 @@ def encode_inputs(inputs, output_shape, dtype) -> bytes:
     return struct.pack(f"<{len(words)}I", *words) + b"".join(a.tobytes() for a in arrays)
 
 
-def emulate(elf: Path, stdin: bytes, output_shape, dtype) -> tuple[np.ndarray, float]:
-    """Run the ELF under qemu-hexagon; the output and the guest-measured seconds of the call."""
+_ILLEGAL = re.compile(r"illegal instruction at pc (0x[0-9a-f]+)")
+
+
+def instructions_from(elf: Path, pc: int, count: int = 256) -> list[tuple[int, str]] | None:
+    """(address, instruction) of the ``count`` instruction words from ``pc`` of a linked Hexagon
+    ELF (llvm-objdump, where installed); None when they cannot be read."""
+    tool = next((t for t in ("llvm-objdump", *(f"llvm-objdump-{v}" for v in range(22, 13, -1)))
+                 if shutil.which(t)), None)
+    if tool is None:
+        return None
+    done = subprocess.run([tool, "-d", "--triple=hexagon", "--mcpu=hexagonv68",
+                           "--mattr=+hvxv68,+hvx-length128b,+hvx-qfloat", f"--start-address={pc:#x}",
+                           f"--stop-address={pc + 4 * count:#x}", str(elf)], capture_output=True, text=True)
+    found = []
+    for line in done.stdout.splitlines():
+        address = re.match(r"\s*([0-9a-f]+):\t", line)
+        if address:
+            found.append((int(address.group(1), 16), line.split("\t")[-1].strip("{} ").strip()))
+    return found or None
+
+
+def _illegal_message(name: str, elf: Path, pc: int) -> str:
+    """QEMU raises SIGILL at the start of the translation block holding the packet it cannot
+    decode, so the instruction is named as the first HVX floating-point one from there on."""
+    listed = instructions_from(elf, pc)
+    if listed is None:
+        return f"{name}: illegal instruction at pc {pc:#x} (install llvm-objdump to name it)"
+    floating = [(address, text) for address, text in listed if _HVX_FP.search(text)]
+    if not floating:
+        return f"{name}: illegal instruction at pc {pc:#x}: `{listed[0][1]}`"
+    address, text = floating[0]
+    return f"{name} cannot execute HVX floating point: `{text}` at {address:#x} (SIGILL in the block at {pc:#x})"
+
+
+def emulate(elf: Path, stdin: bytes, output_shape, dtype, emulator=("qemu-hexagon",)) -> tuple[np.ndarray, float]:
+    """Run the ELF under ``emulator`` (a qemu-hexagon command); the output and the guest-measured
+    seconds of the call. EmulationFailed names the instruction an emulator could not execute."""
+    name = Path(emulator[0]).name
     try:
-        done = subprocess.run(["qemu-hexagon", str(elf)], input=stdin, capture_output=True,
-                              timeout=EMULATION_TIMEOUT_S)
+        done = subprocess.run([*emulator, str(elf)], input=stdin, capture_output=True, timeout=EMULATION_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        raise EmulationFailed(f"qemu-hexagon ran past {EMULATION_TIMEOUT_S} s") from None
-    err = done.stderr.decode(errors="replace").strip().splitlines()
+        raise EmulationFailed(f"{name} ran past {EMULATION_TIMEOUT_S} s") from None
+    except OSError as err:
+        raise EmulationFailed(f"{name} could not be started: {err}") from None
+    text = done.stderr.decode(errors="replace")
+    err = text.strip().splitlines()
+    if found := _ILLEGAL.search(text):
+        raise EmulationFailed(_illegal_message(name, elf, int(found.group(1), 16)))
+    if "decode_insns" in text:  # QEMU 10.0 aborts in its decoder instead of raising SIGILL
+        raise EmulationFailed(f"{name} aborted decoding an instruction it does not implement "
+                              f"({err[-1].strip() if err else 'decode.c'})")
     if done.returncode != 0 or len(done.stdout) < 16:
-        raise EmulationFailed(f"qemu-hexagon exit {done.returncode}: {err[-1] if err else 'no message'}")
+        raise EmulationFailed(f"{name} exit {done.returncode}: {err[-1] if err else 'no message'}")
     magic, status, lo, hi = struct.unpack_from("<4I", done.stdout)
     if magic != _MAGIC_OUT or status != 0:
         raise EmulationFailed(f"kernel status {status}: {err[-1] if err else 'no message'}")
@@ -283,13 +327,25 @@ def emulate(elf: Path, stdin: bytes, output_shape, dtype) -> tuple[np.ndarray, f
     return data.reshape(tuple(output_shape)).copy(), ((hi << 32) | lo) / 1e9
 
 
+def emulator_identity(emulator) -> dict:
+    """What distinguishes one emulator binary from another, cheaply (no run): path, size, mtime."""
+    path = shutil.which(emulator[0]) or emulator[0]
+    try:
+        stat = Path(path).stat()
+        return {"emulator": [str(path), *emulator[1:]], "size": stat.st_size, "mtime": stat.st_mtime_ns}
+    except OSError:
+        return {"emulator": [str(path), *emulator[1:]]}
+
+
 class EmulatedKernel(Kernel):
     """An ELF bound to its inputs; runs under qemu-hexagon once, outputs cached by content."""
 
-    def __init__(self, elf: Path, inputs, output_shape, dtype):
+    def __init__(self, elf: Path, inputs, output_shape, dtype, emulator=("qemu-hexagon",)):
         self.elf, self.output_shape, self.dtype = Path(elf), list(output_shape), dtype
+        self.emulator = tuple(emulator)
         self.stdin = encode_inputs(inputs, output_shape, dtype)
-        digest = hashlib.sha256(self.elf.read_bytes() + self.stdin).hexdigest()[:24]
+        who = cache.digest(emulator_identity(self.emulator)).encode()
+        digest = hashlib.sha256(self.elf.read_bytes() + self.stdin + who).hexdigest()[:24]
         self.where = cache.root() / "hexagon-run" / digest
         self.emulated_s: float | None = None
 
@@ -302,7 +358,7 @@ class EmulatedKernel(Kernel):
         if cached is not None and info is not None:
             self.emulated_s = info["emulated_s"]
             return cached
-        out, seconds = emulate(self.elf, self.stdin, self.output_shape, self.dtype)
+        out, seconds = emulate(self.elf, self.stdin, self.output_shape, self.dtype, self.emulator)
         cache.write_array(self.where / "output.npy", out)
         cache.write_json(self.where / "run.json", {"emulated_s": seconds})
         self.emulated_s = seconds

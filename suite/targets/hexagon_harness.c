@@ -35,14 +35,17 @@ typedef unsigned int usize;
 
 /* ------------------------------------------------------------------ syscalls (asm-generic numbers) */
 
-static long syscall3(long n, long a, long b, long c) {
+static long syscall4(long n, long a, long b, long c, long d) {
   register long r0 __asm__("r0") = a;
   register long r1 __asm__("r1") = b;
   register long r2 __asm__("r2") = c;
+  register long r3 __asm__("r3") = d;
   register long r6 __asm__("r6") = n;
-  __asm__ volatile("trap0(#1)" : "+r"(r0) : "r"(r1), "r"(r2), "r"(r6) : "memory");
+  __asm__ volatile("trap0(#1)" : "+r"(r0) : "r"(r1), "r"(r2), "r"(r3), "r"(r6) : "memory");
   return r0;
 }
+
+static long syscall3(long n, long a, long b, long c) { return syscall4(n, a, b, c, 0); }
 
 #define SYS_read 63
 #define SYS_write 64
@@ -441,4 +444,37 @@ static int run(void) {
   return 0;
 }
 
-__attribute__((noreturn)) void _start(void) { exit_now(run()); }
+/* ------------------------------------------------------------------ illegal instructions */
+/* An emulator without some instruction (Debian's QEMU has no HVX floating point) raises SIGILL at
+ * it. The handler reports the faulting address so that the suite can name the instruction; it
+ * never returns. Linux asm-generic ABI (Hexagon uses it): rt_sigaction is syscall 134 with
+ * struct sigaction {handler, flags, mask[2 words]}; SA_SIGINFO = 4; siginfo_t has si_signo,
+ * si_errno, si_code, then si_addr (the faulting instruction's address for SIGILL) at byte 12. */
+#define SYS_rt_sigaction 134
+#define SIGILL_NUMBER 4
+#define SA_SIGINFO_FLAG 4u
+
+static void put_hex(int fd, u32 value) {
+  char text[11] = "0x00000000";
+  for (int i = 0; i < 8; ++i) text[9 - i] = "0123456789abcdef"[(value >> (4 * i)) & 15u];
+  write_all(fd, text, 10);
+}
+
+static void on_illegal(int signal, void* info, void* context) {
+  (void)signal;
+  (void)context;
+  put_str(2, "hexagon harness: illegal instruction at pc ");
+  put_hex(2, *(u32*)((u8*)info + 12));
+  put_str(2, "\n");
+  exit_now(4);
+}
+
+static void catch_illegal(void) {
+  struct { void* handler; u32 flags; u32 mask[2]; } action = {(void*)on_illegal, SA_SIGINFO_FLAG, {0, 0}};
+  syscall4(SYS_rt_sigaction, SIGILL_NUMBER, (long)&action, 0, sizeof(action.mask));
+}
+
+__attribute__((noreturn)) void _start(void) {
+  catch_illegal();
+  exit_now(run());
+}

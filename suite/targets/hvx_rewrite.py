@@ -560,13 +560,13 @@ def model_object(arch: str = "v68") -> Path:
     without saving it: hardware-loop registers, GP, saturation flags, or runtime helpers.
     """
     source = MODEL_SOURCE.read_text()
-    key = {"source": source, "flags": MODEL_FLAGS, "clang": hexagon._tool_version("clang"),
+    key = {"source": source, "flags": MODEL_FLAGS, "clang": hexagon.tool_version("clang"),
            "arch": arch}
     where = cache.entry("qfloat-model", arch, key) / "qfloat_model.o"
     if not where.exists():
         with tempfile.TemporaryDirectory() as tmp:
             listing = Path(tmp) / "model.s"
-            hexagon._check_run(_clang(arch, False) + MODEL_FLAGS + ["-S", str(MODEL_SOURCE), "-o",
+            hexagon.check_run(_clang(arch, False) + MODEL_FLAGS + ["-S", str(MODEL_SOURCE), "-o",
                                                                     str(listing)],
                                "compiling the qfloat model")
             for line in listing.read_text().splitlines():
@@ -575,7 +575,7 @@ def model_object(arch: str = "v68") -> Path:
                     raise RuntimeError(f"qfloat model code touches caller state: {code!r}")
 
         def compile_to(tmp):
-            hexagon._check_run(_clang(arch, False) + MODEL_FLAGS + ["-c", str(MODEL_SOURCE), "-o",
+            hexagon.check_run(_clang(arch, False) + MODEL_FLAGS + ["-c", str(MODEL_SOURCE), "-o",
                                                                     tmp],
                                "compiling the qfloat model")
         cache.write_file(where, compile_to)
@@ -589,7 +589,7 @@ def assemble(asm: str, obj: Path, arch: str = "v68") -> None:
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "kernel.s"
         src.write_text(text)
-        hexagon._check_run(_clang(arch, True) + ["-c", str(src), "-o", str(obj)],
+        hexagon.check_run(_clang(arch, True) + ["-c", str(src), "-o", str(obj)],
                            "assembling the rewritten kernel")
 
 
@@ -610,8 +610,7 @@ def build_qfloat_elf(asm_text: str, out_elf_path, arch: str = "v68") -> dict:
     t2 = time.perf_counter()
     harness = hexagon.harness_object(arch)
     model = model_object(arch)
-    hexagon._check_run(["ld.lld", "-static", "-e", "_start", str(obj), str(harness), str(model),
-                        "-o", str(out_elf)], "linking with ld.lld")
+    hexagon.link([obj, harness, model], out_elf)
     t3 = time.perf_counter()
     return {"rewritten": dict(result.counts), "instructions": sum(result.counts.values()),
             "packets": result.packets, "loads_after": result.loads_after,

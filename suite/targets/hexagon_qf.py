@@ -1,0 +1,125 @@
+"""Executed Hexagon targets that run TVM's real HVX qfloat code.
+
+- ``hexagon-v68-qf`` (and ``hexagon-v73-qf``): the workload built exactly as ``hexagon-v68``
+  (``-v73``) builds it (TVM's tag flags, HVX qfloat on, ``-hexagon-autohvx=1``); each HVX
+  floating-point instruction LLVM emitted, and only those, replaced by a call into the suite's own
+  qfloat model (:mod:`suite.targets.hvx_rewrite`, :mod:`suite.targets.qfloat`), keeping VLIW packet
+  semantics; everything else (integer HVX, loads and stores, scalar code) runs as emitted, on a
+  ``qemu-hexagon`` that knows the CPU (Debian bookworm-backports' 10.0.2, or newer). No released
+  QEMU executes HVX floating point, hence the model.
+- ``hexagon-v68-qemu``: the same v68 ELF, unmodified, on a qemu-hexagon that executes HVX
+  floating point itself (Qualcomm's downstream QEMU, say), named by ``TVM_SUITE_QEMU_HEXAGON``
+  (its CPU by ``TVM_SUITE_QEMU_HEXAGON_CPU``, default v68). Without it, skipped with that reason;
+  pointed at one without HVX floating point, the run fails naming the instruction it could not
+  execute. Comparing it with ``hexagon-v68-qf`` bit for bit checks the model.
+
+Their times are emulated seconds (``emulated_s``), never hardware latency.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+from suite import cache, compat
+from suite.targets import hexagon, hvx_rewrite
+from suite.targets.base import Mode
+
+QEMU_ENV, QEMU_CPU_ENV = "TVM_SUITE_QEMU_HEXAGON", "TVM_SUITE_QEMU_HEXAGON_CPU"
+_SOURCES = (hexagon.HARNESS_SOURCE, hvx_rewrite.MODEL_SOURCE, Path(hvx_rewrite.__file__))
+
+
+@lru_cache(maxsize=None)
+def emulator_cpus(emulator: str) -> frozenset[str]:
+    """The CPUs ``emulator -cpu help`` lists (empty when it cannot be run)."""
+    try:
+        out = subprocess.run([emulator, "-cpu", "help"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    return frozenset(line.strip() for line in out.splitlines() if line.strip().startswith("v"))
+
+
+class _BuiltLikeTheTag(hexagon.HexagonTarget):
+    """The compile-only target's build (object + assembly), linked into an ELF that runs."""
+
+    mode = Mode.EMULATED
+
+    def _build_object(self, func, path: Path) -> str:
+        module = compat.build(func, self.tvm_target())
+        cache.write_file(path, lambda tmp: compat.write_module_file(module, tmp, "o"))
+        cache.write_file(path.with_suffix(".s"), lambda tmp: compat.write_module_file(module, tmp, "s"))
+        return path.with_suffix(".s").read_text()
+
+
+class HexagonQfTarget(_BuiltLikeTheTag):
+    """TVM's qfloat code, its HVX FP instructions run on the suite's qfloat model."""
+
+    def unavailable(self) -> str | None:
+        if reason := hexagon.missing_tools_reason(what=self.name):
+            return reason
+        if self.arch not in emulator_cpus(shutil.which("qemu-hexagon")):
+            return (f"{self.name} needs a qemu-hexagon that knows CPU {self.arch} (QEMU 10 or newer: "
+                    "apt-get install -t bookworm-backports qemu-user)")
+        return None
+
+    def identity(self) -> dict:
+        return {**super().identity(), "model": {p.name: cache.digest(p.read_text()) for p in _SOURCES},
+                "emulator": "qemu-hexagon"}
+
+    def build(self, func, path: Path) -> None:
+        """Object and assembly as the tag builds them; the rewritten, linked ELF beside them."""
+        hexagon.require_tools(("clang", "ld.lld"), self.name)
+        asm = self._build_object(func, path)
+        stats = hvx_rewrite.build_qfloat_elf(asm, path.with_suffix(".elf"), self.arch)
+        cache.write_json(path.with_suffix(".rewrite.json"), stats)
+
+    def codegen_metrics(self, path: Path) -> dict:
+        stats = cache.read_json(path.with_suffix(".rewrite.json")) or {}
+        return {**hexagon.codegen_metrics(path, path.with_suffix(".s")),
+                "rewritten": stats.get("instructions", 0), "rewritten_forms": stats.get("rewritten", {})}
+
+    def load(self, path, inputs, output_shape, dtype):
+        hexagon.require_tools(("qemu-hexagon",), self.name)
+        return hexagon.EmulatedKernel(Path(path).with_suffix(".elf"), inputs, output_shape, dtype,
+                                      emulator=("qemu-hexagon", "-cpu", self.arch))
+
+
+class HexagonQemuTarget(_BuiltLikeTheTag):
+    """TVM's qfloat code, unmodified, on a user's qemu-hexagon that executes HVX floating point."""
+
+    def emulator(self) -> tuple[str, ...] | None:
+        binary = os.environ.get(QEMU_ENV)
+        return (binary, "-cpu", os.environ.get(QEMU_CPU_ENV) or self.arch) if binary else None
+
+    def unavailable(self) -> str | None:
+        emulator = self.emulator()
+        if emulator is None:
+            return (f"{self.name} runs on a qemu-hexagon that executes HVX floating point itself: set "
+                    f"{QEMU_ENV} to it (and {QEMU_CPU_ENV}, default {self.arch}); no released QEMU does")
+        if shutil.which(emulator[0]) is None:
+            return f"{QEMU_ENV}={emulator[0]} is not an executable file"
+        return hexagon.missing_tools_reason(("clang", "ld.lld"), self.name)
+
+    def identity(self) -> dict:
+        return {**super().identity(), "harness": cache.digest(hexagon.HARNESS_SOURCE.read_text()),
+                **hexagon.emulator_identity(self.emulator() or ("none",))}
+
+    def build(self, func, path: Path) -> None:
+        hexagon.require_tools(("clang", "ld.lld"), self.name)
+        self._build_object(func, path)
+        harness = hexagon.harness_object(self.arch)
+        cache.write_file(path.with_suffix(".elf"), lambda tmp: hexagon.link([path, harness], Path(tmp)))
+
+    def load(self, path, inputs, output_shape, dtype):
+        return hexagon.EmulatedKernel(Path(path).with_suffix(".elf"), inputs, output_shape, dtype,
+                                      emulator=self.emulator())
+
+
+def all_targets() -> list:
+    v68, v73 = hexagon.all_targets()[0], hexagon.all_targets()[2]
+    return [HexagonQfTarget("hexagon-v68-qf", "v68", v68.mattr, v68.llvm_options),
+            HexagonQfTarget("hexagon-v73-qf", "v73", v73.mattr, v73.llvm_options),
+            HexagonQemuTarget("hexagon-v68-qemu", "v68", v68.mattr, v68.llvm_options)]
