@@ -1,21 +1,14 @@
-"""Latency of every workload's kernel on native targets: asv times the call; TVM's own median and
-the throughput it gives are tracked beside it."""
+"""Latency of every workload's kernel on native targets: the median of this run's time_evaluator
+samples (suite.core.timing; taken afresh on every run) and the throughput it gives."""
 
-from .common import ComboBenchmark, measurement
+from .common import ComboBenchmark, safe_import
 
-
-class KernelTime(ComboBenchmark):
-    need = "LATENCY"
-    number = 1
-    warmup_time = 0.1
-
-    def setup(self, *params):
-        super().setup(*params)
-        self.kernel = measurement.load_kernel(self.combo)
-
-    def time_kernel(self, *params):
-        self.kernel.run()
+timing = safe_import("suite.core.timing")
 
 
 class Throughput(ComboBenchmark):
     need = "LATENCY"
+
+    def read(self):
+        latency = timing.for_asv(self.combo).median
+        return {"latency_s": latency, "gflops": timing.gflops(self.combo, latency)}

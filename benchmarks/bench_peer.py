@@ -4,10 +4,11 @@ or a peer device)."""
 from .common import ComboBenchmark, safe_import
 
 peers = safe_import("suite.core.peers")
+timing = safe_import("suite.core.timing")
 
 
 class PyTorchPeer(ComboBenchmark):
     need = "LATENCY"
 
     def read(self):
-        return {"ratio": peers.latency_ratio(self.combo, self.record)}
+        return {"ratio": peers.ratio_for_asv(self.combo, timing.for_asv(self.combo).median)}

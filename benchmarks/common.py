@@ -34,7 +34,8 @@ combo = safe_import("suite.core.combo")
 record = safe_import("suite.core.record")
 measurement = safe_import("suite.core.measurement")
 errors = safe_import("suite.errors")
-SUITE = None not in (tracked, combo, record, measurement, errors)
+runstore = safe_import("suite.core.runstore")
+SUITE = None not in (tracked, combo, record, measurement, errors, runstore)
 
 if SUITE:
     PARAMS = combo.Grid.from_env().params()
@@ -73,14 +74,17 @@ class ComboBenchmark:
         if tracked is not None:
             module = cls.__module__.rsplit(".", 1)[-1]
             for metric in tracked.of_class(module, cls.__name__):
-                if not metric.timed:
-                    setattr(cls, metric.method, _track(metric))
+                setattr(cls, metric.method, _track(metric))
 
     def setup(self, workload, dtype, target, order):
         if not SUITE:
             raise not_imported()
         self.combo = combo.Combo.resolve(workload, dtype, target, order)
-        self.record = record.outcome(measurement.measure(self.combo), record.Need[self.need])
+        try:
+            self.record = record.outcome(measurement.measure(self.combo), record.Need[self.need])
+        except record.CombinationFailed as err:
+            runstore.note_failure(self.combo.ids, str(err))  # asv keeps only a null
+            raise
         try:
             self.values = self.read()
         except errors.Skipped as err:

@@ -37,11 +37,6 @@ class Metric:
     def method(self) -> str:
         return self.benchmark.split(".")[2]
 
-    @property
-    def timed(self) -> bool:
-        """Timed by asv itself (``time_*``), not read from a record."""
-        return self.method.startswith("time_")
-
 
 def _m(name, benchmark, key, unit, doc, worse=HIGHER) -> Metric:
     return Metric(name, benchmark, key, unit, doc, worse)
@@ -49,10 +44,8 @@ def _m(name, benchmark, key, unit, doc, worse=HIGHER) -> Metric:
 
 METRICS: tuple[Metric, ...] = (
     # Latency (native targets): bench_latency
-    _m("time_kernel", "bench_latency.KernelTime.time_kernel", "", "seconds",
-       "asv's timing of one kernel call"),
     _m("latency", "bench_latency.Throughput.track_latency_median", "latency_s", "seconds",
-       "Median of TVM's time_evaluator repeats, in seconds."),
+       "Median of this run's time_evaluator samples (suite.core.timing), in seconds."),
     _m("gflops", "bench_latency.Throughput.track_gflops", "gflops", "GFLOP/s",
        "Useful FLOPs per second at the median latency.", worse=LOWER),
     # Accuracy against the float64 reference: bench_accuracy

@@ -36,7 +36,7 @@ def test_ready_with_default_thresholds(cli, runs):
 def test_stricter_thresholds_fail(cli, runs, tmp_path):
     results, repo, commits = runs
     strict = tmp_path / "strict.toml"
-    strict.write_text("[accuracy.float16]\nulp_mean = 1.0\n[latency]\nmax_ratio = 0.5\n")
+    strict.write_text("[accuracy.float16]\nulp_mean = 1.0\n[latency]\nmax_ratio = 0.5\nalpha = 1.0\n")
     result = gate(cli, results, "--commit", "v9.9.0", "--tvm-repo", str(repo), "--thresholds", str(strict))
     assert result.returncode == 1, result.stdout + result.stderr
     assert "fail: ulp_mean float16" in result.stdout and "fail: latency vs" in result.stdout
@@ -97,3 +97,106 @@ def test_bad_input(cli, runs, tmp_path):
     victim = next(p for p in copy.glob("*/*.json") if p.name != "machine.json")
     victim.write_text(victim.read_text()[:-40])
     one_line(gate(cli, copy, "--commit", commits[1]), victim)
+
+
+def test_a_failed_build_is_not_ready(cli, tmp_path):
+    """A committed tuning record that no longer replays: asv stores null, `run` exits non-zero and
+    names it, the gate says NOT READY (exit 1) with the reason."""
+    import json as _json
+
+    from asv_runs import _git
+    from suite.core import tuning
+    from test_tuning import MATMUL, break_trace
+
+    repo = tmp_path / "tvm"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    commits = []
+    for i, date in enumerate(("2026-06-17T12:00:00+00:00", "2026-08-05T12:00:00+00:00")):
+        _git(repo, "commit", "-q", "--allow-empty", "-m", f"commit {i}", date=date)
+        commits.append(_git(repo, "rev-parse", "HEAD"))
+    records = tmp_path / "records"
+    shutil.copytree(tuning.RECORDS_DIR / "llvm" / "float32" / "traces",
+                    records / "llvm" / "float32" / "traces", ignore=shutil.ignore_patterns("seed*", "resnet50.c*",
+                                                                                          "resnet50.max*"))
+    out = tmp_path / "asv"
+    args = ("run", "--quick", "--workloads", MATMUL, "--dtypes", "float32", "--out", str(out), "--tvm-repo", str(repo))
+    env = {"HOME": str(tmp_path), "TVM_SUITE_TUNING_RECORDS": str(records)}
+    good = cli(*args, "--tvm-commit", commits[0], env=env)
+    assert good.returncode == 0, good.stdout + good.stderr
+    break_trace(records / "llvm" / "float32" / "traces" / f"{MATMUL}.json")
+    bad = cli(*args, "--tvm-commit", commits[1], env=env)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert f"{MATMUL} float32 llvm tuned: build failed: tuned trace does not apply" in bad.stdout
+    files = [p for p in (out / "results").glob("*/*.json") if p.name != "machine.json"]
+    latest = next(_json.loads(p.read_text()) for p in files if _json.loads(p.read_text())["commit_hash"] == commits[1])
+    ulp = latest["results"]["bench_accuracy.Accuracy.track_ulp_mean"]
+    assert ulp[1][3] == ["'default'", "'tuned'"]
+    assert ulp[0][0] > 0 and ulp[0][1] is None  # tuned failed: null (a failure), not NaN (a skip)
+    result = gate(cli, out / "results", "--commit", commits[1], "--tvm-repo", str(repo), "--no-remeasure")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "combinations completed" in result.stdout and "NOT READY" in result.stdout
+    assert f"{MATMUL} float32 llvm tuned: {MATMUL} float32 llvm tuned failed: build failed: tuned trace does not apply" \
+        in result.stdout
+
+
+def slower_trace(path):
+    """Replace a committed trace by a genuinely slower candidate from its own MetaSchedule database
+    (the slowest it measured: for the fp32 matmul, 4.7x the best)."""
+    import json as _json
+
+    record = _json.loads(path.read_text())
+    database = path.parents[1] / "database" / path.stem / "database_tuning_record.json"
+    rows = [_json.loads(line) for line in database.read_text().splitlines() if line.strip()]
+    best = record["best_measured_s"]
+    trace, seconds = max(((r[1][0], min(r[1][1])) for r in rows if r[1][1]), key=lambda t: t[1])
+    assert seconds > 3 * best
+    record["trace"] = trace
+    path.write_text(_json.dumps(record))
+
+
+def test_remeasurement_confirms_a_real_slowdown_and_calls_noise_noisy(cli, tmp_path):
+    """Candidate B replays a slower (real) tuned schedule of the matmul; its default kernel is the
+    same build as A's but its recorded samples are made 3x A's, as a burst of load would. The gate
+    times both pairs again, interleaved: the first is confirmed, the second is noisy."""
+    import json as _json
+
+    from asv_runs import _git
+    from suite.core import runstore, tuning
+    from test_tuning import MATMUL
+
+    repo = tmp_path / "tvm"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    commits = []
+    for i, date in enumerate(("2026-06-17T12:00:00+00:00", "2026-08-05T12:00:00+00:00")):
+        _git(repo, "commit", "-q", "--allow-empty", "-m", f"commit {i}", date=date)
+        commits.append(_git(repo, "rev-parse", "HEAD"))
+    records = tmp_path / "records" / "llvm" / "float32"
+    shutil.copytree(tuning.RECORDS_DIR / "llvm" / "float32", records,
+                    ignore=lambda d, names: [n for n in names if n.startswith(("seed", "resnet50.c", "resnet50.max"))])
+    out = tmp_path / "asv"
+    args = ("run", "--quick", "--workloads", MATMUL, "--dtypes", "float32", "--out", str(out), "--tvm-repo", str(repo))
+    env = {"HOME": str(tmp_path), "TVM_SUITE_TUNING_RECORDS": str(tmp_path / "records")}
+    assert cli(*args, "--tvm-commit", commits[0], env=env).returncode == 0
+    slower_trace(records / "traces" / f"{MATMUL}.json")
+    assert cli(*args, "--tvm-commit", commits[1], env=env).returncode == 0
+    ids = (MATMUL, "float32", "llvm", "default")
+    noisy = runstore.path(out, "timings", commits[1], ids)
+    kept = _json.loads(noisy.read_text())
+    kept["samples_s"] = [3 * s for s in _json.loads(runstore.path(out, "timings", commits[0], ids).read_text())["samples_s"]]
+    noisy.write_text(_json.dumps(kept))
+
+    without = gate(cli, out / "results", "--commit", commits[1], "--tvm-repo", str(repo), "--no-remeasure")
+    assert without.returncode == 1 and "suspect:" in without.stdout and "noisy" not in without.stdout
+    result = gate(cli, out / "results", "--commit", commits[1], "--tvm-repo", str(repo))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"confirmed: {MATMUL} float32 llvm tuned:" in result.stdout
+    assert f"noisy: {MATMUL} float32 llvm default:" in result.stdout
+    # The report shows the gate's re-measured verdicts.
+    report = cli("report", "--results", str(out / "results"), "--out", str(tmp_path / "report"), "--tvm-repo", str(repo))
+    assert report.returncode == 0, report.stderr
+    facts = _json.loads((tmp_path / "report" / "report.json").read_text())
+    verdicts = {(r["order"], r["metric"]): r["verdict"] for r in facts["regressions"]}
+    assert verdicts[("tuned", "latency")] == "confirmed" and verdicts[("default", "latency")] == "noisy"
+    assert facts["gate"]["words"].startswith("NOT READY")

@@ -55,7 +55,7 @@ def test_qfloat_code_runs_on_the_model():
     wid = "resnet50.conv2d_add_relu.56x56x64-k1s1-64"
     qf = measurement.measure(Combo.resolve(wid, "float16", "hexagon-v68-qf", "default"))
     assert qf.status is Status.OK and qf.kind is Kind.EMULATED, qf.reason
-    assert qf.emulated_s > 0 and qf.latency_s is None
+    assert qf.emulated_s > 0
     assert qf.codegen["e_flags"] == "0x68" and qf.codegen["rewritten"] > 0
     assert set(qf.codegen["rewritten_forms"]) <= {"vadd(hf,hf)->qf16", "vadd(qf16,hf)->qf16",
                                                   "vadd(qf16,qf16)->qf16", "conv(qf16)->hf",

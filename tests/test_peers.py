@@ -22,10 +22,10 @@ def test_pytorch_computes_the_same_layer(workload_id, dtype):
     assert error.max() < (3e-3 if dtype == "float16" else 1e-5)
 
 
-def test_latency_is_measured_and_cached():
+def test_latency_is_measured_afresh():
     first = peers.pytorch_latency("resnet50.matmul_add.2048-1000", "float32")
     assert first["latency_s"] > 0 and len(first["samples_s"]) == peers.REPEATS
-    assert peers.pytorch_latency("resnet50.matmul_add.2048-1000", "float32") == first
+    assert peers.pytorch_latency("resnet50.matmul_add.2048-1000", "float32")["samples_s"] != first["samples_s"]
 
 
 def test_workloads_without_a_peer_are_skipped_with_the_reason():

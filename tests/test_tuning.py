@@ -5,8 +5,9 @@ import shutil
 
 import pytest
 
-from suite.core import measurement, schedules, tuning, workloads
+from suite.core import measurement, schedules, timing, tuning, workloads
 from suite.core.combo import Combo
+from suite.core.record import Status
 from suite.errors import OrderNotApplicable
 
 MATMUL = "resnet50.matmul_add.2048-1000"
@@ -25,9 +26,9 @@ def records(tmp_path, monkeypatch):
 
 def test_committed_trace_replays_and_is_faster_with_identical_sums():
     tuned = measurement.measure(Combo.resolve(MATMUL, "float32", "llvm", "tuned"))
-    default = measurement.measure(Combo.resolve(MATMUL, "float32", "llvm", "default"))
     assert tuned.ok, tuned
-    assert tuned.latency_s < default.latency_s / 2
+    fast = timing.take(Combo.resolve(MATMUL, "float32", "llvm", "tuned")).median
+    assert fast < timing.take(Combo.resolve(MATMUL, "float32", "llvm", "default")).median / 2
     assert tuned.metrics["bound_fraction"] < 1
     divergence = measurement.divergence(Combo.resolve(MATMUL, "float32", "llvm", "tuned"))
     assert set(divergence) == {"differ_fraction", "max_ulp_distance", "error_ratio", "error_ratio_z", "bias_shift",
@@ -43,15 +44,24 @@ def test_missing_record_is_a_skip_with_the_command_to_make_it(records):
         schedules.apply(func, "tuned", MATMUL, "float16", "llvm")
 
 
-def test_a_trace_that_no_longer_applies_is_a_skip_not_a_crash(records):
-    record = json.loads(records.read_text())
+def break_trace(path):
+    """A committed trace that no longer replays: its block is renamed away."""
+    record = json.loads(path.read_text())
     text = json.dumps(record["trace"]).replace('["matmul", "main"]', '["no_such_block", "main"]')
     assert text != json.dumps(record["trace"])
     record["trace"] = json.loads(text)
-    records.write_text(json.dumps(record))
+    path.write_text(json.dumps(record))
+
+
+def test_a_trace_that_no_longer_applies_is_a_failure_not_a_skip(records):
+    """A record exists but this TVM cannot replay it: news about this TVM, recorded as failed."""
+    break_trace(records)
     func = workloads.prim_func(workloads.get(MATMUL), "float32")
-    with pytest.raises(OrderNotApplicable, match="tuned trace does not apply"):
+    with pytest.raises(tuning.TraceDoesNotApply, match="tuned trace does not apply"):
         schedules.apply(func, "tuned", MATMUL, "float32", "llvm")
+    record = measurement.measure(Combo.resolve(MATMUL, "float32", "llvm", "tuned"))
+    assert record.status is Status.FAILED
+    assert record.reason.startswith("build failed: tuned trace does not apply")
 
 
 @pytest.mark.slow

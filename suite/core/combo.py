@@ -18,14 +18,11 @@ from suite.core import schedules, workloads
 from suite.targets.base import Target
 
 #: Bump when the meaning of a cached record, output or reference changes.
-SCHEMA = 3
+SCHEMA = 4
 
 #: The environment variables that narrow the benchmark grid (comma-separated lists).
 ENV = {"workloads": "TVM_SUITE_WORKLOADS", "dtypes": "TVM_SUITE_DTYPES",
        "targets": "TVM_SUITE_TARGETS", "orders": "TVM_SUITE_ORDERS"}
-#: Where asv benchmark processes export difference maps for the report, per commit (set by
-#: `tvm-suite run` and `history`); the commit is asv's own ASV_COMMIT, else TVM_SUITE_COMMIT.
-MAPS_ENV, COMMIT_ENV = "TVM_SUITE_MAPS_DIR", "TVM_SUITE_COMMIT"
 
 
 @dataclass(frozen=True, eq=False)

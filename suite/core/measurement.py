@@ -1,7 +1,7 @@
 """One measurement: workload -> schedule -> build -> run -> reference -> metrics, cached.
 
 The measurement of a :class:`~suite.core.combo.Combo` is computed once per TVM build and kept in
-its cache entry: ``record.json`` (a :class:`~suite.core.record.Record`), the compiled kernel and
+its cache entry (latency is not: it is timed afresh on every run, see :mod:`suite.core.timing`): ``record.json`` (a :class:`~suite.core.record.Record`), the compiled kernel and
 ``output.npy``. The entry is one unit: it is assembled in a staging directory and published with
 one rename, and the record lists the sha256 of every file beside it, so a missing or damaged part
 makes the whole entry count as absent and be measured again, never a wrong number.
@@ -20,14 +20,12 @@ from pathlib import Path
 import numpy as np
 
 from suite import cache, compat
-from suite.core import metrics, reference, schedules, workloads
-from suite.core.combo import COMMIT_ENV, MAPS_ENV, SCHEMA, Combo
+from suite.core import metrics, reference, runstore, schedules, workloads
+from suite.core.combo import SCHEMA, Combo
 from suite.core.record import Kind, Record, Status
 from suite.errors import Skipped, UserError
 from suite.targets.base import Mode
 
-#: Repeats of TVM's time_evaluator per measurement (median reported).
-LATENCY_REPEATS = 5
 RECORD_FILE, OUTPUT_FILE = "record.json", "output.npy"
 KIND_OF_MODE = {Mode.NATIVE: Kind.LATENCY, Mode.EMULATED: Kind.EMULATED, Mode.COMPILE_ONLY: Kind.COMPILE_ONLY}
 
@@ -137,7 +135,8 @@ def _compute(combo: Combo, staged: Path) -> Record:
     try:
         kernel = target.load(kernel_path, inputs, workload.output_shape, dtype)
         output = kernel.output()
-        samples = kernel.time(repeat=LATENCY_REPEATS if target.mode is Mode.NATIVE else 1)
+        if target.mode is Mode.EMULATED:  # emulated time is not latency: one run, never latency_s
+            record.emulated_s = float(kernel.time(repeat=1)[0])
     except Skipped as err:
         return _ended(record, Status.SKIPPED, str(err))
     except Exception as err:
@@ -147,12 +146,6 @@ def _compute(combo: Combo, staged: Path) -> Record:
     ref, mag = reference_arrays(workload, dtype)
     record.accumulation_length = reference.accumulation_length(workload.chain)
     record.metrics = metrics.accuracy_metrics(output, ref, mag, record.accumulation_length, dtype)
-    if target.mode is Mode.EMULATED:  # emulated time is not latency: never latency_s
-        record.emulated_s = float(samples[0])
-    else:
-        record.latency_s = float(np.median(samples))
-        record.latency_samples_s = samples
-        record.gflops = workload.flops / record.latency_s / 1e9
     return record
 
 
@@ -215,22 +208,21 @@ def difference_maps(combo: Combo, against: str = "default") -> dict:
         return {name: data[name] for name in data.files}
 
 
-def export_maps(combo: Combo, against: str, directory: Path) -> Path:
-    """Copy the difference maps to ``directory/<workload>.<dtype>.<target>.<order>.npz``, where a
-    report over asv results finds them (asv keeps numbers only)."""
+def export_maps(combo: Combo, against: str, target: Path) -> Path:
+    """Copy the difference maps to ``target`` (.npz), where a report over asv results finds them
+    (asv keeps numbers only)."""
     source = _divergence_entry(combo, against)[1]
-    target = Path(directory) / f"{'.'.join(combo.ids)}.npz"
     cache.write_file(target, lambda tmp: shutil.copyfile(source, tmp))
     return target
 
 
 def tracked_divergence(combo: Combo) -> dict:
-    """The divergence from ``default`` that asv tracks; its maps are exported for the report to
-    ``$TVM_SUITE_MAPS_DIR/<commit>/`` when that is set."""
+    """The divergence from ``default`` that asv tracks; its maps are kept with the run for the
+    report (see suite.core.runstore)."""
     result = divergence(combo, "default")
-    directory, commit = os.environ.get(MAPS_ENV), os.environ.get("ASV_COMMIT") or os.environ.get(COMMIT_ENV)
-    if directory and commit:
-        export_maps(combo, "default", Path(directory) / commit)
+    if (found := runstore.current()) is not None:
+        run_dir, commit = found
+        export_maps(combo, "default", runstore.path(run_dir, "maps", commit, combo.ids))
     return result
 
 

@@ -3,7 +3,7 @@
 Users ask whether a TVM kernel is any good; PyTorch (oneDNN on the CPU, cuDNN/cuBLAS on the GPU)
 is the usual yardstick. A workload's op chain is rebuilt with ``torch.nn.functional`` on the
 workload's own inputs (NHWC data as channels-last tensors, so no layout conversion is timed) and
-cached per workload, dtype, device, PyTorch version and processor. On the CPU it is timed on all
+timed on every run, as TVM's kernel is; a run keeps the ratio (suite.core.runstore). On the CPU it is timed on all
 cores with a wall clock; on the GPU with CUDA events, with TF32 off (so float32 is float32, as in
 TVM's kernels) and cuDNN's autotuner on (how PyTorch users run convolutions). PyTorch runs eagerly:
 each op of the chain (conv, bias add, relu) is its own launch dispatched from Python, where TVM's
@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from suite import cache
-from suite.core import workloads
+from suite.core import runstore, workloads
 from suite.errors import Skipped
 from suite.targets.cuda import gpu_info
 from suite.targets.llvm import host_cpu_model
@@ -38,16 +38,6 @@ class NoPeer(Skipped):
 
 def available() -> bool:
     return importlib.util.find_spec("torch") is not None
-
-
-def _torch_version() -> str | None:
-    """The installed PyTorch version, read without importing torch (a look-up must stay cheap)."""
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version("torch")
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def _torch(device: str = "cpu"):
@@ -123,18 +113,14 @@ def pytorch_output(workload_id: str, dtype: str, device: str = "cpu") -> np.ndar
 
 
 def pytorch_latency(workload_id: str, dtype: str, device: str = "cpu") -> dict:
-    """Median seconds per run of the workload in PyTorch on this CPU or GPU (cached; a cached
-    value is read without importing torch)."""
+    """Median seconds per run of the workload in PyTorch on this CPU or GPU, timed now (like TVM's
+    latency, afresh on every run: a ratio of two timings taken together is not moved by the load
+    of the machine as much as either timing is)."""
     workload = workloads.get(workload_id)
-    version = _torch_version()
-    if version is None:
+    if not available():
         raise NoPeer("PyTorch is not installed (pip install torch: the CPU build)")
-    key = {"workload": workload_id, "chain": cache.digest(workload.chain), "dtype": dtype,
-           "torch": version, **_processor(device)}
-    path = cache.entry("peer", f"pytorch-{workload_id}-{dtype}-{device}", key) / "peer.json"
-    stored = cache.read_json(path)
-    if isinstance(stored, dict) and "latency_s" in stored:
-        return stored
+    if workload.chain["steps"][0]["op"] not in PEER_OPS:  # known without importing torch
+        raise NoPeer(f"no PyTorch peer for {workload.chain['steps'][0]['op']} (conv2d and dense layers only)")
     torch = _torch(device)
     run, _ = _layer(workload, workloads.make_inputs(workload, dtype), torch, device)
     timed = _time_cuda if device == "cuda" else _time_cpu
@@ -143,10 +129,8 @@ def pytorch_latency(workload_id: str, dtype: str, device: str = "cpu") -> dict:
             samples = timed(run, torch)
     except RuntimeError as err:  # e.g. an op PyTorch has no kernel for in this dtype on the CPU
         raise NoPeer(f"PyTorch cannot run it: {str(err).splitlines()[0]}") from None
-    result = {"latency_s": float(np.median(samples)), "samples_s": samples, "torch": torch.__version__,
-              "device": device}
-    cache.write_json(path, result)
-    return result
+    return {"latency_s": float(np.median(samples)), "samples_s": samples, "torch": torch.__version__,
+            "device": device, **_processor(device)}
 
 
 def _processor(device: str) -> dict:
@@ -189,10 +173,29 @@ def _time_cuda(run, torch) -> list[float]:
     return samples
 
 
-def latency_ratio(combo, record) -> float:
-    """TVM's latency (of a native ``record``) over PyTorch's for the same layer, dtype and device;
-    NoPeer when the target has no peer device or PyTorch cannot run the layer."""
+def latency_ratio(combo, latency_s: float) -> float:
+    """TVM's latency over PyTorch's for the same layer, dtype and device, PyTorch timed now; NoPeer
+    when the target has no peer device or PyTorch cannot run the layer."""
     device = combo.target.peer_device
     if device is None:
         raise NoPeer(f"no PyTorch peer on {combo.target.name}")
-    return record.latency_s / pytorch_latency(combo.workload.id, combo.dtype, device)["latency_s"]
+    return latency_s / pytorch_latency(combo.workload.id, combo.dtype, device)["latency_s"]
+
+
+def ratio_for_asv(combo, latency_s: float) -> float:
+    """This run's peer ratio of ``combo``: the one its run keeps (see suite.core.runstore; `tvm-suite
+    run` times both before asv runs, so asv's processes need not import torch), else taken now and
+    kept there."""
+    found = runstore.current()
+    if found is not None:
+        kept = cache.read_json(runstore.path(found[0], "peers", found[1], combo.ids))
+        if isinstance(kept, dict) and "ratio" in kept:
+            return float(kept["ratio"])
+    ratio = latency_ratio(combo, latency_s)
+    if found is not None:
+        save_ratio(found[0], found[1], combo, ratio)
+    return ratio
+
+
+def save_ratio(run_dir, commit: str, combo, ratio: float) -> None:
+    cache.write_json(runstore.path(run_dir, "peers", commit, combo.ids), {"ratio": ratio})

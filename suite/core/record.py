@@ -19,7 +19,7 @@ class Status(str, enum.Enum):
 class Kind(str, enum.Enum):
     """What an ok record measured; follows from the target's mode."""
 
-    LATENCY = "latency"  #: ran natively: accuracy and latency
+    LATENCY = "latency"  #: ran natively: accuracy, and latency timed on every run (suite.core.timing)
     EMULATED = "emulated"  #: ran under an emulator: accuracy and emulated seconds, never latency
     COMPILE_ONLY = "compile-only"  #: built only: code metrics
 
@@ -39,10 +39,7 @@ class Record:
     codegen: dict | None = None  #: code size and instruction counts (Hexagon)
     accumulation_length: int | None = None
     metrics: dict | None = None  #: accuracy against float64 (suite.core.metrics.accuracy_metrics)
-    latency_s: float | None = None  #: median of latency_samples_s
-    latency_samples_s: list | None = None
-    gflops: float | None = None
-    emulated_s: float | None = None
+    emulated_s: float | None = None  #: one emulated run's seconds (never latency)
     parts: dict = field(default_factory=dict)  #: file name in the cache entry -> sha256
 
     def __post_init__(self):
@@ -63,8 +60,7 @@ class Record:
 
     def values(self) -> dict:
         """Every number of the record, flat: what the benchmarks track (see suite.tracked)."""
-        found = {k: getattr(self, k) for k in ("compile_s", "latency_s", "gflops", "emulated_s",
-                                                 "accumulation_length")}
+        found = {k: getattr(self, k) for k in ("compile_s", "emulated_s", "accumulation_length")}
         found.update(self.metrics or {})
         found.update(self.codegen or {})
         if self.codegen is not None:

@@ -9,6 +9,7 @@ compiler's doing. A trace that no longer applies is a skip with its reason, not 
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -18,16 +19,23 @@ from suite import cache, compat
 from suite.core import workloads
 from suite.errors import OrderNotApplicable, UserError
 
+#: The committed records; TVM_SUITE_TUNING_RECORDS names another directory of the same layout
+#: (a user's own records, or a test's).
 RECORDS_DIR = Path(__file__).resolve().parent.parent / "tuning_records"
+RECORDS_ENV = "TVM_SUITE_TUNING_RECORDS"
 DATABASE_FILES = ("database_workload.json", "database_tuning_record.json")
 
 
 class NoTunedRecord(OrderNotApplicable):
-    """No committed record, or the record no longer applies on this TVM (with the reason)."""
+    """No record for this combination: the ``tuned`` order does not apply (a skip)."""
+
+
+class TraceDoesNotApply(RuntimeError):
+    """A record exists but its trace no longer replays on this TVM: a build failure of that TVM."""
 
 
 def records_dir(target_name: str, dtype: str) -> Path:
-    return RECORDS_DIR / target_name / dtype
+    return Path(os.environ.get(RECORDS_ENV) or RECORDS_DIR) / target_name / dtype
 
 
 def trace_path(target_name: str, dtype: str, workload_id: str) -> Path:
@@ -109,7 +117,7 @@ def replay(func, workload_id: str, dtype: str, target_name: str):
         compat.register_tensor_intrinsics()
     try:
         compat.apply_trace(record["trace"], schedule)
-    except Exception as err:  # the trace no longer applies on this TVM
+    except Exception as err:  # the trace no longer applies on this TVM: news about this TVM
         lines = [line for line in str(err).splitlines() if line.strip()]
-        raise NoTunedRecord(f"tuned trace does not apply: {lines[-1] if lines else type(err).__name__}") from None
+        raise TraceDoesNotApply(f"tuned trace does not apply: {lines[-1] if lines else type(err).__name__}") from None
     return schedule.mod["main"]

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from suite import cache, git
-from suite.core.combo import COMMIT_ENV, MAPS_ENV, Grid
+from suite.core.combo import Grid
+from suite.core.runstore import COMMIT_ENV, RUN_DIR_ENV
 from suite.errors import UserError
 from suite.history import driver, releases
 
@@ -98,8 +99,9 @@ def run_history(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, quick:
     hashfile = out_dir / "commits.txt"
     cache.write_text(hashfile, "".join(f"{c.commit}\n" for c in commits))
 
-    # Difference maps go beside results/, per commit (asv tells each benchmark process its ASV_COMMIT).
-    os.environ.update({**grid.to_env(), MAPS_ENV: str((out_dir / "maps").resolve()),
+    # Timings and difference maps go beside results/, per commit (asv gives each benchmark process
+    # its ASV_COMMIT).
+    os.environ.update({**grid.to_env(), RUN_DIR_ENV: str(out_dir.resolve()),
                        **no_submodules_env(repo, [c.commit for c in commits])})
     os.environ.pop(COMMIT_ENV, None)
     print(f"history of {len(commits)} commits of {repo}: "
@@ -116,7 +118,7 @@ def run_history(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, quick:
     logs_before = {p: p.stat().st_size for p in (out_dir / "install-logs").glob("*.log")}
     t0 = time.perf_counter()
     asv_status = driver.asv(config, "run", f"HASHFILE:{hashfile.resolve()}", "--skip-existing", "--show-stderr",
-                            *driver.quick_args(quick), log=log_path)
+                            *driver.quick_args(quick), log=log_path, phase=f"asv run over {len(commits)} commits")
     run_s = time.perf_counter() - t0
     publish_status = driver.asv(config, "publish", log=log_path)
     installs = _install_seconds(out_dir / "install-logs", logs_before)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from suite import cache
 from suite.errors import UserError
+from suite.progress import Progress
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ASV_CONF = REPO_ROOT / "asv.conf.json"
@@ -78,13 +80,28 @@ def run_config(results_dir: Path) -> Path | None:
     return None
 
 
-def asv(config: Path, *args: str, log: Path) -> int:
-    """Run ``asv ARGS`` with ``config`` from the repository root, its output appended to ``log``."""
+_PERCENT = re.compile(r"^\[\s*(\d+(?:\.\d+)?)%\]")
+
+
+def asv(config: Path, *args: str, log: Path, phase: str | None = None) -> int:
+    """Run ``asv ARGS`` with ``config`` from the repository root, its output appended to ``log``;
+    with ``phase``, asv's own progress (its ``[ 12.50%]`` lines) is shown on the terminal."""
     command = [sys.executable, "-m", "asv", "--config", str(config), *args]
+    shown = Progress(phase, 100.0, counted=False) if phase else None
     with log.open("a") as handle:
         handle.write(f"$ {' '.join(command)}\n")
         handle.flush()
-        return subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, cwd=REPO_ROOT).returncode
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO_ROOT,
+                                   text=True, errors="replace")
+        for line in process.stdout:
+            handle.write(line)
+            found = _PERCENT.match(line.strip())
+            if shown and found and "···" in line:
+                shown.update(float(found.group(1)), line.strip().split("···")[-1].strip())
+        status = process.wait()
+    if shown:
+        shown.finish()
+    return status
 
 
 def machine(config: Path, log: Path) -> None:

@@ -15,10 +15,13 @@ import time
 from pathlib import Path
 
 from suite import compat, git
-from suite.core import measurement, peers
-from suite.core.combo import COMMIT_ENV, MAPS_ENV, Grid
+from suite.core import measurement, peers, runstore, timing
+from suite.core.combo import Grid
+from suite.core.runstore import COMMIT_ENV, RUN_DIR_ENV
+from suite.core.record import Kind, Status
 from suite.errors import Skipped, UserError
 from suite.history import driver
+from suite.progress import Progress
 
 #: Loop orders of a quick run: as legalized, and as tuned.
 QUICK_ORDERS = ("default", "tuned")
@@ -54,26 +57,40 @@ def installed_commit(out_dir: Path, tvm_repo: Path | None, tvm_commit: str | Non
     return repo, versions_repo_commit(repo, version)
 
 
-def warm_cache(grid: Grid, log=print) -> dict:
-    """Measure every combination once in this process (one TVM import instead of hundreds),
-    and the PyTorch peer of each on its target's peer device, where PyTorch is installed."""
-    records, ratios, started = {}, {}, time.perf_counter()
-    reference_s = 0.0
-    for combo in grid.combos():
+def warm_cache(grid: Grid, run_dir: Path, commit: str, log=print) -> dict:
+    """Measure every combination once in this process (one TVM import instead of hundreds), time
+    every native one afresh into the run's timing store (asv's latency benchmarks read it), and
+    the PyTorch peer of each on its target's peer device, where PyTorch is installed."""
+    records, latency, ratios, started = {}, {}, {}, time.perf_counter()
+    reference_s = timing_s = 0.0
+    combos = grid.combos()
+    shown = Progress("measure", len(combos))
+    for kind in ("timings", "peers", "maps", "failures"):
+        runstore.clear(run_dir, kind, commit)
+    for combo in combos:
         if combo.target.name == grid.targets[0] and combo.order == grid.orders[0]:
             t0 = time.perf_counter()
             measurement.reference_arrays(combo.workload, combo.dtype)
             reference_s += time.perf_counter() - t0
         t0 = time.perf_counter()
         record = records[combo] = measurement.measure(combo)
+        if record.ok and record.kind is Kind.LATENCY:
+            t1 = time.perf_counter()
+            taken = timing.take(combo)
+            timing.save(run_dir, commit, combo, taken)
+            latency[combo] = taken.median
+            timing_s += time.perf_counter() - t1
+            if peers.available():
+                try:
+                    ratios[combo] = peers.latency_ratio(combo, taken.median)
+                    peers.save_ratio(run_dir, commit, combo, ratios[combo])
+                except Skipped:
+                    pass
         log(f"  {record.status.value:7s} {combo.label} ({time.perf_counter() - t0:.1f} s)")
-        if record.latency_s is not None and peers.available():
-            try:
-                ratios[combo] = peers.latency_ratio(combo, record)
-            except Skipped:
-                pass
-    return {"records": records, "peer_ratio": ratios,
-            "seconds": time.perf_counter() - started, "reference_s": reference_s}
+        shown.step(combo.label)
+    shown.finish()
+    return {"records": records, "latency": latency, "peer_ratio": ratios,
+            "seconds": time.perf_counter() - started, "reference_s": reference_s, "timing_s": timing_s}
 
 
 def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_commit=None) -> driver.RunSummary:
@@ -87,21 +104,26 @@ def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_com
                                **({} if tvm_repo is not None else {"show_commit_url": ""}))
 
     print(f"measuring {len(grid.workloads)} workloads x {len(grid.dtypes)} dtypes on apache-tvm "
-          f"{compat.installed_version()} (cache: {measurement.cache.root()})", flush=True)
-    warm = warm_cache(grid, log=lambda s: print(s, flush=True))
+          f"{compat.installed_version()} (cache: {measurement.cache.root()}; each combination in "
+          f"{out_dir / 'measure.log'})", flush=True)
+    with (out_dir / "measure.log").open("a") as measure_log:
+        warm = warm_cache(grid, out_dir, commit, log=lambda line: print(line, file=measure_log, flush=True))
 
-    os.environ.update({**grid.to_env(), MAPS_ENV: str((out_dir / "maps").resolve()),
-                       COMMIT_ENV: commit})
+    os.environ.update({**grid.to_env(), RUN_DIR_ENV: str(out_dir.resolve()), COMMIT_ENV: commit})
     archived = driver.archive_previous(out_dir / "results", commit, out_dir)
     t0 = time.perf_counter()
     driver.machine(config, log_path)
     args = ["run", "--environment", f"existing:{sys.executable}", "--set-commit-hash", commit, "--show-stderr"]
-    asv_status = driver.asv(config, *args, *driver.quick_args(quick), log=log_path)
+    asv_status = driver.asv(config, *args, *driver.quick_args(quick), log=log_path, phase="asv run")
     asv_s = time.perf_counter() - t0
     publish_status = driver.asv(config, "publish", log=log_path)
     text = _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, archived, log_path)
+    failed = [c for c, r in warm["records"].items() if r.status is Status.FAILED]
+    if failed:
+        text += "\n\nfailed combinations (their results are asv failures, null):\n" + "\n".join(
+            f"  {c.label}: {warm['records'][c].reason}" for c in failed)
     # asv exits 2 when a benchmark failed; a skipped combination is not a failure.
-    return driver.RunSummary(text, 0 if asv_status == 0 and publish_status == 0 else 1)
+    return driver.RunSummary(text, 0 if asv_status == 0 and publish_status == 0 and not failed else 1)
 
 
 def _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, archived, log_path) -> str:
@@ -113,13 +135,13 @@ def _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, arch
         head = f"{wid:52s} {dtype:8s} {target:15s} {order:10s}"
         if r.has_output:
             m = r.metrics
-            if r.latency_s is not None:
-                ratio = warm["peer_ratio"].get(combo)
-                timing = f"{r.latency_s * 1e3:9.3f} {r.gflops:8.2f}"
+            if combo in warm["latency"]:
+                latency, ratio = warm["latency"][combo], warm["peer_ratio"].get(combo)
+                timed = f"{latency * 1e3:9.3f} {timing.gflops(combo, latency):8.2f}"
                 ratio = f"{ratio:7.2f}" if ratio else f"{'-':>7s}"
             else:  # emulated: its time is not latency and has no throughput or peer
-                timing, ratio = f"{'emulated':>18s}", f"{'-':>7s}"
-            lines.append(f"{head} {timing} {ratio} "
+                timed, ratio = f"{'emulated':>18s}", f"{'-':>7s}"
+            lines.append(f"{head} {timed} {ratio} "
                          f"{m['ulp_mean']:9.3f} {m['scaled_error']:8.3f} {m['bound_fraction']:7.4f}  ok")
         elif r.ok:
             lines.append(f"{head} {'':>53s}  ok (compile-only)")
@@ -129,7 +151,8 @@ def _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, arch
     lines += [
         "",
         f"combinations: {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} failed",
-        f"measure + compile + reference: {warm['seconds']:.1f} s (references {warm['reference_s']:.1f} s)",
+        f"measure + compile + reference + timing: {warm['seconds']:.1f} s (references {warm['reference_s']:.1f} s, "
+        f"timing {warm['timing_s']:.1f} s)",
         f"asv run: {asv_s:.1f} s, exit {asv_status}; publish exit {publish_status}; log {log_path}",
         f"results: {out_dir / 'results'} (commit {commit[:12]})",
         f"asv's own HTML: {out_dir / 'html' / 'index.html'}",

@@ -1,15 +1,25 @@
-"""Release readiness: the thresholds file and the verdict of ``tvm-suite gate``.
+"""Release readiness: the verdict of ``tvm-suite gate`` on a candidate commit.
 
-Exit status: 0 ready, 1 not ready (a check failed), 2 data missing or unreadable (a check had no
-data, a benchmark failed at the candidate commit, a file could not be read). Missing data wins
-over a failure: the verdict needs complete data, so the gate is never "ready" by default.
+Exit status: 0 ready; 1 not ready: a check failed, a combination failed to build or run at the
+candidate (a failed build is a finding about the candidate), or a slowdown reproduced; 2 data
+missing or unreadable (no baseline, no values at the candidate, a file that cannot be read).
+Missing data wins over a failure: the verdict needs complete data, so the gate is never "ready"
+by default. Skipped combinations (not applicable, a tool or GPU missing) stay out of every check.
+
+Latency is judged on the timing samples of both commits (``suite.core.timing``): a suspect is
+a ratio of medians above ``max_ratio`` with a one-sided Mann-Whitney U test below ``alpha``; before
+NOT READY every suspect whose two kernels can still run here is timed again, interleaved, and
+reported as "noisy" when the slowdown does not reproduce.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from suite import tracked
+import numpy as np
+
+from suite import cache, tracked
+from suite.core import runstore
 from suite.reporting import results as res
 from suite.reporting import rules
 
@@ -33,13 +43,19 @@ def _where(series: res.Series, multi_machine: bool) -> str:
     return f"{text} @{series.machine}" if multi_machine else text
 
 
-def _failed_benchmarks(history: res.History, commit: str) -> list[str]:
-    failed = []
+def failed_combinations(history: res.History, commit: str) -> dict[res.Series, list[str]]:
+    """Combinations with failed (null) results at ``commit``: their failed benchmarks."""
+    failed: dict[res.Series, list[str]] = {}
     for metric, per_series in history.values.items():
         for series, per_commit in per_series.items():
             if commit in per_commit and per_commit[commit] is None:
-                failed.append(f"{tracked.get(metric).method} {_where(series, False)}")
-    return sorted(failed)
+                failed.setdefault(series, []).append(tracked.get(metric).method)
+    return {s: sorted(methods) for s, methods in sorted(failed.items(), key=lambda i: i[0].ids)}
+
+
+def failure_reason(history: res.History, commit: str, series: res.Series) -> str:
+    reason = runstore.failure(runstore.of_results(history.results_dir), commit, series.ids)
+    return reason or "reason in the asv log"
 
 
 def _max_check(history, commit, name, limit, series_filter, multi, value_of, unchecked_of=None) -> Check:
@@ -73,55 +89,144 @@ def _max_check(history, commit, name, limit, series_filter, multi, value_of, unc
                  f"{worst[0]:.4g} ({_where(worst[1], multi)}){note}", over + unchecked)
 
 
-def evaluate(history: res.History, commit_name: str, thresholds: dict, baseline_name: str | None = None):
+def _baseline(history: res.History, candidate: res.Commit, name: str) -> tuple[res.Commit | None, str]:
+    """The baseline commit: ``previous`` (the last earlier commit with any result) or a named one."""
+    if name != "previous":
+        return history.resolve(name), ""
+    index = history.index(candidate.hash)
+    earlier = [c for c in history.commits[:index]
+               if any(c.hash in per_commit for per_series in history.values.values()
+                      for per_commit in per_series.values())]
+    return (earlier[-1] if earlier else None), f"no commit before {candidate.label} with results"
+
+
+@dataclass
+class Slowdown:
+    series: res.Series
+    ratio: float  #: candidate median / baseline median
+    p: float | None  #: one-sided Mann-Whitney U p-value; None without samples
+    verdict: str  #: "confirmed", "noisy", "suspect" (not re-measured), "slower" (no samples)
+    remeasured: tuple[float, float] | None = None  #: (ratio, p) of the interleaved re-measurement
+
+
+def _mann_whitney(before: list[float], after: list[float]) -> float:
+    """One-sided p-value that ``after`` is slower than ``before`` (exact for small samples)."""
+    from scipy.stats import mannwhitneyu
+
+    return float(mannwhitneyu(after, before, alternative="greater").pvalue)
+
+
+def slowdowns(history: res.History, candidate: res.Commit, baseline: res.Commit, thresholds: dict,
+              remeasure: bool) -> tuple[list[Slowdown], int]:
+    """Latency slowdowns from ``baseline`` to ``candidate`` (and how many series were compared)."""
+    from suite.core import timing
+
+    latency = thresholds["latency"]
+    run_dir = runstore.of_results(history.results_dir)
+    found, compared = [], 0
+    for series in history.series():
+        now = history.value("latency", series, candidate.hash)
+        before = history.value("latency", series, baseline.hash)
+        if not (res.finite(now) and res.finite(before)) or before <= 0:
+            continue
+        compared += 1
+        a, b = timing.load(run_dir, baseline.hash, series.ids), timing.load(run_dir, candidate.hash, series.ids)
+        if a is None or b is None:  # results without samples: the ratio of medians is all there is
+            if now / before > latency["max_ratio"]:
+                found.append(Slowdown(series, now / before, None, "slower"))
+            continue
+        ratio, p = b.median / a.median, _mann_whitney(a.samples_s, b.samples_s)
+        if ratio <= latency["max_ratio"] or p >= latency["alpha"]:
+            continue
+        again = timing.remeasure(series.ids, [a, b]) if remeasure else None
+        if again is None:
+            found.append(Slowdown(series, ratio, p, "suspect"))
+            continue
+        ratio2 = float(np.median(again[1]) / np.median(again[0]))
+        p2 = _mann_whitney(again[0], again[1])
+        confirmed = ratio2 > latency["max_ratio"] and p2 < latency["alpha"]
+        found.append(Slowdown(series, ratio, p, "confirmed" if confirmed else "noisy", (ratio2, p2)))
+    kept = _remeasured_path(history, baseline, candidate)
+    if remeasure:  # the report shows these verdicts
+        cache.write_json(kept, [{"ids": list(s.series.ids), "machine": s.series.machine, "verdict": s.verdict,
+                                 "remeasured": s.remeasured} for s in found if s.remeasured])
+    else:  # what an earlier gate run found by timing them again
+        earlier = {(tuple(e["ids"]), e["machine"]): e for e in cache.read_json(kept) or [] if isinstance(e, dict)}
+        for s in found:
+            if (e := earlier.get((s.series.ids, s.series.machine))) is not None:
+                s.verdict, s.remeasured = e["verdict"], tuple(e["remeasured"])
+    return found, compared
+
+
+def _remeasured_path(history: res.History, baseline: res.Commit, candidate: res.Commit):
+    return runstore.of_results(history.results_dir) / "gate" / f"{baseline.hash[:12]}-{candidate.hash[:12]}.json"
+
+
+def latency_check(history, candidate, baseline, why, thresholds, multi, remeasure) -> Check:
+    latency = thresholds["latency"]
+    name = f"latency vs {baseline.label}" if baseline is not None else "latency vs baseline"
+    limit = f"<= {latency['max_ratio']:g}x, or U-test p >= {latency['alpha']:g}"
+    if baseline is None or baseline.hash == candidate.hash:
+        return Check(name, limit, MISSING, why or "baseline is the candidate itself")
+    found, compared = slowdowns(history, candidate, baseline, thresholds, remeasure)
+    if not compared:
+        return Check(name, limit, MISSING, f"no combination measured at both {candidate.label} and {baseline.label}")
+    details = []
+    for s in sorted(found, key=lambda s: -s.ratio):
+        again = (f"; re-measured {s.remeasured[0]:.2f}x, p {s.remeasured[1]:.2g}" if s.remeasured else "")
+        p = f", p {s.p:.2g}" if s.p is not None else " (no samples: ratio of medians only)"
+        details.append(f"{s.verdict}: {_where(s.series, multi)}: {s.ratio:.2f}x{p}{again}")
+    failing = [s for s in found if s.verdict in ("confirmed", "suspect", "slower")]
+    noisy = len(found) - len(failing)
+    worst = (f"{len(failing)} slower" if failing else "none slower") + (f", {noisy} noisy" if noisy else "")
+    return Check(name, limit, FAIL if failing else PASS, f"{worst} of {compared}", details)
+
+
+def change_checks(history, candidate, baseline, thresholds, multi) -> list[Check]:
+    """[change.<metric>] of thresholds.toml: each metric against the baseline commit."""
+    checks = []
+    for metric, rule in sorted(thresholds.get("change", {}).items()):
+        name = f"{metric} vs {baseline.label}" if baseline is not None else f"{metric} vs baseline"
+        parts = ([f"<= {rule['max_ratio']:g}x"] if "max_ratio" in rule else []) + (
+            ["not to 0"] if rule.get("keep_nonzero") else [])
+        limit = ", ".join(parts)
+        if baseline is None or baseline.hash == candidate.hash:
+            checks.append(Check(name, limit, NOT_CHECKED, "no baseline"))
+            continue
+        over, seen = [], 0
+        for series in history.series():
+            now = history.value(metric, series, candidate.hash)
+            before = history.value(metric, series, baseline.hash)
+            if not (res.finite(now) and res.finite(before)):
+                continue
+            seen += 1
+            if rule.get("keep_nonzero") and before > 0 and now == 0:
+                over.append(f"{_where(series, multi)}: {before:.4g} -> 0")
+            elif "max_ratio" in rule and before > 0 and now / before > rule["max_ratio"]:
+                over.append(f"{_where(series, multi)}: {before:.4g} -> {now:.4g} ({now / before:.2f}x)")
+        if not seen:
+            checks.append(Check(name, limit, NOT_CHECKED, f"no {metric} at both commits"))
+        else:
+            checks.append(Check(name, limit, FAIL if over else PASS, f"{len(over)} of {seen}", over))
+    return checks
+
+
+def evaluate(history: res.History, commit_name: str, thresholds: dict, baseline_name: str | None = None,
+             remeasure: bool = True):
     """(candidate commit, baseline commit or None, checks) for release readiness."""
     candidate = history.resolve(commit_name)
     commit = candidate.hash
     multi = len(history.machines) > 1
     checks = []
+    failed = failed_combinations(history, commit)
+    checks.append(Check("combinations completed", "no failed build or run", FAIL if failed else PASS,
+                        f"{len(failed)} failed" if failed else "none failed",
+                        [f"{_where(s, multi)}: {failure_reason(history, commit, s)}" for s in failed]))
 
-    failed = _failed_benchmarks(history, commit)
-    checks.append(Check("benchmarks completed", "no failed (null) results",
-                        MISSING if failed else PASS, f"{len(failed)} failed" if failed else "all ran",
-                        failed))
-
-    # Latency against the baseline.
-    latency = thresholds["latency"]
-    baseline_name = baseline_name or latency["baseline"]
-    baseline = None
-    index = history.index(commit)
-    if baseline_name == "previous":
-        earlier = [c for c in history.commits[:index]
-                   if any(res.finite(v.get(c.hash)) for v in history.values.get("latency", {}).values())]
-        baseline = earlier[-1] if earlier else None
-        why = f"no commit before {candidate.label} with latency results"
-    else:
-        baseline = history.resolve(baseline_name)
-        why = ""
-    limit = f"<= {latency['max_ratio']:g}x baseline"
-    if baseline is None:
-        checks.append(Check("latency vs baseline", limit, MISSING, why))
-    elif baseline.hash == commit:
-        checks.append(Check("latency vs baseline", limit, MISSING, "baseline is the candidate itself"))
-    else:
-        worst, over, seen = None, [], 0
-        for series in history.series():
-            now = history.value("latency", series, commit)
-            before = history.value("latency", series, baseline.hash)
-            if not (res.finite(now) and res.finite(before)) or before <= 0:
-                continue
-            seen += 1
-            ratio = now / before
-            if worst is None or ratio > worst[0]:
-                worst = (ratio, series)
-            if ratio > latency["max_ratio"]:
-                over.append(f"{_where(series, multi)}: {before * 1e3:.3f} -> {now * 1e3:.3f} ms ({ratio:.2f}x)")
-        if not seen:
-            checks.append(Check("latency vs baseline", limit, MISSING,
-                                f"no combination measured at both {candidate.label} and {baseline.label}"))
-        else:
-            checks.append(Check(f"latency vs {baseline.label}", limit, FAIL if over else PASS,
-                                f"{worst[0]:.2f}x ({_where(worst[1], multi)})", over))
+    baseline, why = _baseline(history, candidate, thresholds["latency"]["baseline"] if baseline_name is None
+                              else baseline_name)
+    checks.append(latency_check(history, candidate, baseline, why, thresholds, multi, remeasure))
+    checks += change_checks(history, candidate, baseline, thresholds, multi)
 
     def values_of(metric):
         return lambda series, at: history.value(metric, series, at)
@@ -160,6 +265,9 @@ def evaluate(history: res.History, commit_name: str, thresholds: dict, baseline_
     return candidate, baseline, checks
 
 
+WORDS = {0: "READY", 1: "NOT READY (a check failed)", 2: "DATA MISSING (no verdict without complete data)"}
+
+
 def verdict(checks) -> int:
     statuses = {c.status for c in checks}
     if MISSING in statuses:
@@ -180,20 +288,20 @@ def format_table(candidate, checks, thresholds, history, max_details: int = 8) -
         cells = [cell if len(cell) <= w else cell[: w - 3] + "..." for cell, w in zip(row, widths)]
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(cells, widths)).rstrip())
     for c in checks:
-        if c.status in (FAIL, MISSING) and c.details:
+        if c.details and (c.status in (FAIL, MISSING) or any(d.startswith("noisy") for d in c.details)):
             lines.append("")
             lines.append(f"{c.status.lower()}: {c.name} ({len(c.details)})")
             lines += [f"  {d}" for d in c.details[:max_details]]
             if len(c.details) > max_details:
                 lines.append(f"  ... and {len(c.details) - max_details} more")
     status = verdict(checks)
-    words = {0: "READY", 1: "NOT READY (a check failed)", 2: "DATA MISSING (no verdict without complete data)"}
-    lines += ["", f"verdict: {words[status]} -> exit {status}"]
+    lines += ["", f"verdict: {WORDS[status]} -> exit {status}"]
     return "\n".join(lines)
 
 
-def run_gate(results_dir, commit_name: str, thresholds_path=None, tvm_repo=None, baseline=None) -> tuple[str, int]:
+def run_gate(results_dir, commit_name: str, thresholds_path=None, tvm_repo=None, baseline=None,
+             remeasure: bool = True) -> tuple[str, int]:
     thresholds = rules.load_thresholds(thresholds_path)
     history = res.load(results_dir, tvm_repo)
-    candidate, _baseline, checks = evaluate(history, commit_name, thresholds, baseline)
+    candidate, _baseline, checks = evaluate(history, commit_name, thresholds, baseline, remeasure)
     return format_table(candidate, checks, thresholds, history), verdict(checks)

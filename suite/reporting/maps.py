@@ -1,8 +1,8 @@
 """Where in the output a divergence lies: the difference maps asv cannot keep.
 
 asv benchmark processes export, per commit, the mean |diff| from the ``default`` order over the
-output's H x W and per output channel (``suite.core.measurement.tracked_divergence``) to
-``<run dir>/maps/<commit>/<workload>.<dtype>.<target>.<order>.npz``, beside ``results/``. The
+output's H x W and per output channel (``suite.core.measurement.tracked_divergence``) beside
+``results/`` (``suite.core.runstore``: ``maps/<commit>/<workload>.<dtype>.<target>.<order>.npz``). The
 report draws them: H x W as a heat map (an inline PNG), channels as bars (inline SVG). A rounding
 drift covers the whole map evenly; a bug shows as tiles or channels.
 """
@@ -16,16 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
+from suite.core import runstore
 from suite.reporting import results as res
-
-
-def maps_dir(results_dir: Path) -> Path:
-    return Path(results_dir).parent / "maps"
 
 
 def load(results_dir: Path, commit: str, series: res.Series) -> dict[str, np.ndarray] | None:
     """The maps of ``series`` at ``commit``, or None when they were not exported or cannot be read."""
-    path = maps_dir(results_dir) / commit / f"{series.workload}.{series.dtype}.{series.target}.{series.order}.npz"
+    path = runstore.path(runstore.of_results(results_dir), "maps", commit, series.ids)
     try:
         with np.load(path, allow_pickle=False) as data:
             return {name: data[name] for name in data.files}

@@ -22,7 +22,7 @@ from pathlib import Path
 from suite import cache, tracked
 from suite.errors import UserError
 from suite.reporting import results as res
-from suite.reporting import maps, rules
+from suite.reporting import gate, maps, rules
 from suite.reporting.rules import match
 
 TEMPLATES = rules.REPO_ROOT / "reports" / "templates"
@@ -47,13 +47,23 @@ class ReportError(UserError):
 
 
 def find_regressions(history: res.History, thresholds: dict) -> list[dict]:
+    """Regressions between consecutive commits. Latency: the gate's noise model on the timing
+    samples (ratio of medians above [latency] max_ratio with a Mann-Whitney p below alpha), with the
+    verdict of a re-measurement where `tvm-suite gate` made one. Other metrics (deterministic for a
+    TVM build): asv's step detection, steps above [regressions] threshold (upward steps only)."""
     from asv import step_detect
 
-    config = thresholds["regressions"]
     found = []
+    for before, after in zip(history.commits, history.commits[1:]):
+        slower, _ = gate.slowdowns(history, after, before, thresholds, remeasure=False)
+        for s in slower:
+            found.append(_regression(s.series, "latency", before, after, history.value("latency", s.series, before.hash),
+                                     history.value("latency", s.series, after.hash), s.verdict, s.p))
+    config = thresholds["regressions"]
     for metric in config["metrics"]:
-        for s, per_commit in sorted(history.values.get(metric, {}).items(),
-                                    key=lambda item: (item[0].workload, item[0].dtype, item[0].target, item[0].order)):
+        if metric == "latency":
+            continue
+        for s, per_commit in sorted(history.values.get(metric, {}).items(), key=lambda item: item[0].ids):
             y = [per_commit.get(c.hash) for c in history.commits]
             y = [v if res.finite(v) else None for v in y]
             if sum(v is not None for v in y) < 2:
@@ -61,17 +71,21 @@ def find_regressions(history: res.History, thresholds: dict) -> list[dict]:
             steps = step_detect.detect_steps(y)
             _latest, _best, positions = step_detect.detect_regressions(steps, threshold=config["threshold"])
             for before, after, value_before, value_after in positions or []:
-                if after is None:
-                    continue
-                good, bad = history.commits[before], history.commits[after]
-                found.append({
-                    **s.as_dict(), "metric": metric, "benchmark": tracked.get(metric).benchmark,
-                    "last_good": good.hash, "last_good_label": good.label, "last_good_url": good.url,
-                    "first_bad": bad.hash, "first_bad_label": bad.label, "first_bad_url": bad.url,
-                    "value_before": value_before, "value_after": value_after,
-                    "ratio": value_after / value_before if value_before else None,
-                })
-    return found
+                if after is not None:
+                    found.append(_regression(s, metric, history.commits[before], history.commits[after],
+                                             value_before, value_after, "step", None))
+    order = {"confirmed": 0, "slower": 1, "suspect": 2, "step": 3, "noisy": 4}
+    return sorted(found, key=lambda g: (order.get(g["verdict"], 5), -(g["ratio"] or 0)))
+
+
+def _regression(series, metric, good, bad, value_before, value_after, verdict, p) -> dict:
+    return {
+        **series.as_dict(), "metric": metric, "benchmark": tracked.get(metric).benchmark, "verdict": verdict, "p": p,
+        "last_good": good.hash, "last_good_label": good.label, "last_good_url": good.url,
+        "first_bad": bad.hash, "first_bad_label": bad.label, "first_bad_url": bad.url,
+        "value_before": value_before, "value_after": value_after,
+        "ratio": value_after / value_before if value_before else None,
+    }
 
 
 # ----------------------------------------------------------------------------- summary
@@ -225,8 +239,22 @@ def compute(history: res.History, thresholds: dict) -> dict:
     rows, skipped = summary_rows(history)
     newest = history.commits[-1]
     previous = history.commits[-2] if len(history.commits) > 1 else None
+    _candidate, baseline, checks = gate.evaluate(history, newest.hash, thresholds, remeasure=False)
+    verdict = gate.verdict(checks)
     return {
         "generated_by": "tvm-suite report",
+        "gate": {
+            "verdict": verdict, "words": gate.WORDS[verdict], "candidate": newest.as_dict(),
+            "baseline": baseline.as_dict() if baseline else None,
+            "checks": [{"name": c.name, "limit": c.limit, "status": c.status, "worst": c.worst,
+                        "details": c.details, "noisy": any(d.startswith("noisy") for d in c.details)}
+                       for c in checks],
+        },
+        "failures": [{"commit": c.as_dict(), "combinations": [
+            {**series.as_dict(), "benchmarks": methods, "reason": gate.failure_reason(history, c.hash, series)}
+            for series, methods in gate.failed_combinations(history, c.hash).items()]}
+            for c in reversed(history.commits) if gate.failed_combinations(history, c.hash)],
+        "heatmap": heatmap(history),
         "results_dir": str(history.results_dir.resolve()),
         "ordering": history.ordering,
         "machines": history.machines,
@@ -248,6 +276,48 @@ def compute(history: res.History, thresholds: dict) -> dict:
         "regressions": find_regressions(history, thresholds),
         "thresholds": {k: v for k, v in thresholds.items()},
     }
+
+
+HEAT_METRICS = (("latency", "latency"), ("ulp_mean", "ULP mean"))
+
+
+def heatmap(history: res.History) -> dict | None:
+    """Change from the previous commit, newest against the one before: workloads x (dtype, target,
+    order), the ratio of latency and of ULP mean side by side (None with one commit)."""
+    if len(history.commits) < 2:
+        return None
+    before, after = history.commits[-2].hash, history.commits[-1].hash
+    series = history.series()
+    columns = sorted({(s.dtype, s.target, s.order, s.machine) for s in series})
+    rows = []
+    for workload in sorted({s.workload for s in series}, key=lambda w: (not w.startswith("seed"), w)):
+        cells = []
+        for dtype, target, order, machine in columns:
+            one = res.Series(workload, dtype, target, order, machine)
+            cell = {}
+            for metric, _title in HEAT_METRICS:
+                a, b = history.value(metric, one, before), history.value(metric, one, after)
+                if res.finite(a) and res.finite(b) and a > 0:
+                    cell[metric] = b / a
+            cells.append(cell)
+        if any(cells):
+            rows.append({"workload": workload, "cells": cells})
+    return {"columns": [{"dtype": d, "target": t, "order": o, "machine": m} for d, t, o, m in columns],
+            "metrics": [{"name": n, "title": t} for n, t in HEAT_METRICS], "rows": rows,
+            "before": history.commits[-2].as_dict(), "after": history.commits[-1].as_dict()}
+
+
+def heat_color(ratio) -> str:
+    """Background of a heat-map cell: green for lower (faster, more accurate), red for higher; full
+    colour at a factor of 2 either way, white within 2%."""
+    if ratio is None or not res.finite(ratio) or ratio <= 0:
+        return "#f6f8fa"
+    x = max(-1.0, min(1.0, math.log2(ratio)))
+    if abs(x) < 0.03:
+        return "#ffffff"
+    strength = 0.25 + 0.75 * abs(x)
+    base = (207, 34, 46) if x > 0 else (26, 127, 55)
+    return "#" + "".join(f"{round(255 - (255 - c) * strength):02x}" for c in base)
 
 
 def _json_safe(value):
@@ -288,11 +358,12 @@ def render_html(facts: dict, history: res.History, marks: list[dict]) -> str:
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True)
     env.filters["fmt"] = _fmt
+    env.filters["heat"] = heat_color
     try:
         return env.get_template("report.html.j2").render(
             facts=facts, charts=charts(history, marks), figures=mark_figures(history, marks),
             multi_machine=len(history.machines) > 1)
-    except TemplateError as err:
+    except (TemplateError, TypeError, ValueError) as err:
         raise ReportError(f"cannot render {TEMPLATES / 'report.html.j2'}: {err}") from None
 
 

@@ -51,6 +51,10 @@ class Series:
         return {"workload": self.workload, "dtype": self.dtype, "target": self.target,
                 "order": self.order, "machine": self.machine}
 
+    @property
+    def ids(self) -> tuple[str, str, str, str]:
+        return self.workload, self.dtype, self.target, self.order
+
 
 @dataclass
 class Commit:

@@ -28,7 +28,8 @@ class ThresholdsError(UserError):
 
 
 _SCHEMA = {
-    "latency": {"max_ratio": float, "baseline": str},
+    "latency": {"max_ratio": float, "alpha": float, "baseline": str},
+    "change": {m.name: {"max_ratio": float, "keep_nonzero": bool} for m in tracked.METRICS},
     "accuracy": {dtype: {metric: float for metric in ACCURACY_METRICS} for dtype in ACCURACY_DTYPES},
     "bound": {"max_fraction": float, "max_nonfinite": float, "lambda": float},
     "divergence": {"max_error_ratio": float, "max_bias_shift": float, "min_z": float, "dtypes": list,

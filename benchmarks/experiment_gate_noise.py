@@ -1,0 +1,122 @@
+"""How often the release gate is wrong on noise, and whether it catches a real slowdown (a script,
+not an asv benchmark).
+
+    python benchmarks/experiment_gate_noise.py --pairs 20 --load none|cpu --out DIR
+
+Makes ``2 * pairs`` real `tvm-suite run`s of the installed TVM on a subset grid (8 combinations,
+builds cached, every run timed afresh), filed under consecutive commits of a stand-in repository,
+optionally with a CPU hog beside them (``--load cpu``: one busy process per core but one). Then,
+for every pair (A, B):
+
+- A/A: `tvm-suite gate --commit B --baseline A`, with re-measurement off and on: any NOT READY is a
+  false alarm;
+- A/B, the statistic: B's recorded samples of one combination scaled by 1.3, gate with
+  re-measurement off: NOT READY on latency is a catch.
+
+Prints the tables (decisions, false alarms, misses, run wall times) and writes them as JSON.
+"""
+
+import argparse
+import json
+import multiprocessing
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+WORKLOADS = "seed.conv2d_nhwc_7x7s2,resnet50.matmul_add.2048-1000,resnet50.conv2d_add_relu.56x56x64-k1s1-64," \
+            "resnet50.conv2d_add_relu.28x28x128-k3s1-128"
+SCALED = ("resnet50.conv2d_add_relu.56x56x64-k1s1-64", "float16", "llvm", "tuned")
+
+
+def _git(repo, *args, date=None):
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    if date:
+        env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          env=env).stdout.strip()
+
+
+def _hog():
+    while True:
+        pass
+
+
+def _suite(*args):
+    return subprocess.run([sys.executable, "-m", "suite.cli", *args], capture_output=True, text=True)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=20)
+    parser.add_argument("--load", choices=("none", "cpu"), default="none")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    repo = out / "tvm"
+    repo.mkdir(parents=True)
+    _git(repo, "init", "-q", "-b", "main")
+    commits = []
+    for i in range(2 * args.pairs):
+        _git(repo, "commit", "-q", "--allow-empty", "-m", f"run {i}", date=f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}")
+        commits.append(_git(repo, "rev-parse", "HEAD"))
+    hogs = []
+    if args.load == "cpu":
+        hogs = [multiprocessing.Process(target=_hog, daemon=True) for _ in range(max(1, (os.cpu_count() or 2) - 1))]
+        for h in hogs:
+            h.start()
+    walls = []
+    try:
+        for commit in commits:
+            t0 = time.perf_counter()
+            done = _suite("run", "--quick", "--workloads", WORKLOADS, "--orders", "tuned", "--out", str(out / "asv"),
+                          "--tvm-repo", str(repo), "--tvm-commit", commit)
+            walls.append(time.perf_counter() - t0)
+            if done.returncode != 0:
+                print(done.stdout[-2000:], done.stderr[-2000:])
+                return 1
+            print(f"run {len(walls)}/{len(commits)}: {walls[-1]:.1f} s", flush=True)
+    finally:
+        for h in hogs:
+            h.terminate()
+    results = str(out / "asv" / "results")
+    rows = []
+    for a, b in zip(commits[::2], commits[1::2]):
+        base = ("gate", "--results", results, "--commit", b, "--baseline", a, "--tvm-repo", str(repo))
+        off, on = _suite(*base, "--no-remeasure"), _suite(*base)
+        timing = out / "asv" / "timings" / b / f"{'.'.join(SCALED)}.json"
+        kept = timing.read_text()
+        scaled = json.loads(kept)
+        scaled["samples_s"] = [s * 1.3 for s in scaled["samples_s"]]
+        timing.write_text(json.dumps(scaled))
+        ab = _suite(*base, "--no-remeasure")
+        timing.write_text(kept)
+        latency_line = next((line for line in ab.stdout.splitlines() if line.startswith("latency vs")), "")
+        rows.append({
+            "pair": [a[:10], b[:10]],
+            "aa_exit_no_remeasure": off.returncode, "aa_exit_remeasure": on.returncode,
+            "aa_latency_no_remeasure": next((line for line in off.stdout.splitlines() if line.startswith("latency vs")), ""),
+            "aa_latency_remeasure": next((line for line in on.stdout.splitlines() if line.startswith("latency vs")), ""),
+            "aa_failing": [line for line in off.stdout.splitlines() if line.startswith("fail:")],
+            "ab_caught": "FAIL" in latency_line, "ab_exit": ab.returncode,
+        })
+    summary = {
+        "load": args.load, "pairs": args.pairs, "run_wall_s": {"median": statistics.median(walls), "min": min(walls),
+                                                              "max": max(walls), "total": sum(walls)},
+        "aa_false_not_ready_no_remeasure": sum(r["aa_exit_no_remeasure"] == 1 for r in rows),
+        "aa_false_not_ready_remeasure": sum(r["aa_exit_remeasure"] == 1 for r in rows),
+        "aa_latency_fail_no_remeasure": sum("FAIL" in r["aa_latency_no_remeasure"] for r in rows),
+        "aa_latency_fail_remeasure": sum("FAIL" in r["aa_latency_remeasure"] for r in rows),
+        "ab_caught": sum(r["ab_caught"] for r in rows),
+        "rows": rows,
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(json.dumps({k: v for k, v in summary.items() if k != "rows"}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""What a run keeps beside asv's ``results/`` that asv cannot: per commit, the timing samples of
+native combinations (``timings/``), the difference maps of divergent ones (``maps/``), the
+ratio to the PyTorch peer (``peers/``) and the reasons of failed ones (``failures/``).
+
+asv benchmark processes find their run through ``TVM_SUITE_RUN_DIR`` (set by `tvm-suite run` and
+`history`) and their commit through asv's own ``ASV_COMMIT`` (else ``TVM_SUITE_COMMIT``, which
+`run` sets: asv's existing environment gives none). Report and gate read the same files through
+the results directory they are given.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from suite import cache
+
+RUN_DIR_ENV, COMMIT_ENV = "TVM_SUITE_RUN_DIR", "TVM_SUITE_COMMIT"
+KINDS = {"timings": ".json", "peers": ".json", "maps": ".npz", "failures": ".txt"}
+
+
+def current() -> tuple[Path, str] | None:
+    """(run directory, commit) of the asv benchmark process this runs in, or None."""
+    run_dir, commit = os.environ.get(RUN_DIR_ENV), os.environ.get("ASV_COMMIT") or os.environ.get(COMMIT_ENV)
+    return (Path(run_dir), commit) if run_dir and commit else None
+
+
+def of_results(results_dir: Path) -> Path:
+    """The run directory of an asv results directory (its parent)."""
+    return Path(results_dir).parent
+
+
+def path(run_dir: Path, kind: str, commit: str, ids) -> Path:
+    return Path(run_dir) / kind / commit / f"{'.'.join(ids)}{KINDS[kind]}"
+
+
+def clear(run_dir: Path, kind: str, commit: str) -> None:
+    """Forget what a commit's earlier run kept of ``kind`` (results-archive keeps asv's old results)."""
+    for old in (Path(run_dir) / kind / commit).glob(f"*{KINDS[kind]}"):
+        old.unlink()
+
+
+def note_failure(ids, reason: str) -> None:
+    """Keep why a combination failed, for report and gate (asv keeps only a null)."""
+    found = current()
+    if found is not None:
+        cache.write_text(path(found[0], "failures", found[1], ids), reason)
+
+
+def failure(run_dir: Path, commit: str, ids) -> str | None:
+    try:
+        return path(run_dir, "failures", commit, ids).read_text().strip() or None
+    except OSError:
+        return None

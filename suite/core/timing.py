@@ -1,0 +1,97 @@
+"""Latency: TVM's time_evaluator samples, taken afresh on every run and kept with the run.
+
+Builds, outputs and accuracy are cached per TVM build (:mod:`suite.core.measurement`); timings are
+not, since they say how fast the kernel was *this time*. A run (``tvm-suite run`` or ``history``)
+keeps the samples of every native combination in ``<run dir>/timings/<commit>/`` beside
+``results/``: asv's latency benchmarks report their median, and the gate tests a slowdown on the
+samples themselves and can time both kernels again (:func:`remeasure`).
+
+The timing kept is time_evaluator's, not asv's own ``time_*`` timing: it runs the kernel from C++
+(no Python call per run, which dominates kernels of microseconds), batches runs to at least
+``MIN_REPEAT_MS`` per sample, and times GPUs with CUDA events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from suite import cache, compat
+from suite.core import runstore, workloads
+from suite.core.combo import Combo
+from suite.targets.base import ModuleKernel
+
+#: Samples per timing. The one-sided Mann-Whitney test of two sets of n samples can reach
+#: p = 1/C(2n, n) at best: 0.0040 for n = 5, 2.9e-4 for n = 7, so 7 leaves room for alpha = 0.01
+#: after re-measurement without being ruled by one odd sample.
+REPEATS = 7
+MIN_REPEAT_MS = 20
+
+
+@dataclass
+class Timing:
+    samples_s: list[float]
+    kernel: str  #: the kernel file that was timed (its cache entry), to time it again
+    tvm: str  #: compat.build_id() of the TVM that timed it
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.samples_s))
+
+
+def take(combo: Combo, repeats: int = REPEATS) -> Timing:
+    """Time a measured native combination now (Skipped when it has no kernel to run)."""
+    from suite.core import measurement
+
+    kernel = measurement.load_kernel(combo)
+    samples = kernel.time(repeat=repeats, min_repeat_ms=MIN_REPEAT_MS)
+    return Timing(samples, str(combo.entry / combo.target.KERNEL_FILE), compat.build_id())
+
+
+def save(run_dir: Path, commit: str, combo: Combo, timing: Timing) -> None:
+    cache.write_json(runstore.path(run_dir, "timings", commit, combo.ids), asdict(timing))
+
+
+def load(run_dir: Path, commit: str, ids) -> Timing | None:
+    data = cache.read_json(runstore.path(run_dir, "timings", commit, ids))
+    try:
+        return Timing(**data) if isinstance(data, dict) else None
+    except TypeError:
+        return None
+
+
+def for_asv(combo: Combo) -> Timing:
+    """This run's timing of ``combo``: the one its run keeps (see suite.core.runstore), else taken
+    now and kept there."""
+    found = runstore.current()
+    if found is not None and (kept := load(*found, combo.ids)) is not None:
+        return kept
+    timing = take(combo)
+    if found is not None:
+        save(*found, combo, timing)
+    return timing
+
+
+def gflops(combo: Combo, latency_s: float) -> float:
+    return combo.workload.flops / latency_s / 1e9
+
+
+def remeasure(ids, timings: list[Timing], repeats: int = REPEATS) -> list[list[float]] | None:
+    """Time the kernels of several timings again, interleaved (A B A B ...), so that a change of
+    machine load falls on all of them alike. None where any kernel cannot run here any more (a
+    kernel built by another TVM than the installed one, or gone from the cache)."""
+    if any(t.tvm != compat.build_id() or not Path(t.kernel).is_file() for t in timings):
+        return None
+    combo = Combo.resolve(*ids)
+    inputs = workloads.make_inputs(combo.workload, combo.dtype)
+    kernels = [combo.target.load(Path(t.kernel), inputs, combo.workload.output_shape, combo.dtype)
+               for t in timings]
+    if not all(isinstance(k, ModuleKernel) for k in kernels):
+        return None
+    samples = [[] for _ in kernels]
+    for _ in range(repeats):
+        for kernel, kept in zip(kernels, samples):
+            kept.extend(kernel.time(repeat=1, min_repeat_ms=MIN_REPEAT_MS))
+    return samples
