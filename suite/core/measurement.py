@@ -47,8 +47,10 @@ def reference_arrays(workload, dtype: str) -> tuple[np.ndarray, np.ndarray]:
 # ----------------------------------------------------------------------------- the cache entry
 
 
-def cached(combo: Combo) -> Record | None:
-    """The record of a complete, intact cache entry, or None (absent, or any part damaged)."""
+def cached(combo: Combo, verify=()) -> Record | None:
+    """The record of a complete cache entry, or None (absent, a part missing, or a part named in
+    ``verify`` not the bytes the record vouches for). Looking a record up stats its parts; the
+    parts a caller reads (``output.npy``, the kernel) are checked by their sha256 when read."""
     try:
         record = Record.from_json(cache.read_json(combo.entry / RECORD_FILE))
     except ValueError:
@@ -56,7 +58,9 @@ def cached(combo: Combo) -> Record | None:
     if record.ids != combo.ids:
         return None
     for name, digest in record.parts.items():
-        if cache.file_digest(combo.entry / name) != digest:
+        if not (combo.entry / name).is_file():
+            return None
+        if name in verify and cache.file_digest(combo.entry / name) != digest:
             return None
     return record
 
@@ -70,9 +74,10 @@ def _publish(combo: Combo, record: Record, staged: Path) -> None:
     cache.publish_dir(staged, combo.entry)
 
 
-def measure(combo: Combo) -> Record:
-    """The record of one combination: computed on first use, then read from the cache."""
-    record = cached(combo)
+def measure(combo: Combo, verify=()) -> Record:
+    """The record of one combination: computed on first use, then read from the cache (measured
+    again when a part named in ``verify`` is damaged)."""
+    record = cached(combo, verify)
     if record is not None:
         return record
     if reason := combo.target.unavailable():
@@ -164,8 +169,8 @@ def first_line(err: BaseException) -> str:
 # ----------------------------------------------------------------------------- using a measurement
 
 
-def _require_output(combo: Combo) -> Record:
-    record = measure(combo)
+def _require_output(combo: Combo, verify=(OUTPUT_FILE,)) -> Record:
+    record = measure(combo, verify)
     if not record.has_output:
         raise Skipped(record.reason if not record.ok else f"{combo.target.name} is compile-only: no output")
     return record
@@ -182,7 +187,7 @@ def output(combo: Combo) -> np.ndarray:
 
 def load_kernel(combo: Combo):
     """A ready-to-run kernel of a measured combination, for timing; Skipped otherwise."""
-    _require_output(combo)
+    _require_output(combo, verify=(combo.target.KERNEL_FILE,))
     workload = combo.workload
     inputs = workloads.make_inputs(workload, combo.dtype)
     return combo.target.load(combo.entry / combo.target.KERNEL_FILE, inputs, workload.output_shape, combo.dtype)
