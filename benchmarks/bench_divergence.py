@@ -6,6 +6,7 @@ from .common import ComboBenchmark, measurement
 
 class DivergenceFromDefault(ComboBenchmark):
     need = "OUTPUT"
+    against_default = True
 
     def read(self):
         return measurement.tracked_divergence(self.combo)

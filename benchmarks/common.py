@@ -38,9 +38,11 @@ runstore = safe_import("suite.core.runstore")
 SUITE = None not in (tracked, combo, record, measurement, errors, runstore)
 
 if SUITE:
-    PARAMS = combo.Grid.from_env().params()
+    GRID = combo.Grid.from_env()
+    PARAMS = GRID.params()
     PARAM_NAMES = combo.PARAM_NAMES
 else:
+    GRID = None
     PARAMS = [["seed.conv2d_nhwc_7x7s2"], ["float32"], ["llvm"], ["default"]]
     PARAM_NAMES = ["workload", "dtype", "target", "order"]
 
@@ -68,9 +70,17 @@ class ComboBenchmark:
     #: benchmark measures changes meaning.
     version = "2"
     need = "RECORD"
+    against_default = False  #: compares with the default order: default itself is left out
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        if GRID is not None:
+            # Only the combinations that can give what the class needs: no process per combination
+            # that could only be skipped (a class with none left has no benchmarks in this run).
+            grid = GRID.for_need(record.Need[cls.need], cls.against_default)
+            if grid is None:
+                return
+            cls.params = grid.params()
         if tracked is not None:
             module = cls.__module__.rsplit(".", 1)[-1]
             for metric in tracked.of_class(module, cls.__name__):

@@ -56,15 +56,34 @@ def test_record_round_trips_through_json():
         Record.from_json({"status": "ok"})
 
 
-def test_benchmarks_are_exactly_the_declared_metrics(tmp_path):
-    """asv's own discovery finds one benchmark per declared metric, and nothing undeclared."""
+def discover(targets, orders="default,tuned"):
+    """{benchmark name: (unit, params)} as asv's own discovery finds them for a grid."""
     code = ("import json, sys; from asv_runner.discovery import disc_benchmarks; "
-            "print(json.dumps({b.name: getattr(b, 'unit', None) for b in disc_benchmarks(sys.argv[1])}))")
-    done = subprocess.run([sys.executable, "-c", code, str(ROOT / "benchmarks")], capture_output=True,
-                          text=True, cwd=ROOT, env={"TVM_SUITE_WORKLOADS": "seed", "TVM_SUITE_TARGETS": "llvm",
-                                                    "PATH": "/usr/bin:/bin"})
+            "print(json.dumps({b.name: [getattr(b, 'unit', None), b._params] for b in disc_benchmarks(sys.argv[1])}))")
+    done = subprocess.run([sys.executable, "-c", code, str(ROOT / "benchmarks")], capture_output=True, text=True,
+                          cwd=ROOT, env={"TVM_SUITE_WORKLOADS": "seed", "TVM_SUITE_TARGETS": targets,
+                                         "TVM_SUITE_ORDERS": orders, "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_benchmarks_are_exactly_the_declared_metrics():
+    """asv's own discovery finds one benchmark per declared metric, and nothing undeclared."""
+    found = discover("llvm,hexagon-v68,hexagon-v68-emu")
     assert set(found) == {m.benchmark for m in tracked.METRICS}
     for metric in tracked.METRICS:
-        assert found[metric.benchmark] == metric.unit, metric
+        assert found[metric.benchmark][0] == metric.unit, metric
+
+
+def test_each_benchmark_gets_only_the_combinations_it_can_measure():
+    """No asv process for a combination that could only be skipped: latency on native targets,
+    Hexagon code metrics on Hexagon targets, divergence from default for the other orders."""
+    found = discover("llvm,hexagon-v68,hexagon-v68-emu")
+    targets = {name: params[2] for name, (_unit, params) in found.items()}
+    assert targets["bench_latency.Throughput.track_latency_median"] == ["llvm"]
+    assert targets["bench_accuracy.Accuracy.track_ulp_mean"] == ["llvm", "hexagon-v68-emu"]
+    assert targets["bench_codegen.HexagonCodegen.track_code_bytes"] == ["hexagon-v68", "hexagon-v68-emu"]
+    assert targets["bench_codegen.HexagonEmulated.track_emulated_seconds"] == ["hexagon-v68-emu"]
+    assert found["bench_divergence.DivergenceFromDefault.track_error_ratio"][1][3] == ["tuned"]
+    llvm_only = discover("llvm")
+    assert not any(name.startswith("bench_codegen.") for name in llvm_only)

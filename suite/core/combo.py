@@ -15,7 +15,8 @@ from pathlib import Path
 
 from suite import cache, compat, targets
 from suite.core import schedules, workloads
-from suite.targets.base import Target
+from suite.core.record import Need
+from suite.targets.base import Mode, Target
 
 #: Bump when the meaning of a cached record, output or reference changes.
 SCHEMA = 4
@@ -113,12 +114,29 @@ class Grid:
         """asv's ``params``, in the order of ``PARAM_NAMES``."""
         return [self.workloads, self.dtypes, self.targets, self.orders]
 
+    def for_need(self, need, against_default: bool = False) -> Grid | None:
+        """The part of the grid whose combinations can give what a benchmark ``need``s (e.g.
+        latency: native targets only), without ``default`` for comparisons against it; None when
+        nothing is left. Saves asv a process per combination that could only be skipped."""
+        names = [t for t in self.targets if _CAN[need](targets.get(t))]
+        orders = [o for o in self.orders if not (against_default and o == "default")]
+        return Grid(self.workloads, self.dtypes, names, orders) if names and orders else None
+
     def combos(self) -> list[Combo]:
         return [Combo.resolve(w, d, t, o) for w in self.workloads for d in self.dtypes
                 for t in self.targets for o in self.orders]
 
 
 PARAM_NAMES = ["workload", "dtype", "target", "order"]
+
+_CAN = {
+    Need.RECORD: lambda t: True,
+    Need.OUTPUT: lambda t: t.mode in (Mode.NATIVE, Mode.EMULATED),
+    Need.LATENCY: lambda t: t.mode is Mode.NATIVE,
+    Need.EMULATED: lambda t: t.mode is Mode.EMULATED,
+    Need.CODEGEN: lambda t: t.codegen,
+    Need.ASSEMBLY: lambda t: t.codegen,
+}
 
 
 def _split(value: str) -> list[str] | None:

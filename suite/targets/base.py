@@ -9,7 +9,8 @@ capabilities say how its results are to be read, so no caller probes attributes:
 - ``orders``: the loop orders it runs (None: all), with ``orders_note`` saying why not the others;
 - ``records_of``: whose tuning records its ``tuned`` order replays (its own by default);
 - ``exclusive``: measured one combination at a time (a GPU: timings must not overlap);
-- ``peer_device``: the PyTorch device of its latency peer, or None.
+- ``peer_device``: the PyTorch device of its latency peer, or None;
+- ``codegen``: whether its builds have code metrics (size, instruction counts).
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ class Target(abc.ABC):
     records_of: str | None = None
     exclusive: bool = False
     peer_device: str | None = None
+    codegen: bool = False
 
     #: The file a build writes (beside it, a target may write more: assembly, linked ELF).
     KERNEL_FILE = "kernel.so"

@@ -155,6 +155,7 @@ class HexagonTarget(Target):
     """A compile-only Hexagon target with TVM's tag flags (HVX qfloat on)."""
 
     mode = Mode.COMPILE_ONLY
+    codegen = True
     records_of = "llvm"  # no Hexagon device to tune on here
     KERNEL_FILE = "kernel.o"
 
