@@ -251,8 +251,12 @@ def get_block(sch, name: str):
 
 
 def _block_realize_class():
-    namespace = schedule_namespace()
-    return getattr(namespace, "SBlockRealize", None) or tir().BlockRealize
+    """``tvm.s_tir.SBlockRealize`` (0.27), ``tvm.tirx.SBlockRealize`` (0.25, 0.26), ``tvm.tir.BlockRealize``."""
+    for namespace in (schedule_namespace(), tir()):
+        found = getattr(namespace, "SBlockRealize", None) or getattr(namespace, "BlockRealize", None)
+        if found is not None:
+            return found
+    raise AttributeError("this TVM has no (S)BlockRealize")
 
 
 def block_realize(sch, block):

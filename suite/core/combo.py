@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from suite import cache, compat, targets
@@ -24,6 +24,20 @@ SCHEMA = 4
 #: The environment variables that narrow the benchmark grid (comma-separated lists).
 ENV = {"workloads": "TVM_SUITE_WORKLOADS", "dtypes": "TVM_SUITE_DTYPES",
        "targets": "TVM_SUITE_TARGETS", "orders": "TVM_SUITE_ORDERS"}
+
+
+#: The suite's code that determines a measurement: a change to it (a fix in a schedule, a target, a
+#: metric) measures every combination again rather than reading what the old code computed.
+_MEASURING_CODE = ("compat.py", "cache.py", "core/workloads.py", "core/models.py", "core/reference.py",
+                   "core/metrics.py", "core/bounds.py", "core/schedules.py", "core/tuning.py",
+                   "core/measurement.py", "core/record.py", "targets/*.py", "targets/*.c")
+
+
+@lru_cache(maxsize=None)
+def suite_code() -> str:
+    root = Path(__file__).resolve().parents[1]
+    files = sorted(p for pattern in _MEASURING_CODE for p in root.glob(pattern))
+    return cache.digest({p.relative_to(root).as_posix(): cache.file_digest(p) for p in files})
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,6 +79,7 @@ class Combo:
         """Everything that determines this combination's measurement."""
         return {
             "schema": SCHEMA,
+            "suite": suite_code(),
             "tvm": compat.build_id(),
             "workload": self.workload.id,
             "chain": cache.digest(self.workload.chain),
