@@ -292,6 +292,22 @@ def load(results_dir, tvm_repo=None) -> History:
         ordered = sorted(hashes, key=lambda h: (asv_dates.get(h) or 0, h))
         dates, tags = dict(asv_dates), {}
         note = "commits ordered by the commit date asv stored (give --tvm-repo to order by TVM's history)"
-    commits = [Commit(h, dates.get(h), tags.get(h, []), f"{commit_url}{h}" if commit_url else "")
+    # Commits of the installed TVM that `tvm-suite run` filed under its local versions repository
+    # (wheels carry no git hash): named by their tag there (v<version>), with no upstream link.
+    versions = _version_tags(results_dir.parent / "tvm-versions", hashes)
+    commits = [Commit(h, dates.get(h), tags.get(h) or versions.get(h, []),
+                      f"{commit_url}{h}" if commit_url and h not in versions else "")
                for h in ordered]
     return History(results_dir, commits, values, sorted(set(machines)), files, note, commit_url)
+
+
+def _version_tags(repo: Path, hashes) -> dict[str, list[str]]:
+    if not git.is_repo(repo):
+        return {}
+    found: dict[str, list[str]] = {}
+    for line in git.git(repo, "for-each-ref", "refs/tags", "--format=%(objectname) %(refname:short)",
+                        check=False).splitlines():
+        commit, _, tag = line.partition(" ")
+        if commit in hashes:
+            found.setdefault(commit, []).append(tag)
+    return found
