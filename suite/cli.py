@@ -188,6 +188,16 @@ def cmd_history(args) -> int:
     return summary.exit_status
 
 
+def cmd_bisect(args) -> int:
+    from suite.history import bisect
+
+    combo = Combo.resolve(args.workload, args.dtype, args.target, args.order)  # names checked first
+    summary = bisect.run_bisect(Path(args.tvm_repo), args.range, combo.ids, args.metric, Path(args.out),
+                                env_dir=Path(args.env_dir) if args.env_dir else None)
+    print(summary.text)
+    return summary.exit_status
+
+
 # ----------------------------------------------------------------------------- report, gate
 
 
@@ -271,6 +281,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="reports/history", help="results, asv log and published HTML")
     p.add_argument("--env-dir", help="where asv keeps its environments (default: .asv/env-history)")
     p.set_defaults(func=cmd_history)
+
+    p = sub.add_parser("bisect", help="the first commit in A..B where a metric of one combination worsens "
+                                      "(asv find); exit 0 found, 3 nothing worsened")
+    p.add_argument("--tvm-repo", required=True, help="a clone of apache/tvm (a bare one will do)")
+    p.add_argument("--range", required=True, help="A..B: A good, B bad; the commits after A up to B")
+    p.add_argument("--workload", required=True)
+    p.add_argument("--dtype", default="float16", help=", ".join(workloads.DTYPES))
+    p.add_argument("--target", default="llvm", help=", ".join(targets.names()))
+    p.add_argument("--order", default="default", help=", ".join(schedules.ORDERS))
+    p.add_argument("--metric", required=True, help="a metric name, e.g. ulp_mean, latency, code_bytes")
+    p.add_argument("--out", default=".asv/bisect", help="results, asv log (default: .asv/bisect)")
+    p.add_argument("--env-dir", help="where asv keeps its environment (default: .asv/env-history)")
+    p.set_defaults(func=cmd_bisect)
 
     p = sub.add_parser("report", help="static HTML report (and report.json) of asv results over commits")
     p.add_argument("--results", required=True, help="asv results directory (e.g. .asv/results)")

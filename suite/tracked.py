@@ -112,10 +112,17 @@ BY_BENCHMARK = {m.benchmark: m for m in METRICS}
 
 
 def get(name: str) -> Metric:
+    return BY_NAME[name]
+
+
+def get_or_fail(name: str) -> Metric:
+    """The metric called ``name``; a UserError listing the known ones otherwise."""
+    from suite.errors import UserError
+
     try:
         return BY_NAME[name]
     except KeyError:
-        raise KeyError(f"unknown metric {name!r}; known: {', '.join(BY_NAME)}") from None
+        raise UserError(f"unknown metric {name!r}; known: {', '.join(BY_NAME)}") from None
 
 
 def of_class(module: str, cls: str) -> list[Metric]:

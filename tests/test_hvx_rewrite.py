@@ -92,8 +92,8 @@ def test_packet_semantics_on_qemu(tmp_path):
     asm = (DATA / "hvx_packets.s").read_text()
     result = hr.rewrite(asm)
     # every special case of the rewriter is met once
-    assert (result.preloads, result.early_stores, result.endloop_splits) == (1, 1, 1)
-    assert result.loads_after == 3 and result.new_reads == 1
+    assert (result.preloads, result.early_stores, result.late_stores, result.endloop_splits) == (1, 1, 1, 1)
+    assert result.loads_after == 4 and result.new_reads == 1
     hr.assemble(result.text, tmp_path / "snippet.o")
     subprocess.run(["clang", "--target=hexagon-unknown-linux-musl", "-mcpu=hexagonv68", "-O2",
                     "-ffreestanding", "-fno-builtin", "-nostdlib", "-c", str(SNIPPET_DRIVER),
@@ -143,10 +143,13 @@ def test_packet_semantics_on_qemu(tmp_path):
     want[30] = np.zeros(64, np.uint16)                    # C11: r6 + 5 stored by .new
     want[30][:2] = np.array([0x1234 + 5], np.uint32).view(np.uint16)
     want[31] = q.vmpy_qf16_hf(v[0], v[1])
+    want[32] = want[35] = q.vconv_hf_qf16(v[14])          # C12: the late store, and the register
+    want[33] = v[0]                                       # the load saw the memory before the store
+    want[34] = np.concatenate([v[13].view(np.uint8), v12.view(np.uint8)])[6:134].view(np.uint16)
     wrong = [k for k, w in want.items() if not np.array_equal(out[k], w)]
     assert not wrong, f"output vectors {wrong} differ"
 
-    words = out[32].view(np.uint32)
+    words = out[36].view(np.uint32)
     assert list(words[:11]) == [6, 0x1234, 0xFFFFFFB3, 99, 10, 11, 12, 13, 14, 15, 28]
     assert words[11] == 0x00FF00FF                         # p0, p2 true; p1, p3 false
     assert words[12] == words[20] and words[12] & (1 << 22)  # USR as set at the start

@@ -80,6 +80,11 @@ def test_marks_name_first_divergent_commit(cli, runs, tmp_path):
     assert 'class="mark"' in html
     # Where it diverges: the H x W heat map and the per-channel bars, exported beside the results.
     assert (results.parent / "maps" / commits[1] / f"{WORKLOAD}.float16.llvm.tuned.npz").is_file()
+    # Each mark after the first commit says how to find the commit that brought it.
+    later = next(m for m in d["marks"] if m["commit"] == commits[1] and m["workload"] == WORKLOAD)
+    assert later["bisect"] == (f"tvm-suite bisect --tvm-repo {repo} --range {commits[0][:12]}..{commits[1][:12]} "
+                               f"--workload {WORKLOAD} --dtype float16 --target llvm --order tuned --metric bias_shift")
+    assert "find the commit: <code>tvm-suite bisect" in html
     assert html.count('<img class="hw" src="data:image/png;base64,') == len(d["marks"])
     assert html.count('<svg class="bars"') == len(d["marks"])
     assert "first divergent commit: " in result.stdout

@@ -79,6 +79,13 @@ def gflops(combo: Combo, latency_s: float) -> float:
     return combo.workload.flops / latency_s / 1e9
 
 
+def mann_whitney(before: list[float], after: list[float]) -> float:
+    """One-sided p-value that ``after`` is slower than ``before`` (exact for small samples)."""
+    from scipy.stats import mannwhitneyu
+
+    return float(mannwhitneyu(after, before, alternative="greater").pvalue)
+
+
 def remeasure(ids, timings: list[Timing], repeats: int = REPEATS) -> list[list[float]] | None:
     """Time the kernels of several timings again, interleaved (A B A B ...), so that a change of
     machine load falls on all of them alike. None where any kernel cannot run here any more (a

@@ -79,9 +79,21 @@ def no_submodules_env(repo: Path, commits: list[str]) -> dict:
     return env
 
 
-def run_history(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, quick: bool, out_dir: Path,
-                env_dir: Path | None = None, html_dir: Path | None = None) -> driver.RunSummary:
-    """asv over TVM commits (skipping results asv already has), then ``asv publish``."""
+@dataclass
+class Prepared:
+    """An asv project over a TVM clone, its one virtualenv made: ready for asv run or asv find."""
+
+    repo: Path
+    config: Path
+    log: Path
+    env_dir: Path
+    setup_s: float
+
+
+def prepare(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, out_dir: Path, env_dir: Path | None = None,
+            html_dir: Path | None = None) -> Prepared:
+    """The asv configuration of ``out_dir`` over the clone, the release map of ``commits``, the grid
+    in the environment, the machine file and the virtualenv (``asv setup``)."""
     repo = releases.check_repo(tvm_repo)
     out_dir.mkdir(parents=True, exist_ok=True)
     env_dir = env_dir or Path(".asv") / "env-history"  # not under reports/: about 0.6 GB
@@ -96,24 +108,31 @@ def run_history(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, quick:
     known.update({c.commit: c.release for c in commits if c.release})
     cache.write_json(release_map, known)
     config = history_config(out_dir, env_dir, repo, release_map, html_dir)
-    hashfile = out_dir / "commits.txt"
-    cache.write_text(hashfile, "".join(f"{c.commit}\n" for c in commits))
-
     # Timings and difference maps go beside results/, per commit (asv gives each benchmark process
     # its ASV_COMMIT).
     os.environ.update({**grid.to_env(), RUN_DIR_ENV: str(out_dir.resolve()),
                        **no_submodules_env(repo, [c.commit for c in commits])})
     os.environ.pop(COMMIT_ENV, None)
-    print(f"history of {len(commits)} commits of {repo}: "
-          + ", ".join(f"{c.label} ({c.commit[:10]})" for c in commits), flush=True)
     driver.machine(config, log_path)
     t0 = time.perf_counter()
     setup_status = driver.asv(config, "setup", log=log_path)
-    setup_s = time.perf_counter() - t0
     # asv 0.6's `setup` returns its list of environments as the exit status (so 1 when it
     # worked): judge by the environment it made instead.
     if not any(env_dir.glob("*/bin/python")):
         raise driver.ToolFailed(f"asv setup (creating the environment) failed, exit {setup_status}; see {log_path}")
+    return Prepared(repo, config, log_path, env_dir, time.perf_counter() - t0)
+
+
+def run_history(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, quick: bool, out_dir: Path,
+                env_dir: Path | None = None, html_dir: Path | None = None) -> driver.RunSummary:
+    """asv over TVM commits (skipping results asv already has), then ``asv publish``."""
+    html_dir = html_dir or out_dir / "html"
+    print(f"history of {len(commits)} commits of {tvm_repo}: "
+          + ", ".join(f"{c.label} ({c.commit[:10]})" for c in commits), flush=True)
+    ready = prepare(tvm_repo, commits, grid, out_dir, env_dir, html_dir)
+    config, log_path, env_dir, setup_s = ready.config, ready.log, ready.env_dir, ready.setup_s
+    hashfile = out_dir / "commits.txt"
+    cache.write_text(hashfile, "".join(f"{c.commit}\n" for c in commits))
     before = {p: p.stat().st_mtime_ns for p in (out_dir / "results").glob("*/*.json")}
     logs_before = {p: p.stat().st_size for p in (out_dir / "install-logs").glob("*.log")}
     t0 = time.perf_counter()

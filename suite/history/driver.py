@@ -19,11 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from suite import cache
+from suite.asvconf import ASV_CONF, REPO_ROOT, read_conf, run_config  # noqa: F401 (re-exported)
 from suite.errors import UserError
 from suite.progress import Progress
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-ASV_CONF = REPO_ROOT / "asv.conf.json"
 #: asv benchmark attributes of a quick run: few samples, one round, no warm-up.
 QUICK_ATTRIBUTES = {"repeat": 3, "rounds": 1, "warmup_time": 0}
 
@@ -36,18 +35,6 @@ class ToolFailed(UserError):
 class RunSummary:
     text: str
     exit_status: int
-
-
-def read_conf(path: Path = ASV_CONF) -> dict:
-    """An asv configuration: asv.conf.json (with ``//`` comment lines) or one a run wrote."""
-    try:
-        text = "\n".join(line for line in Path(path).read_text().splitlines() if not line.strip().startswith("//"))
-        conf = json.loads(text)
-    except (OSError, ValueError) as err:
-        raise UserError(f"{path}: cannot read asv configuration ({err})") from None
-    if not isinstance(conf, dict):
-        raise UserError(f"{path}: an asv configuration is a JSON object")
-    return conf
 
 
 def write_conf(out_dir: Path, name: str, repo: Path, **overrides) -> Path:
@@ -65,19 +52,6 @@ def write_conf(out_dir: Path, name: str, repo: Path, **overrides) -> Path:
     path = out_dir / name
     cache.write_text(path, json.dumps(conf, indent=1))
     return path
-
-
-def run_config(results_dir: Path) -> Path | None:
-    """The configuration a `tvm-suite` run wrote beside ``results_dir`` (asv.installed.json,
-    asv.history.json): the one whose results_dir is this directory."""
-    for path in sorted(Path(results_dir).parent.glob("asv*.json")):
-        try:
-            where = read_conf(path).get("results_dir")
-        except UserError:
-            continue
-        if where and Path(where).resolve() == Path(results_dir).resolve():
-            return path
-    return None
 
 
 _PERCENT = re.compile(r"^\[\s*(\d+(?:\.\d+)?)%\]")

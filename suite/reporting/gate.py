@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from suite import cache, tracked
-from suite.core import runstore
+from suite.core import runstore, timing
 from suite.reporting import results as res
 from suite.reporting import rules
 
@@ -109,18 +109,9 @@ class Slowdown:
     remeasured: tuple[float, float] | None = None  #: (ratio, p) of the interleaved re-measurement
 
 
-def _mann_whitney(before: list[float], after: list[float]) -> float:
-    """One-sided p-value that ``after`` is slower than ``before`` (exact for small samples)."""
-    from scipy.stats import mannwhitneyu
-
-    return float(mannwhitneyu(after, before, alternative="greater").pvalue)
-
-
 def slowdowns(history: res.History, candidate: res.Commit, baseline: res.Commit, thresholds: dict,
               remeasure: bool) -> tuple[list[Slowdown], int]:
     """Latency slowdowns from ``baseline`` to ``candidate`` (and how many series were compared)."""
-    from suite.core import timing
-
     latency = thresholds["latency"]
     run_dir = runstore.of_results(history.results_dir)
     found, compared = [], 0
@@ -135,7 +126,7 @@ def slowdowns(history: res.History, candidate: res.Commit, baseline: res.Commit,
             if now / before > latency["max_ratio"]:
                 found.append(Slowdown(series, now / before, None, "slower"))
             continue
-        ratio, p = b.median / a.median, _mann_whitney(a.samples_s, b.samples_s)
+        ratio, p = b.median / a.median, timing.mann_whitney(a.samples_s, b.samples_s)
         if ratio <= latency["max_ratio"] or p >= latency["alpha"]:
             continue
         again = timing.remeasure(series.ids, [a, b]) if remeasure else None
@@ -143,7 +134,7 @@ def slowdowns(history: res.History, candidate: res.Commit, baseline: res.Commit,
             found.append(Slowdown(series, ratio, p, "suspect"))
             continue
         ratio2 = float(np.median(again[1]) / np.median(again[0]))
-        p2 = _mann_whitney(again[0], again[1])
+        p2 = timing.mann_whitney(again[0], again[1])
         confirmed = ratio2 > latency["max_ratio"] and p2 < latency["alpha"]
         found.append(Slowdown(series, ratio, p, "confirmed" if confirmed else "noisy", (ratio2, p2)))
     kept = _remeasured_path(history, baseline, candidate)

@@ -57,7 +57,7 @@ def find_regressions(history: res.History, thresholds: dict) -> list[dict]:
     for before, after in zip(history.commits, history.commits[1:]):
         slower, _ = gate.slowdowns(history, after, before, thresholds, remeasure=False)
         for s in slower:
-            found.append(_regression(s.series, "latency", before, after, history.value("latency", s.series, before.hash),
+            found.append(_regression(history, s.series, "latency", before, after, history.value("latency", s.series, before.hash),
                                      history.value("latency", s.series, after.hash), s.verdict, s.p))
     config = thresholds["regressions"]
     for metric in config["metrics"]:
@@ -72,15 +72,23 @@ def find_regressions(history: res.History, thresholds: dict) -> list[dict]:
             _latest, _best, positions = step_detect.detect_regressions(steps, threshold=config["threshold"])
             for before, after, value_before, value_after in positions or []:
                 if after is not None:
-                    found.append(_regression(s, metric, history.commits[before], history.commits[after],
+                    found.append(_regression(history, s, metric, history.commits[before], history.commits[after],
                                              value_before, value_after, "step", None))
     order = {"confirmed": 0, "slower": 1, "suspect": 2, "step": 3, "noisy": 4}
     return sorted(found, key=lambda g: (order.get(g["verdict"], 5), -(g["ratio"] or 0)))
 
 
-def _regression(series, metric, good, bad, value_before, value_after, verdict, p) -> dict:
+def bisect_command(tvm_repo, last_good: str, first_bad: str, series: res.Series, metric: str) -> str:
+    """The command that finds the commit between two commits where ``metric`` of ``series`` worsened."""
+    workload, dtype, target, order = series.ids
+    return (f"tvm-suite bisect --tvm-repo {tvm_repo or 'CLONE'} --range {last_good[:12]}..{first_bad[:12]} "
+            f"--workload {workload} --dtype {dtype} --target {target} --order {order} --metric {metric}")
+
+
+def _regression(history, series, metric, good, bad, value_before, value_after, verdict, p) -> dict:
     return {
         **series.as_dict(), "metric": metric, "benchmark": tracked.get(metric).benchmark, "verdict": verdict, "p": p,
+        "bisect": bisect_command(history.repo, good.hash, bad.hash, series, metric),
         "last_good": good.hash, "last_good_label": good.label, "last_good_url": good.url,
         "first_bad": bad.hash, "first_bad_label": bad.label, "first_bad_url": bad.url,
         "value_before": value_before, "value_after": value_after,
@@ -223,6 +231,12 @@ def compute(history: res.History, thresholds: dict) -> dict:
     marks = rules.find_marks(history, thresholds)
     marked = [c.hash for c in history.commits if any(m["commit"] == c.hash for m in marks)]
     checked = rules.checked_commits(history, thresholds)
+    for m in marks:  # how to find the commit that brought it: from the commit before it
+        index = history.index(m["commit"])
+        if index > 0:
+            series = res.Series(m["workload"], m["dtype"], m["target"], m["order"], m["machine"])
+            m["bisect"] = bisect_command(history.repo, history.commits[index - 1].hash, m["commit"], series,
+                                         m["metric"])
     first_divergent = last_good = None
     if marked:
         first = history.index(marked[0])

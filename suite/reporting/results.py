@@ -28,7 +28,7 @@ from pathlib import Path
 from suite import git, tracked
 from suite.core.combo import PARAM_NAMES
 from suite.errors import UserError
-from suite.history import driver
+from suite import asvconf
 
 DEFAULT_COMMIT_URL = "https://github.com/apache/tvm/commit/"
 
@@ -86,6 +86,7 @@ class History:
     files: list[Path]
     ordering: str  # how the commits were ordered, in words
     commit_url: str
+    repo: Path | None = None  # the TVM clone that ordered the commits
 
     def index(self, commit_hash: str) -> int:
         for i, commit in enumerate(self.commits):
@@ -135,7 +136,7 @@ def _iso(date_ms):
 
 def _read_conf(path: Path) -> dict:
     try:
-        return driver.read_conf(path)
+        return asvconf.read_conf(path)
     except UserError as err:
         raise ResultsError(str(err)) from None
 
@@ -275,8 +276,8 @@ def load(results_dir, tvm_repo=None) -> History:
                 per_commit[commit] = None if value is None else float(value)
 
     # Where the repository and the commit links come from.
-    installed_conf = driver.run_config(results_dir)
-    conf = _read_conf(installed_conf or driver.ASV_CONF)
+    installed_conf = asvconf.run_config(results_dir)
+    conf = _read_conf(installed_conf or asvconf.ASV_CONF)
     # An empty show_commit_url (the local versions repository of `tvm-suite run`) means no links.
     commit_url = conf.get("show_commit_url", DEFAULT_COMMIT_URL)
     repo = Path(tvm_repo) if tvm_repo else None
@@ -298,7 +299,12 @@ def load(results_dir, tvm_repo=None) -> History:
     commits = [Commit(h, dates.get(h), tags.get(h) or versions.get(h, []),
                       f"{commit_url}{h}" if commit_url and h not in versions else "")
                for h in ordered]
-    return History(results_dir, commits, values, sorted(set(machines)), files, note, commit_url)
+    return History(results_dir, commits, values, sorted(set(machines)), files, note, commit_url,
+                   repo if repo is not None and not _versions_repo(repo, results_dir) else None)
+
+
+def _versions_repo(repo: Path, results_dir: Path) -> bool:
+    return Path(repo).resolve() == (results_dir.parent / "tvm-versions").resolve()
 
 
 def _version_tags(repo: Path, hashes) -> dict[str, list[str]]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from suite import tracked
 from suite.core import bounds
 from suite.errors import UserError
-from suite.history.driver import REPO_ROOT
+from suite.asvconf import REPO_ROOT
 from suite.reporting import results as res
 
 DEFAULT_THRESHOLDS = REPO_ROOT / "reports" / "thresholds.toml"

@@ -39,14 +39,17 @@ LLVM emits for a ``+hvx-qfloat`` v68 target is rewritten packet by packet:
   * a destination read both old and ``.new`` in one packet (``{ v27 = valign(v0,v30,r7);
     v0.hf = v24.qf16; vmem(r2+#3) = v0.new }``): the ``.new`` store is done before the packet
     with the new value (old registers for its address and condition, the old vector value put
-    back afterwards) and removed from it; the destination is then loaded after the packet. This
-    needs a packet without loads (their data must not see the store early), a store without
-    post-increment and a condition without ``.new``; otherwise :class:`RewriteError`.
+    back afterwards) and removed from it; the destination is then loaded after the packet. In a
+    packet with loads (their data must not see the store early: ``{ v22 = valign(v28,v31,r7);
+    v31.hf = v19.qf16; v26 = vmem(r1+#0); vmem(r6+#0) = v31.new }``) the store is done after the
+    packet instead, once the destination holds its new value, provided nothing in the packet
+    writes the store's address or predicate registers; otherwise :class:`RewriteError`.
   * ``.tmp`` loads feeding an FP source are refused with :class:`RewriteError` (none met).
 
-  Counts over the 133 sweep files of the v68 census (default, seed-swap, reduction-outer orders):
-  39,966 rewritten packets; 2,303 results loaded after their packet, 24 of them through an
-  endloop split; 1,038 ``.cur`` preloads; 8 early ``.new`` stores; 880 ``.new`` reads; no refusal.
+  Counts over the v68 assembly of every ResNet-50 workload and the seed conv2d in both dtypes and
+  every loop order (258 files, 232 with HVX floating point): 68,712 rewritten packets; 3,682
+  results loaded after their packet, 39 of them through an endloop split; 1,565 ``.cur``
+  preloads; 14 early and 2 late ``.new`` stores; 1,380 ``.new`` reads; no refusal.
 
 The model is compiled without HVX (it never touches vector registers), with ``-G0`` (no GP) and
 without hardware loops (SA0/LC0/SA1/LC1 of the kernel's loops survive the call);
@@ -299,6 +302,7 @@ class RewriteResult:
     emptied: int = 0                # packets left with no instruction
     preloads: int = 0               # .cur loads repeated before their packet
     early_stores: int = 0           # .new stores done before their packet
+    late_stores: int = 0            # .new stores done after their packet (it has loads)
     endloop_splits: int = 0         # packets split to load results before their :endloop
 
 
@@ -347,6 +351,18 @@ _NEW_STORE = re.compile(
 _LOAD = re.compile(r"=\s*(?:v?memu?\w*|mem[bhwd]\w*)\s*\(|\bdealloc|\bmemw_locked\b")
 
 
+def _written_scalars(code: str) -> set[str]:
+    """Scalar and predicate registers an instruction writes: its destination and any base register
+    it post-increments."""
+    found = set()
+    code = re.sub(r"^if\s*\(\s*!?p\d(?:\.new)?\s*\)\s*", "", code)
+    head = code.split("=", 1)[0] if "=" in code else ""
+    if "vmem" not in head and "mem" not in head:
+        found |= set(re.findall(r"\b[rp]\d+\b", head.replace("if", "")))
+    found |= set(re.findall(r"\b(r\d+)\s*\+\+", code))
+    return found
+
+
 def _rewrite_packet(packet: Packet, fps: list[FpInstr], rest: list[str], result: RewriteResult,
                     out: list[str], stubs: list[str]) -> None:
     where = f"packet {packet.number} (line {packet.line_no}): {{ {packet.text()} }}"
@@ -369,10 +385,13 @@ def _rewrite_packet(packet: Packet, fps: list[FpInstr], rest: list[str], result:
         preloads.append(f"{m.group('cond') or ''}v{m.group('reg')} = vmem({m.group('base')}"
                         f"+#{m.group('off') or 0}){m.group('nt') or ''}")
 
-    # .new stores of a destination whose old value the packet also reads: store early.
+    # .new stores of a destination whose old value the packet also reads: store early, before the
+    # packet (with the new value); in a packet with loads, whose data must not see the store,
+    # store late instead: after the packet, once the destination holds its new value, provided
+    # nothing in the packet changes the store's address or predicate registers.
     reads_old = set().union(*(u.reads_old for u in uses)) if uses else set()
     reads_new = set().union(*(u.reads_new for u in uses)) if uses else set()
-    early_stores = []
+    early_stores, late_stores = [], []
     for reg in sorted(dests & reads_old & reads_new):
         for i, code in enumerate(codes):
             if f"v{reg}.new" not in code:
@@ -381,17 +400,23 @@ def _rewrite_packet(packet: Packet, fps: list[FpInstr], rest: list[str], result:
             if m is None or (m.group("cond") and ".new" in m.group("cond")):
                 raise RewriteError(f"an HVX FP destination is read both old and by '{code}' "
                                    f"(not a plain .new vector store) in {where}")
-            if any(_LOAD.search(other) for other in codes):
-                raise RewriteError(f"cannot move '{code}' before a packet with loads: {where}")
-            early_stores.append((reg, code.replace(f"v{reg}.new", f"v{reg}"), i))
-    if early_stores:
-        moved = {i for _, _, i in early_stores}
+            plain = code.replace(f"v{reg}.new", f"v{reg}")
+            if not any(_LOAD.search(other) for other in codes):
+                early_stores.append((reg, plain, i))
+                continue
+            needed = set(re.findall(r"\b[rp]\d+\b", code.split("=")[0] if "vmem" in code.split("=")[0] else code))
+            written = {w for j, other in enumerate(codes) if j != i for w in _written_scalars(other)}
+            if needed & written or any(u.control for u in uses):
+                raise RewriteError(f"cannot move '{code}' before a packet with loads, nor after it: {where}")
+            late_stores.append((reg, plain, i))
+    if early_stores or late_stores:
+        moved = {i for _, _, i in early_stores + late_stores}
         rest = [line for i, line in enumerate(rest) if i not in moved]
         codes = [c for i, c in enumerate(codes) if i not in moved]
         uses = [u for i, u in enumerate(uses) if i not in moved]
         reads_new = set().union(*(u.reads_new for u in uses)) if uses else set()
     forwarded = set().union(*(u.forwarded for u in uses)) if uses else set()
-    after = dests & (reads_old - forwarded)
+    after = dests & (reads_old - forwarded) | {reg for reg, _, _ in late_stores}
     if after & reads_new:
         raise RewriteError(f"an HVX FP destination is read both old and .new in {where}")
     jumps = any(u.control for u in uses)
@@ -484,6 +509,9 @@ def _rewrite_packet(packet: Packet, fps: list[FpInstr], rest: list[str], result:
             _emit(stubs, f"r0 = {_slot(slot_of_result[reg])}")
             _emit(stubs, f"v{reg} = vmem(r0+#0)")
         _emit(stubs, f"r0 = memw(##{CTX}+{POST_SAVE})")
+        for _reg, store, _ in late_stores:
+            _emit(stubs, store)
+            result.late_stores += 1
         _emit(stubs, f"jump {label}_post_ret")
         result.loads_after += len(after)
     if split:
@@ -615,6 +643,6 @@ def build_qfloat_elf(asm_text: str, out_elf_path, arch: str = "v68") -> dict:
     return {"rewritten": dict(result.counts), "instructions": sum(result.counts.values()),
             "packets": result.packets, "loads_after": result.loads_after,
             "new_reads": result.new_reads, "emptied_packets": result.emptied,
-            "preloads": result.preloads, "early_stores": result.early_stores,
+            "preloads": result.preloads, "early_stores": result.early_stores, "late_stores": result.late_stores,
             "endloop_splits": result.endloop_splits,
             "rewrite_s": t1 - t0, "assemble_s": t2 - t1, "link_s": t3 - t2}

@@ -13,6 +13,8 @@
 //   C9  widening multiply to a register pair, pair conversion, qf32 add/convert, IEEE max
 //   C10 an HVX FP instruction in a packet with a jump
 //   C11 a scalar .new store in a packet with an HVX FP instruction
+//   C12 a destination read old (valign) and .new (store) in a packet with a load of the very
+//       address the store writes (the load sees the old memory: the store goes after the packet)
 // and r4, r6-r8, r10-r15, r28, p0-p3, USR, M0 and M1 must come out as set at the start.
 	.text
 	.globl	snippet
@@ -37,7 +39,7 @@ snippet:
 	{ r3 = setbit(r3,#22) }
 	{ usr = r3 }
 	{ r5 = usr }
-	{ r3 = add(r1,#4096) }
+	{ r3 = add(r1,#4608) }
 	{ memw(r3+#80) = r5 }
 	{ v0 = vmem(r2+#0) }
 	{ v1 = vmem(r2+#1) }
@@ -145,6 +147,18 @@ snippet:
 	}
 	{ r9 = add(r9,#128) }
 	{ vmem(r9++#1) = v22 }
+// C12: read old and .new in a packet with a load from the address it stores to
+	{ vmem(r9+#0) = v0 }
+	{
+		v17 = valign(v12,v13,r4)
+		v13.hf = v14.qf16
+		v16 = vmem(r9+#0)
+		vmem(r9+#0) = v13.new
+	}
+	{ r9 = add(r9,#128) }
+	{ vmem(r9++#1) = v16 }
+	{ vmem(r9++#1) = v17 }
+	{ vmem(r9++#1) = v13 }
 // scalar state after all of it
 	{ memw(r9+#0) = r4; memw(r9+#4) = r6 }
 	{ memw(r9+#8) = r7; memw(r9+#12) = r8 }

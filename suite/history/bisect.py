@@ -1,0 +1,123 @@
+"""`tvm-suite bisect`: the first commit in ``A..B`` where one metric of one combination worsens.
+
+asv's own ``asv find`` does the search (it builds about log2(N) commits), over the same virtualenv
+and install command as `tvm-suite history`. ``asv find`` takes the worst value over every
+parameter combination of a benchmark and always names some commit, so the grid is narrowed to the
+one combination asked for (``TVM_SUITE_*``), and the answer is checked: the value at the named
+commit against the one before it, the gate's noise model for latency (timing samples, ratio of
+medians and Mann-Whitney U), any change in the worse direction for the other metrics, which do not
+vary between runs of one TVM build. When nothing worsened, it says so.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from suite import cache, git, tracked
+from suite.core import timing
+from suite.core.combo import Grid
+from suite.errors import UserError
+from suite.history import commits as history, driver, releases
+from suite.reporting import results as res
+from suite.reporting import rules
+
+_FOUND = re.compile(r"Greatest (regression|improvement) found: ([0-9a-f]{7,40})")
+_TESTED = re.compile(r"For \S+ commit ([0-9a-f]{7,40})")
+
+
+@dataclass
+class Answer:
+    culprit: str | None  #: first commit where the value worsened, None when nothing did
+    before: str | None  #: the commit before it in the range
+    value_before: float | None
+    value_after: float | None
+    why: str
+    tested: list[str]  #: commits asv find built and measured, in order
+
+
+def run_bisect(tvm_repo: Path, range_spec: str, ids, metric_name: str, out_dir: Path,
+               env_dir: Path | None = None, thresholds: dict | None = None) -> driver.RunSummary:
+    metric = tracked.get_or_fail(metric_name)
+    if metric.worse is None:
+        raise UserError(f"metric {metric_name} has no worse direction: nothing to bisect")
+    repo = releases.check_repo(tvm_repo)
+    hashes = releases.resolve_range(repo, range_spec)
+    start = releases.commit_of(repo, range_spec.split("..")[0])
+    found = []
+    for commit in [start, *hashes]:
+        rel = releases.release_for_commit(repo, commit)
+        found.append(history.HistoryCommit(rel.version if rel else commit[:10], commit, rel.version if rel else None))
+    grid = Grid.of(*[[name] for name in ids])
+    print(f"bisecting {metric.name} of {' '.join(ids)} over {len(hashes)} commits after {start[:10]} "
+          f"(asv find builds about {math.ceil(math.log2(len(hashes) + 1))} + 2)", flush=True)
+    t0 = time.perf_counter()
+    ready = history.prepare(repo, found, grid, out_dir, env_dir)
+    offset = ready.log.stat().st_size
+    args = ["find", f"{start}^..{hashes[-1]}" if _has_parent(repo, start) else f"{start}..{hashes[-1]}",
+            f"^{re.escape(metric.benchmark)}\\(", "--show-stderr"]  # parameterized: matched as name(params)
+    if metric.worse == tracked.LOWER:
+        args.append("--invert")
+    status = driver.asv(ready.config, *args, log=ready.log, phase="asv find")
+    text = ready.log.read_text(errors="replace")[offset:]
+    tested = list(dict.fromkeys(git.git(repo, "rev-parse", h) for h in _TESTED.findall(text)))
+    named = _FOUND.search(text)
+    if status != 0 or named is None:
+        raise driver.ToolFailed(f"asv find failed (exit {status}); see {ready.log}")
+    culprit = git.git(repo, "rev-parse", named.group(2))
+    ordered = [start, *hashes]
+    # asv find names the later of two commits without measuring either (it needs three to compare):
+    # measure the named commit and the one before it, as the verdict needs both.
+    pair = ordered[max(ordered.index(culprit) - 1, 0):ordered.index(culprit) + 1]
+    missing = [h for h in pair if h not in tested]
+    if missing:
+        hashfile = out_dir / "bisect-commits.txt"
+        cache.write_text(hashfile, "".join(f"{h}\n" for h in missing))
+        driver.asv(ready.config, "run", f"HASHFILE:{hashfile.resolve()}", "--skip-existing", "--show-stderr",
+                   log=ready.log, phase="asv run (the named pair)")
+        tested += [h for h in missing if h not in tested]
+    answer = judge(repo, out_dir, ordered, culprit, ids, metric, thresholds)
+    answer.tested = tested
+    lines = ["", f"asv find named {answer.culprit or named.group(2)[:12]} after building {len(tested)} commit(s): "
+                 + ", ".join(c[:10] for c in tested)]
+    if answer.culprit:
+        lines.append(f"first bad commit: {answer.culprit}  ({metric.name} {answer.value_before:.6g} at "
+                     f"{answer.before[:10]} -> {answer.value_after:.6g}: {answer.why})")
+        lines.append(git.git(repo, "log", "-1", "--format=  %h %an %ad%n  %s", "--date=short", answer.culprit))
+    else:
+        lines.append(f"nothing worsened beyond the noise in {range_spec}: {answer.why}")
+    lines.append(f"wall time {time.perf_counter() - t0:.0f} s; log {ready.log}; results {out_dir / 'results'}")
+    return driver.RunSummary("\n".join(lines), 0 if answer.culprit else 3)
+
+
+def _has_parent(repo: Path, commit: str) -> bool:
+    return bool(git.git(repo, "rev-parse", "--verify", "-q", f"{commit}^", check=False))
+
+
+def judge(repo: Path, out_dir: Path, ordered: list[str], named: str, ids, metric, thresholds=None) -> Answer:
+    """Whether the named commit made the metric worse than the commit before it in the range."""
+    loaded = res.load(out_dir / "results", repo)
+    values = {c.hash: loaded.value(metric.name, res.Series(*ids, machine=m), c.hash)
+              for c in loaded.commits for m in loaded.machines}
+    values = {h: v for h, v in values.items() if res.finite(v)}
+    measured = [h for h in ordered if h in values]
+    if named not in measured or measured.index(named) == 0:
+        return Answer(None, None, None, None, "no measured commit before the one asv find named", [])
+    before = measured[measured.index(named) - 1]
+    a, b = values[before], values[named]
+    worse = b > a if metric.worse == tracked.HIGHER else b < a
+    if metric.name == "latency":
+        thresholds = thresholds or rules.load_thresholds()
+        ta, tb = (timing.load(out_dir, h, ids) for h in (before, named))
+        if ta is None or tb is None:
+            return Answer(None, before, a, b, "no timing samples to judge latency by", [])
+        ratio, p = tb.median / ta.median, timing.mann_whitney(ta.samples_s, tb.samples_s)
+        limit = thresholds["latency"]
+        worse = ratio > limit["max_ratio"] and p < limit["alpha"]
+        why = f"{ratio:.2f}x, Mann-Whitney p {p:.2g} (limits {limit['max_ratio']:g}x, {limit['alpha']:g})"
+    else:
+        why = f"{b / a:.4g}x" if a else "from 0"
+    return Answer(named if worse else None, before, a, b, why if worse else f"{why}: not worse", [])
