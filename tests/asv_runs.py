@@ -3,6 +3,7 @@ small local git repository (two commits, the second tagged), made once per test 
 
 import os
 import subprocess
+from pathlib import Path
 
 from conftest import run_cli
 
@@ -21,6 +22,17 @@ def _git(repo, *args, date=None):
                           env=env).stdout.strip()
 
 
+def two_commit_repo(repo: Path) -> list[str]:
+    """A repository standing in for TVM, with two empty commits (2026-06-17, 2026-08-05); their hashes."""
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    commits = []
+    for i, date in enumerate(("2026-06-17T12:00:00+00:00", "2026-08-05T12:00:00+00:00")):
+        _git(repo, "commit", "-q", "--allow-empty", "-m", f"commit {i}", date=date)
+        commits.append(_git(repo, "rev-parse", "HEAD"))
+    return commits
+
+
 def two_commit_results(tmp_path_factory):
     """(results dir, repo, [old commit, new commit]) of two real asv runs (the seed conv2d and a
     K = 2305 conv2d, fp16, default + tuned)."""
@@ -28,12 +40,7 @@ def two_commit_results(tmp_path_factory):
         return _made["runs"]
     base = tmp_path_factory.mktemp("asv-history")
     repo = base / "tvm"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    commits = []
-    for i, date in enumerate(("2026-06-17T12:00:00+00:00", "2026-08-05T12:00:00+00:00")):
-        _git(repo, "commit", "-q", "--allow-empty", "-m", f"commit {i}", date=date)
-        commits.append(_git(repo, "rev-parse", "HEAD"))
+    commits = two_commit_repo(repo)
     _git(repo, "tag", "v9.9.0", commits[1])
     out = base / "asv"
     for commit in commits:

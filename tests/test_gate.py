@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from asv_runs import VACUOUS, two_commit_results
+from asv_runs import VACUOUS, two_commit_repo, two_commit_results
 
 pytestmark = pytest.mark.slow
 
@@ -104,17 +104,11 @@ def test_a_failed_build_is_not_ready(cli, tmp_path):
     names it, the gate says NOT READY (exit 1) with the reason."""
     import json as _json
 
-    from asv_runs import _git
     from suite.core import tuning
     from test_tuning import MATMUL, break_trace
 
     repo = tmp_path / "tvm"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    commits = []
-    for i, date in enumerate(("2026-06-17T12:00:00+00:00", "2026-08-05T12:00:00+00:00")):
-        _git(repo, "commit", "-q", "--allow-empty", "-m", f"commit {i}", date=date)
-        commits.append(_git(repo, "rev-parse", "HEAD"))
+    commits = two_commit_repo(repo)
     records = tmp_path / "records"
     shutil.copytree(tuning.RECORDS_DIR / "llvm" / "float32" / "traces",
                     records / "llvm" / "float32" / "traces", ignore=shutil.ignore_patterns("seed*", "resnet50.c*",
@@ -161,17 +155,11 @@ def test_remeasurement_confirms_a_real_slowdown_and_calls_noise_noisy(cli, tmp_p
     times both pairs again, interleaved: the first is confirmed, the second is noisy."""
     import json as _json
 
-    from asv_runs import _git
     from suite.core import runstore, tuning
     from test_tuning import MATMUL
 
     repo = tmp_path / "tvm"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    commits = []
-    for i, date in enumerate(("2026-06-17T12:00:00+00:00", "2026-08-05T12:00:00+00:00")):
-        _git(repo, "commit", "-q", "--allow-empty", "-m", f"commit {i}", date=date)
-        commits.append(_git(repo, "rev-parse", "HEAD"))
+    commits = two_commit_repo(repo)
     records = tmp_path / "records" / "llvm" / "float32"
     shutil.copytree(tuning.RECORDS_DIR / "llvm" / "float32", records,
                     ignore=lambda d, names: [n for n in names if n.startswith(("seed", "resnet50.c", "resnet50.max"))])
