@@ -157,6 +157,8 @@ def latency_check(history, candidate, baseline, why, thresholds, multi, remeasur
     latency = thresholds["latency"]
     name = f"latency vs {baseline.label}" if baseline is not None else "latency vs baseline"
     limit = f"<= {latency['max_ratio']:g}x, or U-test p >= {latency['alpha']:g}"
+    if not any(res.finite(v) for per_commit in history.values.get("latency", {}).values() for v in per_commit.values()):
+        return Check(name, limit, NOT_CHECKED, "no native target in these results: no latency at any commit")
     if baseline is None or baseline.hash == candidate.hash:
         return Check(name, limit, MISSING, why or "baseline is the candidate itself")
     found, compared = slowdowns(history, candidate, baseline, thresholds, remeasure)
