@@ -198,6 +198,25 @@ def test_a_grid_on_the_cluster_matches_the_local_run_bit_for_bit(cluster, tmp_pa
 
 
 @needs_dask
+def test_a_run_on_the_cluster_times_latency_here(cluster, tmp_path, monkeypatch):
+    """`tvm-suite run --cluster`'s measuring phase: the cluster measures, this machine times."""
+    from suite.core.combo import Grid
+    from suite.history import installed
+
+    client_cache(tmp_path, monkeypatch)
+    targets = ["llvm"] + (["hexagon-v68-emu"] if not hexagon.missing_tools() else [])
+    grid = Grid.of([MEAN], ["float16"], targets, ["default"])
+    lines = []
+    warm = installed.warm_cache(grid, tmp_path / "run", "0" * 40, log=lines.append, cluster=cluster.address)
+    assert any(line.startswith(f"cluster: {len(targets)} combinations to {cluster.address}") for line in lines)
+    assert all(r.ok and r.measured_on for r in warm["records"].values())  # measured by the workers
+    (native,) = warm["latency"]  # emulated time is never latency
+    assert native.target.name == "llvm"
+    kept = timing.load(tmp_path / "run", "0" * 40, native.ids)
+    assert kept.tvm == compat.build_id() and kept.kernel == str(native.entry / "kernel.so")  # timed here
+
+
+@needs_dask
 def test_a_worker_killed_mid_combination_is_retried_on_another(cluster, tmp_path, monkeypatch):
     local = local_run([KILLED])
     client = client_cache(tmp_path, monkeypatch)
