@@ -293,6 +293,38 @@ def test_a_worker_of_another_tvm_build_is_refused(tmp_path, monkeypatch):
     assert f"runs TVM build 0.27.0-0123456789, this machine {compat.build_id()}" in message
 
 
+@needs_dask
+def test_a_scheduler_lost_mid_run_is_one_line_and_keeps_the_cache(tmp_path, monkeypatch):
+    client_cache(tmp_path, monkeypatch)
+    kept, slow = Combo.resolve(*GRID[0]), Combo.resolve(*KILLED)
+    measurement.measure(kept)
+    before = {p.name: p.read_bytes() for p in kept.entry.iterdir()}
+    other = Cluster(tmp_path, workers=1)
+    failed = {}
+
+    def run():
+        try:
+            measurement.measure_many([kept, slow], cluster=other.address)
+        except UserError as err:
+            failed["error"] = str(err)
+
+    try:
+        thread = threading.Thread(target=run)
+        thread.start()
+        deadline = time.monotonic() + 120
+        while not any(task_key(slow) in keys for keys in other.client.processing().values()):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        os.killpg(other.procs[0].pid, signal.SIGKILL)  # the scheduler
+        thread.join(timeout=120)
+    finally:
+        other.close()
+    assert failed["error"].startswith(f"lost the Dask scheduler while measuring {slow.label}: ")
+    assert "\n" not in failed["error"]
+    assert measurement.cached(slow) is None  # nothing half-published
+    assert {p.name: p.read_bytes() for p in kept.entry.iterdir()} == before
+
+
 def test_without_dask_the_cluster_option_says_what_to_install(monkeypatch):
     from suite.core import cluster
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import hashlib
+import logging
 import socket
 import threading
 import time
@@ -211,6 +212,9 @@ def measure(combos, address: str, log=print) -> dict:
     if not combos:
         return counts
     client = connect(address)
+    # Dask's client logs a lost scheduler with tracebacks; this says it in one line (UserError).
+    quiet, level = logging.getLogger("distributed.client"), logging.getLogger("distributed.client").level
+    quiet.setLevel(logging.CRITICAL)
     try:
         workers = len(client.nthreads())
         allowed = client.run_on_scheduler(_allowed_failures)
@@ -232,6 +236,7 @@ def measure(combos, address: str, log=print) -> dict:
         shown.finish()
     finally:
         client.close()
+        quiet.setLevel(level)
     log(f"cluster: {counts['measured']} measured, {counts['retried']} retried after a lost worker, "
         f"{counts['lost']} lost, {counts['declined']} declined (measured here)")
     return counts
