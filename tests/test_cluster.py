@@ -70,7 +70,8 @@ class Cluster:
         scheduler_file = self.tmp / "scheduler.json"
         base = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
                 "TVM_SUITE_TEST_SLOW": "|".join(" ".join(ids) for ids in (KILLED, LOST)), **(env or {})}
-        self._start(["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+        # Should this process be killed before close(): an idle scheduler closes, its workers follow.
+        self._start(["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--idle-timeout", "600s",
                      "--scheduler-file", str(scheduler_file)],
                     {**base, "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": str(allowed_failures)}, "scheduler")
         deadline = time.monotonic() + 60
@@ -79,6 +80,7 @@ class Cluster:
         self.address = address["address"]
         for i in range(workers):
             self._start(["worker", self.address, "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard",
+                         "--death-timeout", "60s",
                          "--name", f"w{i}", "--local-directory", str(self.tmp / f"scratch{i}"),
                          "--preload", str(PRELOAD)],
                         {**base, "TVM_SUITE_CACHE": str(self.tmp / f"worker-cache{i}")}, f"worker{i}")
