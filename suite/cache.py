@@ -99,6 +99,18 @@ def staging_dir(final: Path) -> Path:
     return Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.tmp-"))
 
 
+def remove_dir(final: Path) -> None:
+    """Remove the directory ``final`` with one rename first, so that readers see it whole or not at all."""
+    if not final.exists():
+        return
+    gone = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.old-"))
+    try:
+        os.rename(final, gone / "entry")
+    except OSError:  # removed meanwhile
+        pass
+    shutil.rmtree(gone, ignore_errors=True)
+
+
 def publish_dir(staged: Path, final: Path) -> None:
     """Put the complete directory ``staged`` in place of ``final`` with one rename, so that readers
     see the old entry or the new one, never a mixture."""

@@ -165,7 +165,7 @@ def cmd_run(args) -> int:
     out = Path(args.out)
     summary = installed.run_installed(grid, quick=args.quick, out_dir=out,
                                       tvm_repo=Path(args.tvm_repo) if args.tvm_repo else None,
-                                      tvm_commit=args.tvm_commit)
+                                      tvm_commit=args.tvm_commit, cluster=args.cluster)
     # The suite's own report: static, works offline (asv's HTML loads its scripts from CDNs).
     report.make_report(out / "results", out / "report", tvm_repo=args.tvm_repo)
     print(summary.text)
@@ -265,6 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=".asv", help="directory of asv results, environments and HTML")
     p.add_argument("--tvm-repo", help="a TVM clone whose tag v<version> names the installed TVM's commit")
     p.add_argument("--tvm-commit", help="the TVM commit the installed TVM was built from")
+    p.add_argument("--cluster", metavar="ADDRESS",
+                   help="a Dask scheduler (tcp://HOST:8786) whose workers build, run and check every combination "
+                        "not yet cached; latency is timed here (needs the cluster extra)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("history", help="asv over commits of a TVM clone (releases or a range), published")

@@ -154,6 +154,15 @@ def host_cpu() -> str:
     return str(tvm().target.codegen.llvm_get_system_cpu())
 
 
+def cpu_features(mcpu: str) -> frozenset[str] | None:
+    """The features LLVM gives the CPU named ``mcpu`` (ISA and tuning flags), or None where this
+    TVM cannot tell."""
+    features = getattr(tvm().target.codegen, "llvm_get_cpu_features", None)
+    if features is None:
+        return None
+    return frozenset(str(f) for f in features(make_target({"kind": "llvm", "mcpu": mcpu})))
+
+
 def make_target(spec: dict):
     """A ``Target`` from its dict form; releases before 0.27 also take the string form."""
     target_cls = tvm().target.Target

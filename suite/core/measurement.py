@@ -9,6 +9,7 @@ makes the whole entry count as absent and be measured again, never a wrong numbe
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -30,10 +31,15 @@ RECORD_FILE, OUTPUT_FILE = "record.json", "output.npy"
 KIND_OF_MODE = {Mode.NATIVE: Kind.LATENCY, Mode.EMULATED: Kind.EMULATED, Mode.COMPILE_ONLY: Kind.COMPILE_ONLY}
 
 
+def reference_entry(workload, dtype: str) -> Path:
+    """The cache directory of a reference (``reference.npy``, ``magnitude.npy``)."""
+    key = {"schema": SCHEMA, "chain": workload.chain, "id": workload.id, "dtype": dtype}
+    return cache.entry("reference", f"{workload.id}-{dtype}", key)
+
+
 def reference_arrays(workload, dtype: str) -> tuple[np.ndarray, np.ndarray]:
     """The float64 reference and its magnitude (abs-input) companion, cached by op chain."""
-    key = {"schema": SCHEMA, "chain": workload.chain, "id": workload.id, "dtype": dtype}
-    where = cache.entry("reference", f"{workload.id}-{dtype}", key)
+    where = reference_entry(workload, dtype)
     ref, mag = cache.read_array(where / "reference.npy"), cache.read_array(where / "magnitude.npy")
     if ref is None or mag is None or ref.shape != tuple(workload.output_shape) or mag.shape != ref.shape:
         inputs = workloads.make_inputs(workload, dtype)
@@ -65,6 +71,48 @@ def cached(combo: Combo, verify=()) -> Record | None:
     return record
 
 
+#: The reason of a record whose measurement was lost with the cluster workers that ran it (they died
+#: more often than the scheduler allows, see suite.core.cluster): a failure of the run that lost it,
+#: not data about TVM, so the next run measures it again (forget_lost).
+LOST = "lost on the cluster: "
+
+
+def is_lost(record: Record | None) -> bool:
+    return record is not None and record.status is Status.FAILED and record.reason.startswith(LOST)
+
+
+def forget_lost(combo: Combo) -> bool:
+    """Remove the entry of a combination whose measurement was lost on a cluster; True if removed.
+    A lost record holds no measurement, so nothing measured is lost."""
+    if not is_lost(cached(combo)):
+        return False
+    cache.remove_dir(combo.entry)
+    return True
+
+
+def publish_measured(combo: Combo, record: Record, files: dict[str, bytes]) -> Record:
+    """Publish an entry measured elsewhere (a cluster worker): its record and the bytes of the
+    files the record vouches for. An intact entry already here is kept as it is (and returned);
+    files that are not the bytes the record names are refused (ValueError)."""
+    if record.ids != combo.ids:
+        raise ValueError(f"a record of {' '.join(record.ids)} is not one of {combo.label}")
+    if set(files) != set(record.parts):
+        raise ValueError(f"{combo.label}: files {sorted(files)} are not the parts {sorted(record.parts)}")
+    for name, data in files.items():
+        if Path(name).name != name or hashlib.sha256(data).hexdigest() != record.parts[name]:
+            raise ValueError(f"{combo.label}: {name} is not the file its record names")
+    if (kept := cached(combo)) is not None and not is_lost(kept):
+        return kept
+    staged = cache.staging_dir(combo.entry)
+    try:
+        for name, data in files.items():
+            (staged / name).write_bytes(data)
+        _publish(combo, record, staged)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)  # gone already once published
+    return record
+
+
 def _publish(combo: Combo, record: Record, staged: Path) -> None:
     if not record.ok:  # a failed or skipped combination keeps no files beside its record
         shutil.rmtree(staged)
@@ -92,14 +140,24 @@ def measure(combo: Combo, verify=()) -> Record:
     return record
 
 
-def measure_many(combos, jobs: int | None = None) -> dict[Combo, Record]:
+def measure_many(combos, jobs: int | None = None, cluster: str | None = None, log=None) -> dict[Combo, Record]:
     """Measure several combinations in parallel processes (builds and emulated runs take minutes).
 
     Each combination not yet cached is measured by its own ``python`` process (at most ``jobs`` at a
     time) that fills the shared cache; targets that are ``exclusive`` (a GPU) are measured one at
-    a time, below. Returns {combo: record}.
+    a time, below. With ``cluster`` (the address of a Dask scheduler) every one of them that is
+    not exclusive is sent to the cluster's workers first (:mod:`suite.core.cluster`, which needs
+    Dask); what the cluster could not measure is measured here. ``log`` takes one line per
+    combination the cluster measured. Returns {combo: record}.
     """
     combos = list(dict.fromkeys(combos))
+    for combo in combos:
+        forget_lost(combo)
+    if cluster is not None:
+        from suite.core import cluster as dask_cluster  # Dask is imported only with a cluster
+
+        dask_cluster.measure([c for c in combos if cached(c) is None and not c.target.exclusive], cluster,
+                             log=log or (lambda line: None))
     pending = [c for c in combos if cached(c) is None and not c.target.unavailable() and not c.target.exclusive]
     code = "import sys; from suite.core import measurement as m; m.measure(m.Combo.resolve(*sys.argv[1:]))"
 

@@ -57,13 +57,21 @@ def installed_commit(out_dir: Path, tvm_repo: Path | None, tvm_commit: str | Non
     return repo, versions_repo_commit(repo, version)
 
 
-def warm_cache(grid: Grid, run_dir: Path, commit: str, log=print) -> dict:
+def warm_cache(grid: Grid, run_dir: Path, commit: str, log=print, cluster: str | None = None) -> dict:
     """Measure every combination once in this process (one TVM import instead of hundreds), time
     every native one afresh into the run's timing store (asv's latency benchmarks read it), and
-    the PyTorch peer of each on its target's peer device, where PyTorch is installed."""
+    the PyTorch peer of each on its target's peer device, where PyTorch is installed.
+
+    With ``cluster`` (a Dask scheduler's address) every combination not yet cached is measured on
+    the cluster's workers first (suite.core.cluster); this loop then finds them cached and only
+    times: latency is always taken here, on the machine the results are filed under."""
     records, latency, ratios, started = {}, {}, {}, time.perf_counter()
     reference_s = timing_s = 0.0
     combos = grid.combos()
+    for combo in combos:  # a measurement a cluster lost last time is measured again
+        measurement.forget_lost(combo)
+    if cluster is not None:
+        measurement.measure_many(combos, cluster=cluster, log=log)
     shown = Progress("measure", len(combos))
     for kind in ("timings", "peers", "maps", "failures"):
         runstore.clear(run_dir, kind, commit)
@@ -93,9 +101,15 @@ def warm_cache(grid: Grid, run_dir: Path, commit: str, log=print) -> dict:
             "seconds": time.perf_counter() - started, "reference_s": reference_s, "timing_s": timing_s}
 
 
-def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_commit=None) -> driver.RunSummary:
-    """The main job: measure, run asv on the installed TVM, keep the results, publish asv's HTML."""
+def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_commit=None,
+                  cluster: str | None = None) -> driver.RunSummary:
+    """The main job: measure (on a Dask cluster at ``cluster``, where given), run asv on the
+    installed TVM, keep the results, publish asv's HTML."""
     compat.tvm()
+    if cluster is not None:  # a one-line error before anything is written, cached or not
+        from suite.core import cluster as dask_cluster
+
+        dask_cluster.connect(cluster).close()
     out_dir.mkdir(parents=True, exist_ok=True)
     log_path = out_dir / "asv.log"
     repo, commit = installed_commit(out_dir, tvm_repo, tvm_commit)
@@ -106,8 +120,11 @@ def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_com
     print(f"measuring {len(grid.workloads)} workloads x {len(grid.dtypes)} dtypes on apache-tvm "
           f"{compat.installed_version()} (cache: {measurement.cache.root()}; each combination in "
           f"{out_dir / 'measure.log'})", flush=True)
+    if cluster is not None:
+        print(f"building and running on the Dask cluster at {cluster}; latency timed here", flush=True)
     with (out_dir / "measure.log").open("a") as measure_log:
-        warm = warm_cache(grid, out_dir, commit, log=lambda line: print(line, file=measure_log, flush=True))
+        warm = warm_cache(grid, out_dir, commit, log=lambda line: print(line, file=measure_log, flush=True),
+                          cluster=cluster)
 
     os.environ.update({**grid.to_env(), RUN_DIR_ENV: str(out_dir.resolve()), COMMIT_ENV: commit})
     archived = driver.archive_previous(out_dir / "results", commit, out_dir)

@@ -1,9 +1,15 @@
-"""The llvm CPU target, tuned to the host CPU (``mcpu`` from LLVM's view of this machine)."""
+"""The llvm CPU target, tuned to the host CPU (``mcpu`` from LLVM's view of this machine).
+
+Within :func:`building_for` it builds for another machine's CPU and keys the cache on that
+machine's CPU instead: a cluster worker building for its client (:mod:`suite.core.cluster`).
+"""
 
 from __future__ import annotations
 
 import os
 import platform
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
 
@@ -23,21 +29,67 @@ def host_cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+#: (LLVM's name, model name) of the CPU to build for instead of this one; see building_for().
+_BUILD_FOR: ContextVar[tuple[str, str] | None] = ContextVar("suite_llvm_build_for", default=None)
+
+
+def this_cpu() -> dict:
+    """This machine's CPU as :func:`building_for` takes it: LLVM's name and the model name."""
+    return {"mcpu": compat.host_cpu(), "model": host_cpu_model()}
+
+
+@contextmanager
+def building_for(mcpu: str, model: str):
+    """Build for CPU ``mcpu`` (LLVM's name) and key the cache on its ``model`` name, in this
+    thread, for the duration of the block (the kernels may not run here: see can_run())."""
+    token = _BUILD_FOR.set((mcpu, model))
+    try:
+        yield
+    finally:
+        _BUILD_FOR.reset(token)
+
+
+def build_cpu() -> tuple[str, str]:
+    """(mcpu, model) the llvm target builds for: this machine's, or the one of building_for()."""
+    return _BUILD_FOR.get() or (compat.host_cpu(), host_cpu_model())
+
+
+#: LLVM's x86 *tuning* features (how to schedule, not which instructions exist): ignored by can_run().
+_TUNING_PREFIXES = ("false-deps-", "slow-", "fast-", "prefer-", "tuning-", "lea-", "idivl-", "idivq-", "pad-",
+                    "use-", "no-bypass", "allow-light", "avoid-", "branchfusion", "macrofusion", "sbb-dep",
+                    "ermsb", "fsrm")
+
+
+def can_run(mcpu: str) -> str | None:
+    """Why code built for ``mcpu`` might not run on this CPU (instruction-set features LLVM gives
+    ``mcpu`` beyond those of this CPU), or None when it runs. Conservative: a feature this does not
+    know as a tuning flag counts as an instruction set."""
+    here = compat.host_cpu()
+    if mcpu == here:
+        return None
+    theirs, ours = compat.cpu_features(mcpu), compat.cpu_features(here)
+    if theirs is None or ours is None:
+        return f"this TVM cannot compare the features of this CPU ({here}) with those of {mcpu}"
+    missing = {f for f in theirs - ours if not f.startswith(_TUNING_PREFIXES)}
+    return f"this CPU ({here}) lacks {', '.join(sorted(missing))} of {mcpu}" if missing else None
+
+
 class LLVMTarget(Target):
     name = "llvm"
     peer_device = "cpu"
 
     def tvm_target(self):
-        return compat.make_target({"kind": "llvm", "mcpu": compat.host_cpu()})
+        return compat.make_target({"kind": "llvm", "mcpu": build_cpu()[0]})
 
     def tuning_target(self):
         """The host CPU with its core count."""
         return compat.make_target(
-            {"kind": "llvm", "mcpu": compat.host_cpu(), "num-cores": os.cpu_count() or 1}
+            {"kind": "llvm", "mcpu": build_cpu()[0], "num-cores": os.cpu_count() or 1}
         )
 
     def identity(self) -> dict:
-        return {"target": self.name, "cpu": host_cpu_model()}
+        override = _BUILD_FOR.get()
+        return {"target": self.name, "cpu": override[1] if override else host_cpu_model()}
 
     def load(self, path: Path, inputs, output_shape, dtype) -> ModuleKernel:
         return ModuleKernel(compat.load_module(path), compat.cpu_device(), inputs, output_shape, dtype)

@@ -1,0 +1,30 @@
+"""Preloaded into the Dask workers tests/test_cluster.py starts (``dask worker --preload``).
+
+``TVM_SUITE_TEST_SLOW``: combination labels ("workload dtype target order", "|"-separated) whose
+measurement starts with a pause of ``TVM_SUITE_TEST_SLOW_S`` seconds, so that a test can kill the
+worker in the middle of it. ``TVM_SUITE_TEST_FAKE_BUILD``: the TVM build id this worker claims.
+Neither changes a result.
+"""
+
+import os
+import time
+
+from suite import compat
+from suite.core import measurement
+
+SLOW = set(filter(None, os.environ.get("TVM_SUITE_TEST_SLOW", "").split("|")))
+PAUSE_S = float(os.environ.get("TVM_SUITE_TEST_SLOW_S", "4"))
+FAKE_BUILD = os.environ.get("TVM_SUITE_TEST_FAKE_BUILD")
+
+_compute = getattr(measurement, "_unpaused_compute", measurement._compute)  # Dask may load this twice
+
+
+def _slow_compute(combo, staged):
+    if combo.label in SLOW:
+        time.sleep(PAUSE_S)
+    return _compute(combo, staged)
+
+
+measurement._unpaused_compute, measurement._compute = _compute, _slow_compute
+if FAKE_BUILD:
+    compat.build_id = lambda: FAKE_BUILD
