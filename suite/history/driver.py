@@ -65,8 +65,12 @@ def asv(config: Path, *args: str, log: Path, phase: str | None = None) -> int:
     with log.open("a") as handle:
         handle.write(f"$ {' '.join(command)}\n")
         handle.flush()
+        # asv drops PYTHONPATH from its benchmark processes unless it comes as ASV_PYTHONPATH: they
+        # must import this very suite (its code is part of every cache key), wherever it is found.
+        paths = [str(REPO_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        env = {**os.environ, "ASV_PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO_ROOT,
-                                   text=True, errors="replace")
+                                   text=True, errors="replace", env=env)
         for line in process.stdout:
             handle.write(line)
             found = _PERCENT.match(line.strip())
