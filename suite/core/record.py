@@ -40,6 +40,7 @@ class Record:
     accumulation_length: int | None = None
     metrics: dict | None = None  #: accuracy against float64 (suite.core.metrics.accuracy_metrics)
     emulated_s: float | None = None  #: one emulated run's seconds (never latency)
+    tuned_from: str | None = None  #: order tuned: the target whose tuning record was replayed
     parts: dict = field(default_factory=dict)  #: file name in the cache entry -> sha256
 
     def __post_init__(self):
