@@ -65,7 +65,7 @@ def warm_cache(grid: Grid, run_dir: Path, commit: str, log=print) -> dict:
     reference_s = timing_s = 0.0
     combos = grid.combos()
     shown = Progress("measure", len(combos))
-    for kind in ("timings", "peers", "maps", "failures"):
+    for kind in runstore.KINDS:
         runstore.clear(run_dir, kind, commit)
     for combo in combos:
         if combo.target.name == grid.targets[0] and combo.order == grid.orders[0]:
