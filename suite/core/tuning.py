@@ -107,6 +107,7 @@ def tune(workload_id: str, dtype: str, target, trials: int, log=print) -> dict:
         measured = [s for s in measured if s < FAILED_RUN_S]
         if target.tuning_keeps_database:
             _keep_database(Path(work_dir), records_dir(target.name, dtype) / "database" / workload_id)
+        logs = _keep_logs(Path(work_dir), f"{target.name}-{dtype}-{workload_id}")
     elapsed = time.perf_counter() - started
     record = {
         "workload": workload_id,
@@ -129,8 +130,18 @@ def tune(workload_id: str, dtype: str, target, trials: int, log=print) -> dict:
     what = "emulated" if target.tuning_measure == "emulated" else "measured"
     best = f"best {measured[0]:.4g} s {what}" if measured else "no candidate ran"
     log(f"tuned {workload_id} {dtype} {target.name}: {trials} trials in {elapsed:.0f} s, "
-        f"{len(measured)} ran, {best} -> {path}")
+        f"{len(measured)} ran, {best} -> {path} (MetaSchedule's logs, with the reason of each failed "
+        f"candidate: {logs})")
     return record
+
+
+def _keep_logs(work_dir: Path, label: str) -> Path:
+    """MetaSchedule's logs of a run (they name why each failed candidate failed), kept in the
+    cache (``tune-logs/``) since the run's work directory is temporary."""
+    into = cache.root() / "tune-logs" / label
+    shutil.rmtree(into, ignore_errors=True)
+    shutil.copytree(work_dir / "logs", into, dirs_exist_ok=True)
+    return into
 
 
 def _output_check(make_reference):
