@@ -17,7 +17,7 @@ Their times are emulated seconds (``emulated_s``), never hardware latency.
 
 ``hexagon-v68-qf`` (and ``-v73-qf``) can be tuned: MetaSchedule with TVM's Hexagon rules, each
 candidate built as above and timed under the emulator (:mod:`suite.targets.hexagon_tune`; the
-measure is emulated seconds, which ranks candidates and predicts no device).
+measure is emulated time, the emulator's CPU seconds, which ranks candidates and predicts no device).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ class HexagonQfTarget(_BuiltLikeTheTag):
 
     @property
     def records_from(self) -> tuple[str, ...]:
-        """Its own records first (tuned under the emulator), then those of every Hexagon target."""
+        """Its own records first (tuned under the emulator), then hexagon-v68-qf's, then llvm's."""
         return tuple(dict.fromkeys((self.name, *super().records_from)))
 
     def tuning_target(self):
