@@ -90,8 +90,11 @@ class ComboBenchmark:
         if not SUITE:
             raise not_imported()
         self.combo = combo.Combo.resolve(workload, dtype, target, order)
+        measured = measurement.measure(self.combo)
+        if measured.tuned_from:  # whose tuning record replayed, for the report
+            runstore.note_records(self.combo.ids, measured.tuned_from)
         try:
-            self.record = record.outcome(measurement.measure(self.combo), record.Need[self.need])
+            self.record = record.outcome(measured, record.Need[self.need])
         except record.CombinationFailed as err:
             runstore.note_failure(self.combo.ids, str(err))  # asv keeps only a null
             raise

@@ -84,6 +84,8 @@ def cmd_measure(args) -> int:
 def _print_record(record: dict) -> None:
     print(f"workload   {record['workload']}")
     print(f"dtype      {record['dtype']}   target {record['target']}   order {record['order']}")
+    if record.get("tuned_from"):
+        print(f"records    the tuning record of {record['tuned_from']} replayed")
     print(f"tvm        {record.get('tvm_version', '-')}")
     if record["status"] != "ok":
         print(f"{record['status']}: {record['reason']}")
@@ -246,7 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--save-arrays", metavar="DIR", help="write inputs, output and reference as .npy")
     p.set_defaults(func=cmd_measure)
 
-    p = sub.add_parser("tune", help="tune with MetaSchedule and store the records in the repository")
+    p = sub.add_parser("tune", help="tune with MetaSchedule and store the records in the repository "
+                                    "(llvm, cuda: timed here; hexagon-v68-qf: emulated seconds)")
     p.add_argument("--target", default="llvm", help=", ".join(targets.names()))
     p.add_argument("--dtype", required=True, help=", ".join(workloads.DTYPES))
     p.add_argument("--workload", help="comma-separated ids or model names (default: seed + resnet50)")

@@ -400,9 +400,54 @@ def tuning_build(mod, target, _params=None):
     return tvm_build(mod, target=target)
 
 
-def local_builder(timeout_s: float = 60.0):
+def plain_build(mod, target, _params=None):
+    """A candidate built as :func:`build` builds a scheduled PrimFunc (as a replayed trace is
+    built): a weight layout rewrite MetaSchedule added stays in the function, and is timed."""
+    builder = getattr(tir(), "build", None) or tvm().build
+    return builder(mod, target=target)
+
+
+def local_builder(timeout_s: float = 60.0, f_build=tuning_build, f_export=None):
+    """MetaSchedule's LocalBuilder (a process per build); ``f_build`` and ``f_export`` (picklable:
+    module-level functions or partials of them) build the candidate and turn the built module
+    into the artifact the runner gets (by default MetaSchedule's shared library)."""
     ms = meta_schedule()
-    return ms.builder.LocalBuilder(f_build=tuning_build, timeout_sec=timeout_s)
+    return ms.builder.LocalBuilder(f_build=f_build, f_export=f_export, timeout_sec=timeout_s)
+
+
+def tuning_space(kind: str):
+    """MetaSchedule's design space with the schedule rules, postprocessors and mutators that TVM
+    selects for targets of ``kind`` ("llvm", "cuda", "hexagon"), whatever the kind of the target
+    tuned for (the suite's Hexagon target is an ``llvm`` one with ``mtriple=hexagon``)."""
+    ms = meta_schedule()
+    return ms.space_generator.PostOrderApply(sch_rules=kind, postprocs=kind, mutator_probs=kind)
+
+
+def custom_runner(measure):
+    """A MetaSchedule Runner that measures each built candidate in this process with
+    ``measure(artifact_path, args) -> [seconds, ...]``, ``args`` being ``[(dtype, shape), ...]``
+    of the PrimFunc's parameters. An exception is that candidate's failure (MetaSchedule records
+    it with the message, as it does a LocalRunner error)."""
+    ms = meta_schedule()
+    derived_object = importlib.import_module("tvm.ir.utils").derived_object
+    done = ms.runner.local_runner.LocalRunnerFuture
+
+    @derived_object
+    class CustomRunner(ms.runner.PyRunner):
+        def run(self, runner_inputs):
+            futures = []
+            for runner_input in runner_inputs:
+                args = [(str(info[1]), [int(d) for d in info[2]])
+                        for info in (attr_to_python(a.as_json()) for a in runner_input.args_info)]
+                try:
+                    seconds = [float(s) for s in measure(str(runner_input.artifact_path), args)]
+                except Exception as err:  # the candidate's failure, not the tuner's
+                    futures.append(done(error_message=f"{type(err).__name__}: {err}"))
+                else:
+                    futures.append(done(res=seconds))
+            return futures
+
+    return CustomRunner()
 
 
 # ----------------------------------------------------------------------------- Hexagon
@@ -422,6 +467,16 @@ def hexagon_target(mcpu: str, mattr: list[str], llvm_options: list[str]):
         parts = ["llvm", "-mtriple=hexagon", f"-mcpu={mcpu}", f"-mattr={','.join(mattr)}"]
         parts += [f"-cl-opt={opt}" for opt in llvm_options]
         return tvm().target.Target(" ".join(parts))
+
+
+def hexagon_tag_target(tag: str, llvm_options: list[str]):
+    """TVM's own ``hexagon``-kind target of a ``qcom/hexagon-*`` tag (VTCM capacity, cores), with
+    ``llvm_options`` added: what MetaSchedule tunes for (its Hexagon rules and postprocessors check
+    the kind). This wheel cannot build with it; candidates are built with :func:`hexagon_target`."""
+    target_cls = tvm().target.Target
+    spec = {str(k): attr_to_python(v) for k, v in dict(target_cls(tag).export()).items() if k not in ("tag", "keys")}
+    spec["llvm-options"] = list(dict.fromkeys([*(spec.get("llvm-options") or []), *llvm_options]))
+    return target_cls(spec)
 
 
 def write_module_file(module, path: os.PathLike, fmt: str) -> None:

@@ -31,7 +31,7 @@ def test_targets_registered():
         assert name in names
     assert targets.get("hexagon-v68").mode is Mode.COMPILE_ONLY
     assert targets.get("hexagon-v68-emu").mode is Mode.EMULATED
-    assert targets.get("hexagon-v68").records_target == "llvm"  # no Hexagon device to tune on
+    assert targets.get("hexagon-v68").records_from == ("hexagon-v68-qf", "llvm")  # tuned on the emulator, else x86
     assert "-hexagon-autohvx=1" in targets.get("hexagon-v68").llvm_options
     assert "-force-hvx-float" in targets.get("hexagon-v68").llvm_options
     assert "+hvx-qfloat" in targets.get("hexagon-v73").mattr

@@ -45,6 +45,8 @@ def test_report_from_real_runs(cli, runs, tmp_path):
         assert row["previous"]["latency"]["commit"] == commits[0]
         assert "latency_pct" in row["change"]
     assert tuned["values"]["max_ulp_distance"] > 0 and default["values"]["max_ulp_distance"] is None
+    # Whose tuning record the tuned order replayed (llvm's own here).
+    assert tuned["records"] == "llvm" and default["records"] is None
     # An IEEE reordering: bits differ, the error against float64 stays alike.
     assert 0.9 < tuned["values"]["error_ratio"] < 1.1 and abs(tuned["values"]["bias_shift"]) < 0.1
     # K = 2305 in float16: no rigorous bound (NaN, never 0), the probabilistic one is finite.
@@ -57,6 +59,7 @@ def test_report_from_real_runs(cli, runs, tmp_path):
     assert isinstance(facts["regressions"], list)
     html = (out / "index.html").read_text()
     assert "No divergent commit" in html and "no rigorous bound for K = 2305 in float16" in html
+    assert "(llvm record)" in html
     assert html.count('<svg class="chart"') >= 4 and 'class="line"' in html
     assert not re.search(r'(src|href)="(https?:)?//', html.replace('href="https://github.com/apache/tvm/commit/', ""))
 

@@ -87,7 +87,7 @@ class Combo:
             "target": self.target.identity(),
             "order": self.order,
             "schedule": schedules.schedule_digest(self.order, self.workload.id, self.dtype,
-                                                  self.target.records_target),
+                                                  self.target.records_from),
         }
 
     @cached_property

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from suite import cache, compat
-from suite.core import metrics, reference, runstore, schedules, workloads
+from suite.core import metrics, reference, runstore, schedules, tuning, workloads
 from suite.core.combo import SCHEMA, Combo
 from suite.core.record import Kind, Record, Status
 from suite.errors import Skipped, UserError
@@ -177,10 +177,12 @@ def _compute(combo: Combo, staged: Path) -> Record:
     record = Record(*combo.ids, status=Status.OK, kind=KIND_OF_MODE[target.mode],
                     tvm_version=compat.installed_version(), flops=workload.flops)
     kernel_path = staged / target.KERNEL_FILE
+    if order == "tuned":  # whose record replays: the first of the target's records_from with one
+        record.tuned_from = tuning.records_target(target.records_from, dtype, workload.id)
     started = time.perf_counter()
     try:
         func = schedules.apply(workloads.prim_func(workload, dtype), order, workload.id, dtype,
-                               target.records_target)
+                               (record.tuned_from,) if record.tuned_from else target.records_from)
         target.build(target.prepare(func, order), kernel_path)
     except (UserError, compat.TVMUnavailable):  # a missing tool or TVM is the user's to fix, not data
         raise
@@ -215,7 +217,7 @@ def _compute(combo: Combo, staged: Path) -> Record:
 def _ended(record: Record, status: Status, reason: str) -> Record:
     """A record that ends before an output: nothing of the build is kept beside it."""
     return Record(record.workload, record.dtype, record.target, record.order, status=status, reason=reason,
-                  tvm_version=record.tvm_version, flops=record.flops)
+                  tvm_version=record.tvm_version, flops=record.flops, tuned_from=record.tuned_from)
 
 
 def first_line(err: BaseException) -> str:

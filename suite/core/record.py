@@ -41,6 +41,7 @@ class Record:
     metrics: dict | None = None  #: accuracy against float64 (suite.core.metrics.accuracy_metrics)
     emulated_s: float | None = None  #: one emulated run's seconds (never latency)
     measured_on: str | None = None  #: the cluster worker (host) whose seconds compile_s and emulated_s are; None: here
+    tuned_from: str | None = None  #: order tuned: the target whose tuning record was replayed
     parts: dict = field(default_factory=dict)  #: file name in the cache entry -> sha256
 
     def __post_init__(self):

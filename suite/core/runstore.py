@@ -1,6 +1,7 @@
 """What a run keeps beside asv's ``results/`` that asv cannot: per commit, the timing samples of
 native combinations (``timings/``), the difference maps of divergent ones (``maps/``), the
-ratio to the PyTorch peer (``peers/``) and the reasons of failed ones (``failures/``).
+ratio to the PyTorch peer (``peers/``), the reasons of failed ones (``failures/``) and, for the
+``tuned`` order, the target whose tuning record was replayed (``records/``).
 
 asv benchmark processes find their run through ``TVM_SUITE_RUN_DIR`` (set by `tvm-suite run` and
 `history`) and their commit through asv's own ``ASV_COMMIT`` (else ``TVM_SUITE_COMMIT``, which
@@ -16,7 +17,7 @@ from pathlib import Path
 from suite import cache
 
 RUN_DIR_ENV, COMMIT_ENV = "TVM_SUITE_RUN_DIR", "TVM_SUITE_COMMIT"
-KINDS = {"timings": ".json", "peers": ".json", "maps": ".npz", "failures": ".txt"}
+KINDS = {"timings": ".json", "peers": ".json", "maps": ".npz", "failures": ".txt", "records": ".txt"}
 
 
 def current() -> tuple[Path, str] | None:
@@ -48,7 +49,22 @@ def note_failure(ids, reason: str) -> None:
 
 
 def failure(run_dir: Path, commit: str, ids) -> str | None:
+    return _text(run_dir, "failures", commit, ids)
+
+
+def note_records(ids, records_target: str) -> None:
+    """Keep whose tuning record a ``tuned`` combination replayed (e.g. hexagon-v68-qf or llvm)."""
+    found = current()
+    if found is not None:
+        cache.write_text(path(found[0], "records", found[1], ids), records_target)
+
+
+def records(run_dir: Path, commit: str, ids) -> str | None:
+    return _text(run_dir, "records", commit, ids)
+
+
+def _text(run_dir: Path, kind: str, commit: str, ids) -> str | None:
     try:
-        return path(run_dir, "failures", commit, ids).read_text().strip() or None
+        return path(run_dir, kind, commit, ids).read_text().strip() or None
     except OSError:
         return None

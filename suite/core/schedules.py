@@ -10,8 +10,9 @@ Other orders are applied with TVM's schedule primitives to the workload's *reduc
   terms in the same order.
 - ``reduction-outer``: every reduction loop above every spatial loop, each group keeping its
   relative order.
-- ``tuned``: the committed MetaSchedule trace of (workload, dtype, target), replayed
-  (see :mod:`suite.tuning`); a missing or no-longer-applicable trace is a skip.
+- ``tuned``: the committed MetaSchedule trace of (workload, dtype), replayed, from the first target
+  of the combination's ``records_from`` that has one (see :mod:`suite.core.tuning`); a missing
+  trace is a skip, one that no longer applies a failure.
 - ``seed-tuned``: the seed conv2d only: the PrimFunc MetaSchedule produced on Hexagon in the
   seed issue, rebuilt primitive by primitive (it sums ``rx`` outermost, so its results differ).
 - ``seed-swap-vec``: the seed conv2d only: ``seed-swap`` with the 64 output channels (``ff``)
@@ -41,12 +42,13 @@ class UnknownOrder(UserError, ValueError):
     pass
 
 
-def schedule_digest(order: str, workload_id: str, dtype: str, target_name: str) -> str | None:
-    """What, besides TVM and the workload, determines the scheduled PrimFunc: the tuned trace."""
+def schedule_digest(order: str, workload_id: str, dtype: str, records) -> str | None:
+    """What, besides TVM and the workload, determines the scheduled PrimFunc: the tuned trace that
+    replays, of the first of ``records`` (a target name, or names in order of preference) with one."""
     if order != "tuned":
         return None
-    path = tuning.trace_path(target_name, dtype, workload_id)
-    return cache.digest(path.read_text()) if path.exists() else None
+    found = tuning.records_target(records, dtype, workload_id)
+    return cache.digest(tuning.trace_path(found, dtype, workload_id).read_text()) if found else None
 
 
 def check_order(order: str) -> str:
@@ -55,13 +57,14 @@ def check_order(order: str) -> str:
     return order
 
 
-def apply(func, order: str, workload_id: str, dtype: str, target_name: str):
-    """``func`` (the PrimFunc of workload ``workload_id``) scheduled in loop order ``order``."""
+def apply(func, order: str, workload_id: str, dtype: str, records):
+    """``func`` (the PrimFunc of workload ``workload_id``) scheduled in loop order ``order``;
+    ``records``: whose tuning records ``tuned`` replays (a target name, or names by preference)."""
     check_order(order)
     if order == "default":
         return func
     if order == "tuned":
-        return tuning.replay(func, workload_id, dtype, target_name)
+        return tuning.replay(func, workload_id, dtype, records)
     if order in SEED_ONLY and workload_id != SEED_ID:
         raise OrderNotApplicable(f"{order} is the seed issue's schedule of {SEED_ID} only")
     steps = {"seed-swap": _seed_swap, "reduction-outer": _reduction_outer, "seed-tuned": _seed_tuned,

@@ -2,9 +2,15 @@
 
 Tuning (``tvm-suite tune``) runs ``tune_tir`` with the real ``xgb`` cost model and stores in the
 repository, per target and dtype, per workload, the MetaSchedule JSON database of the run and the best
-schedule's trace. Benchmarks never tune: the ``tuned`` loop order replays the committed trace on
-the installed TVM, so every TVM commit compiles the same schedule and a change in results is the
-compiler's doing. A trace that no longer applies is a skip with its reason, not a crash.
+schedule's trace. The target says how candidates are built and measured
+(:meth:`suite.targets.base.Target.tuning_options`): on llvm and cuda MetaSchedule's own local
+runner times them on this machine; on ``hexagon-v68-qf`` they run under the emulator and the
+measure is emulated seconds (``tuning_measure``, kept in the record). Benchmarks never tune: the
+``tuned`` loop order replays the committed trace on the installed TVM, so every TVM commit compiles
+the same schedule and a change in results is the compiler's doing. A target may replay the records
+of others (``records_from``, in order of preference: per workload the first that has a record,
+:func:`records_target`). A missing record is a skip with its reason; a trace that no longer
+applies is a failure of that TVM.
 """
 
 from __future__ import annotations
@@ -15,8 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from suite import cache, compat
-from suite.core import workloads
+from suite.core import reference, workloads
 from suite.errors import OrderNotApplicable, UserError
 
 #: The committed records; TVM_SUITE_TUNING_RECORDS names another directory of the same layout
@@ -24,6 +32,15 @@ from suite.errors import OrderNotApplicable, UserError
 RECORDS_DIR = Path(__file__).resolve().parent.parent / "tuning_records"
 RECORDS_ENV = "TVM_SUITE_TUNING_RECORDS"
 DATABASE_FILES = ("database_workload.json", "database_tuning_record.json")
+#: MetaSchedule's run_secs of a candidate whose build or run failed are 1e10.
+FAILED_RUN_S = 1e9
+#: What a record says its measure was, per the target's ``tuning_measure``.
+MEASURES = {
+    "latency": "seconds per call on the machine tuned on (MetaSchedule's runner)",
+    "emulated": "emulated time: CPU seconds of qemu-hexagon running the candidate, HVX floating "
+                "point on the suite's qfloat model; they rank candidates on the emulator and are not "
+                "a Hexagon device's latency",
+}
 
 
 class NoTunedRecord(OrderNotApplicable):
@@ -40,6 +57,16 @@ def records_dir(target_name: str, dtype: str) -> Path:
 
 def trace_path(target_name: str, dtype: str, workload_id: str) -> Path:
     return records_dir(target_name, dtype) / "traces" / f"{workload_id}.json"
+
+
+def _names(records) -> tuple[str, ...]:
+    return (records,) if isinstance(records, str) else tuple(records)
+
+
+def records_target(records, dtype: str, workload_id: str) -> str | None:
+    """Of the targets ``records`` (a name, or names in order of preference), the first with a
+    record of this workload and dtype; None when none has one."""
+    return next((name for name in _names(records) if trace_path(name, dtype, workload_id).is_file()), None)
 
 
 def _plain(value):
@@ -63,19 +90,25 @@ def tune(workload_id: str, dtype: str, target, trials: int, log=print) -> dict:
     func = workloads.prim_func(workload, dtype)
     module = compat.tvm().IRModule({"main": func.with_attr("global_symbol", "main")})
     tvm_target = target.tuning_target()
+    inputs = workloads.make_inputs(workload, dtype)
+    options = target.tuning_options(inputs, workload.output_shape, dtype,
+                                    check=_output_check(lambda: reference.evaluate(workload.chain, inputs)))
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tvm-suite-tune-") as work_dir:
         database = ms.tune_tir(
             module, tvm_target, work_dir, max_trials_global=trials,
-            num_trials_per_iter=min(16, trials), seed=0, builder=compat.local_builder(),
+            num_trials_per_iter=min(16, trials), seed=0, **options,
         )
         schedule = ms.tir_integration.compile_tir(database, module, tvm_target)
         if schedule is None:
             raise UserError(f"MetaSchedule found no valid schedule for {workload_id} in {trials} trials")
-        best = [r for r in database.get_all_tuning_records() if r.run_secs]
-        _keep_database(Path(work_dir), records_dir(target.name, dtype) / "database" / workload_id)
+        runs = [r for r in database.get_all_tuning_records() if r.run_secs]
+        measured = sorted(min(float(s) for s in r.run_secs) for r in runs)
+        measured = [s for s in measured if s < FAILED_RUN_S]
+        if target.tuning_keeps_database:
+            _keep_database(Path(work_dir), records_dir(target.name, dtype) / "database" / workload_id)
+        logs = _keep_logs(Path(work_dir), f"{target.name}-{dtype}-{workload_id}")
     elapsed = time.perf_counter() - started
-    latencies = [min(float(s) for s in r.run_secs) for r in best]
     record = {
         "workload": workload_id,
         "dtype": dtype,
@@ -83,13 +116,57 @@ def tune(workload_id: str, dtype: str, target, trials: int, log=print) -> dict:
         "tuned_on": {"tvm": compat.installed_version(), **target.identity()},
         "trials": trials,
         "tuning_s": round(elapsed, 1),
-        "best_measured_s": min(latencies) if latencies else None,
+        "measure": target.tuning_measure,
+        "measure_is": MEASURES[target.tuning_measure],
+        "candidates_measured": len(measured),
+        "candidates_failed": len(runs) - len(measured),
+        f"best_{'emulated' if target.tuning_measure == 'emulated' else 'measured'}_s":
+            measured[0] if measured else None,
+        **({} if target.tuning_keeps_database else {"candidates_s": measured}),
         "trace": _plain(schedule.trace.as_json()),
     }
     path = trace_path(target.name, dtype, workload_id)
     cache.write_json(path, record)
-    log(f"tuned {workload_id} {dtype} {target.name}: {trials} trials in {elapsed:.0f} s -> {path}")
+    what = "emulated" if target.tuning_measure == "emulated" else "measured"
+    best = f"best {measured[0]:.4g} s {what}" if measured else "no candidate ran"
+    log(f"tuned {workload_id} {dtype} {target.name}: {trials} trials in {elapsed:.0f} s, "
+        f"{len(measured)} ran, {best} -> {path} (MetaSchedule's logs, with the reason of each failed "
+        f"candidate: {logs})")
     return record
+
+
+def _keep_logs(work_dir: Path, label: str) -> Path:
+    """MetaSchedule's logs of a run (they name why each failed candidate failed), kept in the
+    cache (``tune-logs/``) since the run's work directory is temporary."""
+    into = cache.root() / "tune-logs" / label
+    shutil.rmtree(into, ignore_errors=True)
+    shutil.copytree(work_dir / "logs", into, dirs_exist_ok=True)
+    return into
+
+
+def _output_check(make_reference):
+    """``check(output) -> problem | None`` for runners that see outputs: wrong when not finite or
+    off the float64 reference (``make_reference()``, evaluated on first use) by more than 10% of
+    max|ref| anywhere, far beyond any rounding, qfloat's included: a candidate that computes
+    something else."""
+    found = []
+
+    def check(output) -> str | None:
+        if not found:
+            found.append(np.asarray(make_reference(), dtype=np.float64))
+        ref = found[0]
+        scale = float(np.max(np.abs(ref))) or 1.0
+        values = np.asarray(output, dtype=np.float64)
+        if values.shape != ref.shape:
+            return f"output shape {values.shape}, expected {ref.shape}"
+        if not np.all(np.isfinite(values)):
+            return f"{int(np.sum(~np.isfinite(values)))} non-finite outputs"
+        worst = float(np.max(np.abs(values - ref)))
+        if worst > 0.1 * scale:
+            return f"wrong output: max |out - float64| = {worst:.4g}, over 0.1 x max|ref| = {scale:.4g}"
+        return None
+
+    return check
 
 
 def _keep_database(work_dir: Path, into: Path) -> None:
@@ -105,13 +182,15 @@ def _tensorizes(trace) -> bool:
     return any(isinstance(inst, list) and inst and inst[0] == "Tensorize" for inst in instructions)
 
 
-def replay(func, workload_id: str, dtype: str, target_name: str):
-    """``func`` scheduled by the committed trace of (workload, dtype, target)."""
-    path = trace_path(target_name, dtype, workload_id)
-    record = cache.read_json(path)
+def replay(func, workload_id: str, dtype: str, records):
+    """``func`` scheduled by the committed trace of (workload, dtype) of the first of the targets
+    ``records`` (a name, or names in order of preference) that has one."""
+    names = _names(records)
+    found = records_target(names, dtype, workload_id)
+    record = cache.read_json(trace_path(found, dtype, workload_id)) if found else None
     if record is None:
-        raise NoTunedRecord(f"no tuned record for {workload_id} {dtype} on {target_name} "
-                            f"(run `tvm-suite tune --target {target_name} --dtype {dtype} --workload {workload_id}`)")
+        raise NoTunedRecord(f"no tuned record for {workload_id} {dtype} on {' or '.join(names)} "
+                            f"(run `tvm-suite tune --target {names[0]} --dtype {dtype} --workload {workload_id}`)")
     schedule = compat.schedule(func)
     if _tensorizes(record["trace"]):  # GPU fp16 traces use tensor cores (wmma)
         compat.register_tensor_intrinsics()

@@ -73,7 +73,7 @@ def warm_cache(grid: Grid, run_dir: Path, commit: str, log=print, cluster: str |
     if cluster is not None:
         measurement.measure_many(combos, cluster=cluster, log=log)
     shown = Progress("measure", len(combos))
-    for kind in ("timings", "peers", "maps", "failures"):
+    for kind in runstore.KINDS:
         runstore.clear(run_dir, kind, commit)
     for combo in combos:
         if combo.target.name == grid.targets[0] and combo.order == grid.orders[0]:

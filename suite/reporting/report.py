@@ -20,6 +20,7 @@ import shutil
 from pathlib import Path
 
 from suite import cache, tracked
+from suite.core import runstore
 from suite.errors import UserError
 from suite.reporting import results as res
 from suite.reporting import gate, maps, rules
@@ -129,8 +130,11 @@ def summary_rows(history: res.History) -> tuple[list[dict], int]:
         for m in ("ulp_mean", "scaled_error", "prob_bound_fraction", "error_ratio"):
             if res.finite(values[m]) and m in previous:
                 change[m] = values[m] - previous[m]["value"]
+        records = (runstore.records(runstore.of_results(history.results_dir), newest.hash, s.ids)
+                   if s.order == "tuned" else None)
         rows.append({**s.as_dict(), "values": values, "failed": failed, "previous": previous, "change": change,
-                     "no_rigorous_bound": rules.no_rigorous_bound(history, s, newest.hash)})
+                     "no_rigorous_bound": rules.no_rigorous_bound(history, s, newest.hash),
+                     "records": records})
     return rows, skipped
 
 

@@ -7,7 +7,10 @@ capabilities say how its results are to be read, so no caller probes attributes:
   emulator: outputs and emulated seconds, never latency) or :attr:`Mode.COMPILE_ONLY` (code
   metrics only);
 - ``orders``: the loop orders it runs (None: all), with ``orders_note`` saying why not the others;
-- ``records_of``: whose tuning records its ``tuned`` order replays (its own by default);
+- ``records_of``: whose tuning records its ``tuned`` order replays, in order of preference (its
+  own by default): per workload, the first of them that has a record;
+- ``tuning_options``/``tuning_measure``: how MetaSchedule builds and measures candidates for it,
+  and what the measure is (latency, or emulated time);
 - ``exclusive``: measured one combination at a time (a GPU: timings must not overlap);
 - ``peer_device``: the PyTorch device of its latency peer, or None;
 - ``codegen``: whether its builds have code metrics (size, instruction counts).
@@ -84,7 +87,12 @@ class Target(abc.ABC):
     mode: Mode = Mode.NATIVE
     orders: tuple[str, ...] | None = None
     orders_note: str = ""
-    records_of: str | None = None
+    records_of: tuple[str, ...] = ()
+    #: What MetaSchedule's measure of a candidate is when tuning for this target.
+    tuning_measure: str = "latency"
+    #: Whether ``tvm-suite tune`` commits the run's MetaSchedule database beside the best trace
+    #: (replay needs only the trace).
+    tuning_keeps_database: bool = True
     exclusive: bool = False
     peer_device: str | None = None
     codegen: bool = False
@@ -93,9 +101,10 @@ class Target(abc.ABC):
     KERNEL_FILE = "kernel.so"
 
     @property
-    def records_target(self) -> str:
-        """The target whose committed tuning records the ``tuned`` order replays."""
-        return self.records_of or self.name
+    def records_from(self) -> tuple[str, ...]:
+        """The targets whose committed tuning records the ``tuned`` order replays, in order of
+        preference (see :func:`suite.core.tuning.records_target` for the choice per workload)."""
+        return tuple(dict.fromkeys(self.records_of)) or (self.name,)
 
     @abc.abstractmethod
     def identity(self) -> dict:
@@ -113,6 +122,13 @@ class Target(abc.ABC):
     def tuning_target(self):
         """The TVM Target MetaSchedule tunes for."""
         return self.tvm_target()
+
+    def tuning_options(self, inputs=None, output_shape=None, dtype=None, check=None) -> dict:
+        """The arguments of ``tune_tir`` that make and measure candidates for this target (builder,
+        runner, design space), given the workload's ``inputs``, output and a ``check(output) ->
+        problem | None`` for runners that see the output. Default: MetaSchedule's local runner on
+        this machine, and the rules of the target's own kind."""
+        return {"builder": compat.local_builder()}
 
     def check_order(self, order: str) -> None:
         if self.orders is not None and order not in self.orders:

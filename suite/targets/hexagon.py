@@ -14,17 +14,22 @@
   not a v68 ELF with patched flags.
   Its time is *emulated* time (``emulated_s``), never hardware latency.
 
-No MetaSchedule tuning is possible for Hexagon here (no device to measure on), so the ``tuned``
-order of every Hexagon target replays the committed **llvm** records (``records_of``).
+The ``tuned`` order of every Hexagon target replays, per workload, the committed records tuned for
+``hexagon-v68-qf`` (MetaSchedule with TVM's Hexagon rules, candidates timed under the emulator:
+:mod:`suite.targets.hexagon_tune`) where there is one, else the **llvm** records (``records_of``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import struct
 import subprocess
+import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -156,7 +161,8 @@ class HexagonTarget(Target):
 
     mode = Mode.COMPILE_ONLY
     codegen = True
-    records_of = "llvm"  # no Hexagon device to tune on here
+    #: Records tuned on the emulated v68 (qfloat model) where there are some, else x86's.
+    records_of = ("hexagon-v68-qf", "llvm")
     KERNEL_FILE = "kernel.o"
 
     def __init__(self, name: str, arch: str, mattr: list[str], llvm_options: list[str]):
@@ -169,7 +175,8 @@ class HexagonTarget(Target):
         return compat.hexagon_target(f"hexagon{self.arch}", self.mattr, self.llvm_options)
 
     def tuning_target(self):
-        raise NotTunable(f"{self.name} cannot be tuned here: no Hexagon device to measure candidates on")
+        raise NotTunable(f"{self.name} cannot be tuned here (no Hexagon device to measure candidates on): "
+                         f"tune hexagon-v68-qf, under the emulator; {self.name}'s tuned order replays its records")
 
     def identity(self) -> dict:
         return {"target": self.name, "mcpu": f"hexagon{self.arch}", "mattr": self.mattr,
@@ -301,31 +308,93 @@ def _illegal_message(name: str, elf: Path, pc: int) -> str:
     return f"{name} cannot execute HVX floating point: `{text}` at {address:#x} (SIGILL in the block at {pc:#x})"
 
 
-def emulate(elf: Path, stdin: bytes, output_shape, dtype, emulator=("qemu-hexagon",)) -> tuple[np.ndarray, float]:
+@dataclass
+class Emulation:
+    """One run of a kernel under the emulator."""
+
+    output: np.ndarray
+    emulated_s: float  #: the harness's clock around the call (host wall time under QEMU)
+    cpu_s: float  #: CPU seconds the emulator process used, start to exit (load on the host does not add to it)
+
+
+def emulate(elf: Path, stdin: bytes, output_shape, dtype, emulator=("qemu-hexagon",),
+            timeout_s: float = EMULATION_TIMEOUT_S) -> tuple[np.ndarray, float]:
     """Run the ELF under ``emulator`` (a qemu-hexagon command); the output and the guest-measured
     seconds of the call. EmulationFailed names the instruction an emulator could not execute."""
+    run = emulate_measured(elf, stdin, output_shape, dtype, emulator, timeout_s)
+    return run.output, run.emulated_s
+
+
+def emulate_measured(elf: Path, stdin: bytes, output_shape, dtype, emulator=("qemu-hexagon",),
+                     timeout_s: float = EMULATION_TIMEOUT_S) -> Emulation:
+    """:func:`emulate`, with the CPU seconds of the emulator process as well."""
     name = Path(emulator[0]).name
-    try:
-        done = subprocess.run([*emulator, str(elf)], input=stdin, capture_output=True, timeout=EMULATION_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise EmulationFailed(f"{name} ran past {EMULATION_TIMEOUT_S} s") from None
-    except OSError as err:
-        raise EmulationFailed(f"{name} could not be started: {err}") from None
-    text = done.stderr.decode(errors="replace")
+    returncode, stdout, stderr, cpu_s = _run_counting_cpu([*emulator, str(elf)], stdin, timeout_s, name)
+    text = stderr.decode(errors="replace")
     err = text.strip().splitlines()
     if found := _ILLEGAL.search(text):
         raise EmulationFailed(_illegal_message(name, elf, int(found.group(1), 16)))
     if "decode_insns" in text:  # QEMU 10.0 aborts in its decoder instead of raising SIGILL
         raise EmulationFailed(f"{name} aborted decoding an instruction it does not implement "
                               f"({err[-1].strip() if err else 'decode.c'})")
-    if done.returncode != 0 or len(done.stdout) < 16:
-        raise EmulationFailed(f"{name} exit {done.returncode}: {err[-1] if err else 'no message'}")
-    magic, status, lo, hi = struct.unpack_from("<4I", done.stdout)
+    if returncode != 0 or len(stdout) < 16:
+        raise EmulationFailed(f"{name} exit {returncode}: {err[-1] if err else 'no message'}")
+    magic, status, lo, hi = struct.unpack_from("<4I", stdout)
     if magic != _MAGIC_OUT or status != 0:
         raise EmulationFailed(f"kernel status {status}: {err[-1] if err else 'no message'}")
     count = int(np.prod(output_shape))
-    data = np.frombuffer(done.stdout, dtype=dtype, count=count, offset=16)
-    return data.reshape(tuple(output_shape)).copy(), ((hi << 32) | lo) / 1e9
+    data = np.frombuffer(stdout, dtype=dtype, count=count, offset=16)
+    return Emulation(data.reshape(tuple(output_shape)).copy(), ((hi << 32) | lo) / 1e9, cpu_s)
+
+
+def _run_counting_cpu(command: list[str], stdin: bytes, timeout_s: float, name: str):
+    """(exit status, stdout, stderr, CPU seconds) of a command fed ``stdin``; the process is
+    reaped with ``wait4`` for its own resource usage. EmulationFailed when it cannot be started
+    or runs past ``timeout_s`` (then it is killed)."""
+    try:
+        proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except OSError as err:
+        raise EmulationFailed(f"{name} could not be started: {err}") from None
+    chunks: dict[str, bytes] = {}
+
+    def feed():
+        try:
+            proc.stdin.write(stdin)
+        except OSError:  # it exited without reading everything; its status says why
+            pass
+        finally:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+
+    def drain(stream, key):
+        chunks[key] = stream.read()
+
+    workers = [threading.Thread(target=feed, daemon=True),
+               threading.Thread(target=drain, args=(proc.stdout, "out"), daemon=True),
+               threading.Thread(target=drain, args=(proc.stderr, "err"), daemon=True)]
+    for worker in workers:
+        worker.start()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            proc.kill()
+            os.wait4(proc.pid, 0)
+            proc.returncode = -9
+            for worker in workers:
+                worker.join()
+            raise EmulationFailed(f"{name} ran past {timeout_s:g} s")
+        time.sleep(0.02)
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+    for worker in workers:
+        worker.join()
+    proc.stdout.close()
+    proc.stderr.close()
+    return proc.returncode, chunks.get("out", b""), chunks.get("err", b""), usage.ru_utime + usage.ru_stime
 
 
 def emulator_identity(emulator) -> dict:

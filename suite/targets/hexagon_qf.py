@@ -14,6 +14,10 @@
   execute. Comparing it with ``hexagon-v68-qf`` bit for bit checks the model.
 
 Their times are emulated seconds (``emulated_s``), never hardware latency.
+
+``hexagon-v68-qf`` (and ``-v73-qf``) can be tuned: MetaSchedule with TVM's Hexagon rules, each
+candidate built as above and timed under the emulator (:mod:`suite.targets.hexagon_tune`; the
+measure is emulated time, the emulator's CPU seconds, which ranks candidates and predicts no device).
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from suite import cache, compat
-from suite.targets import hexagon, hvx_rewrite
-from suite.targets.base import Mode
+from suite.targets import hexagon, hexagon_tune, hvx_rewrite
+from suite.targets.base import Mode, NotTunable
 
 QEMU_ENV, QEMU_CPU_ENV = "TVM_SUITE_QEMU_HEXAGON", "TVM_SUITE_QEMU_HEXAGON_CPU"
 _SOURCES = (hexagon.HARNESS_SOURCE, hvx_rewrite.MODEL_SOURCE, Path(hvx_rewrite.__file__))
@@ -56,6 +60,27 @@ class _BuiltLikeTheTag(hexagon.HexagonTarget):
 
 class HexagonQfTarget(_BuiltLikeTheTag):
     """TVM's qfloat code, its HVX FP instructions run on the suite's qfloat model."""
+
+    tuning_measure = "emulated"
+    #: Its records are the traces alone (with every candidate's emulated seconds): a database
+    #: would add 50-80 kB of workload per layer that replay does not read.
+    tuning_keeps_database = False
+
+    @property
+    def records_from(self) -> tuple[str, ...]:
+        """Its own records first (tuned under the emulator), then hexagon-v68-qf's, then llvm's."""
+        return tuple(dict.fromkeys((self.name, *super().records_from)))
+
+    def tuning_target(self):
+        """TVM's ``qcom/hexagon-<arch>`` target (kind ``hexagon``: its MetaSchedule rules, VTCM
+        capacity, 4 cores) with this target's LLVM options; candidates are built with
+        :meth:`tvm_target` all the same (:mod:`suite.targets.hexagon_tune`)."""
+        if reason := self.unavailable():
+            raise NotTunable(f"{self.name} cannot be tuned here: {reason}")
+        return compat.hexagon_tag_target(f"qcom/hexagon-{self.arch}", self.llvm_options)
+
+    def tuning_options(self, inputs=None, output_shape=None, dtype=None, check=None) -> dict:
+        return hexagon_tune.tuning_options(self, inputs, output_shape, dtype, check)
 
     def unavailable(self) -> str | None:
         if reason := hexagon.missing_tools_reason(what=self.name):

@@ -1,0 +1,136 @@
+"""MetaSchedule for ``hexagon-v68-qf``: candidates built as the target builds them, timed under the
+emulator.
+
+The measure is **emulated time**: the CPU seconds ``qemu-hexagon`` spends running the candidate
+(every HVX floating-point instruction a call into the suite's qfloat model), from start to exit.
+It ranks candidates on this emulated machine; it is not, and does not predict, the latency of a
+Hexagon device: QEMU's cost of an instruction is not the hardware's, and a model call costs far
+more than the vector instruction it stands for, so the emulator favours scalar code that HVX
+hardware would not. CPU seconds rather than the harness's clock around the call (the
+``emulated_s`` of a measurement, host wall time) because other load on the host inflates wall time
+by a factor that changes from one candidate to the next; the runner logs both.
+
+- design space: TVM's own Hexagon rules, the ones its ``hexagon`` target kind selects
+  (``ScheduleRule/Postproc/Mutator.create("hexagon")``: ``MultiLevelTilingWideVector`` with SRSRS
+  tiling and 1024-bit vectors, ``ParallelizeVectorizeUnroll`` up to 128 lanes, ``VerifyVTCMLimit``
+  ...), passed explicitly;
+- tuned for: TVM's ``hexagon``-kind target of the ``qcom/hexagon-v68`` tag (4 cores, 4 MiB of
+  VTCM) with the suite's LLVM options; built for: the suite's ``llvm`` target of ``mtriple=hexagon``
+  (the 0.27 wheel cannot build with the ``hexagon`` kind);
+- builder: MetaSchedule's ``LocalBuilder`` (a process per candidate, with a timeout) building with
+  the target's TVM target as a replayed trace is built (:func:`build_candidate`); its
+  export writes the assembly, rewrites the HVX FP instructions, assembles and links the static ELF
+  (:func:`suite.targets.hvx_rewrite.build_qfloat_elf`) in a temporary directory: the artifact. A
+  candidate that does not build, or that the rewrite refuses, is a builder error;
+- runner (:class:`EmulatorMeasure`): that ELF under the target's ``qemu-hexagon`` on the
+  workload's own inputs; returns the emulated CPU seconds. An emulation that fails or runs past its
+  timeout, or an output that is wrong (not finite, or far from the float64 reference: the check
+  :func:`suite.core.tuning.tune` gives) is that candidate's runner error. Like any runner error,
+  MetaSchedule records the candidate as failed and goes on.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from suite import compat
+from suite.targets import hexagon, hvx_rewrite
+
+#: Seconds one candidate may take to build (TVM + LLVM, rewrite, assemble, link): scalar fp16
+#: code of heavily unrolled candidates takes LLVM minutes.
+BUILD_TIMEOUT_S = 300.0
+#: Seconds one candidate may run under the emulator (the untuned ResNet-50 conv2d layers take
+#: 2-60 s on an idle core).
+RUN_TIMEOUT_S = 300.0
+CANDIDATE_PREFIX = "tvm-suite-hexagon-candidate-"
+
+
+class WrongOutput(RuntimeError):
+    """A candidate whose output cannot be the workload's (the message says how)."""
+
+
+def build_candidate(mod, _target, _params=None, *, mcpu: str, mattr: list[str], llvm_options: list[str]):
+    """A candidate built as the target builds a replayed trace (MetaSchedule's ``f_build``, run in
+    the builder's process): with the ``llvm`` target of ``mtriple=hexagon``, whatever target
+    MetaSchedule tunes for (TVM's ``hexagon`` kind, which this wheel cannot build with)."""
+    return compat.plain_build(mod, compat.hexagon_target(mcpu, mattr, llvm_options))
+
+
+def export_elf(module, arch: str) -> str:
+    """The runnable ELF of a built candidate (MetaSchedule's ``f_export``, run in the builder's
+    process): assembly, HVX FP rewrite, assembly, link, in a directory of its own."""
+    where = Path(tempfile.mkdtemp(prefix=CANDIDATE_PREFIX))
+    asm = where / "kernel.s"
+    compat.write_module_file(module, asm, "s")
+    stats = hvx_rewrite.build_qfloat_elf(asm.read_text(), where / "kernel.elf", arch)
+    (where / "rewrite.json").write_text(json.dumps(stats))
+    return str(where / "kernel.elf")
+
+
+class EmulatorMeasure:
+    """Runs a candidate's ELF under the emulator: ``[emulated seconds]``, or an exception.
+
+    ``inputs``, ``output_shape`` and ``dtype`` are the workload's (a trace built as it is replayed
+    takes the original argument layouts); without them, inputs are drawn from the argument list
+    MetaSchedule gives (every argument but the last is an input, uniform in [0, 1)).
+    """
+
+    def __init__(self, emulator, inputs=None, output_shape=None, dtype=None, check=None,
+                 timeout_s: float = RUN_TIMEOUT_S, log=None):
+        self.emulator = tuple(emulator)
+        self.inputs, self.output_shape, self.dtype = inputs, output_shape, dtype
+        self.check = check
+        self.timeout_s = timeout_s
+        self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.count = 0
+
+    def arguments(self, args) -> tuple[list, list, str]:
+        if self.inputs is not None:
+            return list(self.inputs), list(self.output_shape), self.dtype
+        *given, (out_dtype, out_shape) = args
+        rng = np.random.default_rng(0)
+        arrays = [rng.random(shape).astype(dtype) if np.dtype(dtype).kind == "f" else np.zeros(shape, dtype)
+                  for dtype, shape in given]
+        return arrays, out_shape, out_dtype
+
+    def __call__(self, artifact_path: str, args) -> list[float]:
+        """(MetaSchedule removes the artifact's directory after the run: its RemoveBuildArtifact.)"""
+        started = time.perf_counter()
+        self.count += 1
+        try:
+            inputs, shape, dtype = self.arguments(args)
+            stdin = hexagon.encode_inputs(inputs, shape, dtype)
+            run = hexagon.emulate_measured(Path(artifact_path), stdin, shape, dtype, self.emulator,
+                                           timeout_s=self.timeout_s)
+            if self.check is not None and (problem := self.check(run.output)):
+                raise WrongOutput(problem)
+        except Exception as err:
+            self.log(f"candidate {self.count}: failed after {time.perf_counter() - started:.1f} s: {err}")
+            raise
+        self.log(f"candidate {self.count}: {run.cpu_s:.4g} s emulated CPU (harness clock {run.emulated_s:.4g} s; "
+                 f"not hardware latency), run in {time.perf_counter() - started:.1f} s")
+        return [run.cpu_s]
+
+
+def tuning_options(target, inputs=None, output_shape=None, dtype=None, check=None) -> dict:
+    """``tune_tir``'s builder, runner and design space for an executed qfloat ``target``."""
+    # Built once here rather than by the builder processes at once.
+    hexagon.harness_object(target.arch)
+    hvx_rewrite.model_object(target.arch)
+    measure = EmulatorMeasure(("qemu-hexagon", "-cpu", target.arch), inputs, output_shape, dtype, check)
+    return {
+        "builder": compat.local_builder(
+            BUILD_TIMEOUT_S,
+            f_build=functools.partial(build_candidate, mcpu=f"hexagon{target.arch}", mattr=list(target.mattr),
+                                      llvm_options=list(target.llvm_options)),
+            f_export=functools.partial(export_elf, arch=target.arch)),
+        "runner": compat.custom_runner(measure),
+        "space": compat.tuning_space("hexagon"),
+    }

@@ -1,0 +1,186 @@
+"""Tuning for hexagon-v68-qf (MetaSchedule, candidates timed under the emulator) and the `tuned`
+order of the Hexagon targets: their own records first, llvm's where they have none."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from suite import cli as suite_cli
+from suite import compat, targets
+from suite.core import measurement, schedules, tuning, workloads
+from suite.core.combo import Combo
+from suite.core.record import Status
+from suite.errors import OrderNotApplicable
+from suite.targets import hexagon_qf, hexagon_tune
+from suite.targets.base import NotTunable
+
+QF = "hexagon-v68-qf"
+MEAN = "resnet50.mean.7x7x2048"  # the smallest workload: builds and emulates in seconds
+MATMUL = "resnet50.matmul_add.2048-1000"
+COMMITTED = tuning.RECORDS_DIR
+needs_v68_qemu = pytest.mark.skipif(
+    targets.get(QF).unavailable() is not None, reason=f"{targets.get(QF).unavailable()}")
+
+
+@pytest.fixture
+def records(tmp_path, monkeypatch):
+    """An empty scratch records directory."""
+    monkeypatch.setattr(tuning, "RECORDS_DIR", tmp_path / "records")
+    monkeypatch.delenv(tuning.RECORDS_ENV, raising=False)
+    return tmp_path / "records"
+
+
+def test_every_hexagon_target_prefers_hexagon_records_then_llvm():
+    for name in ("hexagon-v68", "hexagon-v69", "hexagon-v73", "hexagon-v68-emu", "hexagon-v68-qemu"):
+        assert targets.get(name).records_from == (QF, "llvm")
+    assert targets.get(QF).records_from == (QF, "llvm")
+    assert targets.get("hexagon-v73-qf").records_from == ("hexagon-v73-qf", QF, "llvm")
+    assert targets.get("llvm").records_from == ("llvm",)
+    assert targets.get(QF).tuning_measure == "emulated" and targets.get("llvm").tuning_measure == "latency"
+
+
+def test_compile_only_hexagon_is_not_tunable_and_says_what_is():
+    with pytest.raises(NotTunable, match="tune hexagon-v68-qf"):
+        targets.get("hexagon-v68").tuning_target()
+
+
+def test_without_the_emulator_tune_is_one_line(monkeypatch, capsys, records):
+    monkeypatch.setattr(hexagon_qf.HexagonQfTarget, "unavailable",
+                        lambda self: "hexagon-v68-qf needs qemu-hexagon; missing: qemu-hexagon")
+    status = suite_cli.main(["tune", "--target", QF, "--dtype", "float16", "--workload", MEAN, "--trials", "2"])
+    assert status == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["tvm-suite: error: hexagon-v68-qf cannot be tuned here: hexagon-v68-qf needs qemu-hexagon; "
+                   "missing: qemu-hexagon"]
+    assert not records.exists()
+
+
+def test_tuning_target_is_tvms_hexagon_kind_with_the_suites_llvm_options():
+    if targets.get(QF).unavailable():
+        pytest.skip(targets.get(QF).unavailable())
+    target = targets.get(QF).tuning_target()
+    assert target.kind.name == "hexagon"
+    spec = compat.attr_to_python(target.export()["llvm-options"])
+    assert sorted(spec) == sorted(targets.get(QF).llvm_options)
+    assert int(target.export()["num-cores"]) == 4
+
+
+def test_replay_prefers_the_hexagon_record_and_falls_back_to_llvm(records):
+    wid, dtype = MATMUL, "float32"
+    names = targets.get("hexagon-v68").records_from
+    func = workloads.prim_func(workloads.get(wid), dtype)
+    # None: a skip naming both, and the command that tunes for Hexagon.
+    assert tuning.records_target(names, dtype, wid) is None
+    with pytest.raises(OrderNotApplicable, match=f"on {QF} or llvm .*tune --target {QF} "):
+        schedules.apply(func, "tuned", wid, dtype, names)
+    assert schedules.schedule_digest("tuned", wid, dtype, names) is None
+    # llvm's only: replayed from llvm.
+    source = json.loads((COMMITTED / "llvm" / dtype / "traces" / f"{wid}.json").read_text())
+    (records / "llvm" / dtype / "traces").mkdir(parents=True)
+    (records / "llvm" / dtype / "traces" / f"{wid}.json").write_text(json.dumps(source))
+    assert tuning.records_target(names, dtype, wid) == "llvm"
+    llvm_key = Combo.resolve(wid, dtype, "hexagon-v68", "tuned").key["schedule"]
+    assert llvm_key == schedules.schedule_digest("tuned", wid, dtype, "llvm") is not None
+    # A Hexagon record wins, per workload, and changes the cache key.
+    source["target"], source["measure"] = QF, "emulated"
+    path = tuning.trace_path(QF, dtype, wid)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(source))
+    assert tuning.records_target(names, dtype, wid) == QF
+    assert tuning.records_target(names, dtype, MEAN) is None
+    assert Combo.resolve(wid, dtype, "hexagon-v68", "tuned").key["schedule"] not in (None, llvm_key)
+    assert schedules.apply(func, "tuned", wid, dtype, names).script() != func.script()
+
+
+@pytest.mark.slow
+def test_the_record_says_whose_trace_replayed(records):
+    """Compile-only v68 build of the fp32 matmul's llvm trace, then of a Hexagon record."""
+    wid, dtype = MATMUL, "float32"
+    source = (COMMITTED / "llvm" / dtype / "traces" / f"{wid}.json").read_text()
+    for name in ("llvm", QF):
+        path = tuning.trace_path(name, dtype, wid)
+        path.parent.mkdir(parents=True)
+        path.write_text(source if name == "llvm" else source.replace('"target": "llvm"', f'"target": "{QF}"'))
+        record = measurement.measure(Combo.resolve(wid, dtype, "hexagon-v68", "tuned"))
+        assert record.ok, record.reason
+        assert record.tuned_from == name and record.to_json()["tuned_from"] == name
+    default = measurement.measure(Combo.resolve(wid, dtype, "hexagon-v68", "default"))
+    assert default.tuned_from is None and "tuned_from" not in default.to_json()
+
+
+def test_output_check_tells_wrong_from_rounded():
+    ref = np.linspace(-2, 2, 64).reshape(1, 64)
+    check = tuning._output_check(lambda: ref)
+    assert check(ref.astype(np.float16)) is None
+    assert "non-finite" in check(np.full_like(ref, np.inf))
+    assert "wrong output" in check(ref[:, ::-1])
+    assert "shape" in check(ref.T)
+
+
+def built_mean(dtype="float16"):
+    """The mean workload built and linked as a tuning candidate: (ELF path, workload)."""
+    target = targets.get(QF)
+    workload = workloads.get(MEAN)
+    func = workloads.prim_func(workload, dtype)
+    module = compat.tvm().IRModule({"main": func.with_attr("global_symbol", "main")})
+    built = hexagon_tune.build_candidate(module, None, mcpu="hexagonv68", mattr=target.mattr,
+                                         llvm_options=target.llvm_options)
+    return hexagon_tune.export_elf(built, "v68"), workload
+
+
+def runner_input(elf, workload, dtype="float16"):
+    ms = compat.meta_schedule()
+    args = [ms.arg_info.TensorInfo(dtype, list(shape)) for shape in [*workload.input_shapes, workload.output_shape]]
+    return ms.runner.RunnerInput(str(elf), "cpu", args)
+
+
+@needs_v68_qemu
+@pytest.mark.slow
+def test_runner_returns_emulated_seconds_and_failures_are_runner_errors(tmp_path):
+    elf, workload = built_mean()
+    inputs = workloads.make_inputs(workload, "float16")
+    lines = []
+    measure = hexagon_tune.EmulatorMeasure(("qemu-hexagon", "-cpu", "v68"), inputs, workload.output_shape,
+                                           "float16", check=lambda output: None, log=lines.append)
+    runner = compat.custom_runner(measure)
+    (result,) = [f.result() for f in runner.run([runner_input(elf, workload)])]
+    assert result.error_msg is None
+    (seconds,) = [float(s) for s in result.run_secs]
+    assert 0 < seconds < 60
+    assert lines and "emulated (not hardware latency)" in lines[0]
+    # Inputs drawn from MetaSchedule's argument list when the workload's are not given.
+    (result,) = [f.result() for f in compat.custom_runner(hexagon_tune.EmulatorMeasure(
+        ("qemu-hexagon", "-cpu", "v68"), log=lines.append)).run([runner_input(elf, workload)])]
+    assert result.error_msg is None and float(result.run_secs[0]) > 0
+    # A wrong output, and an artifact that does not run, are that candidate's errors.
+    measure.check = lambda output: "wrong output: made up"
+    (wrong,) = [f.result() for f in runner.run([runner_input(elf, workload)])]
+    assert wrong.run_secs is None and wrong.error_msg.startswith("WrongOutput: wrong output: made up")
+    broken = tmp_path / "broken.elf"
+    broken.write_bytes(b"not an ELF")
+    (failed,) = [f.result() for f in runner.run([runner_input(broken, workload)])]
+    assert failed.run_secs is None and failed.error_msg.startswith("EmulationFailed: qemu-hexagon")
+    assert "failed after" in lines[-1]
+
+
+@needs_v68_qemu
+@pytest.mark.slow
+def test_tune_command_writes_a_hexagon_record_that_replays(records):
+    status = suite_cli.main(["tune", "--target", QF, "--dtype", "float16", "--workload", MEAN, "--trials", "2"])
+    assert status == 0
+    record = json.loads(tuning.trace_path(QF, "float16", MEAN).read_text())
+    assert record["target"] == QF and record["trials"] == 2 and record["trace"]
+    assert record["measure"] == "emulated" and "not a Hexagon device's latency" in record["measure_is"]
+    assert record["best_emulated_s"] > 0 and "best_measured_s" not in record
+    assert record["candidates_measured"] >= 1 and record["candidates_s"][0] == record["best_emulated_s"]
+    assert record["tuned_on"]["target"] == QF
+    assert not (tuning.records_dir(QF, "float16") / "database").exists()  # traces only
+    tuned = measurement.measure(Combo.resolve(MEAN, "float16", QF, "tuned"))
+    assert tuned.ok, tuned.reason
+    assert tuned.tuned_from == QF and tuned.emulated_s > 0
+    assert tuned.metrics["nonfinite"] == 0 and tuned.metrics["prob_bound_fraction"] < 1
+    assert measurement.divergence(Combo.resolve(MEAN, "float16", QF, "tuned"))["against"] == "default"
+    shutil.rmtree(records)
+    assert measurement.measure(Combo.resolve(MEAN, "float16", QF, "tuned")).status is Status.SKIPPED
