@@ -91,6 +91,7 @@ class ComboBenchmark:
             raise not_imported()
         self.combo = combo.Combo.resolve(workload, dtype, target, order)
         measured = measurement.measure(self.combo)
+        measurement.note_tvm_build()
         if measured.tuned_from:  # whose tuning record replayed, for the report
             runstore.note_records(self.combo.ids, measured.tuned_from)
         try:

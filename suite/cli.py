@@ -185,7 +185,8 @@ def cmd_history(args) -> int:
     grid = Grid.of(_listed(args.workloads), _listed(args.dtypes), _listed(args.targets),
                    _listed(args.orders) or ["default", "tuned"])
     summary = commits.run_history(Path(args.tvm_repo), found, grid, quick=not args.full, out_dir=Path(args.out),
-                                  env_dir=Path(args.env_dir) if args.env_dir else None)
+                                  env_dir=Path(args.env_dir) if args.env_dir else None,
+                                  git_mirrors=args.git_mirrors)
     print(summary.text)
     return summary.exit_status
 
@@ -195,7 +196,7 @@ def cmd_bisect(args) -> int:
 
     combo = Combo.resolve(args.workload, args.dtype, args.target, args.order)  # names checked first
     summary = bisect.run_bisect(Path(args.tvm_repo), args.range, combo.ids, args.metric, Path(args.out),
-                                env_dir=Path(args.env_dir) if args.env_dir else None)
+                                env_dir=Path(args.env_dir) if args.env_dir else None, git_mirrors=args.git_mirrors)
     print(summary.text)
     return summary.exit_status
 
@@ -227,6 +228,10 @@ def cmd_gate(args) -> int:
 
 
 # ----------------------------------------------------------------------------- main
+
+
+MIRRORS_HELP = ("mirrors of TVM's submodules for source builds, DIR/<owner>/<name> as on GitHub "
+                "(default: $TVM_SUITE_GIT_MIRRORS; none: fetched from the network)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -286,6 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true", help="asv's own timing repeats instead of the quick ones")
     p.add_argument("--out", default="reports/history", help="results, asv log and published HTML")
     p.add_argument("--env-dir", help="where asv keeps its environments (default: .asv/env-history)")
+    p.add_argument("--git-mirrors", help=MIRRORS_HELP)
     p.set_defaults(func=cmd_history)
 
     p = sub.add_parser("bisect", help="the first commit in A..B where a metric of one combination worsens "
@@ -299,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metric", required=True, help="a metric name, e.g. ulp_mean, latency, code_bytes")
     p.add_argument("--out", default=".asv/bisect", help="results, asv log (default: .asv/bisect)")
     p.add_argument("--env-dir", help="where asv keeps its environment (default: .asv/env-history)")
+    p.add_argument("--git-mirrors", help=MIRRORS_HELP)
     p.set_defaults(func=cmd_bisect)
 
     p = sub.add_parser("report", help="static HTML report (and report.json) of asv results over commits")

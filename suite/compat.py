@@ -149,6 +149,20 @@ def attr_to_python(value):
         return str(value)
 
 
+@lru_cache(maxsize=None)
+def llvm_build() -> dict:
+    """The LLVM this TVM's code generator was built with: ``version`` (``LLVM_VERSION`` of TVM's
+    libinfo where the build records it, else the major version TVM reports) and ``use_llvm`` (the
+    ``USE_LLVM`` setting: ``ON`` in the apache-tvm wheels, which link their LLVM statically, the
+    path of ``llvm-config`` in a source build). Two builds with different values are different
+    compilers, whatever their TVM commit."""
+    info = {str(k): str(v) for k, v in tvm().support.libinfo().items()}
+    major = int(tvm().target.codegen.llvm_version_major())
+    version = info.get("LLVM_VERSION") or ""
+    return {"version": version if version not in ("", "NOT-FOUND") else str(major),
+            "use_llvm": info.get("USE_LLVM", "")}
+
+
 def host_cpu() -> str:
     """LLVM's name of this machine's CPU; a generic x86-64 target makes fp16 16x slower."""
     return str(tvm().target.codegen.llvm_get_system_cpu())

@@ -33,6 +33,28 @@ def test_ready_with_default_thresholds(cli, runs):
     assert "2 not checked" in rigorous and rigorous.rstrip().endswith("PASS")
 
 
+def test_kernels_of_two_llvms_are_not_compared(cli, runs, tmp_path):
+    """Every commit's benchmark processes note the LLVM its TVM was built with; where the two
+    sides differ (a wheel against a source build with Debian's LLVM), latency and the codegen
+    changes are not checked, and the gate says why."""
+    import json
+
+    results, repo, commits = runs
+    builds = results.parent / "builds"
+    noted = json.loads((builds / f"{commits[1]}.json").read_text())
+    assert noted["llvm"] == {"version": "22", "use_llvm": "ON"}  # the apache-tvm 0.27 wheel
+    copy = tmp_path / "run"
+    shutil.copytree(results.parent, copy, ignore=shutil.ignore_patterns("env*", "html"))
+    source = {**noted, "llvm": {"version": "22.1.8", "use_llvm": "/usr/lib/llvm-22/bin/llvm-config"}}
+    (copy / "builds" / f"{commits[1]}.json").write_text(json.dumps(source))
+    result = gate(cli, copy / "results", "--commit", commits[1][:10], "--tvm-repo", str(repo))
+    latency = next(line for line in result.stdout.splitlines() if line.startswith("latency vs "))
+    assert latency.rstrip().endswith("NOT CHECKED"), result.stdout
+    assert ("was built with LLVM 22.1.8 (/usr/lib/llvm-22/bin/llvm-config), at " in result.stdout
+            and "with LLVM 22 (ON): kernels of two compilers are not compared" in result.stdout)
+    assert "ulp_mean float16" in result.stdout  # accuracy is checked at each commit on its own
+
+
 def test_stricter_thresholds_fail(cli, runs, tmp_path):
     results, repo, commits = runs
     strict = tmp_path / "strict.toml"

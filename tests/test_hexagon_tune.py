@@ -149,7 +149,7 @@ def test_runner_returns_emulated_seconds_and_failures_are_runner_errors(tmp_path
     assert result.error_msg is None
     (seconds,) = [float(s) for s in result.run_secs]
     assert 0 < seconds < 60
-    assert lines and "emulated (not hardware latency)" in lines[0]
+    assert lines and "s emulated CPU" in lines[0] and "not hardware latency" in lines[0]
     # Inputs drawn from MetaSchedule's argument list when the workload's are not given.
     (result,) = [f.result() for f in compat.custom_runner(hexagon_tune.EmulatorMeasure(
         ("qemu-hexagon", "-cpu", "v68"), log=lines.append)).run([runner_input(elf, workload)])]

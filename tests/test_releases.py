@@ -111,23 +111,6 @@ def test_history_commits_are_sorted_by_date(fake_tvm):
         commits.history_commits(repo / "missing", "0.25.0", None)
 
 
-def test_source_build_fallback_command(tmp_path):
-    checkout, build = tmp_path / "env" / "project", tmp_path / "tvm-build"
-    ffi_cmd, tvm_cmd, deps_cmd = releases.source_build_commands(
-        checkout, build, python="/env/bin/python", ccache="/usr/bin/ccache", llvm_config="/usr/bin/llvm-config")
-    assert ffi_cmd[:4] == ["/env/bin/python", "-m", "pip", "install"]
-    assert str(checkout / "3rdparty" / "tvm-ffi") in ffi_cmd  # the ffi of the commit itself
-    assert str(checkout) in tvm_cmd and "--no-deps" in tvm_cmd
-    # The CMake tree is outside the checkout, which asv wipes with git clean -fdx.
-    build_dir = next(a for a in tvm_cmd if a.startswith("--config-settings=build-dir="))
-    assert build_dir.endswith(str(build / "tvm")) and not build_dir.split("=", 2)[-1].startswith(str(checkout))
-    assert "--config-settings=cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=/usr/bin/ccache" in tvm_cmd
-    assert "--config-settings=cmake.define.USE_LLVM=/usr/bin/llvm-config" in tvm_cmd
-    no_ccache = releases.source_build_commands(checkout, build, ccache=None)[1]
-    assert not any("LAUNCHER" in a for a in no_ccache)
-    assert "ml_dtypes" in deps_cmd
-
-
 def test_install_tvm_picks_wheel_or_source(fake_tvm, tmp_path):
     repo, c = fake_tvm
     mapping = tmp_path / "map.json"

@@ -140,6 +140,16 @@ def measure(combo: Combo, verify=()) -> Record:
     return record
 
 
+def note_tvm_build() -> None:
+    """Keep, beside the results of the running asv benchmark, what its TVM was built with (its
+    LLVM): the gate does not compare kernels of two LLVMs as if one compiler had built them."""
+    try:
+        runstore.note_build({"tvm": compat.installed_version(), "build_id": compat.build_id(),
+                             "llvm": compat.llvm_build()})
+    except compat.TVMUnavailable:
+        pass  # the combination's own record says why
+
+
 def measure_many(combos, jobs: int | None = None, cluster: str | None = None, log=None) -> dict[Combo, Record]:
     """Measure several combinations in parallel processes (builds and emulated runs take minutes).
 

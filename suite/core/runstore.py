@@ -1,7 +1,8 @@
 """What a run keeps beside asv's ``results/`` that asv cannot: per commit, the timing samples of
 native combinations (``timings/``), the difference maps of divergent ones (``maps/``), the
 ratio to the PyTorch peer (``peers/``), the reasons of failed ones (``failures/``) and, for the
-``tuned`` order, the target whose tuning record was replayed (``records/``).
+``tuned`` order, the target whose tuning record was replayed (``records/``), and what the commit's
+TVM was built with (``builds/<commit>.json``: its LLVM, see ``suite.compat.llvm_build``).
 
 asv benchmark processes find their run through ``TVM_SUITE_RUN_DIR`` (set by `tvm-suite run` and
 `history`) and their commit through asv's own ``ASV_COMMIT`` (else ``TVM_SUITE_COMMIT``, which
@@ -11,6 +12,7 @@ the results directory they are given.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -61,6 +63,24 @@ def note_records(ids, records_target: str) -> None:
 
 def records(run_dir: Path, commit: str, ids) -> str | None:
     return _text(run_dir, "records", commit, ids)
+
+
+def note_build(build: dict) -> None:
+    """Keep what this commit's TVM was built with, once per commit (every benchmark process of a
+    commit runs the same TVM)."""
+    found = current()
+    if found is not None:
+        target = Path(found[0]) / "builds" / f"{found[1]}.json"
+        if not target.exists():
+            cache.write_json(target, build)
+
+
+def build(run_dir: Path, commit: str) -> dict | None:
+    """What the TVM of ``commit`` was built with, where a benchmark process noted it."""
+    try:
+        return json.loads((Path(run_dir) / "builds" / f"{commit}.json").read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def _text(run_dir: Path, kind: str, commit: str, ids) -> str | None:

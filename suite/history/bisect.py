@@ -40,7 +40,8 @@ class Answer:
 
 
 def run_bisect(tvm_repo: Path, range_spec: str, ids, metric_name: str, out_dir: Path,
-               env_dir: Path | None = None, thresholds: dict | None = None) -> driver.RunSummary:
+               env_dir: Path | None = None, thresholds: dict | None = None,
+               git_mirrors: str | None = None) -> driver.RunSummary:
     metric = tracked.get_or_fail(metric_name)
     if metric.worse is None:
         raise UserError(f"metric {metric_name} has no worse direction: nothing to bisect")
@@ -55,7 +56,7 @@ def run_bisect(tvm_repo: Path, range_spec: str, ids, metric_name: str, out_dir: 
     print(f"bisecting {metric.name} of {' '.join(ids)} over {len(hashes)} commits after {start[:10]} "
           f"(asv find builds about {math.ceil(math.log2(len(hashes) + 1))} + 2)", flush=True)
     t0 = time.perf_counter()
-    ready = history.prepare(repo, found, grid, out_dir, env_dir)
+    ready = history.prepare(repo, found, grid, out_dir, env_dir, git_mirrors=git_mirrors)
     offset = ready.log.stat().st_size
     args = ["find", f"{start}^..{hashes[-1]}" if _has_parent(repo, start) else f"{start}..{hashes[-1]}",
             f"^{re.escape(metric.benchmark)}\\(", "--show-stderr"]  # parameterized: matched as name(params)

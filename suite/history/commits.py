@@ -18,7 +18,7 @@ from suite import cache, git
 from suite.core.combo import Grid
 from suite.core.runstore import COMMIT_ENV, RUN_DIR_ENV
 from suite.errors import UserError
-from suite.history import driver, releases
+from suite.history import driver, releases, source_build
 
 
 @dataclass
@@ -48,11 +48,13 @@ def history_commits(tvm_repo: Path, releases_arg: str | None, range_arg: str | N
     return sorted({c.commit: c for c in found}.values(), key=lambda c: dates[c.commit])
 
 
-def history_config(out_dir: Path, env_dir: Path, repo: Path, release_map: Path, html_dir: Path) -> Path:
-    """asv.conf.json for a history run: the clone, one virtualenv, install_tvm as install command."""
+def history_config(out_dir: Path, env_dir: Path, repo: Path, release_map: Path, html_dir: Path,
+                   mirrors: Path | None = None) -> Path:
+    """asv.conf.json for a history run: the clone, one virtualenv, install_tvm as install command
+    (with the mirrors of TVM's submodules for source builds, where given)."""
     install = (f"in-dir={{env_dir}} python -m suite.history.install_tvm --commit {{commit}} "
                f"--checkout {{build_dir}} --release-map {release_map.resolve()} "
-               f"--log-dir {(out_dir / 'install-logs').resolve()}")
+               f"--log-dir {(out_dir / 'install-logs').resolve()}" + (f" --git-mirrors {mirrors}" if mirrors else ""))
     return driver.write_conf(
         out_dir, "asv.history.json", repo,
         environment_type="virtualenv",
@@ -91,7 +93,7 @@ class Prepared:
 
 
 def prepare(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, out_dir: Path, env_dir: Path | None = None,
-            html_dir: Path | None = None) -> Prepared:
+            html_dir: Path | None = None, git_mirrors: str | None = None) -> Prepared:
     """The asv configuration of ``out_dir`` over the clone, the release map of ``commits``, the grid
     in the environment, the machine file and the virtualenv (``asv setup``)."""
     repo = releases.check_repo(tvm_repo)
@@ -107,7 +109,7 @@ def prepare(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, out_dir: P
         raise UserError(f"corrupt {release_map}: move it away and run again") from None
     known.update({c.commit: c.release for c in commits if c.release})
     cache.write_json(release_map, known)
-    config = history_config(out_dir, env_dir, repo, release_map, html_dir)
+    config = history_config(out_dir, env_dir, repo, release_map, html_dir, source_build.mirrors_dir(git_mirrors))
     # Timings and difference maps go beside results/, per commit (asv gives each benchmark process
     # its ASV_COMMIT).
     os.environ.update({**grid.to_env(), RUN_DIR_ENV: str(out_dir.resolve()),
@@ -124,12 +126,13 @@ def prepare(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, out_dir: P
 
 
 def run_history(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, quick: bool, out_dir: Path,
-                env_dir: Path | None = None, html_dir: Path | None = None) -> driver.RunSummary:
+                env_dir: Path | None = None, html_dir: Path | None = None,
+                git_mirrors: str | None = None) -> driver.RunSummary:
     """asv over TVM commits (skipping results asv already has), then ``asv publish``."""
     html_dir = html_dir or out_dir / "html"
     print(f"history of {len(commits)} commits of {tvm_repo}: "
           + ", ".join(f"{c.label} ({c.commit[:10]})" for c in commits), flush=True)
-    ready = prepare(tvm_repo, commits, grid, out_dir, env_dir, html_dir)
+    ready = prepare(tvm_repo, commits, grid, out_dir, env_dir, html_dir, git_mirrors)
     config, log_path, env_dir, setup_s = ready.config, ready.log, ready.env_dir, ready.setup_s
     hashfile = out_dir / "commits.txt"
     cache.write_text(hashfile, "".join(f"{c.commit}\n" for c in commits))

@@ -15,13 +15,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from suite.git import GitError, git
-from suite.history import releases
+from suite import cache
+from suite.history import releases, source_build
 
 #: Imports TVM, builds and runs a tiny kernel: a release with the wrong ffi fails here.
 SMOKE = """
@@ -84,24 +85,30 @@ def install_release(rel: releases.Release) -> None:
     _run([sys.executable, "-m", "pip", "install", *rel.requirements()])
 
 
-def build_from_source(commit: str, checkout: Path, build_root: Path) -> None:
+def build_from_source(commit: str, checkout: Path, build_root: Path, mirrors: Path | None) -> dict:
+    """Build and install the checkout's TVM; what it was built with (kept as <commit>.build.json)."""
     if not (checkout / "pyproject.toml").exists():
         raise InstallFailed(f"no pyproject.toml in the checkout {checkout}: TVM's Python build needs one")
-    if not any((checkout / "3rdparty" / "tvm-ffi").glob("*")):
-        # asv's checkout skips them (GIT_CONFIG_* set by `tvm-suite history`, which suite.git drops).
-        say("fetching submodules (asv's checkout skips them)")
-        try:
-            say(git(checkout, "submodule", "update", "--init", "--recursive"))
-        except GitError as err:
-            raise InstallFailed(f"source build needs TVM's submodules, which could not be fetched: {err}") from None
-        if not any((checkout / "3rdparty" / "tvm-ffi").glob("*")):
-            raise InstallFailed("source build needs TVM's submodules: 3rdparty/tvm-ffi is empty")
+    try:
+        llvm = source_build.find_llvm()
+        # asv's checkout skips the submodules (GIT_CONFIG_* set by `tvm-suite history`, which suite.git drops).
+        source_build.fetch_submodules(checkout, mirrors, say)
+    except source_build.BuildFailed as err:
+        raise InstallFailed(str(err)) from None
     build_root.mkdir(parents=True, exist_ok=True)
-    ccache = releases.find_ccache()
-    say(f"source build of {commit[:12]}: build tree {build_root}, ccache {ccache or 'not found'}")
-    for command in releases.source_build_commands(checkout, build_root, sys.executable, ccache,
-                                                  releases.find_llvm_config()):
-        _run(command)
+    ccache = shutil.which("ccache")
+    say(f"source build of {commit[:12]}: LLVM {llvm.version} ({llvm.config}), build tree {build_root}, "
+        f"ccache {ccache or 'not found'}")
+    env = {**os.environ, **(source_build.ccache_environment(checkout, build_root) if ccache else {})}
+    if ccache:
+        subprocess.run([ccache, "-z"], capture_output=True, env=env)
+    started = time.perf_counter()
+    commands = source_build.build_commands(checkout, build_root, llvm, sys.executable, ccache)
+    for command in commands:
+        _run(command, env=env)
+    return {"kind": "source", "llvm_version": llvm.version, "llvm_config": llvm.config,
+            "build_command": " ".join(commands[2]), "build_s": round(time.perf_counter() - started, 1),
+            "ccache": source_build.ccache_stats(ccache), "git_mirrors": str(mirrors) if mirrors else None}
 
 
 def smoke_test() -> None:
@@ -118,6 +125,8 @@ def main(argv=None) -> int:
     parser.add_argument("--checkout", required=True, help="asv's checkout of the commit ({build_dir})")
     parser.add_argument("--release-map", help="JSON {commit: apache-tvm version} written by tvm-suite history")
     parser.add_argument("--log-dir", help="also write this install's output to <log-dir>/<commit>.log")
+    parser.add_argument("--git-mirrors", help="mirrors of TVM's submodules, DIR/<owner>/<name> "
+                                              f"(default: ${source_build.MIRRORS_ENV}; none: the network)")
     parser.add_argument("--build-root", help="where source builds keep their CMake trees "
                                              "(default: <env dir>-tvm-build)")
     args = parser.parse_args(argv)
@@ -134,10 +143,14 @@ def main(argv=None) -> int:
             say(f"{args.commit[:12]} is apache-tvm {rel.version}: installing the wheel with "
                 f"apache-tvm-ffi {rel.ffi}")
             install_release(rel)
+            built = {"kind": "wheel", "release": rel.version, "ffi": rel.ffi}
         else:
             say(f"{args.commit[:12]} is no tagged release: building it from source")
-            build_from_source(args.commit, checkout, build_root)
+            built = build_from_source(args.commit, checkout, build_root,
+                                      source_build.mirrors_dir(args.git_mirrors))
         smoke_test()
+        if args.log_dir:
+            cache.write_json(Path(args.log_dir) / f"{args.commit}.build.json", built)
     except (InstallFailed, releases.UserError) as err:
         say(f"install_tvm: {args.commit[:12]}: {err}", sys.stderr)
         return 1

@@ -18,8 +18,6 @@ showed 0.25.x working with 0.1.12 only; 0.1.15.post2 is avoided for 0.27 (seen t
 from __future__ import annotations
 
 import re
-import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -160,41 +158,3 @@ def submodule_names(repo: Path, commits: list[str]) -> list[str]:
         text = git(repo, "show", f"{commit}:.gitmodules", check=False)
         names.update(re.findall(r'^\s*\[submodule "([^"]+)"\]', text, flags=re.M))
     return sorted(names)
-
-
-# ----------------------------------------------------------------------------- source build
-
-
-def source_build_commands(checkout: Path, build_root: Path, python: str = sys.executable,
-                          ccache: str | None = None, llvm_config: str | None = None) -> list[list[str]]:
-    """Commands that build and install the TVM of a checkout with its own pyproject.
-
-    The CMake build tree lives in ``build_root`` (outside asv's checkout, which asv wipes with
-    ``git clean -fdx`` before every commit), so consecutive commits build incrementally;
-    ``ccache``, when given, caches compiles across build trees. The ffi is the checkout's own
-    submodule ``3rdparty/tvm-ffi``, the one that commit was written against.
-    """
-    checkout, build_root = Path(checkout), Path(build_root)
-    defines = {"USE_LLVM": llvm_config or "ON", "USE_CUDA": "OFF"}
-    if ccache:
-        defines["CMAKE_C_COMPILER_LAUNCHER"] = ccache
-        defines["CMAKE_CXX_COMPILER_LAUNCHER"] = ccache
-    config = [f"--config-settings=cmake.define.{key}={value}" for key, value in defines.items()]
-    pip = [python, "-m", "pip", "install", "--no-cache-dir"]
-    return [
-        pip + [str(checkout / "3rdparty" / "tvm-ffi"),
-               f"--config-settings=build-dir={build_root / 'tvm-ffi'}"],
-        pip + [str(checkout), "--no-deps", f"--config-settings=build-dir={build_root / 'tvm'}", *config],
-        pip + ["ml_dtypes", "numpy", "typing_extensions"],
-    ]
-
-
-def find_ccache() -> str | None:
-    return shutil.which("ccache")
-
-
-def find_llvm_config() -> str | None:
-    for name in ("llvm-config", *(f"llvm-config-{v}" for v in range(22, 14, -1))):
-        if path := shutil.which(name):
-            return path
-    return None

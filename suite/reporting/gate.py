@@ -153,6 +153,24 @@ def _remeasured_path(history: res.History, baseline: res.Commit, candidate: res.
     return runstore.of_results(history.results_dir) / "gate" / f"{baseline.hash[:12]}-{candidate.hash[:12]}.json"
 
 
+def other_llvm(history: res.History, candidate: res.Commit, baseline: res.Commit | None) -> str | None:
+    """Why candidate and baseline are not compared (their TVMs were built with different LLVMs:
+    a wheel's statically linked LLVM is not Debian's), or None. Where a side did not note its
+    build (results of suites before builds/ was kept), nothing is said."""
+    if baseline is None:
+        return None
+    run_dir = runstore.of_results(history.results_dir)
+    now, before = (runstore.build(run_dir, c.hash) for c in (candidate, baseline))
+    if not (now and before) or now.get("llvm") == before.get("llvm"):
+        return None
+
+    def llvm(build):
+        return f"LLVM {build['llvm'].get('version')} ({build['llvm'].get('use_llvm')})"
+
+    return (f"TVM at {candidate.label} was built with {llvm(now)}, at {baseline.label} with {llvm(before)}: "
+            "kernels of two compilers are not compared")
+
+
 def latency_check(history, candidate, baseline, why, thresholds, multi, remeasure) -> Check:
     latency = thresholds["latency"]
     name = f"latency vs {baseline.label}" if baseline is not None else "latency vs baseline"
@@ -218,8 +236,14 @@ def evaluate(history: res.History, commit_name: str, thresholds: dict, baseline_
 
     baseline, why = _baseline(history, candidate, thresholds["latency"]["baseline"] if baseline_name is None
                               else baseline_name)
-    checks.append(latency_check(history, candidate, baseline, why, thresholds, multi, remeasure))
-    checks += change_checks(history, candidate, baseline, thresholds, multi)
+    not_comparable = other_llvm(history, candidate, baseline)
+    compared = [latency_check(history, candidate, baseline, why, thresholds, multi,
+                              remeasure and not not_comparable)]
+    compared += change_checks(history, candidate, baseline, thresholds, multi)
+    if not_comparable:
+        compared = [Check(c.name, c.limit, NOT_CHECKED, "built with another LLVM", [not_comparable])
+                    for c in compared]
+    checks += compared
 
     def values_of(metric):
         return lambda series, at: history.value(metric, series, at)
@@ -280,10 +304,16 @@ def format_table(candidate, checks, thresholds, history, max_details: int = 8) -
     for row in [header] + rows:
         cells = [cell if len(cell) <= w else cell[: w - 3] + "..." for cell, w in zip(row, widths)]
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(cells, widths)).rstrip())
+    shown = {}  # details shared by several checks (e.g. another LLVM) are printed once
     for c in checks:
-        if c.details and (c.status in (FAIL, MISSING) or any(d.startswith("noisy") for d in c.details)):
+        if c.details and (c.status in (FAIL, MISSING, NOT_CHECKED) or any(d.startswith("noisy") for d in c.details)):
+            if tuple(c.details) in shown:
+                lines[shown[tuple(c.details)]] += f", {c.name}"
+                continue
             lines.append("")
-            lines.append(f"{c.status.lower()}: {c.name} ({len(c.details)})")
+            shown[tuple(c.details)] = len(lines)
+            lines.append(f"{c.status.lower()}: {c.name}")
+            lines[-1] += f" ({len(c.details)})" if len(c.details) > 1 else ""
             lines += [f"  {d}" for d in c.details[:max_details]]
             if len(c.details) > max_details:
                 lines.append(f"  ... and {len(c.details) - max_details} more")
