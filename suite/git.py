@@ -30,7 +30,10 @@ def git(repo: Path, *args: str, check: bool = True, stdin: str | None = None) ->
         if not check:
             return ""
         message = (result.stderr.strip().splitlines() or [f"exit {result.returncode}"])[-1]
-        raise GitError(f"git {' '.join(args[:3])} failed in {repo}: {message[:300]}")
+        shown = list(args)
+        while shown[:1] == ["-c"]:  # name the command, not its configuration
+            shown = shown[2:]
+        raise GitError(f"git {' '.join(shown[:3])} failed in {repo}: {message[:300]}")
     return result.stdout.strip()
 
 

@@ -130,7 +130,7 @@ def dlpack_from_sdist(ffi: Path, say=print) -> None:
         version = tag.lstrip("v").replace("-post", ".post").replace("-rc", "rc")
         with tempfile.TemporaryDirectory() as tmp:
             fetched = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary",
-                                      ":all:", f"apache-tvm-ffi=={version}", "-d", tmp],
+                                      "apache-tvm-ffi", f"apache-tvm-ffi=={version}", "-d", tmp],
                                      capture_output=True, text=True)
             sdists = list(Path(tmp).glob("apache_tvm_ffi-*.tar.gz"))
             if fetched.returncode != 0 or not sdists:
