@@ -13,6 +13,7 @@ import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
+import json
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -152,15 +153,30 @@ def attr_to_python(value):
 @lru_cache(maxsize=None)
 def llvm_build() -> dict:
     """The LLVM this TVM's code generator was built with: ``version`` (``LLVM_VERSION`` of TVM's
-    libinfo where the build records it, else the major version TVM reports) and ``use_llvm`` (the
-    ``USE_LLVM`` setting: ``ON`` in the apache-tvm wheels, which link their LLVM statically, the
-    path of ``llvm-config`` in a source build). Two builds with different values are different
-    compilers, whatever their TVM commit."""
+    libinfo where the build records it, else the major version TVM reports), ``use_llvm`` (the
+    ``USE_LLVM`` setting) and ``installed_from``: ``wheel`` (apache-tvm from a package index, its
+    LLVM linked statically, Z3 on) or ``source`` (a build of a checkout, e.g. with Debian's LLVM).
+    Libinfo alone cannot tell them apart: TVM 0.27 reports ``USE_LLVM ON`` and no LLVM version for
+    both. Two builds with different values are different compilers, whatever their TVM commit."""
     info = {str(k): str(v) for k, v in tvm().support.libinfo().items()}
     major = int(tvm().target.codegen.llvm_version_major())
     version = info.get("LLVM_VERSION") or ""
     return {"version": version if version not in ("", "NOT-FOUND") else str(major),
-            "use_llvm": info.get("USE_LLVM", "")}
+            "use_llvm": info.get("USE_LLVM", ""), "installed_from": _installed_from()}
+
+
+def _installed_from() -> str:
+    """``source`` where pip installed apache-tvm from a local directory or a VCS (its
+    ``direct_url.json`` has ``dir_info`` or ``vcs_info``, PEP 610) or there is no distribution at
+    all (a development tree), else ``wheel``."""
+    try:
+        text = importlib.metadata.distribution("apache-tvm").read_text("direct_url.json")
+    except importlib.metadata.PackageNotFoundError:
+        return "source"
+    if not text:
+        return "wheel"
+    origin = json.loads(text)
+    return "source" if "dir_info" in origin or "vcs_info" in origin else "wheel"
 
 
 def host_cpu() -> str:

@@ -165,7 +165,9 @@ def other_llvm(history: res.History, candidate: res.Commit, baseline: res.Commit
         return None
 
     def llvm(build):
-        return f"LLVM {build['llvm'].get('version')} ({build['llvm'].get('use_llvm')})"
+        facts = build["llvm"]
+        origin = facts.get("installed_from", "wheel or source")
+        return f"LLVM {facts.get('version')} ({origin}, USE_LLVM {facts.get('use_llvm')})"
 
     return (f"TVM at {candidate.label} was built with {llvm(now)}, at {baseline.label} with {llvm(before)}: "
             "kernels of two compilers are not compared")
