@@ -87,7 +87,8 @@ def fetch_submodules(checkout: Path, mirrors: Path | None, say=print) -> None:
     """Check out the submodules a CPU + LLVM build needs, and only those."""
     config = git_mirror_config(mirrors)
     where = f"the mirrors in {mirrors}" if mirrors else "the network"
-    hint = "" if mirrors else f"; offline, point {MIRRORS_ENV} at mirrors of github.com/apache/tvm-ffi and its submodules"
+    hint = "" if mirrors else (f"; offline, point {MIRRORS_ENV} at mirrors of github.com/apache/tvm-ffi "
+                               "and its submodules")
     try:
         git(checkout, *config, "submodule", "update", "--init", "--force", FFI)
     except GitError as err:
