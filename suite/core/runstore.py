@@ -43,11 +43,16 @@ def clear(run_dir: Path, kind: str, commit: str) -> None:
         old.unlink()
 
 
-def note_failure(ids, reason: str) -> None:
-    """Keep why a combination failed, for report and gate (asv keeps only a null)."""
+def _note(kind: str, ids, text: str) -> None:
+    """Keep ``text`` of ``kind`` for this combination, where this runs inside a run."""
     found = current()
     if found is not None:
-        cache.write_text(path(found[0], "failures", found[1], ids), reason)
+        cache.write_text(path(found[0], kind, found[1], ids), text)
+
+
+def note_failure(ids, reason: str) -> None:
+    """Keep why a combination failed, for report and gate (asv keeps only a null)."""
+    _note("failures", ids, reason)
 
 
 def failure(run_dir: Path, commit: str, ids) -> str | None:
@@ -56,9 +61,7 @@ def failure(run_dir: Path, commit: str, ids) -> str | None:
 
 def note_records(ids, records_target: str) -> None:
     """Keep whose tuning record a ``tuned`` combination replayed (e.g. hexagon-v68-qf or llvm)."""
-    found = current()
-    if found is not None:
-        cache.write_text(path(found[0], "records", found[1], ids), records_target)
+    _note("records", ids, records_target)
 
 
 def records(run_dir: Path, commit: str, ids) -> str | None:
