@@ -104,7 +104,11 @@ METRICS: tuple[Metric, ...] = (
        "seconds (emulated)", "Guest-measured seconds of the kernel call under qemu-hexagon (not hardware latency)."),
     # The PyTorch peer: bench_peer
     _m("peer_ratio", "bench_peer.PyTorchPeer.track_latency_ratio_to_pytorch", "ratio", "ratio",
-       "TVM latency / PyTorch latency for the same layer: below 1 TVM is faster."),
+       "TVM latency / PyTorch latency for the same layer (a CUDA-graph replay on the GPU, eager on the "
+       "CPU): below 1 TVM is faster."),
+    _m("peer_ratio_eager", "bench_peer.PyTorchPeer.track_latency_ratio_to_pytorch_eager", "eager_ratio", "ratio",
+       "TVM latency / PyTorch latency with each op launched eagerly from Python (on the GPU mostly "
+       "dispatch time; on the CPU the same as peer_ratio)."),
 )
 
 BY_NAME = {m.name: m for m in METRICS}

@@ -87,4 +87,20 @@ def test_pytorch_peer_on_gpu_matches_reference():
     out = peers.pytorch_output(CONV, "float32", "cuda")
     assert out.shape == ref.shape
     assert np.max(np.abs(out - ref)) <= 1e-4 * np.max(np.abs(ref))  # TF32 off: float32 accuracy
-    assert peers.pytorch_latency(CONV, "float32", "cuda")["latency_s"] > 0
+    timed = peers.pytorch_latency(CONV, "float32", "cuda")
+    assert timed["timed_as"] == "cuda-graph replay" and timed["latency_s"] > 0
+    # The replay launches the same kernels without Python's dispatch between them.
+    assert timed["latency_s"] < timed["eager_latency_s"]
+
+
+@needs_gpu
+@pytest.mark.skipif(not peers.available(), reason="PyTorch is not installed")
+def test_graph_replay_computes_what_eager_computes():
+    """The timed CUDA graph computes the layer: its output is the eager chain's (cuDNN's algorithm
+    search runs before the capture, so both use the same algorithms)."""
+    import numpy as np
+
+    eager = peers.pytorch_output(CONV, "float16", "cuda")
+    replayed = peers.pytorch_output(CONV, "float16", "cuda", graph=True)
+    assert replayed.shape == eager.shape
+    assert np.array_equal(replayed, eager)

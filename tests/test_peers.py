@@ -28,6 +28,12 @@ def test_latency_is_measured_afresh():
     assert peers.pytorch_latency("resnet50.matmul_add.2048-1000", "float32")["samples_s"] != first["samples_s"]
 
 
+def test_on_the_cpu_the_peer_is_the_eager_chain():
+    timed = peers.pytorch_latency("resnet50.conv2d_add_relu.7x7x512-k3s1-512", "float32")
+    assert timed["timed_as"] == "eager" and timed["device"] == "cpu"
+    assert timed["eager_latency_s"] == timed["latency_s"] > 0
+
+
 def test_workloads_without_a_peer_are_skipped_with_the_reason():
     with pytest.raises(peers.NoPeer, match="conv2d and dense layers only"):
         peers.pytorch_latency("resnet50.max_pool2d.112x112x64-k3s2", "float32")

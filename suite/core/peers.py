@@ -3,12 +3,17 @@
 Users ask whether a TVM kernel is any good; PyTorch (oneDNN on the CPU, cuDNN/cuBLAS on the GPU)
 is the usual yardstick. A workload's op chain is rebuilt with ``torch.nn.functional`` on the
 workload's own inputs (NHWC data as channels-last tensors, so no layout conversion is timed) and
-timed on every run, as TVM's kernel is; a run keeps the ratio (suite.core.runstore). On the CPU it is timed on all
-cores with a wall clock; on the GPU with CUDA events, with TF32 off (so float32 is float32, as in
-TVM's kernels) and cuDNN's autotuner on (how PyTorch users run convolutions). PyTorch runs eagerly:
-each op of the chain (conv, bias add, relu) is its own launch dispatched from Python, where TVM's
-kernel is one fused launch; for GPU layers of a few microseconds that dispatch dominates PyTorch's
-time (on an H100 every ResNet-50 layer took 24-140 us in PyTorch, nearly whatever its size).
+timed on every run, as TVM's kernel is; a run keeps the ratios (suite.core.runstore).
+
+- On the CPU PyTorch runs eagerly, on all cores, timed with a wall clock.
+- On the GPU the peer is a **CUDA-graph replay** of the chain (conv, bias add, relu: each op's
+  kernel, captured once), timed with CUDA events, TF32 off (float32 is float32, as in TVM's
+  kernels) and cuDNN's autotuner on (its algorithm search runs before the capture). Run eagerly,
+  each op is a launch dispatched from Python: for GPU layers of a few microseconds that dispatch is
+  most of the time (on an H100 every ResNet-50 layer took 24-140 us eagerly, nearly whatever its
+  size), so the eager figure measures Python, not cuDNN. It is kept beside the graph's, labelled
+  ``eager``.
+
 Conv2d and dense (matmul) chains have a peer; other workloads are skipped with that reason.
 """
 
@@ -100,13 +105,14 @@ def _layer(workload, inputs, torch, device: str = "cpu"):
     return run, layout
 
 
-def pytorch_output(workload_id: str, dtype: str, device: str = "cpu") -> np.ndarray:
-    """PyTorch's result for the workload, in the workload's layout (for checking the peer)."""
+def pytorch_output(workload_id: str, dtype: str, device: str = "cpu", graph: bool = False) -> np.ndarray:
+    """PyTorch's result for the workload, in the workload's layout (for checking the peer); with
+    ``graph``, from a replay of the CUDA graph the GPU peer times."""
     torch = _torch(device)
     workload = workloads.get(workload_id)
     run, layout = _layer(workload, workloads.make_inputs(workload, dtype), torch, device)
     with torch.inference_mode():
-        out = run()
+        out = _captured(run, torch)() if graph else run()
     if out.dim() == 4 and layout == "NHWC":
         out = out.permute(0, 2, 3, 1)
     return out.contiguous().cpu().numpy()
@@ -115,7 +121,10 @@ def pytorch_output(workload_id: str, dtype: str, device: str = "cpu") -> np.ndar
 def pytorch_latency(workload_id: str, dtype: str, device: str = "cpu") -> dict:
     """Median seconds per run of the workload in PyTorch on this CPU or GPU, timed now (like TVM's
     latency, afresh on every run: a ratio of two timings taken together is not moved by the load
-    of the machine as much as either timing is)."""
+    of the machine as much as either timing is).
+
+    ``latency_s`` is the peer: a CUDA-graph replay on the GPU, the eager chain on the CPU
+    (``timed_as`` says which); ``eager_latency_s`` is the eager chain on either."""
     workload = workloads.get(workload_id)
     if not available():
         raise NoPeer("PyTorch is not installed (pip install torch: the CPU build)")
@@ -123,14 +132,40 @@ def pytorch_latency(workload_id: str, dtype: str, device: str = "cpu") -> dict:
         raise NoPeer(f"no PyTorch peer for {workload.chain['steps'][0]['op']} (conv2d and dense layers only)")
     torch = _torch(device)
     run, _ = _layer(workload, workloads.make_inputs(workload, dtype), torch, device)
-    timed = _time_cuda if device == "cuda" else _time_cpu
     try:
         with torch.inference_mode():
-            samples = timed(run, torch)
+            if device == "cuda":
+                eager = _time_cuda(run, torch)
+                graph = _time_cuda(_captured(run, torch), torch)
+            else:
+                eager = graph = _time_cpu(run, torch)
     except RuntimeError as err:  # e.g. an op PyTorch has no kernel for in this dtype on the CPU
         raise NoPeer(f"PyTorch cannot run it: {str(err).splitlines()[0]}") from None
-    return {"latency_s": float(np.median(samples)), "samples_s": samples, "torch": torch.__version__,
-            "device": device, **_processor(device)}
+    return {"latency_s": float(np.median(graph)), "samples_s": graph,
+            "timed_as": "cuda-graph replay" if device == "cuda" else "eager",
+            "eager_latency_s": float(np.median(eager)), "eager_samples_s": eager,
+            "torch": torch.__version__, "device": device, **_processor(device)}
+
+
+def _captured(run, torch):
+    """``run`` captured once as a CUDA graph; the returned function replays it and returns the
+    output (a tensor of the graph's own memory). Warm-up runs on a side stream first, as capture
+    requires, so cuDNN's algorithm search is done before capture."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(WARMUP):
+            run()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        output = run()
+
+    def replay():
+        graph.replay()
+        return output
+
+    return replay
 
 
 def _processor(device: str) -> dict:
@@ -173,29 +208,32 @@ def _time_cuda(run, torch) -> list[float]:
     return samples
 
 
-def latency_ratio(combo, latency_s: float) -> float:
-    """TVM's latency over PyTorch's for the same layer, dtype and device, PyTorch timed now; NoPeer
-    when the target has no peer device or PyTorch cannot run the layer."""
+def latency_ratios(combo, latency_s: float) -> dict:
+    """TVM's latency over PyTorch's for the same layer, dtype and device, PyTorch timed now:
+    ``ratio`` against the peer (a CUDA-graph replay on the GPU), ``eager_ratio`` against the eager
+    chain. NoPeer when the target has no peer device or PyTorch cannot run the layer."""
     device = combo.target.peer_device
     if device is None:
         raise NoPeer(f"no PyTorch peer on {combo.target.name}")
-    return latency_s / pytorch_latency(combo.workload.id, combo.dtype, device)["latency_s"]
+    peer = pytorch_latency(combo.workload.id, combo.dtype, device)
+    return {"ratio": latency_s / peer["latency_s"], "eager_ratio": latency_s / peer["eager_latency_s"],
+            "timed_as": peer["timed_as"]}
 
 
-def ratio_for_asv(combo, latency_s: float) -> float:
-    """This run's peer ratio of ``combo``: the one its run keeps (see suite.core.runstore; `tvm-suite
+def ratios_for_asv(combo, latency_s: float) -> dict:
+    """This run's peer ratios of ``combo``: those its run keeps (see suite.core.runstore; `tvm-suite
     run` times both before asv runs, so asv's processes need not import torch), else taken now and
     kept there."""
     found = runstore.current()
     if found is not None:
         kept = cache.read_json(runstore.path(found[0], "peers", found[1], combo.ids))
-        if isinstance(kept, dict) and "ratio" in kept:
-            return float(kept["ratio"])
-    ratio = latency_ratio(combo, latency_s)
+        if isinstance(kept, dict) and {"ratio", "eager_ratio"} <= kept.keys():
+            return kept
+    ratios = latency_ratios(combo, latency_s)
     if found is not None:
-        save_ratio(found[0], found[1], combo, ratio)
-    return ratio
+        save_ratios(found[0], found[1], combo, ratios)
+    return ratios
 
 
-def save_ratio(run_dir, commit: str, combo, ratio: float) -> None:
-    cache.write_json(runstore.path(run_dir, "peers", commit, combo.ids), {"ratio": ratio})
+def save_ratios(run_dir, commit: str, combo, ratios: dict) -> None:
+    cache.write_json(runstore.path(run_dir, "peers", commit, combo.ids), ratios)

@@ -1,9 +1,10 @@
 """MetaSchedule tuning, and replay of the committed records.
 
 Tuning (``tvm-suite tune``) runs ``tune_tir`` with the real ``xgb`` cost model and stores in the
-repository, per target and dtype, per workload, the MetaSchedule JSON database of the run and the best
-schedule's trace. The target says how candidates are built and measured
-(:meth:`suite.targets.base.Target.tuning_options`): on llvm and cuda MetaSchedule's own local
+repository, per target and dtype, per workload, the best schedule's trace with every candidate's
+measure (``candidates_s``). MetaSchedule's JSON database is not kept: replay reads only the
+trace, and the databases once committed took 0.1-1.2 MB a layer (17.6 MB for 71 layers). The
+target says how candidates are built and measured (:meth:`suite.targets.base.Target.tuning_options`): on llvm and cuda MetaSchedule's own local
 runner times them on this machine; on ``hexagon-v68-qf`` they run under the emulator and the
 measure is emulated seconds (``tuning_measure``, kept in the record). Benchmarks never tune: the
 ``tuned`` loop order replays the committed trace on the installed TVM, so every TVM commit compiles
@@ -31,7 +32,6 @@ from suite.errors import OrderNotApplicable, UserError
 #: (a user's own records, or a test's).
 RECORDS_DIR = Path(__file__).resolve().parent.parent / "tuning_records"
 RECORDS_ENV = "TVM_SUITE_TUNING_RECORDS"
-DATABASE_FILES = ("database_workload.json", "database_tuning_record.json")
 #: MetaSchedule's run_secs of a candidate whose build or run failed are 1e10.
 FAILED_RUN_S = 1e9
 #: What a record says its measure was, per the target's ``tuning_measure``.
@@ -84,7 +84,7 @@ def _plain(value):
 
 
 def tune(workload_id: str, dtype: str, target, trials: int, log=print) -> dict:
-    """Tune one workload with MetaSchedule and commit its trace and database rows to the repo."""
+    """Tune one workload with MetaSchedule and store its best trace in the records directory."""
     ms = compat.meta_schedule()
     workload = workloads.get(workload_id)
     func = workloads.prim_func(workload, dtype)
@@ -105,8 +105,6 @@ def tune(workload_id: str, dtype: str, target, trials: int, log=print) -> dict:
         runs = [r for r in database.get_all_tuning_records() if r.run_secs]
         measured = sorted(min(float(s) for s in r.run_secs) for r in runs)
         measured = [s for s in measured if s < FAILED_RUN_S]
-        if target.tuning_keeps_database:
-            _keep_database(Path(work_dir), records_dir(target.name, dtype) / "database" / workload_id)
         logs = _keep_logs(Path(work_dir), f"{target.name}-{dtype}-{workload_id}")
     elapsed = time.perf_counter() - started
     record = {
@@ -122,7 +120,7 @@ def tune(workload_id: str, dtype: str, target, trials: int, log=print) -> dict:
         "candidates_failed": len(runs) - len(measured),
         f"best_{'emulated' if target.tuning_measure == 'emulated' else 'measured'}_s":
             measured[0] if measured else None,
-        **({} if target.tuning_keeps_database else {"candidates_s": measured}),
+        "candidates_s": measured,
         "trace": _plain(schedule.trace.as_json()),
     }
     path = trace_path(target.name, dtype, workload_id)
@@ -167,14 +165,6 @@ def _output_check(make_reference):
         return None
 
     return check
-
-
-def _keep_database(work_dir: Path, into: Path) -> None:
-    """Copy this run's MetaSchedule JSON database (a valid ``JSONDatabase``) into the repo."""
-    into.mkdir(parents=True, exist_ok=True)
-    for name in DATABASE_FILES:
-        for found in work_dir.glob(f"**/{name}"):
-            shutil.copyfile(found, into / name)
 
 
 def _tensorizes(trace) -> bool:

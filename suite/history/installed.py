@@ -90,8 +90,8 @@ def warm_cache(grid: Grid, run_dir: Path, commit: str, log=print, cluster: str |
             timing_s += time.perf_counter() - t1
             if peers.available():
                 try:
-                    ratios[combo] = peers.latency_ratio(combo, taken.median)
-                    peers.save_ratio(run_dir, commit, combo, ratios[combo])
+                    ratios[combo] = peers.latency_ratios(combo, taken.median)
+                    peers.save_ratios(run_dir, commit, combo, ratios[combo])
                 except Skipped:
                     pass
         log(f"  {record.status.value:7s} {combo.label} ({time.perf_counter() - t0:.1f} s)")
@@ -146,27 +146,29 @@ def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_com
 def _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, archived, log_path) -> str:
     records = warm["records"]
     lines = ["", f"{'workload':52s} {'dtype':8s} {'target':15s} {'order':10s} {'ms':>9s} {'GFLOP/s':>8s} "
-                 f"{'x torch':>7s} {'ULP mean':>9s} {'scaled':>8s} {'bound':>7s}  status"]
+                 f"{'x torch':>7s} {'x eager':>7s} {'ULP mean':>9s} {'scaled':>8s} {'bound':>7s}  status"]
     for combo, r in records.items():
         wid, dtype, target, order = combo.ids
         head = f"{wid:52s} {dtype:8s} {target:15s} {order:10s}"
         if r.has_output:
             m = r.metrics
             if combo in warm["latency"]:
-                latency, ratio = warm["latency"][combo], warm["peer_ratio"].get(combo)
+                latency, ratios = warm["latency"][combo], warm["peer_ratio"].get(combo, {})
                 timed = f"{latency * 1e3:9.3f} {timing.gflops(combo, latency):8.2f}"
-                ratio = f"{ratio:7.2f}" if ratio else f"{'-':>7s}"
+                ratio = " ".join(f"{ratios[k]:7.2f}" if k in ratios else f"{'-':>7s}" for k in ("ratio", "eager_ratio"))
             else:  # emulated: its time is not latency and has no throughput or peer
-                timed, ratio = f"{'emulated':>18s}", f"{'-':>7s}"
+                timed, ratio = f"{'emulated':>18s}", f"{'-':>7s} {'-':>7s}"
             lines.append(f"{head} {timed} {ratio} "
                          f"{m['ulp_mean']:9.3f} {m['scaled_error']:8.3f} {m['bound_fraction']:7.4f}  ok")
         elif r.ok:
-            lines.append(f"{head} {'':>53s}  ok (compile-only)")
+            lines.append(f"{head} {'':>61s}  ok (compile-only)")
         else:
-            lines.append(f"{head} {'':>53s}  {r.status.value}: {r.reason[:90]}")
+            lines.append(f"{head} {'':>61s}  {r.status.value}: {r.reason[:90]}")
     counts = {s: sum(r.status.value == s for r in records.values()) for s in ("ok", "skipped", "failed")}
     lines += [
         "",
+        "x torch: TVM latency / PyTorch's for the same layer (a CUDA-graph replay on the GPU, eager on the "
+        "CPU); x eager: / PyTorch with each op launched eagerly from Python",
         f"combinations: {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} failed",
         f"measure + compile + reference + timing: {warm['seconds']:.1f} s (references {warm['reference_s']:.1f} s, "
         f"timing {warm['timing_s']:.1f} s)",

@@ -90,9 +90,6 @@ class Target(abc.ABC):
     records_of: tuple[str, ...] = ()
     #: What MetaSchedule's measure of a candidate is when tuning for this target.
     tuning_measure: str = "latency"
-    #: Whether ``tvm-suite tune`` commits the run's MetaSchedule database beside the best trace
-    #: (replay needs only the trace).
-    tuning_keeps_database: bool = True
     exclusive: bool = False
     peer_device: str | None = None
     codegen: bool = False

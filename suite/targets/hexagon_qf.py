@@ -62,9 +62,6 @@ class HexagonQfTarget(_BuiltLikeTheTag):
     """TVM's qfloat code, its HVX FP instructions run on the suite's qfloat model."""
 
     tuning_measure = "emulated"
-    #: Its records are the traces alone (with every candidate's emulated seconds): a database
-    #: would add 50-80 kB of workload per layer that replay does not read.
-    tuning_keeps_database = False
 
     @property
     def records_from(self) -> tuple[str, ...]:
