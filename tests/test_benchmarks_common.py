@@ -3,6 +3,7 @@ skipped because the suite cannot be imported says why."""
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -87,3 +88,30 @@ def test_each_benchmark_gets_only_the_combinations_it_can_measure():
     assert found["bench_divergence.DivergenceFromDefault.track_error_ratio"][1][3] == ["tuned"]
     llvm_only = discover("llvm")
     assert not any(name.startswith("bench_codegen.") for name in llvm_only)
+
+
+@pytest.mark.slow
+def test_a_benchmark_process_imports_tvm_only_to_note_a_missing_build(tmp_path):
+    """asv runs every metric of every combination in a process of its own (thousands a run): once
+    the run's build note exists, a benchmark's setup reads the cache and never imports TVM."""
+    from suite.core import measurement
+    from suite.core.combo import Combo
+
+    assert measurement.measure(Combo.resolve("seed.conv2d_nhwc_7x7s2", "float32", "llvm", "default")).ok
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from benchmarks import bench_accuracy as b; "
+        "a = b.Accuracy(); a.setup('seed.conv2d_nhwc_7x7s2', 'float32', 'llvm', 'default'); "
+        "print('tvm' in sys.modules, a.track_ulp_mean('seed.conv2d_nhwc_7x7s2', 'float32', 'llvm', 'default') > 0)"
+    )
+    env = {**os.environ, "TVM_SUITE_RUN_DIR": str(tmp_path), "TVM_SUITE_COMMIT": "c0ffee",
+           "TVM_SUITE_WORKLOADS": "seed.conv2d_nhwc_7x7s2", "TVM_SUITE_TARGETS": "llvm"}
+
+    def run():
+        done = subprocess.run([sys.executable, "-c", probe, str(ROOT)], capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    assert run() == ["True", "True"]  # the first notes the build: it imports TVM
+    noted = json.loads((tmp_path / "builds" / "c0ffee.json").read_text())
+    assert noted["llvm"]["use_llvm"] and noted["tvm"]
+    assert run() == ["False", "True"]  # every later one only reads

@@ -140,20 +140,13 @@ def measure(combo: Combo, verify=()) -> Record:
     return record
 
 
-_BUILD_NOTED: set = set()  #: the runs this process has noted its TVM build for
-
-
 def note_tvm_build() -> None:
     """Keep, beside the results of the running asv benchmark, what its TVM was built with (its
     LLVM): the gate does not compare kernels of two LLVMs as if one compiler had built them.
-    Once per process and run: every benchmark's setup calls it."""
-    run = runstore.current()
-    if run is None or run in _BUILD_NOTED:
-        return
-    _BUILD_NOTED.add(run)
+    Every benchmark's setup calls it; only the first of a run and commit imports TVM."""
     try:
-        runstore.note_build({"tvm": compat.installed_version(), "build_id": compat.build_id(),
-                             "llvm": compat.llvm_build()})
+        runstore.note_build(lambda: {"tvm": compat.installed_version(), "build_id": compat.build_id(),
+                                     "llvm": compat.llvm_build()})
     except compat.TVMUnavailable:
         pass  # the combination's own record says why
 

@@ -68,14 +68,15 @@ def records(run_dir: Path, commit: str, ids) -> str | None:
     return _text(run_dir, "records", commit, ids)
 
 
-def note_build(build: dict) -> None:
-    """Keep what this commit's TVM was built with, once per commit (every benchmark process of a
-    commit runs the same TVM)."""
+def note_build(describe) -> None:
+    """Keep what this commit's TVM was built with (``describe()``), once per run and commit: every
+    benchmark process of a commit runs the same TVM, and ``describe`` (which imports TVM, seconds
+    in every one of asv's thousands of processes) is called only by the first."""
     found = current()
     if found is not None:
         target = Path(found[0]) / "builds" / f"{found[1]}.json"
         if not target.exists():
-            cache.write_json(target, build)
+            cache.write_json(target, describe())
 
 
 def build(run_dir: Path, commit: str) -> dict | None:

@@ -127,6 +127,7 @@ def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_com
                           cluster=cluster)
 
     os.environ.update({**grid.to_env(), RUN_DIR_ENV: str(out_dir.resolve()), COMMIT_ENV: commit})
+    measurement.note_tvm_build()  # here, where TVM is imported already, not in a benchmark process
     archived = driver.archive_previous(out_dir / "results", commit, out_dir)
     t0 = time.perf_counter()
     driver.machine(config, log_path)
