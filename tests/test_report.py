@@ -188,3 +188,38 @@ def test_report_renders_in_headless_chromium(cli, runs, tmp_path):
     assert 'data-errors="0"' in root, root
     console = [line for line in result.stderr.splitlines() if "CONSOLE" in line]
     assert not console, console
+
+
+def test_a_step_where_the_tuning_records_changed_is_not_blamed_on_tvm(cli, runs, tmp_path):
+    """The newer commit's tuned ULP mean doubles. Where both commits replayed llvm's record it is a
+    step with a bisect command; where the newer one replayed another target's record, the suite's
+    records changed, not TVM: verdict ``records``, and no bisect."""
+    import itertools
+
+    from suite.core import runstore
+
+    results, repo, commits = runs
+    run_dir = tmp_path / "asv"
+    shutil.copytree(results.parent, run_dir)
+    ids = (WORKLOAD, "float16", "llvm", "tuned")
+    newer = next(p for p in (run_dir / "results").glob("*/*.json") if p.name.startswith(commits[1][:8]))
+    data = json.loads(newer.read_text())
+    entry = data["results"]["bench_accuracy.Accuracy.track_ulp_mean"]
+    combos = [tuple(json.loads(v.replace("'", '"')) for v in c) for c in itertools.product(*entry[1])]
+    entry[0][combos.index(ids)] *= 2
+    newer.write_text(json.dumps(data))
+
+    def regressions():
+        out = tmp_path / "report"
+        done = cli("report", "--results", str(run_dir / "results"), "--out", str(out), "--tvm-repo", str(repo))
+        assert done.returncode == 0, done.stderr
+        found = json.loads((out / "report.json").read_text())["regressions"]
+        return [r for r in found if r["metric"] == "ulp_mean" and (r["workload"], r["order"]) == (WORKLOAD, "tuned")]
+
+    [step] = regressions()
+    assert step["verdict"] == "step" and step["records"] == ["llvm", "llvm"] and step["ratio"] > 1.9
+    runstore.path(run_dir, "records", commits[1], ids).write_text("hexagon-v68-qf")
+    [changed] = regressions()
+    assert changed["verdict"] == "records" and changed["records"] == ["llvm", "hexagon-v68-qf"]
+    html = (tmp_path / "report" / "index.html").read_text()
+    assert "hexagon-v68-qf at v9.9.0: the records changed, not TVM" in html

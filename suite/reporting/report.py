@@ -73,10 +73,24 @@ def find_regressions(history: res.History, thresholds: dict) -> list[dict]:
             _latest, _best, positions = step_detect.detect_regressions(steps, threshold=config["threshold"])
             for before, after, value_before, value_after in positions or []:
                 if after is not None:
-                    found.append(_regression(history, s, metric, history.commits[before], history.commits[after],
-                                             value_before, value_after, "step", None))
-    order = {"confirmed": 0, "slower": 1, "suspect": 2, "step": 3, "noisy": 4}
+                    good, bad = history.commits[before], history.commits[after]
+                    records = _records_between(history, s, good, bad)
+                    changed = records is not None and None not in records and records[0] != records[1]
+                    found.append({**_regression(history, s, metric, good, bad, value_before, value_after,
+                                                "records" if changed else "step", None),
+                                  "records": records})
+    order = {"confirmed": 0, "slower": 1, "suspect": 2, "step": 3, "records": 4, "noisy": 5}
     return sorted(found, key=lambda g: (order.get(g["verdict"], 5), -(g["ratio"] or 0)))
+
+
+def _records_between(history, series, good, bad) -> tuple[str | None, str | None] | None:
+    """For ``tuned``: whose tuning records replayed at each of two commits (None where the run did
+    not note it). A step between two commits that replayed different records (llvm's, then a
+    target's own) is the suite's records changing, not the TVM commit."""
+    if series.order != "tuned":
+        return None
+    run_dir = runstore.of_results(history.results_dir)
+    return tuple(runstore.records(run_dir, commit.hash, series.ids) for commit in (good, bad))
 
 
 def bisect_command(tvm_repo, last_good: str, first_bad: str, series: res.Series, metric: str) -> str:
@@ -94,6 +108,7 @@ def _regression(history, series, metric, good, bad, value_before, value_after, v
         "first_bad": bad.hash, "first_bad_label": bad.label, "first_bad_url": bad.url,
         "value_before": value_before, "value_after": value_after,
         "ratio": value_after / value_before if value_before else None,
+        "records": None,  #: for tuned: whose tuning records replayed at each commit (see _records_between)
     }
 
 
