@@ -209,3 +209,9 @@ def test_remeasurement_confirms_a_real_slowdown_and_calls_noise_noisy(cli, tmp_p
     verdicts = {(r["order"], r["metric"]): r["verdict"] for r in facts["regressions"]}
     assert verdicts[("tuned", "latency")] == "confirmed" and verdicts[("default", "latency")] == "noisy"
     assert facts["gate"]["words"].startswith("NOT READY")
+    # An earlier re-measurement speaks only for the samples it judged: once the candidate's samples
+    # change, "noisy" is not carried over to them.
+    kept["samples_s"] = [1.1 * s for s in kept["samples_s"]]
+    noisy.write_text(_json.dumps(kept))
+    again = gate(cli, out / "results", "--commit", commits[1], "--tvm-repo", str(repo), "--no-remeasure")
+    assert f"suspect: {MATMUL} float32 llvm default:" in again.stdout and "noisy" not in again.stdout

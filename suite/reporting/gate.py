@@ -114,7 +114,7 @@ def slowdowns(history: res.History, candidate: res.Commit, baseline: res.Commit,
     """Latency slowdowns from ``baseline`` to ``candidate`` (and how many series were compared)."""
     latency = thresholds["latency"]
     run_dir = runstore.of_results(history.results_dir)
-    found, compared = [], 0
+    found, compared, judged = [], 0, {}
     for series in history.series():
         now = history.value("latency", series, candidate.hash)
         before = history.value("latency", series, baseline.hash)
@@ -129,6 +129,7 @@ def slowdowns(history: res.History, candidate: res.Commit, baseline: res.Commit,
         ratio, p = b.median / a.median, timing.mann_whitney(a.samples_s, b.samples_s)
         if ratio <= latency["max_ratio"] or p >= latency["alpha"]:
             continue
+        judged[(series.ids, series.machine)] = cache.digest([a.samples_s, b.samples_s])
         again = timing.remeasure(series.ids, [a, b]) if remeasure else None
         if again is None:
             found.append(Slowdown(series, ratio, p, "suspect"))
@@ -140,11 +141,13 @@ def slowdowns(history: res.History, candidate: res.Commit, baseline: res.Commit,
     kept = _remeasured_path(history, baseline, candidate)
     if remeasure:  # the report shows these verdicts
         cache.write_json(kept, [{"ids": list(s.series.ids), "machine": s.series.machine, "verdict": s.verdict,
-                                 "remeasured": s.remeasured} for s in found if s.remeasured])
-    else:  # what an earlier gate run found by timing them again
+                                 "remeasured": s.remeasured, "samples": judged[(s.series.ids, s.series.machine)]}
+                                for s in found if s.remeasured])
+    else:  # what an earlier gate run found by timing them again, for the very samples it judged
         earlier = {(tuple(e["ids"]), e["machine"]): e for e in cache.read_json(kept) or [] if isinstance(e, dict)}
         for s in found:
-            if (e := earlier.get((s.series.ids, s.series.machine))) is not None:
+            key = (s.series.ids, s.series.machine)
+            if (e := earlier.get(key)) is not None and e.get("samples") == judged.get(key):
                 s.verdict, s.remeasured = e["verdict"], tuple(e["remeasured"])
     return found, compared
 
