@@ -216,8 +216,7 @@ def latency_ratios(combo, latency_s: float) -> dict:
     if device is None:
         raise NoPeer(f"no PyTorch peer on {combo.target.name}")
     peer = pytorch_latency(combo.workload.id, combo.dtype, device)
-    return {"ratio": latency_s / peer["latency_s"], "eager_ratio": latency_s / peer["eager_latency_s"],
-            "timed_as": peer["timed_as"]}
+    return {"ratio": latency_s / peer["latency_s"], "eager_ratio": latency_s / peer["eager_latency_s"]}
 
 
 def ratios_for_asv(combo, latency_s: float) -> dict:

@@ -156,10 +156,10 @@ def _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, arch
             if combo in warm["latency"]:
                 latency, ratios = warm["latency"][combo], warm["peer_ratio"].get(combo, {})
                 timed = f"{latency * 1e3:9.3f} {timing.gflops(combo, latency):8.2f}"
-                ratio = " ".join(f"{ratios[k]:7.2f}" if k in ratios else f"{'-':>7s}" for k in ("ratio", "eager_ratio"))
+                versus = " ".join(f"{ratios[k]:7.2f}" if k in ratios else f"{'-':>7s}" for k in ("ratio", "eager_ratio"))
             else:  # emulated: its time is not latency and has no throughput or peer
-                timed, ratio = f"{'emulated':>18s}", f"{'-':>7s} {'-':>7s}"
-            lines.append(f"{head} {timed} {ratio} "
+                timed, versus = f"{'emulated':>18s}", f"{'-':>7s} {'-':>7s}"
+            lines.append(f"{head} {timed} {versus} "
                          f"{m['ulp_mean']:9.3f} {m['scaled_error']:8.3f} {m['bound_fraction']:7.4f}  ok")
         elif r.ok:
             lines.append(f"{head} {'':>61s}  ok (compile-only)")

@@ -107,6 +107,7 @@ class Slowdown:
     p: float | None  #: one-sided Mann-Whitney U p-value; None without samples
     verdict: str  #: "confirmed", "noisy", "suspect" (not re-measured), "slower" (no samples)
     remeasured: tuple[float, float] | None = None  #: (ratio, p) of the interleaved re-measurement
+    samples: str | None = None  #: digest of the two sides' samples judged (a re-measurement speaks for these)
 
 
 def slowdowns(history: res.History, candidate: res.Commit, baseline: res.Commit, thresholds: dict,
@@ -114,7 +115,7 @@ def slowdowns(history: res.History, candidate: res.Commit, baseline: res.Commit,
     """Latency slowdowns from ``baseline`` to ``candidate`` (and how many series were compared)."""
     latency = thresholds["latency"]
     run_dir = runstore.of_results(history.results_dir)
-    found, compared, judged = [], 0, {}
+    found, compared = [], 0
     for series in history.series():
         now = history.value("latency", series, candidate.hash)
         before = history.value("latency", series, baseline.hash)
@@ -129,25 +130,23 @@ def slowdowns(history: res.History, candidate: res.Commit, baseline: res.Commit,
         ratio, p = b.median / a.median, timing.mann_whitney(a.samples_s, b.samples_s)
         if ratio <= latency["max_ratio"] or p >= latency["alpha"]:
             continue
-        judged[(series.ids, series.machine)] = cache.digest([a.samples_s, b.samples_s])
+        judged = cache.digest([a.samples_s, b.samples_s])
         again = timing.remeasure(series.ids, [a, b]) if remeasure else None
         if again is None:
-            found.append(Slowdown(series, ratio, p, "suspect"))
+            found.append(Slowdown(series, ratio, p, "suspect", samples=judged))
             continue
         ratio2 = float(np.median(again[1]) / np.median(again[0]))
         p2 = timing.mann_whitney(again[0], again[1])
         confirmed = ratio2 > latency["max_ratio"] and p2 < latency["alpha"]
-        found.append(Slowdown(series, ratio, p, "confirmed" if confirmed else "noisy", (ratio2, p2)))
+        found.append(Slowdown(series, ratio, p, "confirmed" if confirmed else "noisy", (ratio2, p2), judged))
     kept = _remeasured_path(history, baseline, candidate)
     if remeasure:  # the report shows these verdicts
         cache.write_json(kept, [{"ids": list(s.series.ids), "machine": s.series.machine, "verdict": s.verdict,
-                                 "remeasured": s.remeasured, "samples": judged[(s.series.ids, s.series.machine)]}
-                                for s in found if s.remeasured])
+                                 "remeasured": s.remeasured, "samples": s.samples} for s in found if s.remeasured])
     else:  # what an earlier gate run found by timing them again, for the very samples it judged
         earlier = {(tuple(e["ids"]), e["machine"]): e for e in cache.read_json(kept) or [] if isinstance(e, dict)}
         for s in found:
-            key = (s.series.ids, s.series.machine)
-            if (e := earlier.get(key)) is not None and e.get("samples") == judged.get(key):
+            if (e := earlier.get((s.series.ids, s.series.machine))) is not None and e.get("samples") == s.samples:
                 s.verdict, s.remeasured = e["verdict"], tuple(e["remeasured"])
     return found, compared
 
