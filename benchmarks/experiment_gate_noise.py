@@ -5,13 +5,14 @@ not an asv benchmark).
 
 Makes ``2 * pairs`` real `tvm-suite run`s of the installed TVM on a subset grid (8 combinations,
 builds cached, every run timed afresh), filed under consecutive commits of a stand-in repository,
-optionally with a CPU hog beside them (``--load cpu``: one busy process per core but one). Then,
-for every pair (A, B):
+optionally with a CPU hog beside them (``--load cpu``: one busy process per core but one), which
+stays on while the gates run, their re-measurements included. Then, for every pair (A, B):
 
 - A/A: `tvm-suite gate --commit B --baseline A`, with re-measurement off and on: any NOT READY is a
   false alarm;
 - A/B, the statistic: B's recorded samples of one combination scaled by 1.3, gate with
-  re-measurement off: NOT READY on latency is a catch.
+  re-measurement off: a catch is that combination judged slower (another combination failing on
+  noise is not).
 
 Prints the tables (decisions, false alarms, misses, run wall times) and writes them as JSON.
 """
@@ -49,6 +50,32 @@ def _suite(*args):
     return subprocess.run([sys.executable, "-m", "suite.cli", *args], capture_output=True, text=True)
 
 
+def _gate_pair(out, repo, a, b):
+    """The A/A gates (re-measurement off and on) and the A/B gate of the pair (A, B)."""
+    results = str(out / "asv" / "results")
+    base = ("gate", "--results", results, "--commit", b, "--baseline", a, "--tvm-repo", str(repo))
+    off, on = _suite(*base, "--no-remeasure"), _suite(*base)
+    timing = out / "asv" / "timings" / b / f"{'.'.join(SCALED)}.json"
+    kept = timing.read_text()
+    scaled = json.loads(kept)
+    scaled["samples_s"] = [s * 1.3 for s in scaled["samples_s"]]
+    timing.write_text(json.dumps(scaled))
+    ab = _suite(*base, "--no-remeasure")
+    timing.write_text(kept)
+    latency_line = next((line for line in ab.stdout.splitlines() if line.startswith("latency vs")), "")
+    # The gate's detail lines read "<verdict>: <workload> <dtype> <target> <order>: <ratio>x, p ...".
+    judged_slower = any(line.strip().startswith(("slower:", "suspect:", "confirmed:")) and " ".join(SCALED) in line
+                        for line in ab.stdout.splitlines())
+    return {
+        "pair": [a[:10], b[:10]],
+        "aa_exit_no_remeasure": off.returncode, "aa_exit_remeasure": on.returncode,
+        "aa_latency_no_remeasure": next((line for line in off.stdout.splitlines() if line.startswith("latency vs")), ""),
+        "aa_latency_remeasure": next((line for line in on.stdout.splitlines() if line.startswith("latency vs")), ""),
+        "aa_failing": [line for line in off.stdout.splitlines() if line.startswith("fail:")],
+        "ab_caught": judged_slower, "ab_latency_fail": "FAIL" in latency_line, "ab_exit": ab.returncode,
+    }
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=20)
@@ -69,6 +96,7 @@ def main(argv=None) -> int:
         for h in hogs:
             h.start()
     walls = []
+    rows = []
     try:
         for commit in commits:
             t0 = time.perf_counter()
@@ -79,30 +107,10 @@ def main(argv=None) -> int:
                 print(done.stdout[-2000:], done.stderr[-2000:])
                 return 1
             print(f"run {len(walls)}/{len(commits)}: {walls[-1]:.1f} s", flush=True)
+        rows = [_gate_pair(out, repo, a, b) for a, b in zip(commits[::2], commits[1::2])]
     finally:
         for h in hogs:
             h.terminate()
-    results = str(out / "asv" / "results")
-    rows = []
-    for a, b in zip(commits[::2], commits[1::2]):
-        base = ("gate", "--results", results, "--commit", b, "--baseline", a, "--tvm-repo", str(repo))
-        off, on = _suite(*base, "--no-remeasure"), _suite(*base)
-        timing = out / "asv" / "timings" / b / f"{'.'.join(SCALED)}.json"
-        kept = timing.read_text()
-        scaled = json.loads(kept)
-        scaled["samples_s"] = [s * 1.3 for s in scaled["samples_s"]]
-        timing.write_text(json.dumps(scaled))
-        ab = _suite(*base, "--no-remeasure")
-        timing.write_text(kept)
-        latency_line = next((line for line in ab.stdout.splitlines() if line.startswith("latency vs")), "")
-        rows.append({
-            "pair": [a[:10], b[:10]],
-            "aa_exit_no_remeasure": off.returncode, "aa_exit_remeasure": on.returncode,
-            "aa_latency_no_remeasure": next((line for line in off.stdout.splitlines() if line.startswith("latency vs")), ""),
-            "aa_latency_remeasure": next((line for line in on.stdout.splitlines() if line.startswith("latency vs")), ""),
-            "aa_failing": [line for line in off.stdout.splitlines() if line.startswith("fail:")],
-            "ab_caught": "FAIL" in latency_line, "ab_exit": ab.returncode,
-        })
     summary = {
         "load": args.load, "pairs": args.pairs, "run_wall_s": {"median": statistics.median(walls), "min": min(walls),
                                                               "max": max(walls), "total": sum(walls)},
@@ -111,6 +119,7 @@ def main(argv=None) -> int:
         "aa_latency_fail_no_remeasure": sum("FAIL" in r["aa_latency_no_remeasure"] for r in rows),
         "aa_latency_fail_remeasure": sum("FAIL" in r["aa_latency_remeasure"] for r in rows),
         "ab_caught": sum(r["ab_caught"] for r in rows),
+        "ab_latency_fail": sum(r["ab_latency_fail"] for r in rows),
         "rows": rows,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
