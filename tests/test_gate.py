@@ -215,3 +215,14 @@ def test_remeasurement_confirms_a_real_slowdown_and_calls_noise_noisy(cli, tmp_p
     noisy.write_text(_json.dumps(kept))
     again = gate(cli, out / "results", "--commit", commits[1], "--tvm-repo", str(repo), "--no-remeasure")
     assert f"suspect: {MATMUL} float32 llvm default:" in again.stdout and "noisy" not in again.stdout
+    # A release history: each side's kernel was compiled by another TVM than the installed one. They
+    # are re-timed in the installed runtime all the same, and the verdict says whose kernels they were.
+    for commit in commits:
+        path = runstore.path(out, "timings", commit, ids)
+        foreign = _json.loads(path.read_text())
+        foreign["tvm"] = f"0.26.0-{commit[:10]}"
+        path.write_text(_json.dumps(foreign))
+    release = gate(cli, out / "results", "--commit", commits[1], "--tvm-repo", str(repo))
+    assert f"noisy: {MATMUL} float32 llvm default:" in release.stdout, release.stdout
+    builds = ", ".join(sorted(f"0.26.0-{commit[:10]}" for commit in commits))
+    assert f"(kernels of {builds} re-timed in the runtime of 0." in release.stdout

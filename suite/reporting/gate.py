@@ -9,7 +9,8 @@ by default. Skipped combinations (not applicable, a tool or GPU missing) stay ou
 Latency is judged on the timing samples of both commits (``suite.core.timing``): a suspect is
 a ratio of medians above ``max_ratio`` with a one-sided Mann-Whitney U test below ``alpha``; before
 NOT READY every suspect whose two kernels can still run here is timed again, interleaved, and
-reported as "noisy" when the slowdown does not reproduce.
+reported as "noisy" when the slowdown does not reproduce. Kernels of other TVM builds (a release
+history) are re-timed in the installed TVM's runtime, and the verdict says so.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from suite import cache, tracked
+from suite import cache, compat, tracked
 from suite.core import runstore, timing
 from suite.reporting import results as res
 from suite.reporting import rules
@@ -108,6 +109,7 @@ class Slowdown:
     verdict: str  #: "confirmed", "noisy", "suspect" (not re-measured), "slower" (no samples)
     remeasured: tuple[float, float] | None = None  #: (ratio, p) of the interleaved re-measurement
     samples: str | None = None  #: digest of the two sides' samples judged (a re-measurement speaks for these)
+    runtime: str | None = None  #: the installed TVM build that re-timed kernels other builds compiled
 
 
 def slowdowns(history: res.History, candidate: res.Commit, baseline: res.Commit, thresholds: dict,
@@ -138,16 +140,20 @@ def slowdowns(history: res.History, candidate: res.Commit, baseline: res.Commit,
         ratio2 = float(np.median(again[1]) / np.median(again[0]))
         p2 = timing.mann_whitney(again[0], again[1])
         confirmed = ratio2 > latency["max_ratio"] and p2 < latency["alpha"]
-        found.append(Slowdown(series, ratio, p, "confirmed" if confirmed else "noisy", (ratio2, p2), judged))
+        foreign = timing.foreign_builds([a, b])
+        found.append(Slowdown(series, ratio, p, "confirmed" if confirmed else "noisy", (ratio2, p2), judged,
+                              f"kernels of {', '.join(foreign)} re-timed in the runtime of {compat.build_id()}"
+                              if foreign else None))
     kept = _remeasured_path(history, baseline, candidate)
     if remeasure:  # the report shows these verdicts
         cache.write_json(kept, [{"ids": list(s.series.ids), "machine": s.series.machine, "verdict": s.verdict,
-                                 "remeasured": s.remeasured, "samples": s.samples} for s in found if s.remeasured])
+                                 "remeasured": s.remeasured, "samples": s.samples, "runtime": s.runtime}
+                                for s in found if s.remeasured])
     else:  # what an earlier gate run found by timing them again, for the very samples it judged
         earlier = {(tuple(e["ids"]), e["machine"]): e for e in cache.read_json(kept) or [] if isinstance(e, dict)}
         for s in found:
             if (e := earlier.get((s.series.ids, s.series.machine))) is not None and e.get("samples") == s.samples:
-                s.verdict, s.remeasured = e["verdict"], tuple(e["remeasured"])
+                s.verdict, s.remeasured, s.runtime = e["verdict"], tuple(e["remeasured"]), e.get("runtime")
     return found, compared
 
 
@@ -189,6 +195,7 @@ def latency_check(history, candidate, baseline, why, thresholds, multi, remeasur
     details = []
     for s in sorted(found, key=lambda s: -s.ratio):
         again = (f"; re-measured {s.remeasured[0]:.2f}x, p {s.remeasured[1]:.2g}" if s.remeasured else "")
+        again += f" ({s.runtime})" if s.runtime else ""
         p = f", p {s.p:.2g}" if s.p is not None else " (no samples: ratio of medians only)"
         details.append(f"{s.verdict}: {_where(s.series, multi)}: {s.ratio:.2f}x{p}{again}")
     failing = [s for s in found if s.verdict in ("confirmed", "suspect", "slower")]
