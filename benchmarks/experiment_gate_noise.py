@@ -50,6 +50,10 @@ def _suite(*args):
     return subprocess.run([sys.executable, "-m", "suite.cli", *args], capture_output=True, text=True)
 
 
+def _latency_line(gate) -> str:
+    return next((line for line in gate.stdout.splitlines() if line.startswith("latency vs")), "")
+
+
 def _gate_pair(out, repo, a, b):
     """The A/A gates (re-measurement off and on) and the A/B gate of the pair (A, B)."""
     results = str(out / "asv" / "results")
@@ -62,17 +66,15 @@ def _gate_pair(out, repo, a, b):
     timing.write_text(json.dumps(scaled))
     ab = _suite(*base, "--no-remeasure")
     timing.write_text(kept)
-    latency_line = next((line for line in ab.stdout.splitlines() if line.startswith("latency vs")), "")
     # The gate's detail lines read "<verdict>: <workload> <dtype> <target> <order>: <ratio>x, p ...".
     judged_slower = any(line.strip().startswith(("slower:", "suspect:", "confirmed:")) and " ".join(SCALED) in line
                         for line in ab.stdout.splitlines())
     return {
         "pair": [a[:10], b[:10]],
         "aa_exit_no_remeasure": off.returncode, "aa_exit_remeasure": on.returncode,
-        "aa_latency_no_remeasure": next((line for line in off.stdout.splitlines() if line.startswith("latency vs")), ""),
-        "aa_latency_remeasure": next((line for line in on.stdout.splitlines() if line.startswith("latency vs")), ""),
+        "aa_latency_no_remeasure": _latency_line(off), "aa_latency_remeasure": _latency_line(on),
         "aa_failing": [line for line in off.stdout.splitlines() if line.startswith("fail:")],
-        "ab_caught": judged_slower, "ab_latency_fail": "FAIL" in latency_line, "ab_exit": ab.returncode,
+        "ab_caught": judged_slower, "ab_latency_fail": "FAIL" in _latency_line(ab), "ab_exit": ab.returncode,
     }
 
 

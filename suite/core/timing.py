@@ -75,9 +75,11 @@ def for_asv(combo: Combo) -> Timing:
     return timing
 
 
-def foreign_builds(timings: list[Timing]) -> list[str]:
-    """The TVM builds, other than the installed one, whose kernels these timings are of."""
-    return sorted({t.tvm for t in timings} - {compat.build_id()})
+def other_runtime(timings: list[Timing]) -> str | None:
+    """What a re-measurement of these timings is (None for kernels of the installed TVM alone):
+    kernels other TVM builds compiled, re-timed in the installed TVM's runtime."""
+    foreign = sorted({t.tvm for t in timings} - {compat.build_id()})
+    return f"kernels of {', '.join(foreign)} re-timed in the runtime of {compat.build_id()}" if foreign else None
 
 
 def gflops(combo: Combo, latency_s: float) -> float:
@@ -99,7 +101,7 @@ def remeasure(ids, timings: list[Timing], repeats: int = REPEATS) -> list[list[f
     A kernel built by another TVM (a release history: each commit's own wheel compiled it) is loaded
     into the installed TVM's runtime, which then times every side alike. What is re-timed is each
     commit's generated code; the runtime around it (thread pool, workspace allocation) is the
-    installed one's (see :func:`foreign_builds`). Every TVM the suite drives exports kernels through
+    installed one's (see :func:`other_runtime`). Every TVM the suite drives exports kernels through
     tvm-ffi 0.1 (suite.history.releases), so their ``.so`` files load in one another's runtime:
     checked for kernels of 0.25.0 and 0.26.0 in 0.27.0's."""
     if not all(Path(t.kernel).is_file() for t in timings):

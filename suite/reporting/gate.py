@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from suite import cache, compat, tracked
+from suite import cache, tracked
 from suite.core import runstore, timing
 from suite.reporting import results as res
 from suite.reporting import rules
@@ -109,7 +109,7 @@ class Slowdown:
     verdict: str  #: "confirmed", "noisy", "suspect" (not re-measured), "slower" (no samples)
     remeasured: tuple[float, float] | None = None  #: (ratio, p) of the interleaved re-measurement
     samples: str | None = None  #: digest of the two sides' samples judged (a re-measurement speaks for these)
-    runtime: str | None = None  #: the installed TVM build that re-timed kernels other builds compiled
+    runtime: str | None = None  #: where kernels of other TVM builds were re-timed (timing.other_runtime)
 
 
 def slowdowns(history: res.History, candidate: res.Commit, baseline: res.Commit, thresholds: dict,
@@ -140,10 +140,8 @@ def slowdowns(history: res.History, candidate: res.Commit, baseline: res.Commit,
         ratio2 = float(np.median(again[1]) / np.median(again[0]))
         p2 = timing.mann_whitney(again[0], again[1])
         confirmed = ratio2 > latency["max_ratio"] and p2 < latency["alpha"]
-        foreign = timing.foreign_builds([a, b])
         found.append(Slowdown(series, ratio, p, "confirmed" if confirmed else "noisy", (ratio2, p2), judged,
-                              f"kernels of {', '.join(foreign)} re-timed in the runtime of {compat.build_id()}"
-                              if foreign else None))
+                              timing.other_runtime([a, b])))
     kept = _remeasured_path(history, baseline, candidate)
     if remeasure:  # the report shows these verdicts
         cache.write_json(kept, [{"ids": list(s.series.ids), "machine": s.series.machine, "verdict": s.verdict,

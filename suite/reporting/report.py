@@ -76,9 +76,8 @@ def find_regressions(history: res.History, thresholds: dict) -> list[dict]:
                     good, bad = history.commits[before], history.commits[after]
                     records = _records_between(history, s, good, bad)
                     changed = records is not None and None not in records and records[0] != records[1]
-                    found.append({**_regression(history, s, metric, good, bad, value_before, value_after,
-                                                "records" if changed else "step", None),
-                                  "records": records})
+                    found.append(_regression(history, s, metric, good, bad, value_before, value_after,
+                                             "records" if changed else "step", None, records))
     order = {"confirmed": 0, "slower": 1, "suspect": 2, "step": 3, "records": 4, "noisy": 5}
     return sorted(found, key=lambda g: (order.get(g["verdict"], 5), -(g["ratio"] or 0)))
 
@@ -100,7 +99,7 @@ def bisect_command(tvm_repo, last_good: str, first_bad: str, series: res.Series,
             f"--workload {workload} --dtype {dtype} --target {target} --order {order} --metric {metric}")
 
 
-def _regression(history, series, metric, good, bad, value_before, value_after, verdict, p) -> dict:
+def _regression(history, series, metric, good, bad, value_before, value_after, verdict, p, records=None) -> dict:
     return {
         **series.as_dict(), "metric": metric, "benchmark": tracked.get(metric).benchmark, "verdict": verdict, "p": p,
         "bisect": bisect_command(history.repo, good.hash, bad.hash, series, metric),
@@ -108,7 +107,7 @@ def _regression(history, series, metric, good, bad, value_before, value_after, v
         "first_bad": bad.hash, "first_bad_label": bad.label, "first_bad_url": bad.url,
         "value_before": value_before, "value_after": value_after,
         "ratio": value_after / value_before if value_before else None,
-        "records": None,  #: for tuned: whose tuning records replayed at each commit (see _records_between)
+        "records": records,  #: for tuned: whose tuning records replayed at each commit (see _records_between)
     }
 
 
