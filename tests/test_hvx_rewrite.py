@@ -224,6 +224,28 @@ def test_tvm_kernel_matches_model(kind, tmp_path):
         assert got.flat[3] == np.float16(1.0009765625)
 
 
+BUILD_TOOLS_REASON = hexagon.missing_tools_reason(("clang", "ld.lld"), "the qfloat build")
+
+
+@pytest.mark.skipif(BUILD_TOOLS_REASON is not None, reason=BUILD_TOOLS_REASON or "")
+def test_same_kernel_gives_the_same_elf_in_any_working_directory(tmp_path, monkeypatch):
+    """The emulation cache is keyed by the ELF's bytes: a kernel that two TVM commits generate
+    alike must link to the same ELF, though asv builds each in another temporary directory."""
+    func, _ = _elementwise("add", (4, 64), "float16")
+    module = compat.build(func, targets.get("hexagon-v68").tvm_target())
+    compat.write_module_file(module, tmp_path / "k.s", "s")
+    asm = (tmp_path / "k.s").read_text()
+    assert '.file\t1 "."' in asm                 # the line table names the working directory
+    elves = []
+    for name in ("first", "second"):
+        (tmp_path / name).mkdir()
+        monkeypatch.chdir(tmp_path / name)
+        hr.build_qfloat_elf(asm, tmp_path / name / "k.elf")
+        elves.append((tmp_path / name / "k.elf").read_bytes())
+    assert elves[0] == elves[1]
+    assert str(tmp_path).encode() not in elves[0]
+
+
 @pytest.mark.slow
 @needs_qemu
 def test_build_without_hvx_fp_runs_bit_identically(tmp_path):

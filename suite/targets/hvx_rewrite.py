@@ -614,10 +614,15 @@ def assemble(asm: str, obj: Path, arch: str = "v68") -> None:
     """Assemble LLVM 22 Hexagon assembly with clang 14 (``.attribute`` lines dropped)."""
     text = "".join(line for line in asm.splitlines(keepends=True)
                    if not line.lstrip().startswith(".attribute"))
+    # TVM's assembly declares its line-table file relative to "." (`.file 1 "." ...`); the
+    # assembler would record the working directory (a random temporary one under asv) as the
+    # DWARF compilation directory. A fixed one keeps the object, the ELF, and so the emulation
+    # cache key, the same wherever and whenever the same code is assembled.
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "kernel.s"
         src.write_text(text)
-        hexagon.check_run(_clang(arch, True) + ["-c", str(src), "-o", str(obj)],
+        hexagon.check_run(_clang(arch, True) + ["-fdebug-compilation-dir=.", "-c", str(src), "-o",
+                                                str(obj)],
                            "assembling the rewritten kernel")
 
 
