@@ -188,6 +188,13 @@ def test_report_renders_in_headless_chromium(cli, runs, tmp_path):
     assert 'data-errors="0"' in root, root
     console = [line for line in result.stderr.splitlines() if "CONSOLE" in line]
     assert not console, console
+    # each check's result stands beside its name, where a narrow window still shows it
+    gate_table = re.search(r'<table id="gate-table">(.*?)</table>', dom, re.S).group(1)
+    header = re.findall(r"<th[^>]*>([^<]*)</th>", gate_table)
+    assert header == ["check", "result", "threshold", "at the candidate"]
+    checks = re.findall(r'<tr class="[^"]*"><td class="l">([^<]+)</td>\s*<td class="l status-[^"]*">([^<]+)</td>',
+                        gate_table)
+    assert len(checks) >= 10 and {status for _, status in checks} <= {"PASS", "FAIL", "NOT CHECKED", "MISSING"}
 
 
 def test_a_step_where_the_tuning_records_changed_is_not_blamed_on_tvm(cli, runs, tmp_path):
