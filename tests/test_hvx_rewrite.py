@@ -225,9 +225,10 @@ def test_tvm_kernel_matches_model(kind, tmp_path):
 
 
 BUILD_TOOLS_REASON = hexagon.missing_tools_reason(("clang", "ld.lld"), "the qfloat build")
+needs_build_tools = pytest.mark.skipif(BUILD_TOOLS_REASON is not None, reason=BUILD_TOOLS_REASON or "")
 
 
-@pytest.mark.skipif(BUILD_TOOLS_REASON is not None, reason=BUILD_TOOLS_REASON or "")
+@needs_build_tools
 def test_same_kernel_gives_the_same_elf_in_any_working_directory(tmp_path, monkeypatch):
     """The emulation cache is keyed by the ELF's bytes: a kernel that two TVM commits generate
     alike must link to the same ELF, though asv builds each in another temporary directory."""

@@ -621,9 +621,8 @@ def assemble(asm: str, obj: Path, arch: str = "v68") -> None:
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "kernel.s"
         src.write_text(text)
-        hexagon.check_run(_clang(arch, True) + ["-fdebug-compilation-dir=.", "-c", str(src), "-o",
-                                                str(obj)],
-                           "assembling the rewritten kernel")
+        command = _clang(arch, True) + ["-fdebug-compilation-dir=.", "-c", str(src), "-o", str(obj)]
+        hexagon.check_run(command, "assembling the rewritten kernel")
 
 
 def build_qfloat_elf(asm_text: str, out_elf_path, arch: str = "v68") -> dict:
