@@ -68,8 +68,11 @@ def cmd_measure(args) -> int:
         median = float(np.median(samples))
         shown["latency"] = {"samples_s": samples, "median_s": median, "gflops": timing.gflops(combo, median)}
     if args.against and record.ok:
+        from suite.reporting import rules
+
         try:
-            shown["divergence"] = measurement.divergence(combo, args.against)
+            found = measurement.divergence(combo, args.against)
+            shown["divergence"] = {**found, **rules.attribute(found, combo.target.name, rules.load_thresholds())}
         except Skipped as err:
             shown["divergence"] = {"against": args.against, "skipped": str(err)}
     if args.save_arrays:
@@ -111,14 +114,25 @@ def _print_record(record: dict) -> None:
     print(f"bound      {rigorous}; probabilistic {m['prob_bound_fraction']:.4g} of gamma~_K(lambda)*m (K={k})")
     print(f"abs error  max {m['max_abs_error']:.4g}   mean {m['mean_abs_error']:.4g}")
     print(f"non-finite {int(m['nonfinite'])}")
+    if t := record.get("twin_metrics"):
+        print(f"IEEE twin  ULP mean {t['ulp_mean']:.4g}   scaled {t['scaled_error']:.4g}   probabilistic bound "
+              f"{t['prob_bound_fraction']:.4g}   (the same program, IEEE rounding in place of qfloat)")
     d = record.get("divergence")
     if d and "skipped" in d:
         print(f"vs {d['against']:8s} skipped: {d['skipped']}")
     elif d:
         print(f"vs {d['against']:8s} {d['differ_fraction'] * 100:.2f}% of elements differ, "
               f"max {d['max_ulp_distance']:.0f} ULP apart, exceeds bound: {bool(d['exceeds_bound'])}")
-        print(f"           error vs float64 {d['error_ratio']:.3f}x default's (z {d['error_ratio_z']:.1f}), "
-              f"bias shift {d['bias_shift']:+.3f} of default's mean |err| (|z| {d['bias_shift_z']:.1f})")
+        print(f"           error vs float64 {d['error_ratio']:.3f}x {d['against']}'s (z {d['error_ratio_z']:.1f}), "
+              f"bias shift {d['bias_shift']:+.3f} of {d['against']}'s mean |err| (|z| {d['bias_shift_z']:.1f})")
+        if "twin_error_ratio" in d:
+            print(f"IEEE twin  error vs float64 {d['twin_error_ratio']:.3f}x {d['against']}'s "
+                  f"(z {d['twin_error_ratio_z']:.1f}), bias shift {d['twin_bias_shift']:+.3f} "
+                  f"(|z| {d['twin_bias_shift_z']:.1f})")
+        if d["marked"]:
+            print(f"marked     {', '.join(d['marked'])}: cause {d['cause_words']}")
+        else:
+            print("marked     no: inside the divergence rules")
 
 
 def _save_arrays(args, combo: Combo, record) -> None:

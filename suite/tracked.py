@@ -83,6 +83,20 @@ METRICS: tuple[Metric, ...] = (
        "Change of the mean signed error from the default order's, in units of its mean |err|.", worse=None),
     _m("bias_shift_z", "bench_divergence.DivergenceFromDefault.track_bias_shift_z", "bias_shift_z", "z",
        "|z-score| of the per-element differences from the default order's output.", worse=None),
+    # The IEEE twin of an executed qfloat target (same program, IEEE rounding): bench_ieee_twin
+    _m("twin_prob_bound_fraction", "bench_ieee_twin.TwinAccuracy.track_prob_bound_fraction",
+       "twin_prob_bound_fraction", "fraction",
+       "prob_bound_fraction of the IEEE twin's output: within the bound, a qfloat output beyond it owes "
+       "that to qfloat's rounding."),
+    _m("twin_error_ratio", "bench_ieee_twin.TwinDivergence.track_error_ratio", "twin_error_ratio", "ratio",
+       "error_ratio of the same two orders run by the IEEE twin: near 1, a qfloat mark owes nothing to the "
+       "schedule."),
+    _m("twin_error_ratio_z", "bench_ieee_twin.TwinDivergence.track_error_ratio_z", "twin_error_ratio_z", "z",
+       "error_ratio_z of the IEEE twin's pair.", worse=None),
+    _m("twin_bias_shift", "bench_ieee_twin.TwinDivergence.track_bias_shift", "twin_bias_shift", "fraction",
+       "bias_shift of the IEEE twin's pair.", worse=None),
+    _m("twin_bias_shift_z", "bench_ieee_twin.TwinDivergence.track_bias_shift_z", "twin_bias_shift_z", "z",
+       "bias_shift_z of the IEEE twin's pair.", worse=None),
     # Hexagon codegen: bench_codegen
     _m("compile_success", "bench_codegen.HexagonCodegen.track_compile_success", "compile_success", "flag",
        "1 when TVM built a Hexagon object (a failed build is an asv failure, null).", worse=LOWER),

@@ -49,3 +49,40 @@ def two_commit_results(tmp_path_factory):
         assert result.returncode == 0, result.stdout + result.stderr
     _made["runs"] = (out / "results", repo, commits)
     return _made["runs"]
+
+
+#: The smallest fp16 conv2d of ResNet-50 (25.7 MFLOP): its Hexagon-tuned record is marked on the
+#: qfloat target (error ratio 1.67 against default), and a few seconds of emulation.
+QF_WORKLOAD = "resnet50.conv2d_add_relu.56x56x64-k1s1-64"
+
+
+def qf_two_commit_results(tmp_path_factory):
+    """(run dir, repo, [old commit, new commit]) of two real asv runs on hexagon-v68-qf (the IEEE
+    twin included): QF_WORKLOAD, fp16, default + tuned; the same TVM build at both commits."""
+    if "qf" in _made:
+        return _made["qf"]
+    base = tmp_path_factory.mktemp("asv-qf-history")
+    repo = base / "tvm"
+    commits = two_commit_repo(repo)
+    out = base / "asv"
+    for commit in commits:
+        result = run_cli("run", "--quick", "--workloads", QF_WORKLOAD, "--dtypes", "float16", "--targets",
+                         "hexagon-v68-qf", "--out", str(out), "--tvm-repo", str(repo), "--tvm-commit", commit,
+                         env={"HOME": str(base)})
+        assert result.returncode == 0, result.stdout + result.stderr
+    _made["qf"] = (out, repo, commits)
+    return _made["qf"]
+
+
+def plant(run_dir: Path, commit: str, benchmark: str, ids: tuple, value: float) -> None:
+    """Set one value of the asv results of ``commit`` (a planted change, for tests)."""
+    import itertools
+    import json
+
+    path = next(p for p in (run_dir / "results").glob("*/*.json")
+                if p.name != "machine.json" and json.loads(p.read_text())["commit_hash"] == commit)
+    data = json.loads(path.read_text())
+    values, params = data["results"][benchmark][:2]
+    combos = [tuple(c) for c in itertools.product(*params)]
+    values[combos.index(tuple(f"'{name}'" for name in ids))] = value
+    path.write_text(json.dumps(data))

@@ -1,7 +1,9 @@
 /*
- * Test driver for suite/targets/qfloat_model.c under qemu-hexagon (freestanding, no libc).
+ * Test driver for the HVX floating-point model (suite/targets/hvx_model.c with qfloat_model.c and
+ * ieee_model.c) under qemu-hexagon (freestanding, no libc).
  *
- * stdin: records of  name[32] (NUL-padded qfm_* suffix), u32 nvec, then nvec*256 bytes of first
+ * stdin: records of  name[32] (NUL-padded qfm_* suffix; "ieee:" before it runs the IEEE twin),
+ * u32 nvec, then nvec*256 bytes of first
  * operands and nvec*256 bytes of second operands (each operand slot is 256 bytes so that register
  * pairs fit; single vectors use the first 128). A record with an empty name ends the input.
  * stdout: per record, nvec*256 bytes of results (slot layout as for the operands).
@@ -78,6 +80,7 @@ struct entry {
     op_fn fn;
 };
 #define ENTRY(N) {#N, (op_fn)qfm_##N},
+extern unsigned int __qfm_arith; /* hvx_model.c: 0 qfloat, 1 the IEEE twin */
 static const struct entry table[] = {OPS(ENTRY)};
 
 #define MAXVEC 4096
@@ -107,9 +110,11 @@ __attribute__((noreturn)) void _start(void)
         in(&nvec, 4);
         if (nvec > MAXVEC)
             fail("qfloat_driver: too many vectors in one record");
+        const int twin = name[0] == 'i' && name[1] == 'e' && name[2] == 'e' && name[3] == 'e' && name[4] == ':';
+        __qfm_arith = twin;
         op_fn fn = 0;
         for (u32 i = 0; i < sizeof(table) / sizeof(table[0]); i++)
-            if (same(table[i].name, name))
+            if (same(table[i].name, name + (twin ? 5 : 0)))
                 fn = table[i].fn;
         if (!fn)
             fail("qfloat_driver: unknown operation");

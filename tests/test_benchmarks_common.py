@@ -70,7 +70,7 @@ def discover(targets, orders="default,tuned"):
 
 def test_benchmarks_are_exactly_the_declared_metrics():
     """asv's own discovery finds one benchmark per declared metric, and nothing undeclared."""
-    found = discover("llvm,hexagon-v68,hexagon-v68-emu")
+    found = discover("llvm,hexagon-v68,hexagon-v68-emu,hexagon-v68-qf")
     assert set(found) == {m.benchmark for m in tracked.METRICS}
     for metric in tracked.METRICS:
         assert found[metric.benchmark][0] == metric.unit, metric
@@ -87,7 +87,11 @@ def test_each_benchmark_gets_only_the_combinations_it_can_measure():
     assert targets["bench_codegen.HexagonEmulated.track_emulated_seconds"] == ["hexagon-v68-emu"]
     assert found["bench_divergence.DivergenceFromDefault.track_error_ratio"][1][3] == ["tuned"]
     llvm_only = discover("llvm")
-    assert not any(name.startswith("bench_codegen.") for name in llvm_only)
+    assert not any(name.startswith(("bench_codegen.", "bench_ieee_twin.")) for name in llvm_only)
+    # The IEEE twin: only the targets that have one (the executed qfloat ones).
+    twins = discover("llvm,hexagon-v68-emu,hexagon-v68-qf")
+    assert twins["bench_ieee_twin.TwinAccuracy.track_prob_bound_fraction"][1][2] == ["hexagon-v68-qf"]
+    assert twins["bench_ieee_twin.TwinDivergence.track_error_ratio"][1][2:] == [["hexagon-v68-qf"], ["tuned"]]
 
 
 @pytest.mark.slow

@@ -1,8 +1,11 @@
 """The qfloat model: known answers, the numpy face against a float64 transcription of the
-documented algorithm, and the numpy face against the C face run under qemu-hexagon, bit for bit.
+documented algorithm, and the numpy face against the C face run under qemu-hexagon, bit for bit;
+the same C-against-numpy check for the IEEE twin (suite.targets.ieee_twin; its own answers are in
+test_ieee_twin.py).
 
-The C face runs for real: ``qfloat_model.c`` linked with ``qfloat_driver.c`` into a freestanding
-v68 ELF, fed every instruction's operands in one qemu-hexagon run (about a second in all).
+The C faces run for real: the HVX model (``hvx_model.c``, ``qfloat_model.c``, ``ieee_model.c``)
+linked with ``qfloat_driver.c`` into a freestanding v68 ELF, fed every instruction's operands, for
+both models, in one qemu-hexagon run (a few seconds in all).
 """
 
 from __future__ import annotations
@@ -17,11 +20,11 @@ import pytest
 from qfloat_oracle import ORACLE
 from fractions import Fraction
 
-from suite.targets import hvx_rewrite, qfloat as q
+from suite.targets import hvx_rewrite, ieee_twin, qfloat as q
 
 LANES = 100_032                      # operands per instruction (a multiple of 64)
 ORACLE_LANES = 4_000
-DRIVER = hvx_rewrite.MODEL_SOURCE.parents[2] / "tests" / "qfloat_driver.c"
+DRIVER = hvx_rewrite.MODEL_SOURCES[0].parents[2] / "tests" / "qfloat_driver.c"
 
 
 def _emulator_reason() -> str | None:
@@ -78,10 +81,20 @@ def _qf(rng, n, bits):
     return np.choose(pick, [raw, made, extreme, zero]).astype(utype)
 
 
-def _operands(name, n, seed):
-    """Operands of one instruction, with near-cancelling pairs for the binary ones."""
+#: The model faces the C driver runs: (name prefix, numpy face of each instruction, whether its
+#: qf16/qf32 lanes hold IEEE values). The twin's qf lanes are halves and singles.
+FACES = {"qfloat": ("", lambda name: q.INSTRUCTIONS[name][0], False),
+         "ieee": ("ieee:", lambda name: ieee_twin.INSTRUCTIONS[name], True)}
+_AS_IEEE = {"qf16": "hf", "qf32": "sf", "qf32:pair": "sf"}
+
+
+def _operands(name, n, seed, ieee_lanes=False):
+    """Operands of one instruction, with near-cancelling pairs for the binary ones (qf lanes as
+    IEEE values with ``ieee_lanes``: the twin's)."""
     rng = np.random.default_rng([seed, sum(map(ord, name))])
     kinds = q.INSTRUCTIONS[name][2]
+    if ieee_lanes:
+        kinds = tuple(_AS_IEEE.get(k, k) for k in kinds)
     gen = {"hf": lambda: _ieee(rng, n, 16), "sf": lambda: _ieee(rng, n, 32),
            "qf16": lambda: _qf(rng, n, 16), "qf32": lambda: _qf(rng, n, 32),
            "qf32:pair": lambda: _qf(rng, n, 32)}
@@ -220,12 +233,14 @@ def test_numpy_face_matches_float64_transcription(name):
 # ----------------------------------------------------------------------------- numpy vs C under qemu
 
 
-def _records():
+def _records(face):
     """Per instruction: operands in 256-byte driver slots, and the numpy face's expected slots."""
+    prefix, numpy_face, ieee_lanes = FACES[face]
     records = []
-    for name, (fn, _, kinds, result) in q.INSTRUCTIONS.items():
+    for name, (_, _, kinds, result) in q.INSTRUCTIONS.items():
+        fn = numpy_face(name)
         if kinds[0] == "qf32:pair":                       # Vd.hf = Vuu.qf32: 64 lanes per slot
-            a, _ = _operands(name, LANES, seed=3)
+            a, _ = _operands(name, LANES, seed=3, ieee_lanes=ieee_lanes)
             nvec = LANES // 64
             A = a.reshape(nvec, 2, 32)                    # register v[0] then v[1]
             slots_a = A.view(np.uint8).reshape(nvec, 256)
@@ -233,7 +248,7 @@ def _records():
             want = np.zeros((nvec, 256), np.uint8)
             want[:, :128] = fn(q.pair_to_narrow(A[:, 0], A[:, 1])).view(np.uint8).reshape(nvec, 128)
         else:
-            a, b = _operands(name, LANES, seed=3)
+            a, b = _operands(name, LANES, seed=3, ieee_lanes=ieee_lanes)
             nvec = a.nbytes // 128
             slots_a = np.zeros((nvec, 256), np.uint8)
             slots_b = np.zeros((nvec, 256), np.uint8)
@@ -247,13 +262,13 @@ def _records():
                 want[:, 128:] = v1.view(np.uint8).reshape(nvec, 128)
             else:
                 want[:, :128] = got.view(np.uint8).reshape(nvec, 128)
-        records.append((name, nvec, slots_a, slots_b, want))
+        records.append((prefix + name, nvec, slots_a, slots_b, want))
     return records
 
 
 @pytest.fixture(scope="module")
 def c_face(tmp_path_factory):
-    """Run every instruction through the C model under qemu-hexagon once."""
+    """Run every instruction through both C models under qemu-hexagon once."""
     if EMULATOR_REASON:
         pytest.skip(EMULATOR_REASON)
     where = tmp_path_factory.mktemp("qfloat-c")
@@ -265,7 +280,7 @@ def c_face(tmp_path_factory):
     subprocess.run(["ld.lld", "-static", "-e", "_start", str(driver),
                     str(hvx_rewrite.model_object("v68")), "-o", str(elf)],
                    check=True, capture_output=True)
-    records = _records()
+    records = _records("qfloat") + _records("ieee")
     stdin = b"".join(name.encode().ljust(32, b"\0") + struct.pack("<I", nvec) + a.tobytes()
                      + b.tobytes() for name, nvec, a, b, _ in records) + b"\0" * 32
     done = subprocess.run(["qemu-hexagon", str(elf)], input=stdin, capture_output=True, timeout=600)
@@ -280,11 +295,12 @@ def c_face(tmp_path_factory):
 
 
 @needs_qemu
+@pytest.mark.parametrize("face", list(FACES))
 @pytest.mark.parametrize("name", list(q.INSTRUCTIONS))
-def test_c_face_agrees_bit_for_bit(c_face, name):
-    got, want = c_face[name]
+def test_c_face_agrees_bit_for_bit(c_face, face, name):
+    got, want = c_face[FACES[face][0] + name]
     bad = np.nonzero((got != want).any(axis=1))[0]
-    assert bad.size == 0, f"{name}: {bad.size} of {len(got)} vectors differ, first vector {bad[0]}"
+    assert bad.size == 0, f"{face} {name}: {bad.size} of {len(got)} vectors differ, first vector {bad[0]}"
     result_bits = 16 if q.INSTRUCTIONS[name][3] in ("hf", "qf16") else 32
     used = 128 if q.INSTRUCTIONS[name][3] != "qf32:pair" else 256
     assert len(got) * used * 8 // result_bits >= 100_000          # lanes compared

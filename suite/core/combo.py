@@ -151,6 +151,7 @@ _CAN = {
     Need.EMULATED: lambda t: t.mode is Mode.EMULATED,
     Need.CODEGEN: lambda t: t.codegen,
     Need.ASSEMBLY: lambda t: t.codegen,
+    Need.IEEE_TWIN: lambda t: t.ieee_twin,
 }
 
 

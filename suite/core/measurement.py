@@ -27,7 +27,7 @@ from suite.core.record import Kind, Record, Status
 from suite.errors import Skipped, UserError
 from suite.targets.base import Mode
 
-RECORD_FILE, OUTPUT_FILE = "record.json", "output.npy"
+RECORD_FILE, OUTPUT_FILE, TWIN_FILE = "record.json", "output.npy", "ieee_twin.npy"
 KIND_OF_MODE = {Mode.NATIVE: Kind.LATENCY, Mode.EMULATED: Kind.EMULATED, Mode.COMPILE_ONLY: Kind.COMPILE_ONLY}
 
 
@@ -222,7 +222,23 @@ def _compute(combo: Combo, staged: Path) -> Record:
     ref, mag = reference_arrays(workload, dtype)
     record.accumulation_length = reference.accumulation_length(workload.chain)
     record.metrics = metrics.accuracy_metrics(output, ref, mag, record.accumulation_length, dtype)
+    if target.ieee_twin:
+        try:
+            twin = _ieee_twin_output(combo, kernel_path, inputs, record, output)
+        except Exception as err:
+            return _ended(record, Status.FAILED, f"IEEE twin run failed: {first_line(err)}")
+        cache.write_array(staged / TWIN_FILE, twin)
+        record.twin_metrics = metrics.accuracy_metrics(twin, ref, mag, record.accumulation_length, dtype)
     return record
+
+
+def _ieee_twin_output(combo: Combo, kernel_path: Path, inputs, record: Record, output: np.ndarray) -> np.ndarray:
+    """The output of the same build with its HVX floating point rounded as IEEE does. A build
+    without a rewritten instruction never calls the model: its twin output is its output (the
+    emulation is not repeated; tests/test_ieee_twin.py runs both and compares)."""
+    if (record.codegen or {}).get("rewritten") == 0:
+        return output
+    return combo.target.load_ieee_twin(kernel_path, inputs, combo.workload.output_shape, combo.dtype).output()
 
 
 def _ended(record: Record, status: Status, reason: str) -> Record:
@@ -249,10 +265,22 @@ def _require_output(combo: Combo, verify=(OUTPUT_FILE,)) -> Record:
 
 def output(combo: Combo) -> np.ndarray:
     """The saved output of a measured combination; Skipped when it has none."""
-    _require_output(combo)
-    array = cache.read_array(combo.entry / OUTPUT_FILE)
+    return _part(combo, OUTPUT_FILE)
+
+
+def ieee_twin_output(combo: Combo) -> np.ndarray:
+    """The output of the combination's IEEE twin (:mod:`suite.targets.ieee_twin`); Skipped when
+    its target has none."""
+    if not combo.target.ieee_twin:
+        raise Skipped(f"{combo.target.name} has no IEEE twin")
+    return _part(combo, TWIN_FILE)
+
+
+def _part(combo: Combo, name: str) -> np.ndarray:
+    _require_output(combo, verify=(name,))
+    array = cache.read_array(combo.entry / name)
     if array is None:  # removed since measure() checked it
-        raise Skipped(f"the cached output of {combo.label} vanished; measure it again")
+        raise Skipped(f"the cached {name} of {combo.label} vanished; measure it again")
     return array
 
 
@@ -308,6 +336,7 @@ def _divergence_entry(combo: Combo, against: str) -> tuple[dict, Path]:
     base = combo.with_order(against)
     ours, theirs = _require_output(combo), _require_output(base)
     key = {"schema": SCHEMA, "ours": ours.parts[OUTPUT_FILE], "theirs": theirs.parts[OUTPUT_FILE],
+           "twins": [ours.parts.get(TWIN_FILE), theirs.parts.get(TWIN_FILE)],
            "bounds": [ours.metrics["prob_bound_fraction"], theirs.metrics["prob_bound_fraction"]]}
     where = cache.entry("divergence", f"{combo.label}-vs-{against}", key)
     stored = cache.read_json(where / "divergence.json")
@@ -321,6 +350,9 @@ def _divergence_entry(combo: Combo, against: str) -> tuple[dict, Path]:
         "exceeds_bound": float(max(ours.metrics["prob_bound_fraction"], theirs.metrics["prob_bound_fraction"]) > 1),
         "against": against,
     }
+    if TWIN_FILE in ours.parts and TWIN_FILE in theirs.parts:  # the same pair, IEEE arithmetic
+        twins = [_part(c, TWIN_FILE) for c in (combo, base)]
+        result.update({f"twin_{k}": v for k, v in metrics.error_shift(twins[0], twins[1], ref).items()})
     maps = metrics.difference_maps(a, b, combo.workload.layout)
     cache.write_file(where / "maps.npz", lambda tmp: np.savez_compressed(tmp, **maps))
     cache.write_json(where / "divergence.json", result)

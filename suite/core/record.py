@@ -39,6 +39,9 @@ class Record:
     codegen: dict | None = None  #: code size and instruction counts (Hexagon)
     accumulation_length: int | None = None
     metrics: dict | None = None  #: accuracy against float64 (suite.core.metrics.accuracy_metrics)
+    #: accuracy of the IEEE twin's output (the same program, HVX floating point rounded as IEEE
+    #: does: suite.targets.ieee_twin), where the target has one
+    twin_metrics: dict | None = None
     emulated_s: float | None = None  #: one emulated run's seconds (never latency)
     measured_on: str | None = None  #: the cluster worker (host) whose seconds compile_s and emulated_s are; None: here
     tuned_from: str | None = None  #: order tuned: the target whose tuning record was replayed
@@ -64,6 +67,7 @@ class Record:
         """Every number of the record, flat: what the benchmarks track (see suite.tracked)."""
         found = {k: getattr(self, k) for k in ("compile_s", "emulated_s", "accumulation_length")}
         found.update(self.metrics or {})
+        found.update({f"twin_{k}": v for k, v in (self.twin_metrics or {}).items()})
         found.update(self.codegen or {})
         if self.codegen is not None:
             found["compile_success"] = 1.0
@@ -99,6 +103,7 @@ class Need(enum.Enum):
     EMULATED = "emulated"
     CODEGEN = "codegen"
     ASSEMBLY = "assembly"
+    IEEE_TWIN = "ieee_twin"
 
 
 _NEEDS = {
@@ -110,6 +115,8 @@ _NEEDS = {
     Need.CODEGEN: (lambda r: r.codegen is not None, "{target} has no Hexagon compile metrics"),
     Need.ASSEMBLY: (lambda r: "instructions" in (r.codegen or {}),
                     "{target} keeps no assembly to count instructions in"),
+    Need.IEEE_TWIN: (lambda r: r.twin_metrics is not None,
+                     "{target} has no IEEE twin (it runs no HVX floating-point model)"),
 }
 
 

@@ -36,7 +36,10 @@ class Check:
     limit: str
     status: str
     worst: str = ""
-    details: list[str] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)  #: what failed (or why not checked)
+    notes: list[str] = field(default_factory=list)  #: information shown whatever the status
+
+FIRST_COMMIT = "first commit with results: nothing to compare"
 
 
 def _where(series: res.Series, multi_machine: bool) -> str:
@@ -185,8 +188,10 @@ def latency_check(history, candidate, baseline, why, thresholds, multi, remeasur
     limit = f"<= {latency['max_ratio']:g}x, or U-test p >= {latency['alpha']:g}"
     if not any(res.finite(v) for per_commit in history.values.get("latency", {}).values() for v in per_commit.values()):
         return Check(name, limit, NOT_CHECKED, "no native target in these results: no latency at any commit")
-    if baseline is None or baseline.hash == candidate.hash:
-        return Check(name, limit, MISSING, why or "baseline is the candidate itself")
+    if baseline is None:
+        return Check(name, limit, NOT_CHECKED, FIRST_COMMIT, [why] if why else [])
+    if baseline.hash == candidate.hash:
+        return Check(name, limit, MISSING, "baseline is the candidate itself")
     found, compared = slowdowns(history, candidate, baseline, thresholds, remeasure)
     if not compared:
         return Check(name, limit, MISSING, f"no combination measured at both {candidate.label} and {baseline.label}")
@@ -211,7 +216,7 @@ def change_checks(history, candidate, baseline, thresholds, multi) -> list[Check
             ["not to 0"] if rule.get("keep_nonzero") else [])
         limit = ", ".join(parts)
         if baseline is None or baseline.hash == candidate.hash:
-            checks.append(Check(name, limit, NOT_CHECKED, "no baseline"))
+            checks.append(Check(name, limit, NOT_CHECKED, FIRST_COMMIT if baseline is None else "no baseline"))
             continue
         over, seen = [], 0
         for series in history.series():
@@ -271,24 +276,53 @@ def evaluate(history: res.History, commit_name: str, thresholds: dict, baseline_
     checks.append(_max_check(history, commit, "non-finite outputs", bound["max_nonfinite"], lambda s: True,
                              multi, values_of("nonfinite")))
 
-    # The report's marks at this commit: error shifts from default, and the probabilistic bound.
-    div = thresholds["divergence"]
-    marks = [m for m in rules.find_marks(history, thresholds) if m["commit"] == commit]
-    compared = rules.divergence_series(history, thresholds, commit)
-    name = "divergence marks"
-    limit = (f"err ratio <= {div['max_error_ratio']:g}, |bias shift| <= {div['max_bias_shift']:g} "
-             f"(z > {div['min_z']:g}); prob. bound <= {bound['max_fraction']:g}")
-    details = [f"{m['workload']} {m['dtype']} {m['target']} {m['order']}: {m['rule']}: {m['metric']} "
-               f"{m['value']:.4g} vs {m['threshold']:g}" for m in marks]
-    if marks:
-        checks.append(Check(name, limit, FAIL, f"{len(marks)} marked", details))
-    elif not compared:
-        status = MISSING if div["required"] else NOT_CHECKED
-        checks.append(Check(name, limit, status, f"no {'/'.join(div['targets'])} x {'/'.join(div['orders'])} "
-                                                 "results against default"))
-    else:
-        checks.append(Check(name, limit, PASS, f"{len(compared)} combinations compared"))
+    checks.append(divergence_check(history, thresholds, candidate, baseline, multi))
     return candidate, baseline, checks
+
+
+def divergence_check(history, thresholds, candidate, baseline, multi) -> Check:
+    """The report's marks at the candidate (error shifts from default, the probabilistic bound),
+    judged against the baseline (:func:`suite.reporting.rules.judge_marks`)."""
+    div = thresholds["divergence"]
+    name = f"divergence marks vs {baseline.label}" if baseline is not None else "divergence marks"
+    limit = f"no new or {div['worse_factor']:g}x worse mark; known: arithmetic or accepted"
+    judged = rules.judge_marks(history, thresholds, candidate, baseline)
+    marks = judged["marks"]
+    notes = [mark_line(m, multi) for m in marks if not m["fails"]]
+    notes += [f"fixed: {_where(res.Series(*rules.mark_key(m)[:5]), multi)}: {m['metric']} {m['value']:.4g} at "
+              f"{m['label']}, {m['value_now']:.4g} now" for m in judged["fixed"]]
+    notes += [f"stale acceptance in {thresholds['source']}: {a['workload']} {a['dtype']} {a['target']} {a['order']} "
+              "is not marked here: remove it" for a in judged["stale"]]
+    failing = [mark_line(m, multi) for m in marks if m["fails"]]
+    counts = {words: sum(m["status"] == status for m in marks)
+              for status, words in ((rules.NEW, "new"), (rules.WORSE, "worse"), (rules.KNOWN, "known"),
+                                    (rules.FIRST, "at the first commit"))}
+    summary = ", ".join(f"{n} {words}" for words, n in counts.items() if n)
+    summary += f"{', ' if summary else ''}{len(judged['fixed'])} fixed" if judged["fixed"] else ""
+    summary += f"; {len(judged['stale'])} stale acceptance(s)" if judged["stale"] else ""
+    if marks or judged["fixed"]:
+        status = FAIL if failing else PASS
+        return Check(name, limit, status, f"{len(failing)} failing: {summary}" if failing else summary,
+                     failing, notes)
+    compared = rules.divergence_series(history, thresholds, candidate.hash)
+    if not compared:
+        status = MISSING if div["required"] else NOT_CHECKED
+        return Check(name, limit, status, f"no {'/'.join(div['targets'])} x {'/'.join(div['orders'])} "
+                                          "results against default", [], notes)
+    return Check(name, limit, PASS, f"no marks; {len(compared)} combinations compared", [], notes)
+
+
+def mark_line(mark: dict, multi: bool) -> str:
+    """One mark as the gate lists it: status, combination, rule and value, cause."""
+    where = _where(res.Series(*rules.mark_key(mark)[:5]), multi)
+    status = "first commit" if mark["status"] == rules.FIRST else mark["status"]
+    if mark["status"] in (rules.KNOWN, rules.WORSE):
+        status += f" since {mark['since']['label']}"
+    value = f"{mark['metric']} {mark['value']:.4g} vs {mark['threshold']:g}"
+    if "baseline_value" in mark:
+        value += f" (baseline {mark['baseline_value']:.4g})"
+    accepted = f"; accepted: {mark['accepted']}" if mark.get("accepted") else ""
+    return f"{status}: {where}: {mark['rule']}: {value}; cause {rules.cause_words(mark)}{accepted}"
 
 
 WORDS = {0: "READY", 1: "NOT READY (a check failed)", 2: "DATA MISSING (no verdict without complete data)"}
@@ -315,6 +349,10 @@ def format_table(candidate, checks, thresholds, history, max_details: int = 8) -
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(cells, widths)).rstrip())
     shown = {}  # details shared by several checks (e.g. another LLVM) are printed once
     for c in checks:
+        if c.notes:
+            lines += ["", f"info: {c.name} ({len(c.notes)})"] + [f"  {n}" for n in c.notes[:max_details * 4]]
+            if len(c.notes) > max_details * 4:
+                lines.append(f"  ... and {len(c.notes) - max_details * 4} more")
         if c.details and (c.status in (FAIL, MISSING, NOT_CHECKED) or any(d.startswith("noisy") for d in c.details)):
             if tuple(c.details) in shown:
                 lines[shown[tuple(c.details)]] += f", {c.name}"
@@ -327,6 +365,8 @@ def format_table(candidate, checks, thresholds, history, max_details: int = 8) -
             if len(c.details) > max_details:
                 lines.append(f"  ... and {len(c.details) - max_details} more")
     status = verdict(checks)
+    if any(c.worst == FIRST_COMMIT for c in checks):
+        lines += ["", f"{FIRST_COMMIT}: the checks against a baseline are not checked; the absolute checks decide"]
     lines += ["", f"verdict: {WORDS[status]} -> exit {status}"]
     return "\n".join(lines)
 

@@ -29,13 +29,14 @@ from suite.reporting.rules import match
 TEMPLATES = rules.REPO_ROOT / "reports" / "templates"
 SUMMARY_METRICS = ("latency", "gflops", "ulp_mean", "ulp_p99", "ulp_max", "scaled_error", "bound_fraction",
                    "prob_bound_fraction", "accumulation_length", "nonfinite", "differ_fraction",
-                   "max_ulp_distance", "error_ratio", "bias_shift", "exceeds_bound")
+                   "max_ulp_distance", "error_ratio", "bias_shift", "exceeds_bound", "twin_error_ratio")
 CHART_METRICS = (
     ("latency", "latency (ms)", 1e3),
     ("ulp_mean", "ULP mean", 1.0),
     ("scaled_error", "scaled error (ULP of max|ref|)", 1.0),
     ("prob_bound_fraction", "probabilistic bound fraction", 1.0),
     ("error_ratio", "mean |err| over default's", 1.0),
+    ("twin_error_ratio", "IEEE twin: mean |err| over default's", 1.0),
 )
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22")
 
@@ -273,13 +274,18 @@ def compute(history: res.History, thresholds: dict) -> dict:
     previous = history.commits[-2] if len(history.commits) > 1 else None
     _candidate, baseline, checks = gate.evaluate(history, newest.hash, thresholds, remeasure=False)
     verdict = gate.verdict(checks)
+    judged = rules.judge_marks(history, thresholds, newest, baseline, marks)
+    for m in judged["marks"] + judged["fixed"]:
+        m["cause_words"] = rules.cause_words(m)
     return {
         "generated_by": "tvm-suite report",
         "gate": {
             "verdict": verdict, "words": gate.WORDS[verdict], "candidate": newest.as_dict(),
             "baseline": baseline.as_dict() if baseline else None,
+            "first_commit": baseline is None,
             "checks": [{"name": c.name, "limit": c.limit, "status": c.status, "worst": c.worst,
-                        "details": c.details, "noisy": any(d.startswith("noisy") for d in c.details)}
+                        "details": c.details, "notes": c.notes,
+                        "noisy": any(d.startswith("noisy") for d in c.details)}
                        for c in checks],
         },
         "failures": [{"commit": c.as_dict(), "combinations": [
@@ -304,6 +310,14 @@ def compute(history: res.History, thresholds: dict) -> dict:
             "rule_targets_present": compared_targets,
             "rule_comparisons": compared,
             "marks": marks,
+            # the marks at the newest commit as the gate judges them, grouped (rules.judge_marks)
+            "judged": {
+                "baseline": baseline.as_dict() if baseline else None,
+                "groups": {status: [m for m in judged["marks"] if m["status"] == status]
+                           for status in (rules.NEW, rules.WORSE, rules.KNOWN, rules.FIRST)},
+                "fixed": judged["fixed"],
+                "stale": judged["stale"],
+            },
         },
         "regressions": find_regressions(history, thresholds),
         "thresholds": {k: v for k, v in thresholds.items()},

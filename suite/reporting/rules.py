@@ -33,7 +33,9 @@ _SCHEMA = {
     "accuracy": {dtype: {metric: float for metric in ACCURACY_METRICS} for dtype in ACCURACY_DTYPES},
     "bound": {"max_fraction": float, "max_nonfinite": float, "lambda": float},
     "divergence": {"max_error_ratio": float, "max_bias_shift": float, "min_z": float, "dtypes": list,
-                   "workloads": list, "targets": list, "orders": list, "bound_targets": list, "required": bool},
+                   "workloads": list, "targets": list, "orders": list, "bound_targets": list, "required": bool,
+                   "worse_factor": float,
+                   "accept": [{"workload": str, "dtype": str, "target": str, "order": str, "reason": str}]},
     "regressions": {"threshold": float, "metrics": list},
 }
 
@@ -58,6 +60,17 @@ def _check(data: dict, schema: dict, path: Path, prefix: str = "") -> dict:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ThresholdsError(f"{path}: {name!r} must be a list of strings, not {value!r}")
             checked[key] = value
+        elif isinstance(kind, list):  # an array of tables, every key of each required
+            if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+                raise ThresholdsError(f"{path}: {name!r} must be an array of tables ([[{name}]])")
+            checked[key] = []
+            for i, table in enumerate(value):
+                entry = _check(table, kind[0], path, f"{name}[{i}].")
+                lacking = [k for k in kind[0] if not str(entry.get(k, "")).strip()]
+                if lacking:
+                    raise ThresholdsError(f"{path}: {name}[{i}] needs {', '.join(lacking)} "
+                                          f"(each of {', '.join(kind[0])}, not empty)")
+                checked[key].append(entry)
         elif not isinstance(value, kind):
             raise ThresholdsError(f"{path}: {name!r} must be a {kind.__name__}, not {value!r}")
         else:
@@ -119,9 +132,69 @@ def divergence_series(history: res.History, thresholds: dict, commit: str) -> li
             and res.finite(history.value("error_ratio", s, commit))]
 
 
+SHIFT_METRICS = ("error_ratio", "error_ratio_z", "bias_shift", "bias_shift_z")
+TWIN_METRICS = tuple(f"twin_{m}" for m in SHIFT_METRICS) + ("twin_prob_bound_fraction",)
+#: Why a mark: the IEEE twin (suite.targets.ieee_twin) runs the same program with IEEE rounding.
+ARITHMETIC, SCHEDULE, UNATTRIBUTED = "arithmetic", "schedule", "unattributed"
+
+
+def shift_rules(values: dict, div: dict, prefix: str = "") -> list[str]:
+    """The error-shift rules that ``values`` (error_ratio, error_ratio_z, bias_shift, bias_shift_z,
+    each under ``prefix``) cross: "error_ratio" and/or "bias_shift"."""
+    ratio, ratio_z, shift, shift_z = (values.get(prefix + m) for m in SHIFT_METRICS)
+    crossed = []
+    if res.finite(ratio) and res.finite(ratio_z) and ratio > div["max_error_ratio"] and ratio_z > div["min_z"]:
+        crossed.append("error_ratio")
+    if res.finite(shift) and res.finite(shift_z) and abs(shift) > div["max_bias_shift"] and shift_z > div["min_z"]:
+        crossed.append("bias_shift")
+    return crossed
+
+
+def cause(metric: str, twin: dict, thresholds: dict) -> str:
+    """Why a mark of ``metric`` is there, from the IEEE twin's values (``twin_*``) of the same pair:
+    *arithmetic* when the same schedule with IEEE rounding stays inside the rule (qfloat's rounding
+    made the difference), *schedule* when the twin crosses it too (the transformation itself
+    changed the numbers beyond what a reordering of IEEE sums does), *unattributed* without a twin."""
+    if metric == "prob_bound_fraction":
+        fraction = twin.get("twin_prob_bound_fraction")
+        if not res.finite(fraction):
+            return UNATTRIBUTED
+        return SCHEDULE if fraction > thresholds["bound"]["max_fraction"] else ARITHMETIC
+    if not all(res.finite(twin.get(f"twin_{m}")) for m in SHIFT_METRICS):
+        return UNATTRIBUTED
+    return SCHEDULE if shift_rules(twin, thresholds["divergence"], "twin_") else ARITHMETIC
+
+
+def cause_words(mark: dict) -> str:
+    """The cause of a mark in words, with the IEEE twin's figures behind it."""
+    twin = mark.get("twin") or {}
+    if mark["cause"] == UNATTRIBUTED:
+        return f"unattributed: {mark['target']} has no IEEE twin"
+    if mark["metric"] == "prob_bound_fraction":
+        figures = f"IEEE twin's bound fraction {twin['twin_prob_bound_fraction']:.3g}"
+    else:
+        figures = (f"IEEE twin: error ratio {twin['twin_error_ratio']:.3g} (z {twin['twin_error_ratio_z']:.3g}), "
+                   f"bias shift {twin['twin_bias_shift']:+.3g} (|z| {twin['twin_bias_shift_z']:.3g})")
+    if mark["cause"] == ARITHMETIC:
+        return f"arithmetic (qfloat): with IEEE rounding the same schedule is not marked; {figures}"
+    return f"schedule: marked with IEEE rounding too; {figures}"
+
+
+def attribute(values: dict, target: str, thresholds: dict) -> dict:
+    """The error-shift rules one pair's divergence values (``measure --against``) cross, and the
+    cause of the mark they make (None when they cross none)."""
+    crossed = shift_rules(values, thresholds["divergence"])
+    if not crossed:
+        return {"marked": [], "cause": None}
+    twin = {m: values[m] for m in TWIN_METRICS if res.finite(values.get(m))}
+    mark = {"metric": crossed[0], "target": target, "twin": twin, "cause": cause(crossed[0], twin, thresholds)}
+    return {"marked": crossed, "cause": mark["cause"], "cause_words": cause_words(mark)}
+
+
 def find_marks(history: res.History, thresholds: dict) -> list[dict]:
     """Every (commit, combination) whose error changed beyond what a reordering of IEEE sums
-    does, or beyond what any unbiased rounding explains (see thresholds.toml, [divergence])."""
+    does, or beyond what any unbiased rounding explains (see thresholds.toml, [divergence]); each
+    with its cause (:func:`cause`) and the IEEE twin's values it was judged on."""
     div, bound = thresholds["divergence"], thresholds["bound"]
     marks = []
     for commit in history.commits:
@@ -129,28 +202,99 @@ def find_marks(history: res.History, thresholds: dict) -> list[dict]:
             if s.dtype not in div["dtypes"] or not match(s.workload, div["workloads"]):
                 continue
             base = {"commit": commit.hash, "label": commit.label, **s.as_dict()}
-
-            def value(metric):
-                return history.value(metric, s, commit.hash)
-
+            values = {m: history.value(m, s, commit.hash) for m in SHIFT_METRICS + TWIN_METRICS}
+            twin = {m: values[m] for m in TWIN_METRICS if res.finite(values[m])}
+            found = []
             if match(s.target, div["targets"]) and s.order in div["orders"]:
-                ratio, z = value("error_ratio"), value("error_ratio_z")
-                if res.finite(ratio) and res.finite(z) and ratio > div["max_error_ratio"] and z > div["min_z"]:
-                    marks.append({**base, "rule": f"error vs float64 grew ({s.order} vs default)",
-                                  "metric": "error_ratio", "value": ratio, "threshold": div["max_error_ratio"],
-                                  "z": z})
-                shift, z = value("bias_shift"), value("bias_shift_z")
-                if (res.finite(shift) and res.finite(z) and abs(shift) > div["max_bias_shift"]
-                        and z > div["min_z"]):
-                    marks.append({**base, "rule": f"error drifted to one side ({s.order} vs default)",
-                                  "metric": "bias_shift", "value": shift, "threshold": div["max_bias_shift"],
-                                  "z": z})
+                for metric in shift_rules(values, div):
+                    if metric == "error_ratio":
+                        found.append({"rule": f"error vs float64 grew ({s.order} vs default)",
+                                      "threshold": div["max_error_ratio"]})
+                    else:
+                        found.append({"rule": f"error drifted to one side ({s.order} vs default)",
+                                      "threshold": div["max_bias_shift"]})
+                    found[-1].update(metric=metric, value=values[metric], z=values[f"{metric}_z"])
             fraction = prob_bound_value(history, s, commit.hash, thresholds)
             if match(s.target, div["bound_targets"]) and res.finite(fraction) and fraction > bound["max_fraction"]:
-                marks.append({**base, "rule": "beyond what any unbiased rounding explains",
-                              "metric": "prob_bound_fraction", "value": fraction,
-                              "threshold": bound["max_fraction"], "z": None})
+                found.append({"rule": "beyond what any unbiased rounding explains", "metric": "prob_bound_fraction",
+                              "value": fraction, "threshold": bound["max_fraction"], "z": None})
+            for mark in found:
+                marks.append({**base, **mark, "cause": cause(mark["metric"], twin, thresholds), "twin": twin})
     return marks
+
+
+# ----------------------------------------------------------------------------- marks against a baseline
+
+NEW, WORSE, KNOWN, FIRST = "new", "worse", "known", "first"
+
+
+def mark_key(mark: dict) -> tuple:
+    return mark["workload"], mark["dtype"], mark["target"], mark["order"], mark["machine"], mark["metric"]
+
+
+def _accepted(mark: dict, accepts: list[dict]) -> dict | None:
+    return next((a for a in accepts if (a["workload"], a["dtype"], a["target"], a["order"])
+                 == (mark["workload"], mark["dtype"], mark["target"], mark["order"])), None)
+
+
+def judge_marks(history: res.History, thresholds: dict, candidate: res.Commit, baseline: res.Commit | None,
+                marks: list[dict] | None = None) -> dict:
+    """The marks at ``candidate`` judged against ``baseline``, as the gate and the report show them.
+
+    Each mark at the candidate gets ``status``: *new* (not marked at the baseline), *worse* (its
+    value grew by more than [divergence] worse_factor since the baseline), *known* (inherited, with
+    ``since``: the commit from which it has been marked without a break), or *first* (no baseline:
+    the first commit with results); and ``fails``: new and worse marks fail, known and first ones
+    fail when their cause is not arithmetic; a mark accepted by name in [[divergence.accept]]
+    (``accepted``: the reason) fails only when worse. Marks of the baseline not at the candidate,
+    whose combination the candidate measured, are ``fixed``; acceptances that match no mark at the
+    candidate are ``stale``.
+    """
+    div = thresholds["divergence"]
+    accepts = div.get("accept", [])
+    marks = find_marks(history, thresholds) if marks is None else marks
+    by_commit: dict[str, dict[tuple, dict]] = {}
+    for m in marks:
+        by_commit.setdefault(m["commit"], {})[mark_key(m)] = m
+    now = by_commit.get(candidate.hash, {})
+    before = by_commit.get(baseline.hash, {}) if baseline is not None else {}
+    judged = []
+    for key, mark in sorted(now.items()):
+        mark = {**mark, "accepted": (_accepted(mark, accepts) or {}).get("reason")}
+        if baseline is None:
+            mark["status"] = FIRST
+        elif key not in before:
+            mark["status"] = NEW
+        else:
+            mark["baseline_value"] = before[key]["value"]
+            grew = abs(mark["value"]) > div["worse_factor"] * abs(before[key]["value"])
+            mark["status"] = WORSE if grew else KNOWN
+        if mark["status"] in (KNOWN, WORSE):
+            mark["since"] = _marked_since(history, by_commit, key, candidate)
+        mark["fails"] = (mark["status"] == WORSE or (mark["status"] == NEW and not mark["accepted"])
+                         or (mark["status"] in (KNOWN, FIRST) and mark["cause"] != ARITHMETIC
+                             and not mark["accepted"]))
+        judged.append(mark)
+    fixed = []
+    for key, mark in sorted(before.items()):
+        series = res.Series(*key[:5])
+        if key not in now and res.finite(history.value(mark["metric"], series, candidate.hash)):
+            fixed.append({**mark, "value_now": history.value(mark["metric"], series, candidate.hash)})
+    stale = [a for a in accepts if not any(_accepted(m, [a]) for m in judged)]
+    return {"baseline": baseline, "marks": judged, "fixed": fixed, "stale": stale}
+
+
+def _marked_since(history: res.History, by_commit: dict, key: tuple, candidate: res.Commit) -> dict:
+    """The commit from which ``key`` has been marked at every commit that measured it, up to the
+    candidate."""
+    since = candidate
+    series = res.Series(*key[:5])
+    for commit in reversed(history.commits[:history.index(candidate.hash)]):
+        if key in by_commit.get(commit.hash, {}):
+            since = commit
+        elif res.finite(history.value(key[5], series, commit.hash)):
+            break  # measured there and not marked
+    return since.as_dict()
 
 
 def checked_commits(history: res.History, thresholds: dict) -> list[str]:

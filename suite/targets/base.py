@@ -13,7 +13,10 @@ capabilities say how its results are to be read, so no caller probes attributes:
   and what the measure is (latency, or emulated time);
 - ``exclusive``: measured one combination at a time (a GPU: timings must not overlap);
 - ``peer_device``: the PyTorch device of its latency peer, or None;
-- ``codegen``: whether its builds have code metrics (size, instruction counts).
+- ``codegen``: whether its builds have code metrics (size, instruction counts);
+- ``ieee_twin``: whether its kernels also run with IEEE arithmetic in place of its own
+  (:meth:`Target.load_ieee_twin`; the executed qfloat targets: :mod:`suite.targets.ieee_twin`),
+  which tells a divergence caused by the arithmetic from one caused by the schedule.
 """
 
 from __future__ import annotations
@@ -93,6 +96,7 @@ class Target(abc.ABC):
     exclusive: bool = False
     peer_device: str | None = None
     codegen: bool = False
+    ieee_twin: bool = False
 
     #: The file a build writes (beside it, a target may write more: assembly, linked ELF).
     KERNEL_FILE = "kernel.so"
@@ -147,3 +151,7 @@ class Target(abc.ABC):
     def codegen_metrics(self, path: Path) -> dict | None:
         """Code size and instruction counts of a build, where the target has them."""
         return None
+
+    def load_ieee_twin(self, path: Path, inputs, output_shape, dtype) -> Kernel:
+        """The same build, its floating point rounded as IEEE 754 does (targets with ``ieee_twin``)."""
+        raise NotImplementedError(f"{self.name} has no IEEE twin")

@@ -50,6 +50,8 @@ HARNESS_SOURCE = Path(__file__).with_name("hexagon_harness.c")
 #: Seconds one emulated run may take (the seed conv2d takes ~45 s on an idle core, minutes loaded).
 EMULATION_TIMEOUT_S = 1800
 _MAGIC_IN, _MAGIC_OUT = 0x48585654, 0x54585654
+_PROTOCOL = 2  #: hexagon_harness.c VERSION
+_FLAG_IEEE_TWIN = 1  #: hexagon_harness.c FLAG_IEEE_TWIN
 _TYPE_CODES = {"i": 0, "u": 1, "f": 2}
 
 
@@ -263,11 +265,12 @@ def check_run(command: list[str], what: str) -> None:
 # ----------------------------------------------------------------------------- execution
 
 
-def encode_inputs(inputs, output_shape, dtype) -> bytes:
-    """The harness's stdin: header words, then the raw input bytes."""
+def encode_inputs(inputs, output_shape, dtype, ieee_twin: bool = False) -> bytes:
+    """The harness's stdin: header words, then the raw input bytes. ``ieee_twin``: the linked HVX
+    floating-point model computes as the IEEE twin (:mod:`suite.targets.ieee_twin`), not qfloat."""
     arrays = [np.ascontiguousarray(a) for a in inputs]
     out_dtype = np.dtype(dtype)
-    words = [_MAGIC_IN, 1, len(arrays) + 1]
+    words = [_MAGIC_IN, _PROTOCOL, _FLAG_IEEE_TWIN if ieee_twin else 0, len(arrays) + 1]
     for array, is_input in [(a, 1) for a in arrays] + [(np.empty(0, out_dtype), 0)]:
         shape = array.shape if is_input else tuple(output_shape)
         words += [_TYPE_CODES[array.dtype.kind], array.dtype.itemsize * 8, len(shape), *shape, is_input]
@@ -408,12 +411,13 @@ def emulator_identity(emulator) -> dict:
 
 
 class EmulatedKernel(Kernel):
-    """An ELF bound to its inputs; runs under qemu-hexagon once, outputs cached by content."""
+    """An ELF bound to its inputs; runs under qemu-hexagon once, outputs cached by content.
+    ``ieee_twin``: its HVX floating-point model computes as the IEEE twin (same ELF)."""
 
-    def __init__(self, elf: Path, inputs, output_shape, dtype, emulator=("qemu-hexagon",)):
+    def __init__(self, elf: Path, inputs, output_shape, dtype, emulator=("qemu-hexagon",), ieee_twin=False):
         self.elf, self.output_shape, self.dtype = Path(elf), list(output_shape), dtype
         self.emulator = tuple(emulator)
-        self.stdin = encode_inputs(inputs, output_shape, dtype)
+        self.stdin = encode_inputs(inputs, output_shape, dtype, ieee_twin)
         who = cache.digest(emulator_identity(self.emulator)).encode()
         digest = hashlib.sha256(self.elf.read_bytes() + self.stdin + who).hexdigest()[:24]
         self.where = cache.root() / "hexagon-run" / digest

@@ -10,8 +10,10 @@
  * memset/memcpy; and it talks to the suite through stdin/stdout (Linux syscalls via trap0(#1)).
  *
  * stdin  (little-endian int32 words):
- *   MAGIC_IN, VERSION, nargs, then per argument: type_code, bits, ndim, shape[ndim], is_input;
+ *   MAGIC_IN, VERSION, flags, nargs, then per argument: type_code, bits, ndim, shape[ndim], is_input;
  *   then the raw bytes of each input argument, in order.
+ *   flags: FLAG_IEEE_TWIN runs the HVX floating-point model linked in (hvx_model.c) as its IEEE
+ *   twin instead of qfloat; an ELF without the model refuses it.
  * stdout:
  *   MAGIC_OUT, status (0 = ok), elapsed guest nanoseconds of the call (int64, two words),
  *   then the raw bytes of each output argument, in order.
@@ -28,7 +30,8 @@ typedef unsigned int usize;
 
 #define MAGIC_IN 0x48585654u  /* "TVXH" */
 #define MAGIC_OUT 0x54585654u /* "TVXT" */
-#define VERSION 1
+#define VERSION 2
+#define FLAG_IEEE_TWIN 1u
 #define MAX_ARGS 16
 #define MAX_DIMS 8
 #define ARENA_BYTES (384u << 20)
@@ -381,9 +384,18 @@ static u32 read_word(void) {
   return word;
 }
 
+/* Which arithmetic the HVX model computes (hvx_model.c); weak: kernels without the model link too. */
+extern unsigned int __qfm_arith __attribute__((weak));
+
 static int run(void) {
   if (read_word() != MAGIC_IN) fail("bad input magic");
   if (read_word() != VERSION) fail("input protocol version mismatch");
+  u32 flags = read_word();
+  if (flags & ~FLAG_IEEE_TWIN) fail("unknown input flags");
+  if (flags & FLAG_IEEE_TWIN) {
+    if (!&__qfm_arith) fail("the IEEE twin asked for, but no HVX floating-point model is linked");
+    __qfm_arith = 1;
+  }
   u32 nargs = read_word();
   if (nargs == 0 || nargs > MAX_ARGS) fail("bad argument count");
   for (u32 i = 0; i < nargs; ++i) {

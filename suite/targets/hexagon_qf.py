@@ -33,7 +33,7 @@ from suite.targets import hexagon, hexagon_tune, hvx_rewrite
 from suite.targets.base import Mode, NotTunable
 
 QEMU_ENV, QEMU_CPU_ENV = "TVM_SUITE_QEMU_HEXAGON", "TVM_SUITE_QEMU_HEXAGON_CPU"
-_SOURCES = (hexagon.HARNESS_SOURCE, hvx_rewrite.MODEL_SOURCE, Path(hvx_rewrite.__file__))
+_SOURCES = (hexagon.HARNESS_SOURCE, *hvx_rewrite.MODEL_SOURCES, Path(hvx_rewrite.__file__))
 
 
 @lru_cache(maxsize=None)
@@ -59,9 +59,11 @@ class _BuiltLikeTheTag(hexagon.HexagonTarget):
 
 
 class HexagonQfTarget(_BuiltLikeTheTag):
-    """TVM's qfloat code, its HVX FP instructions run on the suite's qfloat model."""
+    """TVM's qfloat code, its HVX FP instructions run on the suite's qfloat model; its IEEE twin
+    runs the same ELF with the model computing IEEE arithmetic instead (:mod:`suite.targets.ieee_twin`)."""
 
     tuning_measure = "emulated"
+    ieee_twin = True
 
     @property
     def records_from(self) -> tuple[str, ...]:
@@ -103,10 +105,13 @@ class HexagonQfTarget(_BuiltLikeTheTag):
         return {**hexagon.codegen_metrics(path, path.with_suffix(".s")),
                 "rewritten": stats.get("instructions", 0), "rewritten_forms": stats.get("rewritten", {})}
 
-    def load(self, path, inputs, output_shape, dtype):
+    def load(self, path, inputs, output_shape, dtype, ieee_twin=False):
         hexagon.require_tools(("qemu-hexagon",), self.name)
         return hexagon.EmulatedKernel(Path(path).with_suffix(".elf"), inputs, output_shape, dtype,
-                                      emulator=("qemu-hexagon", "-cpu", self.arch))
+                                      emulator=("qemu-hexagon", "-cpu", self.arch), ieee_twin=ieee_twin)
+
+    def load_ieee_twin(self, path, inputs, output_shape, dtype):
+        return self.load(path, inputs, output_shape, dtype, ieee_twin=True)
 
 
 class HexagonQemuTarget(_BuiltLikeTheTag):

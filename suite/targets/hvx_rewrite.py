@@ -1,5 +1,6 @@
 """Run TVM's v68 HVX qfloat code on qemu-hexagon by replacing each HVX floating-point instruction
-with a call into the qfloat model (``qfloat_model.c``), keeping VLIW packet semantics.
+with a call into the suite's model of it (``hvx_model.c``: the qfloat model ``qfloat_model.c``, or
+its IEEE twin ``ieee_model.c``, as the harness's input says), keeping VLIW packet semantics.
 
 QEMU 7.2-11.1 implement no HVX floating point (Debian's qemu-hexagon 10.0.2 aborts on the
 unmodified seed kernel: "decode.c:492: decode_insns: code should not be reached"). The assembly
@@ -68,7 +69,9 @@ from pathlib import Path
 from suite import cache
 from suite.targets import hexagon, qfloat
 
-MODEL_SOURCE = Path(__file__).with_name("qfloat_model.c")
+#: The model the rewritten code calls: hvx_model.c (entry points, scratch memory, which arithmetic),
+#: qfloat_model.c (qfloat) and ieee_model.c (its IEEE twin, see suite.targets.ieee_twin).
+MODEL_SOURCES = tuple(Path(__file__).with_name(name) for name in ("hvx_model.c", "qfloat_model.c", "ieee_model.c"))
 MODEL_FLAGS = ["-O2", "-ffreestanding", "-fno-builtin", "-nostdlib", "-G0",
                "-mllvm", "-disable-hexagon-hwloops"]
 CTX, VBUF = "__qfm_ctx", "__qfm_vbuf"
@@ -578,35 +581,37 @@ def _clang(arch: str, hvx: bool) -> list[str]:
     return flags
 
 
-_MODEL_FORBIDDEN = re.compile(r"\b(?:loop[01]|sa[01]|lc[01]|usr|gp|m[01]|c\d+)\b|:sat\b|\bcall\s+__")
+_MODEL_FORBIDDEN = re.compile(r"\b(?:loop[01]|sa[01]|lc[01]|usr|gp|m[01]|c\d+)\b|:sat\b|\b(?:call|jump)\s+(?!\.L|(?:qf|ieee)_)")
 
 
 def model_object(arch: str = "v68") -> Path:
-    """``qfloat_model.c`` compiled for ``arch``, cached by source, flags and clang version.
+    """The HVX floating-point model (``hvx_model.c`` with the qfloat model and its IEEE twin)
+    compiled for ``arch`` and linked into one relocatable object, cached by sources, flags and
+    clang version.
 
     Refuses a model whose code would touch what the rewritten kernel keeps live across the call
-    without saving it: hardware-loop registers, GP, saturation flags, or runtime helpers.
+    without saving it: hardware-loop registers, GP, saturation flags, or calls to anything but
+    the models' own functions (runtime helpers, memcpy).
     """
-    source = MODEL_SOURCE.read_text()
-    key = {"source": source, "flags": MODEL_FLAGS, "clang": hexagon.tool_version("clang"),
-           "arch": arch}
-    where = cache.entry("qfloat-model", arch, key) / "qfloat_model.o"
+    sources = {path.name: path.read_text() for path in MODEL_SOURCES}
+    key = {"sources": sources, "flags": MODEL_FLAGS, "clang": hexagon.tool_version("clang"), "arch": arch}
+    where = cache.entry("qfloat-model", arch, key) / "hvx_model.o"
     if not where.exists():
         with tempfile.TemporaryDirectory() as tmp:
-            listing = Path(tmp) / "model.s"
-            hexagon.check_run(_clang(arch, False) + MODEL_FLAGS + ["-S", str(MODEL_SOURCE), "-o",
-                                                                    str(listing)],
-                               "compiling the qfloat model")
-            for line in listing.read_text().splitlines():
-                code = _strip_comment(line).strip()
-                if code and not code.startswith(".") and _MODEL_FORBIDDEN.search(code):
-                    raise RuntimeError(f"qfloat model code touches caller state: {code!r}")
-
-        def compile_to(tmp):
-            hexagon.check_run(_clang(arch, False) + MODEL_FLAGS + ["-c", str(MODEL_SOURCE), "-o",
-                                                                    tmp],
-                               "compiling the qfloat model")
-        cache.write_file(where, compile_to)
+            objects = []
+            for source in MODEL_SOURCES:
+                listing = Path(tmp) / f"{source.stem}.s"
+                hexagon.check_run(_clang(arch, False) + MODEL_FLAGS + ["-S", str(source), "-o", str(listing)],
+                                  f"compiling {source.name}")
+                for line in listing.read_text().splitlines():
+                    code = _strip_comment(line).strip()
+                    if code and not code.startswith(".") and _MODEL_FORBIDDEN.search(code):
+                        raise RuntimeError(f"{source.name} code touches caller state: {code!r}")
+                objects.append(Path(tmp) / f"{source.stem}.o")
+                hexagon.check_run(_clang(arch, False) + MODEL_FLAGS + ["-c", str(source), "-o", str(objects[-1])],
+                                  f"compiling {source.name}")
+            cache.write_file(where, lambda out: hexagon.check_run(["ld.lld", "-r", *map(str, objects), "-o", out],
+                                                                  "linking the HVX model"))
     return where
 
 

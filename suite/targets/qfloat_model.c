@@ -5,13 +5,15 @@
  * and the HVX Programmer's Reference Manual; no code was copied from either).
  *
  * Freestanding: no libc, no floating point, no division, no HVX (the rewriter in hvx_rewrite.py
- * stores vector registers to memory and calls the qfm_* functions below). Compile with
+ * stores vector registers to memory and calls qfm_*, which hvx_model.c sends to the qf_* functions
+ * below, or to the IEEE twin's in ieee_model.c). Compile with
  *   clang --target=hexagon-unknown-linux-musl -mcpu=hexagonv68 -O2 -ffreestanding -fno-builtin
  *         -nostdlib -G0 -mllvm -disable-hexagon-hwloops -c qfloat_model.c
+ * (hvx_rewrite.model_object() compiles the three files so and links them into one object)
  * (-G0: no GP-relative data; no hardware loops, so SA0/LC0/SA1/LC1 of the caller survive a call;
  * hvx_rewrite.model_object() checks the object's disassembly for both).
  *
- * Every qfm_* function takes pointers to 128-byte vectors: u, v (sources) and d (destination).
+ * Every qf_* function takes pointers to 128-byte vectors: u, v (sources) and d (destination).
  * A "pair" (Vdd / Vuu) is 256 bytes: register v[0] then v[1].
  */
 
@@ -23,11 +25,6 @@ typedef signed long long i64;
 typedef unsigned long long u64;
 
 #define INLINE static inline __attribute__((always_inline))
-
-/* Scratch memory for the rewritten code: saved scalar context and vector operands/results.
- * hvx_rewrite.py addresses it as ##__qfm_ctx and ##__qfm_vbuf. */
-__attribute__((aligned(128))) unsigned char __qfm_vbuf[128 * 16];
-__attribute__((aligned(8))) unsigned int __qfm_ctx[64];
 
 INLINE int bitlen32(u32 a) { return a ? 32 - __builtin_clz(a) : 0; }
 
@@ -284,20 +281,20 @@ INLINE u32 l_vmin_sf(u32 a, u32 b)
 /* ------------------------------------------------------------------------------ vector entry points
  * 128-byte vectors: 64 lanes of 16 bits or 32 lanes of 32 bits. */
 #define V16(NAME)                                                                              \
-    void qfm_##NAME(const u16 *u, const u16 *v, u16 *d)                                        \
+    void qf_##NAME(const u16 *u, const u16 *v, u16 *d)                                        \
     {                                                                                          \
         for (int i = 0; i < 64; i++)                                                           \
             d[i] = (u16)l_##NAME(u[i], v[i]);                                                  \
     }
 #define V32(NAME)                                                                              \
-    void qfm_##NAME(const u32 *u, const u32 *v, u32 *d)                                        \
+    void qf_##NAME(const u32 *u, const u32 *v, u32 *d)                                        \
     {                                                                                          \
         for (int i = 0; i < 32; i++)                                                           \
             d[i] = l_##NAME(u[i], v[i]);                                                       \
     }
 /* widening: Vdd.v[0].w[i] from 16-bit lanes 2i, Vdd.v[1].w[i] from lanes 2i+1 ([HVX-PRM]) */
 #define VW(NAME)                                                                               \
-    void qfm_##NAME(const u16 *u, const u16 *v, u32 *d)                                        \
+    void qf_##NAME(const u16 *u, const u16 *v, u32 *d)                                        \
     {                                                                                          \
         for (int i = 0; i < 32; i++) {                                                         \
             d[i] = l_##NAME(u[2 * i], v[2 * i]);                                               \
@@ -330,20 +327,20 @@ V16(vmin_hf)
 V32(vmax_sf)
 V32(vmin_sf)
 
-void qfm_vconv_hf_qf16(const u16 *u, const u16 *unused, u16 *d)
+void qf_vconv_hf_qf16(const u16 *u, const u16 *unused, u16 *d)
 {
     (void)unused;
     for (int i = 0; i < 64; i++)
         d[i] = (u16)l_vconv_hf_qf16(u[i]);
 }
-void qfm_vconv_sf_qf32(const u32 *u, const u32 *unused, u32 *d)
+void qf_vconv_sf_qf32(const u32 *u, const u32 *unused, u32 *d)
 {
     (void)unused;
     for (int i = 0; i < 32; i++)
         d[i] = l_vconv_sf_qf32(u[i]);
 }
 /* Vd.hf = Vuu.qf32: u is the pair (v[0] then v[1]); d.hf[2i] from v[0].w[i], d.hf[2i+1] from v[1] */
-void qfm_vconv_hf_qf32(const u32 *u, const u32 *unused, u16 *d)
+void qf_vconv_hf_qf32(const u32 *u, const u32 *unused, u16 *d)
 {
     (void)unused;
     for (int i = 0; i < 32; i++) {
