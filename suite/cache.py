@@ -24,12 +24,37 @@ CACHE_ENV = "TVM_SUITE_CACHE"
 
 
 def root() -> Path:
-    """The cache directory: ``$TVM_SUITE_CACHE``, else ``$XDG_CACHE_HOME/tvm-suite``."""
+    """The cache directory: ``$TVM_SUITE_CACHE``, else ``$XDG_CACHE_HOME/tvm-suite``; a
+    :class:`suite.errors.UserError` when it is a file or cannot be made."""
     explicit = os.environ.get(CACHE_ENV)
     if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "tvm-suite"
+        where, named = Path(explicit).expanduser().absolute(), f"{CACHE_ENV}={explicit}"
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+        where, named = Path(base) / "tvm-suite", "the cache directory"
+    if not where.is_dir():
+        try:
+            where.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            from suite.errors import UserError
+
+            raise UserError(f"{named}: {where} is not a directory the suite can use "
+                            f"({err.strerror or err})") from None
+    return where
+
+
+def ensure_dir(path: Path, option: str) -> Path:
+    """The directory ``path`` of a command's ``option``, made if missing; a UserError when it is a file
+    or cannot be made (checked before any work starts)."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        from suite.errors import UserError
+
+        why = "it is a file" if path.exists() and not path.is_dir() else (err.strerror or str(err))
+        raise UserError(f"{option} {path} is not a directory the suite can write to: {why}") from None
+    return path
 
 
 def digest(value) -> str:
@@ -41,9 +66,13 @@ def digest(value) -> str:
 def file_digest(path: Path) -> str | None:
     """sha256 of a file's bytes, or None when it cannot be read."""
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        return bytes_digest(Path(path).read_bytes())
     except OSError:
         return None
+
+
+def bytes_digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def entry(kind: str, label: str, key) -> Path:
@@ -91,6 +120,63 @@ def read_array(path: Path) -> np.ndarray | None:
         return np.load(path, allow_pickle=False)
     except (OSError, ValueError):
         return None
+
+
+# ----------------------------------------------------------------------------- verified entries
+# One mechanism for every cached file a number is computed from: an entry is a directory whose
+# manifest names the sha256 of each file in it; a file that is missing, damaged or not the one the
+# manifest vouches for makes the whole entry absent, and it is computed again. The manifest (and a
+# measurement's record, which is its entry's manifest) is sealed JSON: it carries the sha256 of its
+# own value, so that damage to it is seen as well.
+
+MANIFEST = "manifest.json"
+
+
+def write_sealed_json(path: Path, value) -> None:
+    """``value`` as JSON with the digest of its canonical text (see :func:`read_sealed_json`)."""
+    write_json(path, {"sealed": _seal(value), "value": value})
+
+
+def read_sealed_json(path: Path):
+    """The value :func:`write_sealed_json` wrote at ``path``; None when absent, unreadable or not
+    the value its seal vouches for."""
+    data = read_json(path)
+    if not isinstance(data, dict) or set(data) != {"sealed", "value"} or data["sealed"] != _seal(data["value"]):
+        return None
+    return data["value"]
+
+
+def _seal(value) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def store_entry(where: Path, files: dict) -> None:
+    """Write the entry ``where``: ``files`` maps each file name to ``write(tmp_path)``; the files and
+    their manifest are assembled beside it and published with one rename."""
+    staged = staging_dir(where)
+    try:
+        for name, write in files.items():
+            write(str(staged / name))
+        write_sealed_json(staged / MANIFEST, {name: file_digest(staged / name) for name in files})
+        publish_dir(staged, where)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)  # gone already once published
+
+
+def load_entry(where: Path, names) -> dict[str, Path] | None:
+    """The paths of the files ``names`` of the entry ``where`` when its manifest vouches for each of
+    them, bytes included; None otherwise (absent, incomplete or damaged: compute it again)."""
+    manifest = read_sealed_json(Path(where) / MANIFEST)
+    if not isinstance(manifest, dict):
+        return None
+    found = {}
+    for name in names:
+        path = Path(where) / name
+        if not isinstance(manifest.get(name), str) or file_digest(path) != manifest[name]:
+            return None
+        found[name] = path
+    return found
 
 
 def staging_dir(final: Path) -> Path:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from suite import cache, targets
 from suite.core import measurement, schedules, timing, workloads
 from suite.core.combo import Combo, Grid, select_workloads
 from suite.core.record import Kind
-from suite.errors import Skipped, UserError
+from suite.errors import Interrupted, Skipped, Terminated, UserError
 
 
 def _print_table(rows: list[list[str]], header: list[str]) -> None:
@@ -58,6 +59,8 @@ def cmd_measure(args) -> int:
     combo = Combo.resolve(args.workload, args.dtype, args.target, args.order)
     if args.against:
         schedules.check_order(args.against)
+    if args.save_arrays:
+        cache.ensure_dir(args.save_arrays, "--save-arrays")
     if reason := combo.target.unavailable():  # tools missing, no GPU
         raise UserError(reason)
     record = measurement.measure(combo)
@@ -138,8 +141,7 @@ def _print_record(record: dict) -> None:
 def _save_arrays(args, combo: Combo, record) -> None:
     if not record.has_output:
         return
-    out = Path(args.save_arrays)
-    out.mkdir(parents=True, exist_ok=True)
+    out = args.save_arrays
     stem = ".".join(combo.ids)
     for index, array in enumerate(workloads.make_inputs(combo.workload, combo.dtype)):
         cache.write_array(out / f"{stem}.input{index}.npy", array)
@@ -157,7 +159,7 @@ def cmd_tune(args) -> int:
     target = targets.get(args.target)
     workloads.check_dtype(args.dtype)
     target.tuning_target()  # NotTunable (one line) before any work
-    for wid in select_workloads(_listed(args.workload)):
+    for wid in select_workloads(args.workload):
         if args.skip_existing and tuning.trace_path(target.name, args.dtype, wid).exists():
             print(f"kept     {wid} (already tuned)")
             continue
@@ -168,19 +170,14 @@ def cmd_tune(args) -> int:
 # ----------------------------------------------------------------------------- run
 
 
-def _listed(value: str | None) -> list[str] | None:
-    return [v.strip() for v in value.split(",") if v.strip()] if value else None
-
-
 def cmd_run(args) -> int:
     from suite.history import installed
     from suite.reporting import report
 
-    orders = _listed(args.orders) or list(installed.QUICK_ORDERS if args.quick else schedules.ORDERS)
-    grid = Grid.of(_listed(args.workloads), _listed(args.dtypes), _listed(args.targets), orders)
-    out = Path(args.out)
-    summary = installed.run_installed(grid, quick=args.quick, out_dir=out,
-                                      tvm_repo=Path(args.tvm_repo) if args.tvm_repo else None,
+    orders = args.orders or list(installed.QUICK_ORDERS if args.quick else schedules.ORDERS)
+    grid = Grid.of(args.workloads, args.dtypes, args.targets, orders)
+    out = args.out
+    summary = installed.run_installed(grid, quick=args.quick, out_dir=out, tvm_repo=args.tvm_repo,
                                       tvm_commit=args.tvm_commit, cluster=args.cluster)
     # The suite's own report: static, works offline (asv's HTML loads its scripts from CDNs).
     report.make_report(out / "results", out / "report", tvm_repo=args.tvm_repo)
@@ -195,12 +192,10 @@ def cmd_run(args) -> int:
 def cmd_history(args) -> int:
     from suite.history import commits
 
-    found = commits.history_commits(Path(args.tvm_repo), args.releases, args.range)
-    grid = Grid.of(_listed(args.workloads), _listed(args.dtypes), _listed(args.targets),
-                   _listed(args.orders) or ["default", "tuned"])
-    summary = commits.run_history(Path(args.tvm_repo), found, grid, quick=not args.full, out_dir=Path(args.out),
-                                  env_dir=Path(args.env_dir) if args.env_dir else None,
-                                  git_mirrors=args.git_mirrors)
+    found = commits.history_commits(args.tvm_repo, args.releases, args.range)
+    grid = Grid.of(args.workloads, args.dtypes, args.targets, args.orders or ["default", "tuned"])
+    summary = commits.run_history(args.tvm_repo, found, grid, quick=not args.full, out_dir=args.out,
+                                  env_dir=args.env_dir, git_mirrors=args.git_mirrors)
     print(summary.text)
     return summary.exit_status
 
@@ -209,8 +204,8 @@ def cmd_bisect(args) -> int:
     from suite.history import bisect
 
     combo = Combo.resolve(args.workload, args.dtype, args.target, args.order)  # names checked first
-    summary = bisect.run_bisect(Path(args.tvm_repo), args.range, combo.ids, args.metric, Path(args.out),
-                                env_dir=Path(args.env_dir) if args.env_dir else None, git_mirrors=args.git_mirrors)
+    summary = bisect.run_bisect(args.tvm_repo, args.range, combo.ids, args.metric, args.out,
+                                env_dir=args.env_dir, git_mirrors=args.git_mirrors)
     print(summary.text)
     return summary.exit_status
 
@@ -218,13 +213,22 @@ def cmd_bisect(args) -> int:
 # ----------------------------------------------------------------------------- report, gate
 
 
+def _recover(results_dir: Path) -> None:
+    """Undo what a killed `tvm-suite run` left half-done in the run directory before reading it."""
+    from suite.core import runstore
+
+    for line in runstore.recover(runstore.of_results(results_dir)):
+        print(f"recovered: {line}", file=sys.stderr)
+
+
 def cmd_report(args) -> int:
     from suite.reporting import report
 
+    _recover(args.results)
     facts = report.make_report(args.results, args.out, tvm_repo=args.tvm_repo, thresholds_path=args.thresholds)
     d = facts["divergence"]
     first = d["first_divergent"]
-    print(f"report: {Path(args.out) / 'index.html'} and report.json ({len(facts['commits'])} commits, "
+    print(f"report: {args.out / 'index.html'} and report.json ({len(facts['commits'])} commits, "
           f"newest {facts['newest']['label']})")
     print(f"first divergent commit: {first['label'] if first else 'none'}; last good: "
           f"{d['last_good']['label'] if d['last_good'] else 'none'}; {len(d['marks'])} marks, "
@@ -235,6 +239,7 @@ def cmd_report(args) -> int:
 def cmd_gate(args) -> int:
     from suite.reporting import gate
 
+    _recover(args.results)
     text, status = gate.run_gate(args.results, args.commit, args.thresholds, args.tvm_repo, args.baseline,
                                  remeasure=not args.no_remeasure)
     print(text)
@@ -248,108 +253,181 @@ MIRRORS_HELP = ("mirrors of TVM's submodules for source builds, DIR/<owner>/<nam
                 "(default: $TVM_SUITE_GIT_MIRRORS; none: fetched from the network)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tvm-suite", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+class _Parser(argparse.ArgumentParser):
+    """argparse with the suite's one-line errors (exit 2), like every other expected failure."""
 
+    def error(self, message):
+        self.exit(2, f"tvm-suite: error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _path(value: str) -> Path:
+    """A path option, made absolute against the caller's working directory before anything runs
+    (asv runs in the repository root and would resolve a relative one there)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("an empty path")
+    return Path(value).expanduser().absolute()
+
+
+def _names(value: str) -> list[str]:
+    """A comma-separated list option; an empty list is an error, never "all"."""
+    names = [item.strip() for item in value.split(",") if item.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"{value!r} names nothing (give at least one, comma-separated)")
+    return names
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{number} is not at least 1")
+    return number
+
+
+def _combination(p, dtype="float32", workload_help=None) -> None:
+    """Options naming one combination (measure, bisect)."""
+    p.add_argument("--workload", required=True, help=workload_help)
+    p.add_argument("--dtype", default=dtype, help=", ".join(workloads.DTYPES))
+    p.add_argument("--target", default="llvm", help=", ".join(targets.names()))
+    p.add_argument("--order", default="default", help=", ".join(schedules.ORDERS))
+
+
+def _grid(p, orders_default: str) -> None:
+    """Options narrowing the benchmark grid (run, history)."""
+    p.add_argument("--workloads", type=_names, help="comma-separated ids or model names (default: seed + resnet50)")
+    p.add_argument("--dtypes", type=_names, default=list(workloads.DTYPES), help=", ".join(workloads.DTYPES))
+    p.add_argument("--orders", type=_names, help=f"comma-separated loop orders (default: {orders_default})")
+    p.add_argument("--targets", type=_names, default=["llvm"],
+                   help=f"comma-separated targets (default: llvm; any of {', '.join(targets.names())})")
+
+
+def _tvm_history(p) -> None:
+    """Options of the commands that build TVM commits (history, bisect)."""
+    p.add_argument("--tvm-repo", type=_path, required=True, help="a clone of apache/tvm (a bare one will do)")
+    p.add_argument("--env-dir", type=_path, help="where asv keeps its environments (default: .asv/env-history)")
+    p.add_argument("--git-mirrors", type=_path, help=MIRRORS_HELP)
+
+
+def _add_list(sub) -> None:
     p = sub.add_parser("list", help="workload ids, shapes, FLOPs, occurrences")
     p.add_argument("--model", help=f"one of: {', '.join(workloads.all_models())} (default: seed + resnet50)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_list)
 
+
+def _add_measure(sub) -> None:
     p = sub.add_parser("measure", help="compile, run and print the metrics of one combination")
-    p.add_argument("--workload", required=True)
-    p.add_argument("--dtype", default="float32", help=", ".join(workloads.DTYPES))
-    p.add_argument("--target", default="llvm", help=", ".join(targets.names()))
-    p.add_argument("--order", default="default", help=", ".join(schedules.ORDERS))
+    _combination(p)
     p.add_argument("--against", metavar="ORDER", help="also compare the output with this order's")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--save-arrays", metavar="DIR", help="write inputs, output and reference as .npy")
+    p.add_argument("--save-arrays", metavar="DIR", type=_path, help="write inputs, output and reference as .npy")
     p.set_defaults(func=cmd_measure)
 
+
+def _add_tune(sub) -> None:
     p = sub.add_parser("tune", help="tune with MetaSchedule and store the records in the repository "
                                     "(llvm, cuda: timed here; hexagon-v68-qf: emulated seconds)")
     p.add_argument("--target", default="llvm", help=", ".join(targets.names()))
     p.add_argument("--dtype", required=True, help=", ".join(workloads.DTYPES))
-    p.add_argument("--workload", help="comma-separated ids or model names (default: seed + resnet50)")
-    p.add_argument("--trials", type=int, default=64, help="MetaSchedule trials per workload")
+    p.add_argument("--workload", type=_names, help="comma-separated ids or model names (default: seed + resnet50)")
+    p.add_argument("--trials", type=_positive, default=64, help="MetaSchedule trials per workload (at least 1)")
     p.add_argument("--skip-existing", action="store_true", help="keep workloads that have a record")
     p.set_defaults(func=cmd_tune)
 
+
+def _add_run(sub) -> None:
     p = sub.add_parser("run", help="the main job: run the asv suite on the installed TVM, keep results")
     p.add_argument("--quick", action="store_true",
                    help="orders default and tuned only, few timing repeats (every workload still runs)")
-    p.add_argument("--orders", help=f"comma-separated loop orders (default: all; quick: {','.join(('default', 'tuned'))})")
-    p.add_argument("--workloads", help="comma-separated ids or model names (default: seed + resnet50)")
-    p.add_argument("--dtypes", default=",".join(workloads.DTYPES))
-    p.add_argument("--targets", default="llvm",
-                   help=f"comma-separated targets (default: llvm; any of {', '.join(targets.names())})")
-    p.add_argument("--out", default=".asv", help="directory of asv results, environments and HTML")
-    p.add_argument("--tvm-repo", help="a TVM clone whose tag v<version> names the installed TVM's commit")
+    _grid(p, "all; quick: default,tuned")
+    p.add_argument("--out", type=_path, default=".asv", help="directory of asv results, environments and HTML")
+    p.add_argument("--tvm-repo", type=_path, help="a TVM clone whose tag v<version> names the installed TVM's commit")
     p.add_argument("--tvm-commit", help="the TVM commit the installed TVM was built from")
     p.add_argument("--cluster", metavar="ADDRESS",
                    help="a Dask scheduler (tcp://HOST:8786) whose workers build, run and check every combination "
                         "not yet cached; latency is timed here (needs the cluster extra)")
     p.set_defaults(func=cmd_run)
 
+
+def _add_history(sub) -> None:
     p = sub.add_parser("history", help="asv over commits of a TVM clone (releases or a range), published")
-    p.add_argument("--tvm-repo", required=True, help="a clone of apache/tvm (a bare one will do)")
     which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--releases", help="comma-separated apache-tvm releases, e.g. 0.25.0,0.26.0 (their tags)")
+    which.add_argument("--releases", type=_names,
+                       help="comma-separated apache-tvm releases, e.g. 0.25.0,0.26.0 (their tags)")
     which.add_argument("--range", help="A..B: the commits after A up to B on B's first-parent line")
-    p.add_argument("--workloads", help="comma-separated ids or model names (default: seed + resnet50)")
-    p.add_argument("--dtypes", default=",".join(workloads.DTYPES))
-    p.add_argument("--orders", help="comma-separated loop orders (default: default,tuned)")
-    p.add_argument("--targets", default="llvm",
-                   help=f"comma-separated targets (default: llvm; any of {', '.join(targets.names())})")
+    _grid(p, "default,tuned")
     p.add_argument("--full", action="store_true", help="asv's own timing repeats instead of the quick ones")
-    p.add_argument("--out", default="reports/history", help="results, asv log and published HTML")
-    p.add_argument("--env-dir", help="where asv keeps its environments (default: .asv/env-history)")
-    p.add_argument("--git-mirrors", help=MIRRORS_HELP)
+    p.add_argument("--out", type=_path, default="reports/history", help="results, asv log and published HTML")
+    _tvm_history(p)
     p.set_defaults(func=cmd_history)
 
+
+def _add_bisect(sub) -> None:
     p = sub.add_parser("bisect", help="the first commit in A..B where a metric of one combination worsens "
                                       "(asv find); exit 0 found, 3 nothing worsened")
-    p.add_argument("--tvm-repo", required=True, help="a clone of apache/tvm (a bare one will do)")
     p.add_argument("--range", required=True, help="A..B: A good, B bad; the commits after A up to B")
-    p.add_argument("--workload", required=True)
-    p.add_argument("--dtype", default="float16", help=", ".join(workloads.DTYPES))
-    p.add_argument("--target", default="llvm", help=", ".join(targets.names()))
-    p.add_argument("--order", default="default", help=", ".join(schedules.ORDERS))
+    _combination(p, dtype="float16")
     p.add_argument("--metric", required=True, help="a metric name, e.g. ulp_mean, latency, code_bytes")
-    p.add_argument("--out", default=".asv/bisect", help="results, asv log (default: .asv/bisect)")
-    p.add_argument("--env-dir", help="where asv keeps its environment (default: .asv/env-history)")
-    p.add_argument("--git-mirrors", help=MIRRORS_HELP)
+    p.add_argument("--out", type=_path, default=".asv/bisect", help="results, asv log (default: .asv/bisect)")
+    _tvm_history(p)
     p.set_defaults(func=cmd_bisect)
 
+
+def _add_report(sub) -> None:
     p = sub.add_parser("report", help="static HTML report (and report.json) of asv results over commits")
-    p.add_argument("--results", required=True, help="asv results directory (e.g. .asv/results)")
-    p.add_argument("--out", required=True, help="directory to write index.html and report.json to")
-    p.add_argument("--tvm-repo", help="TVM clone whose history orders the commits")
-    p.add_argument("--thresholds", help="TOML thresholds (default: reports/thresholds.toml)")
+    p.add_argument("--results", type=_path, required=True, help="asv results directory (e.g. .asv/results)")
+    p.add_argument("--out", type=_path, required=True, help="directory to write index.html and report.json to")
+    p.add_argument("--tvm-repo", type=_path, help="TVM clone whose history orders the commits")
+    p.add_argument("--thresholds", type=_path, help="TOML thresholds (default: reports/thresholds.toml)")
     p.set_defaults(func=cmd_report)
 
+
+def _add_gate(sub) -> None:
     p = sub.add_parser("gate", help="release readiness of a commit: exit 0 ready, 1 not, 2 data missing")
-    p.add_argument("--results", required=True, help="asv results directory")
+    p.add_argument("--results", type=_path, required=True, help="asv results directory")
     p.add_argument("--commit", required=True, help="candidate commit (hash, prefix or tag)")
-    p.add_argument("--thresholds", help="TOML thresholds (default: reports/thresholds.toml)")
+    p.add_argument("--thresholds", type=_path, help="TOML thresholds (default: reports/thresholds.toml)")
     p.add_argument("--baseline", help="baseline commit for latency (default: [latency] baseline)")
     p.add_argument("--no-remeasure", action="store_true",
                    help="judge latency on the recorded samples alone, without timing suspects again")
-    p.add_argument("--tvm-repo", help="TVM clone whose history orders the commits")
+    p.add_argument("--tvm-repo", type=_path, help="TVM clone whose history orders the commits")
     p.set_defaults(func=cmd_gate)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="tvm-suite", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in (_add_list, _add_measure, _add_tune, _add_run, _add_history, _add_bisect, _add_report, _add_gate):
+        add(sub)
     return parser
+
+
+#: What an interrupted command leaves, where it does not say more itself (every file the suite
+#: writes is written whole or not at all, and the cache keeps what was measured).
+INTERRUPTED = {"tune": "workloads tuned before are kept; the one being tuned was not written",
+               "run": "nothing of this run was filed", "history": "results of commits asv completed are kept"}
+
+
+def _terminate(signum, frame):
+    raise Terminated()
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)  # cleanups run as for Ctrl-C
     try:
         return args.func(args)
     except UserError as err:
         print(f"tvm-suite: error: {err}", file=sys.stderr)
         return err.exit_status
-    except KeyboardInterrupt:
-        return 130
+    except (Interrupted, KeyboardInterrupt) as err:
+        terminated = isinstance(err, Terminated) or getattr(err, "signal_name", "") == "SIGTERM"
+        kept = str(err) if isinstance(err, Interrupted) else INTERRUPTED.get(
+            args.command, "every file it wrote is whole; what it measured is in the cache")
+        print(f"tvm-suite: interrupted ({'SIGTERM' if terminated else 'SIGINT'}): {kept}", file=sys.stderr)
+        return 143 if terminated else 130
 
 
 if __name__ == "__main__":

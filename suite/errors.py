@@ -17,3 +17,15 @@ class TargetUnavailable(Skipped):
 
 class OrderNotApplicable(Skipped):
     """A loop order that does not apply to this workload or target."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C (SIGINT) or SIGTERM stopped a command; the message says what was kept (one line)."""
+
+    def __init__(self, message: str, signal_name: str = "SIGINT"):
+        super().__init__(message)
+        self.signal_name = signal_name
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so that cleanups run as for Ctrl-C."""

@@ -86,3 +86,15 @@ def plant(run_dir: Path, commit: str, benchmark: str, ids: tuple, value: float) 
     combos = [tuple(c) for c in itertools.product(*params)]
     values[combos.index(tuple(f"'{name}'" for name in ids))] = value
     path.write_text(json.dumps(data))
+
+
+def plant_file(run_dir: Path, commit: str, relative: str, text: str) -> None:
+    """Replace one file a run kept for ``commit`` (``runs/<commit>/<relative>``) and seal the
+    change, as a run that measured it would (a planted change, for tests; an unsealed change is
+    damage, which readers refuse)."""
+    from suite.core import runstore
+
+    where = runstore.commit_dir(run_dir, commit) / relative
+    where.parent.mkdir(parents=True, exist_ok=True)
+    where.write_text(text)
+    runstore.seal(run_dir, commit)

@@ -50,7 +50,7 @@ def test_outcome_skipped_is_nan_failed_is_null():
 
 
 def test_record_round_trips_through_json():
-    r = record(Status.OK, Kind.EMULATED, emulated_s=1.5, metrics={"ulp_mean": 2.0}, parts={"output.npy": "ab"})
+    r = record(Status.OK, Kind.EMULATED, emulated_s=1.5, metrics={"ulp_mean": 2.0}, parts={"output.npy": "ab" * 32})
     again = Record.from_json(json.loads(json.dumps(r.to_json())))
     assert again == r and again.kind is Kind.EMULATED
     with pytest.raises(ValueError):
@@ -116,6 +116,6 @@ def test_a_benchmark_process_imports_tvm_only_to_note_a_missing_build(tmp_path):
         return done.stdout.split()
 
     assert run() == ["True", "True"]  # the first notes the build: it imports TVM
-    noted = json.loads((tmp_path / "builds" / "c0ffee.json").read_text())
+    noted = json.loads((tmp_path / "runs" / "c0ffee" / "build.json").read_text())
     assert noted["llvm"]["use_llvm"] and noted["tvm"]
     assert run() == ["False", "True"]  # every later one only reads

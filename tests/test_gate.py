@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from asv_runs import VACUOUS, two_commit_repo, two_commit_results
+from asv_runs import VACUOUS, plant_file, two_commit_repo, two_commit_results
+from suite.core import runstore
 
 pytestmark = pytest.mark.slow
 
@@ -41,14 +42,13 @@ def test_kernels_of_two_llvms_are_not_compared(cli, runs, tmp_path):
     import json
 
     results, repo, commits = runs
-    builds = results.parent / "builds"
-    noted = json.loads((builds / f"{commits[1]}.json").read_text())
+    noted = json.loads((runstore.commit_dir(results.parent, commits[1]) / "build.json").read_text())
     assert noted["llvm"] == {"version": "22", "use_llvm": "ON", "installed_from": "wheel"}  # apache-tvm 0.27
     copy = tmp_path / "run"
     shutil.copytree(results.parent, copy, ignore=shutil.ignore_patterns("env*", "html"))
     # what a source build of a main commit with Debian's LLVM 22 notes (TVM 0.27 libinfo: USE_LLVM ON)
     source = {**noted, "llvm": {"version": "22", "use_llvm": "ON", "installed_from": "source"}}
-    (copy / "builds" / f"{commits[1]}.json").write_text(json.dumps(source))
+    plant_file(copy, commits[1], "build.json", json.dumps(source))
     result = gate(cli, copy / "results", "--commit", commits[1][:10], "--tvm-repo", str(repo))
     latency = next(line for line in result.stdout.splitlines() if line.startswith("latency vs "))
     assert latency.rstrip().endswith("NOT CHECKED"), result.stdout
@@ -185,7 +185,7 @@ def test_remeasurement_confirms_a_real_slowdown_and_calls_noise_noisy(cli, tmp_p
     times both pairs again, interleaved: the first is confirmed, the second is noisy."""
     import json as _json
 
-    from suite.core import runstore, tuning
+    from suite.core import tuning
     from test_tuning import MATMUL
 
     repo = tmp_path / "tvm"
@@ -200,10 +200,10 @@ def test_remeasurement_confirms_a_real_slowdown_and_calls_noise_noisy(cli, tmp_p
     slower_trace(records / "traces" / f"{MATMUL}.json")
     assert cli(*args, "--tvm-commit", commits[1], env=env).returncode == 0
     ids = (MATMUL, "float32", "llvm", "default")
-    noisy = runstore.path(out, "timings", commits[1], ids)
-    kept = _json.loads(noisy.read_text())
+    noisy = runstore.relative("timings", ids)
+    kept = _json.loads(runstore.path(out, "timings", commits[1], ids).read_text())
     kept["samples_s"] = [3 * s for s in _json.loads(runstore.path(out, "timings", commits[0], ids).read_text())["samples_s"]]
-    noisy.write_text(_json.dumps(kept))
+    plant_file(out, commits[1], noisy, _json.dumps(kept))
 
     without = gate(cli, out / "results", "--commit", commits[1], "--tvm-repo", str(repo), "--no-remeasure")
     assert without.returncode == 1 and "suspect:" in without.stdout and "noisy" not in without.stdout
@@ -221,16 +221,15 @@ def test_remeasurement_confirms_a_real_slowdown_and_calls_noise_noisy(cli, tmp_p
     # An earlier re-measurement speaks only for the samples it judged: once the candidate's samples
     # change, "noisy" is not carried over to them.
     kept["samples_s"] = [1.1 * s for s in kept["samples_s"]]
-    noisy.write_text(_json.dumps(kept))
+    plant_file(out, commits[1], noisy, _json.dumps(kept))
     again = gate(cli, out / "results", "--commit", commits[1], "--tvm-repo", str(repo), "--no-remeasure")
     assert f"suspect: {MATMUL} float32 llvm default:" in again.stdout and "noisy" not in again.stdout
     # A release history: each side's kernel was compiled by another TVM than the installed one. They
     # are re-timed in the installed runtime all the same, and the verdict says whose kernels they were.
     for commit in commits:
-        path = runstore.path(out, "timings", commit, ids)
-        foreign = _json.loads(path.read_text())
+        foreign = _json.loads(runstore.path(out, "timings", commit, ids).read_text())
         foreign["tvm"] = f"0.26.0-{commit[:10]}"
-        path.write_text(_json.dumps(foreign))
+        plant_file(out, commit, noisy, _json.dumps(foreign))
     release = gate(cli, out / "results", "--commit", commits[1], "--tvm-repo", str(repo))
     assert f"noisy: {MATMUL} float32 llvm default:" in release.stdout, release.stdout
     builds = ", ".join(sorted(f"0.26.0-{commit[:10]}" for commit in commits))

@@ -96,7 +96,7 @@ def test_resolves_release_tags_not_same_named_branches(fake_tvm):
 
 def test_history_commits_are_sorted_by_date(fake_tvm):
     repo, c = fake_tvm
-    found = commits.history_commits(repo, "0.26.0,0.25.0", None)
+    found = commits.history_commits(repo, ["0.26.0", "0.25.0"], None)
     assert [(x.label, x.commit, x.release) for x in found] == [
         ("0.25.0", c["r25"], "0.25.0"), ("0.26.0", c["r26"], "0.26.0")]
     ranged = commits.history_commits(repo, None, f"{c['m1']}..main")
@@ -108,7 +108,7 @@ def test_history_commits_are_sorted_by_date(fake_tvm):
     with pytest.raises(UserError, match="no commits between"):
         commits.history_commits(repo, None, "main..main")
     with pytest.raises(UserError, match="not a git repository"):
-        commits.history_commits(repo / "missing", "0.25.0", None)
+        commits.history_commits(repo / "missing", ["0.25.0"], None)
 
 
 def test_install_tvm_picks_wheel_or_source(fake_tvm, tmp_path):

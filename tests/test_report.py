@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from asv_runs import VACUOUS, WORKLOAD, two_commit_results
+from asv_runs import VACUOUS, WORKLOAD, plant_file, two_commit_results
 
 pytestmark = pytest.mark.slow
 CHROMIUM = Path("/usr/bin/chromium")
@@ -82,7 +82,7 @@ def test_marks_name_first_divergent_commit(cli, runs, tmp_path):
     assert "First divergent commit" in html and f"https://github.com/apache/tvm/commit/{commits[0]}" in html
     assert 'class="mark"' in html
     # Where it diverges: the H x W heat map and the per-channel bars, exported beside the results.
-    assert (results.parent / "maps" / commits[1] / f"{WORKLOAD}.float16.llvm.tuned.npz").is_file()
+    assert (results.parent / "runs" / commits[1] / "maps" / f"{WORKLOAD}.float16.llvm.tuned.npz").is_file()
     # Each mark after the first commit says how to find the commit that brought it.
     later = next(m for m in d["marks"] if m["commit"] == commits[1] and m["workload"] == WORKLOAD)
     assert later["bisect"] == (f"tvm-suite bisect --tvm-repo {repo} --range {commits[0][:12]}..{commits[1][:12]} "
@@ -104,9 +104,11 @@ def test_report_replaces_its_previous_output_atomically(cli, runs, tmp_path):
     out = tmp_path / "report"
     assert cli("report", "--results", str(results), "--out", str(out)).returncode == 0
     (out / "index.html").write_text("old")
+    (out / "notes.txt").write_text("a user's own file")
     assert cli("report", "--results", str(results), "--out", str(out)).returncode == 0
     assert (out / "index.html").read_text() != "old"
-    assert [p.name for p in tmp_path.iterdir()] == ["report"]  # no temporary directory left
+    assert (out / "notes.txt").read_text() == "a user's own file"  # nothing else in --out is touched
+    assert sorted(p.name for p in out.iterdir()) == ["index.html", "notes.txt", "report.json"]  # no temporaries
 
 
 def _copy(results, tmp_path):
@@ -164,13 +166,21 @@ def test_unknown_threshold_key_is_named(cli, runs, tmp_path):
     assert not (tmp_path / "r").exists()
 
 
-def test_refuses_to_replace_a_directory_that_is_not_a_report(cli, runs, tmp_path):
+def test_never_replaces_what_is_not_its_own(cli, runs, tmp_path):
+    """--out may hold other files: they stay. An index.html that is no report (no report.json
+    beside it) is refused, and a file given as --out too."""
     results, _, _ = runs
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "keep.txt").write_text("mine")
     result = cli("report", "--results", str(results), "--out", str(tmp_path / "docs"))
-    _one_line_error(result, tmp_path / "docs")
-    assert (tmp_path / "docs" / "keep.txt").read_text() == "mine"
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "docs" / "keep.txt").read_text() == "mine" and (tmp_path / "docs" / "report.json").is_file()
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "index.html").write_text("<p>my page</p>")
+    _one_line_error(cli("report", "--results", str(results), "--out", str(tmp_path / "site")), tmp_path / "site")
+    assert (tmp_path / "site" / "index.html").read_text() == "<p>my page</p>"
+    (tmp_path / "afile").write_text("x")
+    _one_line_error(cli("report", "--results", str(results), "--out", str(tmp_path / "afile")), "is a file")
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium (/usr/bin/chromium)")
@@ -231,7 +241,7 @@ def test_a_step_where_the_tuning_records_changed_is_not_blamed_on_tvm(cli, runs,
 
     [step] = regressions()
     assert step["verdict"] == "step" and step["records"] == ["llvm", "llvm"] and step["ratio"] > 1.9
-    runstore.path(run_dir, "records", commits[1], ids).write_text("hexagon-v68-qf")
+    plant_file(run_dir, commits[1], runstore.relative("records", ids), "hexagon-v68-qf")
     [changed] = regressions()
     assert changed["verdict"] == "records" and changed["records"] == ["llvm", "hexagon-v68-qf"]
     html = (tmp_path / "report" / "index.html").read_text()

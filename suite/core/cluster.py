@@ -163,8 +163,10 @@ def _measure_here(ids, key: dict, cpu: dict, want_reference: bool, where: str) -
             return {"declined": f"worker {where}: its cache entry changed while being read"}
         reference = None
         if want_reference and record.has_output:
-            ref_dir = measurement.reference_entry(combo.workload, combo.dtype)
-            reference = {p.name: p.read_bytes() for p in ref_dir.glob("*.npy")}
+            measurement.reference_arrays(combo.workload, combo.dtype)  # a verified entry, made if missing
+            found = cache.load_entry(measurement.reference_entry(combo.workload, combo.dtype),
+                                     measurement.REFERENCE_FILES)
+            reference = {name: path.read_bytes() for name, path in found.items()} if found else None
         return {"record": record.to_json(), "files": files, "reference": reference, "worker": where,
                 "host": socket.gethostname(), "seconds": time.perf_counter() - started}
 
@@ -220,8 +222,8 @@ def measure(combos, address: str, log=print) -> dict:
         allowed = client.run_on_scheduler(_allowed_failures)
         log(f"cluster: {len(combos)} combinations to {address} ({workers} workers, allowed-failures {allowed})")
         cpu = llvm.this_cpu()
-        need_reference = {(c.workload.id, c.dtype) for c in combos
-                          if not (measurement.reference_entry(c.workload, c.dtype) / "reference.npy").is_file()}
+        need_reference = {(c.workload.id, c.dtype) for c in combos if not cache.load_entry(
+            measurement.reference_entry(c.workload, c.dtype), measurement.REFERENCE_FILES)}
         futures = {
             client.submit(measure_task, c.ids, c.key, cpu, (c.workload.id, c.dtype) in need_reference,
                           key=f"tvm-suite-{c.entry.name}", pure=False): c
@@ -283,7 +285,8 @@ def _collect(client, future, combo: Combo, allowed: int, counts: dict, log) -> N
 
 
 def _keep_reference(combo: Combo, files: dict[str, bytes]) -> None:
+    """Keep the worker's float64 reference of a combination, unless a verified one is here."""
     where = measurement.reference_entry(combo.workload, combo.dtype)
-    for name, data in files.items():
-        if Path(name).name == name and not (where / name).is_file():
-            cache.write_file(where / name, lambda tmp, data=data: Path(tmp).write_bytes(data))
+    if set(files) != set(measurement.REFERENCE_FILES) or cache.load_entry(where, measurement.REFERENCE_FILES):
+        return
+    cache.store_entry(where, {name: lambda tmp, data=data: Path(tmp).write_bytes(data) for name, data in files.items()})

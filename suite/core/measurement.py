@@ -10,6 +10,7 @@ makes the whole entry count as absent and be measured again, never a wrong numbe
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -28,6 +29,7 @@ from suite.errors import Skipped, UserError
 from suite.targets.base import Mode
 
 RECORD_FILE, OUTPUT_FILE, TWIN_FILE = "record.json", "output.npy", "ieee_twin.npy"
+REFERENCE_FILES = ("reference.npy", "magnitude.npy")
 KIND_OF_MODE = {Mode.NATIVE: Kind.LATENCY, Mode.EMULATED: Kind.EMULATED, Mode.COMPILE_ONLY: Kind.COMPILE_ONLY}
 
 
@@ -38,16 +40,17 @@ def reference_entry(workload, dtype: str) -> Path:
 
 
 def reference_arrays(workload, dtype: str) -> tuple[np.ndarray, np.ndarray]:
-    """The float64 reference and its magnitude (abs-input) companion, cached by op chain."""
+    """The float64 reference and its magnitude (abs-input) companion, cached by op chain (a
+    verified entry: damaged, it is computed again)."""
     where = reference_entry(workload, dtype)
-    ref, mag = cache.read_array(where / "reference.npy"), cache.read_array(where / "magnitude.npy")
-    if ref is None or mag is None or ref.shape != tuple(workload.output_shape) or mag.shape != ref.shape:
+    found = cache.load_entry(where, REFERENCE_FILES)
+    arrays = [cache.read_array(found[name]) for name in REFERENCE_FILES] if found else [None]
+    if any(a is None or a.shape != tuple(workload.output_shape) for a in arrays):
         inputs = workloads.make_inputs(workload, dtype)
-        ref = reference.evaluate(workload.chain, inputs)
-        mag = reference.evaluate_magnitude(workload.chain, inputs)
-        cache.write_array(where / "reference.npy", ref)
-        cache.write_array(where / "magnitude.npy", mag)
-    return ref, mag
+        arrays = [reference.evaluate(workload.chain, inputs), reference.evaluate_magnitude(workload.chain, inputs)]
+        cache.store_entry(where, {name: lambda tmp, a=array: np.save(tmp, a, allow_pickle=False)
+                                  for name, array in zip(REFERENCE_FILES, arrays)})
+    return arrays[0], arrays[1]
 
 
 # ----------------------------------------------------------------------------- the cache entry
@@ -58,7 +61,7 @@ def cached(combo: Combo, verify=()) -> Record | None:
     ``verify`` not the bytes the record vouches for). Looking a record up stats its parts; the
     parts a caller reads (``output.npy``, the kernel) are checked by their sha256 when read."""
     try:
-        record = Record.from_json(cache.read_json(combo.entry / RECORD_FILE))
+        record = Record.from_json(cache.read_sealed_json(combo.entry / RECORD_FILE))
     except ValueError:
         return None
     if record.ids != combo.ids:
@@ -118,7 +121,7 @@ def _publish(combo: Combo, record: Record, staged: Path) -> None:
         shutil.rmtree(staged)
         staged.mkdir()
     record.parts = {p.name: cache.file_digest(p) for p in sorted(staged.iterdir()) if p.is_file()}
-    cache.write_json(staged / RECORD_FILE, record.to_json())
+    cache.write_sealed_json(staged / RECORD_FILE, record.to_json())
     cache.publish_dir(staged, combo.entry)
 
 
@@ -339,8 +342,9 @@ def _divergence_entry(combo: Combo, against: str) -> tuple[dict, Path]:
            "twins": [ours.parts.get(TWIN_FILE), theirs.parts.get(TWIN_FILE)],
            "bounds": [ours.metrics["prob_bound_fraction"], theirs.metrics["prob_bound_fraction"]]}
     where = cache.entry("divergence", f"{combo.label}-vs-{against}", key)
-    stored = cache.read_json(where / "divergence.json")
-    if isinstance(stored, dict) and (where / "maps.npz").is_file():
+    found = cache.load_entry(where, ("divergence.json", "maps.npz"))
+    stored = cache.read_json(found["divergence.json"]) if found else None
+    if isinstance(stored, dict):
         return stored, where / "maps.npz"
     a, b = output(combo), output(base)
     ref, _ = reference_arrays(combo.workload, combo.dtype)
@@ -354,6 +358,6 @@ def _divergence_entry(combo: Combo, against: str) -> tuple[dict, Path]:
         twins = [_part(c, TWIN_FILE) for c in (combo, base)]
         result.update({f"twin_{k}": v for k, v in metrics.error_shift(twins[0], twins[1], ref).items()})
     maps = metrics.difference_maps(a, b, combo.workload.layout)
-    cache.write_file(where / "maps.npz", lambda tmp: np.savez_compressed(tmp, **maps))
-    cache.write_json(where / "divergence.json", result)
+    cache.store_entry(where, {"maps.npz": lambda tmp: np.savez_compressed(tmp, **maps),
+                              "divergence.json": lambda tmp: Path(tmp).write_text(json.dumps(result))})
     return result, where / "maps.npz"

@@ -225,13 +225,20 @@ def ratios_for_asv(combo, latency_s: float) -> dict:
     kept there."""
     found = runstore.current()
     if found is not None:
-        kept = cache.read_json(runstore.path(found[0], "peers", found[1], combo.ids))
-        if isinstance(kept, dict) and {"ratio", "eager_ratio"} <= kept.keys():
+        kept = runstore.read_json(found[0], runstore.relative("peers", combo.ids), found[1], _ratios_problem)
+        if kept is not None:
             return kept
     ratios = latency_ratios(combo, latency_s)
     if found is not None:
         save_ratios(found[0], found[1], combo, ratios)
     return ratios
+
+
+def _ratios_problem(value) -> str | None:
+    if (not isinstance(value, dict) or set(value) != {"ratio", "eager_ratio"}
+            or not runstore.positive_numbers([value["ratio"], value["eager_ratio"]])):
+        return "not PyTorch ratios (ratio and eager_ratio: positive numbers)"
+    return None
 
 
 def save_ratios(run_dir, commit: str, combo, ratios: dict) -> None:

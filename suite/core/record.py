@@ -81,14 +81,47 @@ class Record:
 
     @classmethod
     def from_json(cls, data) -> Record:
-        """A record from its JSON form; ValueError when it is not one."""
+        """A record from its JSON form; ValueError when it is not one (a field of another type
+        included: a damaged record is measured again, never read)."""
         if not isinstance(data, dict):
             raise ValueError("a record is a JSON object")
         known = {f.name for f in fields(cls)}
+        for name, value in data.items():
+            if name in known and value is not None and not _FIELD_TYPES[name](value):
+                raise ValueError(f"record field {name!r} is not {_FIELD_TYPES[name].__doc__}: {value!r}")
         try:
             return cls(**{k: v for k, v in data.items() if k in known})
         except TypeError as err:
             raise ValueError(str(err)) from None
+
+
+def _text(value) -> bool:
+    """text"""
+    return isinstance(value, str)
+
+
+def _number(value) -> bool:
+    """a number"""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _numbers(value) -> bool:
+    """an object of names and numbers (or texts, objects of numbers)"""
+    return isinstance(value, dict) and all(isinstance(k, str) and (_number(v) or isinstance(v, str) or (
+        isinstance(v, dict) and all(_number(x) for x in v.values()))) for k, v in value.items())
+
+
+def _digests(value) -> bool:
+    """an object of file names and sha256 digests"""
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) and len(v) == 64
+                                           for k, v in value.items())
+
+
+_FIELD_TYPES = {"workload": _text, "dtype": _text, "target": _text, "order": _text, "status": _text,
+                "reason": _text, "kind": _text, "tvm_version": _text, "flops": _number, "compile_s": _number,
+                "codegen": _numbers, "accumulation_length": _number, "metrics": _numbers,
+                "twin_metrics": _numbers, "emulated_s": _number, "measured_on": _text, "tuned_from": _text,
+                "parts": _digests}
 
 
 # ----------------------------------------------------------------------------- asv outcome

@@ -2,7 +2,7 @@
 
 Builds, outputs and accuracy are cached per TVM build (:mod:`suite.core.measurement`); timings are
 not, since they say how fast the kernel was *this time*. A run (``tvm-suite run`` or ``history``)
-keeps the samples of every native combination in ``<run dir>/timings/<commit>/`` beside
+keeps the samples of every native combination in ``<run dir>/runs/<commit>/timings/`` beside
 ``results/``: asv's latency benchmarks report their median, and the gate tests a slowdown on the
 samples themselves and can time both kernels again (:func:`remeasure`).
 
@@ -55,12 +55,19 @@ def save(run_dir: Path, commit: str, combo: Combo, timing: Timing) -> None:
     cache.write_json(runstore.path(run_dir, "timings", commit, combo.ids), asdict(timing))
 
 
+def _timing_problem(value) -> str | None:
+    if (not isinstance(value, dict) or set(value) != {"samples_s", "kernel", "tvm"}
+            or not runstore.positive_numbers(value["samples_s"]) or not isinstance(value["kernel"], str)
+            or not isinstance(value["tvm"], str)):
+        return "not timing samples (samples_s: positive seconds, kernel and tvm: text)"
+    return None
+
+
 def load(run_dir: Path, commit: str, ids) -> Timing | None:
-    data = cache.read_json(runstore.path(run_dir, "timings", commit, ids))
-    try:
-        return Timing(**data) if isinstance(data, dict) else None
-    except TypeError:
-        return None
+    """The samples a run kept of a combination; None when it kept none; DamagedRunData naming the
+    file when they are damaged."""
+    data = runstore.read_json(run_dir, runstore.relative("timings", ids), commit, _timing_problem)
+    return Timing(**data) if data is not None else None
 
 
 def for_asv(combo: Combo) -> Timing:

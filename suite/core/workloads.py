@@ -17,9 +17,11 @@ An elementwise op whose chained operand is its second one is written with an ``r
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from functools import lru_cache
 
 import numpy as np
@@ -305,12 +307,13 @@ def catalog(model: str) -> list[Workload]:
     if model == SEED_MODEL:
         return [seed_workload()]
     models.parse_model_name(model)
-    path = cache.entry("catalog", model, {"model": model, "tvm": compat.build_id()}) / "workloads.json"
-    stored = cache.read_json(path)
-    if stored is None:
+    where = cache.entry("catalog", model, {"model": model, "tvm": compat.build_id()})
+    found = cache.load_entry(where, ("workloads.json",))
+    stored = cache.read_json(found["workloads.json"]) if found else None
+    if not isinstance(stored, list):  # absent or damaged: fused again
         workloads, _ = _extract(model, "float32")
         stored = [w.__dict__ for w in workloads]
-        cache.write_json(path, stored)
+        cache.store_entry(where, {"workloads.json": lambda tmp: Path(tmp).write_text(json.dumps(stored))})
     return [Workload(**item) for item in stored]
 
 

@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from suite import cache, git, tracked
-from suite.core import timing
+from suite import cache, git, targets, tracked
+from suite.core import runstore, timing
 from suite.core.combo import Grid
 from suite.errors import UserError
 from suite.history import commits as history, driver, releases
@@ -37,6 +37,7 @@ class Answer:
     value_after: float | None
     why: str
     tested: list[str]  #: commits asv find built and measured, in order
+    measured_nothing: bool = False  #: no commit has a value: not a verdict
 
 
 def run_bisect(tvm_repo: Path, range_spec: str, ids, metric_name: str, out_dir: Path,
@@ -45,6 +46,8 @@ def run_bisect(tvm_repo: Path, range_spec: str, ids, metric_name: str, out_dir: 
     metric = tracked.get_or_fail(metric_name)
     if metric.worse is None:
         raise UserError(f"metric {metric_name} has no worse direction: nothing to bisect")
+    if reason := targets.get(ids[2]).unavailable():  # every commit would skip it: no verdict
+        raise UserError(f"cannot bisect on {ids[2]} here: {reason}")
     repo = releases.check_repo(tvm_repo)
     hashes = releases.resolve_range(repo, range_spec)
     start = releases.commit_of(repo, range_spec.split("..")[0])
@@ -82,6 +85,9 @@ def run_bisect(tvm_repo: Path, range_spec: str, ids, metric_name: str, out_dir: 
         tested += [h for h in missing if h not in tested]
     answer = judge(repo, out_dir, ordered, culprit, ids, metric, thresholds)
     answer.tested = tested
+    if answer.measured_nothing:  # no verdict from nothing
+        raise UserError(f"bisect measured no {metric.name} of {' '.join(ids)} at any of the {len(tested)} commit(s) "
+                        f"it built ({', '.join(c[:10] for c in tested)}): {answer.why}; see {ready.log}")
     lines = ["", f"asv find named {answer.culprit or named.group(2)[:12]} after building {len(tested)} commit(s): "
                  + ", ".join(c[:10] for c in tested)]
     if answer.culprit:
@@ -105,8 +111,16 @@ def judge(repo: Path, out_dir: Path, ordered: list[str], named: str, ids, metric
               for c in loaded.commits for m in loaded.machines}
     values = {h: v for h, v in values.items() if res.finite(v)}
     measured = [h for h in ordered if h in values]
-    if named not in measured or measured.index(named) == 0:
-        return Answer(None, None, None, None, "no measured commit before the one asv find named", [])
+    if not measured:
+        reasons = {runstore.failure(out_dir, c.hash, ids) for c in loaded.commits} - {None}
+        why = "; ".join(sorted(reasons)) or "every value is skipped or failed (asv NaN or null)"
+        return Answer(None, None, None, None, why, [], measured_nothing=True)
+    if named not in measured:
+        return Answer(None, None, None, None, f"asv find named {named[:10]}, which has no {metric.name} (it failed "
+                      f"to build or run there; measured: {', '.join(h[:10] for h in measured)})", [])
+    if measured.index(named) == 0:
+        return Answer(None, None, None, None, f"no commit before {named[:10]} has a {metric.name} to compare with "
+                      f"(measured: {', '.join(h[:10] for h in measured)})", [])
     before = measured[measured.index(named) - 1]
     a, b = values[before], values[named]
     worse = b > a if metric.worse == tracked.HIGHER else b < a

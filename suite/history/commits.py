@@ -16,6 +16,7 @@ from pathlib import Path
 
 from suite import cache, git
 from suite.core.combo import Grid
+from suite.core import runstore
 from suite.core.runstore import COMMIT_ENV, RUN_DIR_ENV
 from suite.errors import UserError
 from suite.history import driver, releases, source_build
@@ -28,15 +29,12 @@ class HistoryCommit:
     release: str | None  #: apache-tvm version installed from the package index, else None
 
 
-def history_commits(tvm_repo: Path, releases_arg: str | None, range_arg: str | None) -> list[HistoryCommit]:
-    """The commits of a history run, oldest first, from ``--releases`` or ``--range``."""
+def history_commits(tvm_repo: Path, versions: list[str] | None, range_arg: str | None) -> list[HistoryCommit]:
+    """The commits of a history run, oldest first, from ``--releases`` (versions) or ``--range``."""
     repo = releases.check_repo(tvm_repo)
-    if bool(releases_arg) == bool(range_arg):
+    if bool(versions) == bool(range_arg):
         raise UserError("give exactly one of --releases and --range")
-    if releases_arg:
-        versions = [v.strip() for v in releases_arg.split(",") if v.strip()]
-        if not versions:
-            raise UserError("--releases names no release")
+    if versions:
         found = [HistoryCommit(rel.version, commit, rel.version)
                  for rel, commit in releases.resolve_releases(repo, versions)]
     else:
@@ -97,15 +95,17 @@ def prepare(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, out_dir: P
     """The asv configuration of ``out_dir`` over the clone, the release map of ``commits``, the grid
     in the environment, the machine file and the virtualenv (``asv setup``)."""
     repo = releases.check_repo(tvm_repo)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    env_dir = env_dir or Path(".asv") / "env-history"  # not under reports/: about 0.6 GB
+    cache.ensure_dir(out_dir, "--out")
+    env_dir = (env_dir or Path(".asv") / "env-history").absolute()  # not under reports/: about 0.6 GB
     html_dir = html_dir or out_dir / "html"
     driver.check_results(out_dir / "results")
     log_path = out_dir / "asv.log"
     release_map = out_dir / "release-map.json"
     try:
         known = json.loads(release_map.read_text()) if release_map.exists() else {}
-    except ValueError:
+        if not isinstance(known, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError):
         raise UserError(f"corrupt {release_map}: move it away and run again") from None
     known.update({c.commit: c.release for c in commits if c.release})
     cache.write_json(release_map, known)
@@ -142,6 +142,10 @@ def run_history(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, quick:
     asv_status = driver.asv(config, "run", f"HASHFILE:{hashfile.resolve()}", "--skip-existing", "--show-stderr",
                             *driver.quick_args(quick), log=log_path, phase=f"asv run over {len(commits)} commits")
     run_s = time.perf_counter() - t0
+    for c in commits:  # what asv completed in this run is sealed (an interrupted one stays unsealed)
+        done = driver.result_counts(out_dir / "results", c.commit)
+        if done and before.get(done["path"]) != done["path"].stat().st_mtime_ns:
+            runstore.seal(out_dir, c.commit)
     publish_status = driver.asv(config, "publish", log=log_path)
     installs = _install_seconds(out_dir / "install-logs", logs_before)
     install_s = sum(installs.values())

@@ -14,12 +14,12 @@ import sys
 import time
 from pathlib import Path
 
-from suite import compat, git
+from suite import cache, compat, git
 from suite.core import measurement, peers, runstore, timing
 from suite.core.combo import Grid
 from suite.core.runstore import COMMIT_ENV, RUN_DIR_ENV
 from suite.core.record import Kind, Status
-from suite.errors import Skipped, UserError
+from suite.errors import Interrupted, Skipped, Terminated, UserError
 from suite.history import driver
 from suite.progress import Progress
 
@@ -73,8 +73,6 @@ def warm_cache(grid: Grid, run_dir: Path, commit: str, log=print, cluster: str |
     if cluster is not None:
         measurement.measure_many(combos, cluster=cluster, log=log)
     shown = Progress("measure", len(combos))
-    for kind in runstore.KINDS:
-        runstore.clear(run_dir, kind, commit)
     for combo in combos:
         if combo.target.name == grid.targets[0] and combo.order == grid.orders[0]:
             t0 = time.perf_counter()
@@ -110,7 +108,7 @@ def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_com
         from suite.core import cluster as dask_cluster
 
         dask_cluster.connect(cluster).close()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    cache.ensure_dir(out_dir, "--out")
     log_path = out_dir / "asv.log"
     repo, commit = installed_commit(out_dir, tvm_repo, tvm_commit)
     # No commit links for the local versions repository: its hashes are not TVM's.
@@ -122,18 +120,31 @@ def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_com
           f"{out_dir / 'measure.log'})", flush=True)
     if cluster is not None:
         print(f"building and running on the Dask cluster at {cluster}; latency timed here", flush=True)
-    with (out_dir / "measure.log").open("a") as measure_log:
-        warm = warm_cache(grid, out_dir, commit, log=lambda line: print(line, file=measure_log, flush=True),
-                          cluster=cluster)
-
-    os.environ.update({**grid.to_env(), RUN_DIR_ENV: str(out_dir.resolve()), COMMIT_ENV: commit})
-    measurement.note_tvm_build()  # here, where TVM is imported already, not in a benchmark process
-    archived = driver.archive_previous(out_dir / "results", commit, out_dir)
-    t0 = time.perf_counter()
-    driver.machine(config, log_path)
-    args = ["run", "--environment", f"existing:{sys.executable}", "--set-commit-hash", commit, "--show-stderr"]
-    asv_status = driver.asv(config, *args, *driver.quick_args(quick), log=log_path, phase="asv run")
-    asv_s = time.perf_counter() - t0
+    for line in runstore.recover(out_dir):
+        print(f"recovered: {line}", flush=True)
+    # The commit's results and side data are replaced only once this run is complete: until then its
+    # side data goes to a staging run directory, and an interrupted run undoes itself.
+    pending = runstore.begin_run(out_dir, commit)
+    try:
+        with (out_dir / "measure.log").open("a") as measure_log:
+            warm = warm_cache(grid, pending.staging, commit,
+                              log=lambda line: print(line, file=measure_log, flush=True), cluster=cluster)
+        os.environ.update({**grid.to_env(), RUN_DIR_ENV: str(pending.staging), COMMIT_ENV: commit})
+        measurement.note_tvm_build()  # here, where TVM is imported already, not in a benchmark process
+        archived = driver.archive_previous(out_dir / "results", commit, out_dir)
+        t0 = time.perf_counter()
+        driver.machine(config, log_path)
+        args = ["run", "--environment", f"existing:{sys.executable}", "--set-commit-hash", commit, "--show-stderr"]
+        asv_status = driver.asv(config, *args, *driver.quick_args(quick), log=log_path, phase="asv run")
+        asv_s = time.perf_counter() - t0
+        if not driver.result_counts(out_dir / "results", commit):
+            raise driver.ToolFailed(f"asv run wrote no results for {commit[:12]} (exit {asv_status}); see {log_path}")
+        pending.keep()
+    except KeyboardInterrupt as err:
+        raise Interrupted(pending.drop(), "SIGTERM" if isinstance(err, Terminated) else "SIGINT") from None
+    except BaseException:
+        pending.drop()
+        raise
     publish_status = driver.asv(config, "publish", log=log_path)
     text = _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, archived, log_path)
     failed = [c for c, r in warm["records"].items() if r.status is Status.FAILED]

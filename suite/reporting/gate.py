@@ -165,7 +165,7 @@ def _remeasured_path(history: res.History, baseline: res.Commit, candidate: res.
 def other_llvm(history: res.History, candidate: res.Commit, baseline: res.Commit | None) -> str | None:
     """Why candidate and baseline are not compared (their TVMs were built with different LLVMs:
     a wheel's statically linked LLVM is not Debian's), or None. Where a side did not note its
-    build (results of suites before builds/ was kept), nothing is said."""
+    build (results of suites before the build was noted), nothing is said."""
     if baseline is None:
         return None
     run_dir = runstore.of_results(history.results_dir)

@@ -2,7 +2,7 @@
 
 asv benchmark processes export, per commit, the mean |diff| from the ``default`` order over the
 output's H x W and per output channel (``suite.core.measurement.tracked_divergence``) beside
-``results/`` (``suite.core.runstore``: ``maps/<commit>/<workload>.<dtype>.<target>.<order>.npz``). The
+``results/`` (``suite.core.runstore``: ``runs/<commit>/maps/<workload>.<dtype>.<target>.<order>.npz``). The
 report draws them: H x W as a heat map (an inline PNG), channels as bars (inline SVG). A rounding
 drift covers the whole map evenly; a bug shows as tiles or channels.
 """
@@ -12,6 +12,8 @@ from __future__ import annotations
 import base64
 import struct
 import zlib
+import io
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -21,13 +23,23 @@ from suite.reporting import results as res
 
 
 def load(results_dir: Path, commit: str, series: res.Series) -> dict[str, np.ndarray] | None:
-    """The maps of ``series`` at ``commit``, or None when they were not exported or cannot be read."""
-    path = runstore.path(runstore.of_results(results_dir), "maps", commit, series.ids)
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return {name: data[name] for name in data.files}
-    except (OSError, ValueError):
+    """The maps of ``series`` at ``commit``, or None when they were not exported; DamagedRunData
+    naming the file when it is damaged."""
+    run_dir = runstore.of_results(results_dir)
+    data = runstore.read_bytes(run_dir, runstore.relative("maps", series.ids), commit)
+    if data is None:
         return None
+    path = runstore.path(run_dir, "maps", commit, series.ids)
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as kept:
+            found = {name: kept[name] for name in kept.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+        raise runstore.DamagedRunData(f"{path}: not difference maps ({err})") from None
+    channels, hw = found.get("channels"), found.get("hw")
+    if (set(found) - {"channels", "hw"} or channels is None or channels.ndim != 1 or not channels.size
+            or not np.all(np.isfinite(channels)) or (hw is not None and (hw.ndim != 2 or not np.all(np.isfinite(hw))))):
+        raise runstore.DamagedRunData(f"{path}: not difference maps (channels: 1-d, hw: 2-d, finite)")
+    return found
 
 
 def _heat(values: np.ndarray) -> np.ndarray:

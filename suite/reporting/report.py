@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 from pathlib import Path
 
 from suite import cache, tracked
@@ -413,26 +412,33 @@ def render_html(facts: dict, history: res.History, marks: list[dict]) -> str:
         raise ReportError(f"cannot render {TEMPLATES / 'report.html.j2'}: {err}") from None
 
 
+REPORT_FILES = ("index.html", "report.json")
+
+
 def _check_out(out: Path) -> None:
+    """The report's files may go into ``out``: a directory (or none yet) where an index.html, if
+    any, is an earlier report's (a report.json beside it). Other files there are left alone."""
     if out.exists() and not out.is_dir():
-        raise ReportError(f"--out {out} exists and is not a directory")
-    if out.is_dir() and any(out.iterdir()) and not (out / "report.json").is_file():
-        raise ReportError(f"--out {out} is a non-empty directory that holds no report.json; "
+        raise ReportError(f"--out {out} is a file, not a directory")
+    if (out / "index.html").exists() and not (out / "report.json").is_file():
+        raise ReportError(f"--out {out} holds an index.html that is no report (no report.json beside it); "
                           "refusing to replace it")
+    for name in REPORT_FILES:
+        if (out / name).is_dir():
+            raise ReportError(f"--out {out}: {name} there is a directory")
 
 
 def write_report(out, html: str, facts: dict) -> None:
-    """Render into a staging directory beside ``out``, then put it in place with one rename."""
+    """Write the report's two files into ``out``, each atomically (a temporary file renamed over
+    the old one); nothing else in ``out`` is touched."""
     out = Path(out)
     _check_out(out)
-    staged = cache.staging_dir(out)
-    try:
-        (staged / "index.html").write_text(html, encoding="utf-8")
-        (staged / "report.json").write_text(json.dumps(_json_safe(facts), indent=1, allow_nan=False) + "\n")
-        os.chmod(staged, 0o755)
-        cache.publish_dir(staged, out)
-    finally:
-        shutil.rmtree(staged, ignore_errors=True)
+    cache.ensure_dir(out, "--out")
+    text = json.dumps(_json_safe(facts), indent=1, allow_nan=False) + "\n"
+    cache.write_file(out / "report.json", lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    cache.write_file(out / "index.html", lambda tmp: Path(tmp).write_text(html, encoding="utf-8"))
+    for name in REPORT_FILES:
+        os.chmod(out / name, 0o644)
 
 
 def make_report(results_dir, out, tvm_repo=None, thresholds_path=None) -> dict:

@@ -22,6 +22,7 @@ The ``tuned`` order of every Hexagon target replays, per workload, the committed
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -238,14 +239,14 @@ def harness_object(arch: str) -> Path:
     """The harness compiled for ``arch``, cached by the source and the clang version."""
     source = HARNESS_SOURCE.read_text()
     key = {"source": source, "clang": tool_version("clang"), "arch": arch}
-    where = cache.entry("hexagon-harness", arch, key) / "harness.o"
-    if not where.exists():
+    where = cache.entry("hexagon-harness", arch, key)
+    if not cache.load_entry(where, ("harness.o",)):
         def compile_to(tmp):
             check_run(["clang", "--target=hexagon-unknown-linux-musl", f"-mcpu=hexagon{arch}", "-O2",
                         "-ffreestanding", "-fno-builtin", "-nostdlib", "-c", str(HARNESS_SOURCE),
                         "-o", tmp], "compiling the harness")
-        cache.write_file(where, compile_to)
-    return where
+        cache.store_entry(where, {"harness.o": compile_to})
+    return where / "harness.o"
 
 
 def link(objects: list[Path], out: Path) -> None:
@@ -427,14 +428,15 @@ class EmulatedKernel(Kernel):
         self.output()
 
     def output(self) -> np.ndarray:
-        cached = cache.read_array(self.where / "output.npy")
-        info = cache.read_json(self.where / "run.json")
-        if cached is not None and info is not None:
-            self.emulated_s = info["emulated_s"]
-            return cached
+        found = cache.load_entry(self.where, ("output.npy", "run.json"))
+        if found:  # a verified entry: a damaged one is emulated again
+            cached, info = cache.read_array(found["output.npy"]), cache.read_json(found["run.json"])
+            if cached is not None and cached.shape == tuple(self.output_shape) and isinstance(info, dict):
+                self.emulated_s = info["emulated_s"]
+                return cached
         out, seconds = emulate(self.elf, self.stdin, self.output_shape, self.dtype, self.emulator)
-        cache.write_array(self.where / "output.npy", out)
-        cache.write_json(self.where / "run.json", {"emulated_s": seconds})
+        cache.store_entry(self.where, {"output.npy": lambda tmp: np.save(tmp, out, allow_pickle=False),
+                                       "run.json": lambda tmp: Path(tmp).write_text(json.dumps({"emulated_s": seconds}))})
         self.emulated_s = seconds
         return out
 

@@ -595,8 +595,8 @@ def model_object(arch: str = "v68") -> Path:
     """
     sources = {path.name: path.read_text() for path in MODEL_SOURCES}
     key = {"sources": sources, "flags": MODEL_FLAGS, "clang": hexagon.tool_version("clang"), "arch": arch}
-    where = cache.entry("qfloat-model", arch, key) / "hvx_model.o"
-    if not where.exists():
+    where = cache.entry("qfloat-model", arch, key)
+    if not cache.load_entry(where, ("hvx_model.o",)):
         with tempfile.TemporaryDirectory() as tmp:
             objects = []
             for source in MODEL_SOURCES:
@@ -610,9 +610,9 @@ def model_object(arch: str = "v68") -> Path:
                 objects.append(Path(tmp) / f"{source.stem}.o")
                 hexagon.check_run(_clang(arch, False) + MODEL_FLAGS + ["-c", str(source), "-o", str(objects[-1])],
                                   f"compiling {source.name}")
-            cache.write_file(where, lambda out: hexagon.check_run(["ld.lld", "-r", *map(str, objects), "-o", out],
-                                                                  "linking the HVX model"))
-    return where
+            cache.store_entry(where, {"hvx_model.o": lambda out: hexagon.check_run(
+                ["ld.lld", "-r", *map(str, objects), "-o", out], "linking the HVX model")})
+    return where / "hvx_model.o"
 
 
 def assemble(asm: str, obj: Path, arch: str = "v68") -> None:
