@@ -158,12 +158,21 @@ def cmd_tune(args) -> int:
 
     target = targets.get(args.target)
     workloads.check_dtype(args.dtype)
+    if reason := target.unavailable():  # no GPU, tools missing: one line before any work
+        raise UserError(f"{target.name} cannot be tuned here: {reason}")
     target.tuning_target()  # NotTunable (one line) before any work
+    tuned = []
     for wid in select_workloads(args.workload):
         if args.skip_existing and tuning.trace_path(target.name, args.dtype, wid).exists():
             print(f"kept     {wid} (already tuned)")
             continue
-        tuning.tune(wid, args.dtype, target, args.trials)
+        try:
+            tuning.tune(wid, args.dtype, target, args.trials)
+        except KeyboardInterrupt as err:
+            done = f"{len(tuned)} record(s) written before it ({', '.join(tuned)})" if tuned else "no record written"
+            raise Interrupted(f"{wid} was not tuned (its temporary MetaSchedule directory removed); {done}",
+                              "SIGTERM" if isinstance(err, Terminated) else "SIGINT") from None
+        tuned.append(wid)
     return 0
 
 
@@ -406,8 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: What an interrupted command leaves, where it does not say more itself (every file the suite
 #: writes is written whole or not at all, and the cache keeps what was measured).
-INTERRUPTED = {"tune": "workloads tuned before are kept; the one being tuned was not written",
-               "run": "nothing of this run was filed", "history": "results of commits asv completed are kept"}
+INTERRUPTED = {"history": "results of the commits asv completed are kept"}
 
 
 def _terminate(signum, frame):

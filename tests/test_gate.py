@@ -172,10 +172,13 @@ def slower_trace(path):
     tuning measured (6.7x the best), kept in tests/data."""
     import json as _json
 
+    from suite.core import tuning
+
     slowest = _json.loads((Path(__file__).parent / "data" / "llvm-float32-matmul_add.2048-1000.slowest-candidate.json").read_text())
     record = _json.loads(path.read_text())
     assert record["workload"] == slowest["workload"] and slowest["measured_s"] > 3 * record["best_measured_s"]
     record["trace"] = slowest["trace"]
+    record["trace_sha256"] = tuning.trace_digest(record["trace"])
     path.write_text(_json.dumps(record))
 
 

@@ -35,6 +35,7 @@ import concurrent.futures
 import hashlib
 import logging
 import socket
+import struct
 import threading
 import time
 from functools import lru_cache
@@ -85,6 +86,8 @@ def connect(address: str):
     if distributed is None:
         raise UserError("--cluster needs Dask distributed: pip install 'tvm-accuracy-suite[cluster]'")
     timeout = dask.utils.parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), "s")
+    if problem := _not_dask(address, timeout):
+        raise UserError(f"cannot reach the Dask scheduler at {address}: {problem}")
 
     async def probe():  # before a Client: a Client that failed to connect complains again at exit
         comm = await distributed.comm.connect(address, timeout=timeout)
@@ -105,6 +108,41 @@ def connect(address: str):
         client.close()
         raise
     return client
+
+
+def _not_dask(address: str, timeout: float) -> str | None:
+    """Why ``address`` (tcp://HOST:PORT) is not a Dask scheduler, from the first bytes it sends:
+    Dask's listener writes its handshake as soon as a connection opens, framed as distributed's TCP
+    comm frames every message (``distributed/comm/tcp.py``): an 8-byte little-endian length, then
+    the frame count and each frame's length, 8 bytes each. Something else (an HTTP server waits
+    for a request; other servers send other bytes) would leave Dask's own connect waiting for ever,
+    or reading a length of exabytes. None for a Dask scheduler, or an address of another scheme."""
+    scheme, _, rest = address.rpartition("://")
+    if scheme not in ("", "tcp"):
+        return None
+    host, _, port = rest.rpartition(":")
+    try:
+        sock = socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout)
+    except (OSError, ValueError):
+        return None  # not reachable (yet): Dask's own connect retries until its timeout and says so
+    try:
+        sock.settimeout(timeout)
+        first = b""
+        while len(first) < 16:
+            chunk = sock.recv(16 - len(first))
+            if not chunk:
+                return "it closed the connection without a Dask handshake"
+            first += chunk
+    except socket.timeout:
+        return f"no Dask handshake within {timeout:g} s (is it a Dask scheduler?)"
+    except OSError as err:
+        return f"the connection failed before a Dask handshake ({err.strerror or err})"
+    finally:
+        sock.close()
+    length, frames = struct.unpack("<QQ", first)
+    if not (16 <= length <= 1 << 24 and 1 <= frames <= 1024):
+        return f"it answered, but not as a Dask scheduler (it sent {first!r})"
+    return None
 
 
 def check_workers(client) -> dict:

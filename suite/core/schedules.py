@@ -48,7 +48,7 @@ def schedule_digest(order: str, workload_id: str, dtype: str, records) -> str | 
     if order != "tuned":
         return None
     found = tuning.records_target(records, dtype, workload_id)
-    return cache.digest(tuning.trace_path(found, dtype, workload_id).read_text()) if found else None
+    return cache.digest(tuning.read_record(tuning.trace_path(found, dtype, workload_id))[0]) if found else None
 
 
 def check_order(order: str) -> str:

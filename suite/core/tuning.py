@@ -16,6 +16,7 @@ applies is a failure of that TVM.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -66,7 +67,39 @@ def _names(records) -> tuple[str, ...]:
 def records_target(records, dtype: str, workload_id: str) -> str | None:
     """Of the targets ``records`` (a name, or names in order of preference), the first with a
     record of this workload and dtype; None when none has one."""
-    return next((name for name in _names(records) if trace_path(name, dtype, workload_id).is_file()), None)
+    return next((name for name in _names(records) if trace_path(name, dtype, workload_id).exists()), None)
+
+
+class DamagedRecord(UserError):
+    """A committed tuning record that cannot be read (the message names the file)."""
+
+
+def read_record(path: Path) -> tuple[str, dict]:
+    """(text, record) of a tuning record file, checked: a JSON object naming its workload and dtype
+    as its path does, with a trace (a list). DamagedRecord naming the file otherwise: a damaged
+    record is the suite's data to repair, never a combination silently skipped."""
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+        record = json.loads(text)
+    except OSError as err:
+        raise DamagedRecord(f"tuning record {path}: unreadable ({err.strerror or err})") from None
+    except (UnicodeDecodeError, ValueError) as err:
+        raise DamagedRecord(f"tuning record {path}: not JSON ({str(err).splitlines()[0]})") from None
+    dtype, workload = Path(path).parents[1].name, Path(path).name.removesuffix(".json")
+    if (not isinstance(record, dict) or record.get("workload") != workload or record.get("dtype") != dtype
+            or not isinstance(record.get("trace"), list)):
+        raise DamagedRecord(f"tuning record {path}: not a record of {workload} {dtype} with a trace "
+                            "(restore it from git)")
+    if record.get("trace_sha256") != trace_digest(record["trace"]):
+        raise DamagedRecord(f"tuning record {path}: its trace is not the one it was tuned with (trace_sha256 "
+                            "differs; restore it from git)")
+    return text, record
+
+
+def trace_digest(trace) -> str:
+    """The sha256 a record keeps of its trace (``trace_sha256``): a damaged trace, which might still
+    replay as another schedule, is refused instead of measured (or reported as TVM's failure)."""
+    return cache.bytes_digest(json.dumps(trace, sort_keys=True, separators=(",", ":")).encode())
 
 
 def _plain(value):
@@ -123,6 +156,7 @@ def tune(workload_id: str, dtype: str, target, trials: int, log=print) -> dict:
         "candidates_s": measured,
         "trace": _plain(schedule.trace.as_json()),
     }
+    record["trace_sha256"] = trace_digest(record["trace"])
     path = trace_path(target.name, dtype, workload_id)
     cache.write_json(path, record)
     what = "emulated" if target.tuning_measure == "emulated" else "measured"
@@ -177,7 +211,7 @@ def replay(func, workload_id: str, dtype: str, records):
     ``records`` (a name, or names in order of preference) that has one."""
     names = _names(records)
     found = records_target(names, dtype, workload_id)
-    record = cache.read_json(trace_path(found, dtype, workload_id)) if found else None
+    record = read_record(trace_path(found, dtype, workload_id))[1] if found else None
     if record is None:
         raise NoTunedRecord(f"no tuned record for {workload_id} {dtype} on {' or '.join(names)} "
                             f"(run `tvm-suite tune --target {names[0]} --dtype {dtype} --workload {workload_id}`)")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -141,26 +142,84 @@ def _read_conf(path: Path) -> dict:
         raise ResultsError(str(err)) from None
 
 
-def _check_machine_file(path: Path) -> str:
-    from asv import machine, util
-
+def _json_file(path: Path, what: str):
+    """The JSON value of a file asv wrote; ResultsError naming it when it cannot be read."""
     if not path.is_file():
-        raise ResultsError(f"{path}: missing (asv writes machine.json beside each machine's results)")
+        raise ResultsError(f"{path}: {'not a file' if path.exists() else 'missing'} ({what})")
     try:
-        data = util.load_json(str(path), api_version=machine.Machine.api_version)
-    except util.UserError as err:
-        raise ResultsError(f"{path}: unreadable machine file ({err})") from None
-    except (OSError, ValueError) as err:
-        raise ResultsError(f"{path}: unreadable machine file ({err})") from None
-    name = data.get("machine") if isinstance(data, dict) else None
-    if not isinstance(name, str):
-        raise ResultsError(f"{path}: malformed machine file (no machine name)")
-    return name
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except OSError as err:
+        raise ResultsError(f"{path}: unreadable {what} ({err.strerror or err})") from None
+    except (UnicodeDecodeError, ValueError) as err:
+        raise ResultsError(f"{path}: unreadable {what} ({str(err).splitlines()[0]})") from None
+
+
+def _text(v):
+    return isinstance(v, str)
+
+
+def _texts(v):
+    return isinstance(v, dict) and all(isinstance(k, str) and isinstance(x, str) for k, x in v.items())
+
+
+#: The columns asv 0.6 writes in every results file (asv/results.py, Results.save).
+_ASV_COLUMNS = ["result", "params", "version", "started_at", "duration", "stats_ci_99_a", "stats_ci_99_b",
+                "stats_q_25", "stats_q_75", "stats_number", "stats_repeat", "samples", "profile"]
+#: The fields of an asv 0.6 machine file and results file, and what each must be: a results file
+#: with a field of another type is damaged, whichever field it is (the gate never judges on one).
+_MACHINE_FIELDS = {"machine": _text, "os": _text, "arch": _text, "cpu": _text, "num_cpu": _text, "ram": _text,
+                   "version": lambda v: v == 1}
+_RESULT_FIELDS = {
+    "commit_hash": lambda v: isinstance(v, str) and len(v) >= 7,
+    "env_name": _text, "date": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)),
+    "params": _texts, "python": _text, "requirements": lambda v: isinstance(v, dict), "env_vars": _texts,
+    "result_columns": lambda v: v == _ASV_COLUMNS,
+    "results": lambda v: isinstance(v, dict), "durations": lambda v: isinstance(v, dict) and all(
+        isinstance(x, (int, float)) and not isinstance(x, bool) for x in v.values()),
+    "version": lambda v: v == 2,
+}
+
+
+def _check_fields(path: Path, data, fields: dict, what: str) -> None:
+    if not isinstance(data, dict):
+        raise ResultsError(f"{path}: malformed {what} (not a JSON object)")
+    for name, ok in fields.items():
+        if name not in data:
+            raise ResultsError(f"{path}: malformed {what} (no {name!r})")
+        if not ok(data[name]):
+            raise ResultsError(f"{path}: malformed {what} ({name!r} is {data[name]!r:.60})")
+
+
+def _check_results_entries(path: Path, data: dict) -> None:
+    """Every benchmark's entry: one value per parameter combination, numbers or null (failed)."""
+    columns = data["result_columns"]
+    for name, entry in data["results"].items():
+        if not isinstance(entry, list) or len(entry) > len(columns) or len(entry) < 2:
+            raise ResultsError(f"{path}: malformed results of {name} (not a row of {', '.join(columns[:2])}, ...)")
+        values, params = entry[0], entry[1]
+        if not isinstance(params, list) or not all(isinstance(p, list) and all(isinstance(x, str) for x in p)
+                                                   for p in params):
+            raise ResultsError(f"{path}: malformed parameters of {name}")
+        expected = math.prod(len(p) for p in params)
+        if not isinstance(values, list) or len(values) != expected:
+            raise ResultsError(f"{path}: {name} has {len(values) if isinstance(values, list) else 'no list of'} "
+                               f"values for {expected} parameter combinations")
+        if not all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in values):
+            raise ResultsError(f"{path}: a value of {name} is not a number")
+
+
+def _check_machine_file(path: Path) -> str:
+    data = _json_file(path, "machine file (asv writes machine.json beside each machine's results)")
+    _check_fields(path, data, _MACHINE_FIELDS, "machine file")
+    return data["machine"]
 
 
 def _load_result(path: Path, machine_name: str):
     from asv import results, util
 
+    data = _json_file(path, "asv results file")
+    _check_fields(path, data, _RESULT_FIELDS, "asv results file")
+    _check_results_entries(path, data)
     try:
         result = results.Results.load(str(path), machine_name=machine_name)
         keys = list(result.get_all_result_keys())
@@ -236,14 +295,16 @@ def load(results_dir, tvm_repo=None) -> History:
                                   for f in files)})
     benchmarks_file = results_dir / "benchmarks.json"
     if benchmarks_file.exists():
-        from asv import util
-        try:
-            util.load_json(str(benchmarks_file), api_version=2)
-        except util.UserError as err:
-            raise ResultsError(f"{benchmarks_file}: unreadable ({err})") from None
+        found = _json_file(benchmarks_file, "asv benchmark list")
+        if not isinstance(found, dict) or found.get("version") != 2 or not all(
+                isinstance(v, dict) for k, v in found.items() if k != "version"):
+            raise ResultsError(f"{benchmarks_file}: malformed asv benchmark list")
 
     from asv import results as asv_results
 
+    for path in sorted(results_dir.glob("*/*.json")):
+        if not path.is_file():  # asv would pass it by: the commit would silently vanish
+            raise ResultsError(f"{path}: not a file (an asv results file was expected)")
     loaded, files, machines = [], [], []
     for directory in machine_dirs:
         machine_name = _check_machine_file(directory / "machine.json")

@@ -84,8 +84,8 @@ def _read_toml(path: Path) -> dict:
             data = tomllib.load(handle)
     except FileNotFoundError:
         raise ThresholdsError(f"thresholds file {path} does not exist") from None
-    except (OSError, tomllib.TOMLDecodeError) as err:
-        raise ThresholdsError(f"{path}: not a readable TOML file ({err})") from None
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise ThresholdsError(f"{path}: not a readable TOML file ({str(err).splitlines()[0]})") from None
     checked = _check(data, _SCHEMA, path)
     unknown = [m for m in checked.get("regressions", {}).get("metrics", []) if m not in tracked.BY_NAME]
     if unknown:
@@ -104,9 +104,17 @@ def _merge(base: dict, extra: dict) -> dict:
     return merged
 
 
+#: Sections every rule needs, each with every key of its schema (the defaults file provides them).
+_COMPLETE = ("latency", "bound", "divergence", "regressions")
+
+
 def load_thresholds(path=None) -> dict:
     """The default thresholds, overridden by those in ``path``; each key checked."""
     thresholds = _read_toml(DEFAULT_THRESHOLDS)
+    lacking = [f"{section}.{key}" for section in _COMPLETE for key in _SCHEMA[section]
+               if key != "accept" and key not in thresholds.get(section, {})]
+    if lacking:
+        raise ThresholdsError(f"{DEFAULT_THRESHOLDS}: the defaults lack {', '.join(lacking)} (restore the file)")
     if path is not None:
         thresholds = _merge(thresholds, _read_toml(Path(path)))
     thresholds["source"] = str(Path(path).resolve() if path else DEFAULT_THRESHOLDS)

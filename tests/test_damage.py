@@ -1,0 +1,423 @@
+"""The damage matrix: every file the suite reads, damaged every way, read through the public
+interface (the `tvm-suite` command, in this process so that a traceback fails the test).
+
+The contract, for each file kind x damage:
+- the cache (files a number is computed from): computed again, to the very same values;
+- what a run keeps (asv's results and machine files, the side data in runs/<commit>/), the
+  thresholds and the tuning records: a one-line error naming the file, exit 2 (the gate: 2, never
+  0 or 1); never a traceback, never a number computed from damaged data;
+- files no command reads after the run wrote them (logs, asv's HTML, the report's output) are
+  listed as such, and the commands are checked to give the same answer with them damaged.
+
+Every file the fixture runs and measurements leave is matched to a row of a table below (test
+``test_every_file_kind_has_its_row``): a new kind of file cannot appear without its row.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from asv_runs import WORKLOAD, plant, plant_file, qf_two_commit_results, two_commit_results
+from suite import cli, targets
+from suite.core import runstore, tuning
+
+pytestmark = pytest.mark.slow
+
+DAMAGES = ("truncated", "garbage", "zero length", "deleted", "directory", "non-UTF-8")
+
+
+def damage(path: Path, how: str) -> None:
+    if how == "deleted":
+        path.unlink()
+    elif how == "directory":
+        path.unlink()
+        path.mkdir()
+    else:
+        data = path.read_bytes()
+        if how == "truncated":
+            data = data[: len(data) // 2]
+        elif how == "garbage":
+            middle = max(0, len(data) // 2 - 32)
+            data = data[:middle] + bytes(np.random.default_rng(len(data)).integers(0, 256, 64, dtype=np.uint8)) \
+                + data[middle + 64:]
+        elif how == "zero length":
+            data = b""
+        elif how == "non-UTF-8":
+            data = b"\xff\xfe\x80" + data[3:]
+        path.write_bytes(data)
+
+
+def json_damages(path: Path) -> list[str]:
+    """For a JSON object: each top-level field given a value of another type, and each list one
+    element short ("wrong lengths")."""
+    try:
+        value = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError):
+        return []
+    if not isinstance(value, dict):
+        return ["wrong type: the whole file"]
+    found = [f"wrong type: {key}" for key in value]
+    found += [f"wrong length: {key}" for key, item in value.items() if isinstance(item, list) and item]
+    return found
+
+
+def damage_json(path: Path, how: str) -> None:
+    value = json.loads(path.read_text())
+    kind, _, key = how.partition(": ")
+    if key == "the whole file":
+        value = {"not": value}
+    elif kind == "wrong type":
+        item = value[key]
+        value[key] = ("text" if not isinstance(item, str) else 12345) if not isinstance(item, (dict, list)) \
+            else ([item] if isinstance(item, dict) else {"list": item})
+    else:
+        value[key] = value[key][:-1]
+    path.write_text(json.dumps(value))
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    """`tvm-suite ARGV` in this process: (exit status, stdout, stderr); an exception escaping main()
+    is a traceback, and fails the test."""
+    capsys.readouterr()
+    try:
+        status = cli.main([str(a) for a in argv])
+    except SystemExit as done:  # argparse
+        status = done.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def assert_one_line_naming(result, path: Path):
+    status, out, err = result
+    lines = err.strip().splitlines()
+    assert status == 2, (status, out[-500:], err)
+    assert len(lines) == 1 and lines[0].startswith("tvm-suite: error: "), err
+    assert str(path) in lines[0] or str(path.parent) in lines[0], (str(path), lines[0])
+
+
+# ----------------------------------------------------------------------------- what a run keeps
+
+#: Files of a run directory: pattern -> the commands that read them ("gate", "report") or None for
+#: files no command reads after the run wrote them.
+RUN_FILES = {
+    "results/*/machine.json": ("gate", "report"),
+    "results/benchmarks.json": ("gate", "report"),
+    "results/*/*.json": ("gate", "report"),
+    "asv.installed.json": ("gate", "report"),
+    "runs/*/manifest.json": ("gate", "report"),
+    "runs/*/build.json": ("gate",),
+    "runs/*/timings/*.json": ("gate", "report"),
+    "runs/*/maps/*.npz": ("report",),
+    "runs/*/records/*.txt": ("report",),
+    "runs/*/failures/*.txt": ("gate", "report"),
+    "runs/*/peers/*.json": None,   # read by asv's benchmark processes during the run only
+    "gate/*.json": None,           # the gate's own re-measurements: a damaged one is not reused
+    "asv.log": None, "measure.log": None, "html/*": None, "report/*": None, "results-archive/*": None,
+    "tvm-versions/*": None,
+}
+
+
+def run_kind(relative: str) -> str | None:
+    return next((p for p in RUN_FILES if fnmatch.fnmatch(relative, p)), None)
+
+
+@pytest.fixture(scope="module")
+def llvm_run(tmp_path_factory):
+    """The two-commit llvm run, with one combination planted as failed (its failure reason kept)."""
+    results, repo, commits = two_commit_results(tmp_path_factory)
+    base = tmp_path_factory.mktemp("damage-run") / "asv"
+    shutil.copytree(results.parent, base, ignore=shutil.ignore_patterns("env*"))
+    ids = (WORKLOAD, "float16", "llvm", "tuned")
+    plant(base, commits[1], "bench_accuracy.Accuracy.track_ulp_mean", ids, None)
+    plant_file(base, commits[1], runstore.relative("failures", ids), "seed failed: planted for the damage matrix")
+    marks = base.parent / "marks.toml"  # marks everything, so that the report reads every map
+    marks.write_text("[divergence]\nmax_bias_shift = 0.0\nmin_z = 0.0\n")
+    return base, repo, commits, marks
+
+
+def _commands(run_dir, repo, commits, marks, out):
+    return {"gate": ["gate", "--results", run_dir / "results", "--commit", commits[1], "--tvm-repo", repo,
+                     "--no-remeasure", "--thresholds", marks],
+            "report": ["report", "--results", run_dir / "results", "--out", out, "--tvm-repo", repo,
+                       "--thresholds", marks]}
+
+
+def _run_files(run_dir: Path) -> list[str]:
+    return sorted(p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*") if p.is_file())
+
+
+def _run_cases():
+    """(pattern, damage) for every run-file kind: the byte-level damages and, for JSON kinds, the
+    per-field ones (expanded on the real file in the test)."""
+    return [(pattern, how) for pattern, readers in RUN_FILES.items() if readers for how in DAMAGES + ("fields",)]
+
+
+@pytest.mark.parametrize("pattern,how", _run_cases())
+def test_damaged_run_files(llvm_run, capsys, tmp_path, pattern, how):
+    base, repo, commits, marks = llvm_run
+    readers = RUN_FILES[pattern]
+    undamaged = {name: run(capsys, *argv) for name, argv in
+                 _commands(base, repo, commits, marks, tmp_path / "clean").items()}
+    assert undamaged["gate"][0] == 1 and undamaged["report"][0] == 0   # the planted failure: not ready
+    relative = _candidate_file(base, pattern, commits[1])
+    kinds = [how] if how != "fields" else json_damages(base / relative)
+    for one in kinds:
+        copy = tmp_path / f"run-{kinds.index(one)}"
+        shutil.copytree(base, copy)
+        victim = copy / relative
+        (damage_json if how == "fields" else damage)(victim, one)
+        for name in readers:
+            result = run(capsys, *_commands(copy, repo, commits, marks, tmp_path / f"out-{name}")[name])
+            assert "Traceback" not in result[2]
+            if _unchanged_allowed(pattern, one, name):
+                assert result[0] == undamaged[name][0], (pattern, one, name, result)
+                continue
+            assert_one_line_naming(result, victim if one != "deleted" or "runs/" in relative else copy / "results")
+
+
+def _candidate_file(run_dir: Path, pattern: str, commit: str) -> str:
+    """The file of ``pattern`` the commands read for the candidate ``commit`` (or the only one)."""
+    found = [f for f in _run_files(run_dir) if run_kind(f) == pattern]
+    per_commit = [f for f in found if f"runs/{commit}/" in f or (f.startswith("results/") and f"/{commit[:8]}-" in f)]
+    assert found, f"the fixture run has no {pattern}"
+    # of the combinations' files, the seed's: it is the one marked (the report reads marked ones' maps)
+    return sorted(per_commit or found, key=lambda f: WORKLOAD not in f)[0]
+
+
+#: The fields of asv's configuration the suite reads (where the commits come from); the others are asv's.
+CONF_FIELDS = ("repo", "results_dir", "html_dir", "show_commit_url", "benchmark_dir")
+
+
+def _unchanged_allowed(pattern: str, how: str, command: str) -> bool:
+    """Damages after which the data left is whole and the answer stands: deleting a file that only
+    says where things come from, or a commit's results (the report then covers the other commit;
+    the gate names the commit it lacks), or a field of asv's configuration the suite does not read."""
+    if how == "deleted" and pattern in ("results/benchmarks.json", "asv.installed.json", "runs/*/manifest.json"):
+        return True
+    if pattern == "asv.installed.json" and how.startswith("wrong") and how.partition(": ")[2] not in CONF_FIELDS:
+        return True
+    return how == "deleted" and pattern == "results/*/*.json" and command == "report"
+
+
+@pytest.mark.parametrize("pattern", [p for p, readers in RUN_FILES.items() if readers is None])
+def test_files_no_command_reads_change_nothing(llvm_run, capsys, tmp_path, pattern):
+    base, repo, commits, marks = llvm_run
+    wanted = _commands(base, repo, commits, marks, tmp_path / "clean")
+    before = {name: run(capsys, *argv)[0] for name, argv in wanted.items()}
+    copy = tmp_path / "run"
+    shutil.copytree(base, copy)
+    victims = [copy / f for f in _run_files(copy) if run_kind(f) == pattern]
+    for victim in victims:
+        damage(victim, "garbage")
+    after = {name: run(capsys, *argv)[0] for name, argv in _commands(copy, repo, commits, marks,
+                                                                     tmp_path / "after").items()}
+    assert after == before
+
+
+def test_every_file_kind_has_its_row(llvm_run, tmp_path_factory):
+    base, *_ = llvm_run
+    qf_dir, _, _ = qf_two_commit_results(tmp_path_factory)
+    for run_dir in (base, qf_dir):
+        unknown = [f for f in _run_files(run_dir) if run_kind(f) is None]
+        assert not unknown, f"files of a run without a row in RUN_FILES: {unknown}"
+    cache = Path(os.environ["TVM_SUITE_CACHE"])
+    unknown = [f for f in sorted(p.relative_to(cache).as_posix() for p in cache.rglob("*") if p.is_file())
+               if cache_kind(f) is None]
+    assert not unknown, f"files of the cache without a row in CACHE_FILES: {unknown[:10]}"
+
+
+# ----------------------------------------------------------------------------- the cache
+
+#: Files of the cache: pattern -> how a damaged one is read again ("measure": the combination's own
+#: entry; "entry": an entry its measurement reads, so the measurement is made again; "divergence";
+#: "catalog") or None (never read).
+CACHE_FILES = {
+    "measure/*/record.json": "measure", "measure/*/output.npy": "measure", "measure/*/ieee_twin.npy": "measure",
+    "measure/*/kernel.*": "measure",
+    "reference/*/*": "entry", "hexagon-run/*/*": "entry", "hexagon-harness/*/*": "entry",
+    "qfloat-model/*/*": "entry",
+    "divergence/*/*": "divergence",
+    "catalog/*/*": "catalog",
+    "tune-logs/*": None,
+}
+#: Cheap combinations (a matmul: a second to build and run, 0.3 s emulated) with a tuned order to compare
+#: with default; the qfloat one has an IEEE twin and emulated runs.
+MATMUL = "resnet50.matmul_add.2048-1000"
+COMBOS = {"llvm": (MATMUL, "float16", "llvm", "tuned"), "qf": (MATMUL, "float16", "hexagon-v68-qf", "tuned")}
+#: The kinds only a target with an emulator and the IEEE twin has; every other kind is damaged through
+#: the llvm combination (the same code reads it for every target).
+QF_ONLY = ("measure/*/ieee_twin.npy", "measure/*/kernel.*", "hexagon-run/*/*", "hexagon-harness/*/*",
+           "qfloat-model/*/*")
+
+
+def cache_kind(relative: str) -> str | None:
+    return next((p for p in CACHE_FILES if fnmatch.fnmatch(relative, p)), None)
+
+
+def measured(capsys, ids, *extra) -> dict:
+    status, out, err = run(capsys, "measure", "--workload", ids[0], "--dtype", ids[1], "--target", ids[2],
+                           "--order", ids[3], "--json", *extra)
+    assert status == 0 and "Traceback" not in err, err
+    found = json.loads(out)
+    found.pop("compile_s", None)
+    found.pop("emulated_s", None)
+    found.pop("latency", None)
+    return found
+
+
+@pytest.fixture(scope="module")
+def own_cache(tmp_path_factory):
+    """A cache of this module's own, with the llvm and qfloat combinations measured against default."""
+    where = tmp_path_factory.mktemp("damage-cache")
+    old = os.environ["TVM_SUITE_CACHE"]
+    os.environ["TVM_SUITE_CACHE"] = str(where)
+    yield where
+    os.environ["TVM_SUITE_CACHE"] = old
+
+
+def _cache_cases():
+    cases = []
+    for pattern, reader in CACHE_FILES.items():
+        if reader is None:
+            continue
+        if pattern in QF_ONLY:
+            cases.append((pattern, "qf"))
+        if pattern not in QF_ONLY or pattern == "measure/*/kernel.*":
+            cases.append((pattern, "llvm"))
+    return cases
+
+
+@pytest.mark.parametrize("pattern,combo", _cache_cases())
+def test_damaged_cache_files_are_computed_again(own_cache, capsys, pattern, combo):
+    if combo == "qf" and (reason := targets.get("hexagon-v68-qf").unavailable()):
+        pytest.skip(reason)
+    ids = COMBOS[combo]
+    against = () if pattern.startswith("catalog") else ("--against", "default")
+    clean = measured(capsys, ids, *against)
+    listed = run(capsys, "list", "--model", "resnet18", "--json")[1]
+    entry = _entry_of(own_cache, pattern, ids, capsys)
+    files = sorted(p for p in entry.rglob("*") if p.is_file() and fnmatch.fnmatch(
+        p.relative_to(own_cache).as_posix(), pattern))
+    assert files, f"no {pattern} for {' '.join(ids)}"
+    # Files of one name in several entries of a kind (the qfloat and the IEEE twin emulation) are
+    # damaged together: each damage costs a measurement made again.
+    for name in sorted({victim.name for victim in files}):
+        victims = [victim for victim in files if victim.name == name]
+        originals = [victim.read_bytes() for victim in victims]
+        for how in DAMAGES + tuple(json_damages(victims[0])):
+            for victim, original in zip(victims, originals):
+                _restore(victim, original)  # each damage to the file as it was (a part nothing rereads stays so)
+                (damage_json if how.startswith("wrong") else damage)(victim, how)
+            if CACHE_FILES[pattern] == "entry":        # read again only when the measurement is made again
+                shutil.rmtree(_measure_entry(own_cache, ids))
+            if CACHE_FILES[pattern] == "catalog":
+                assert run(capsys, "list", "--model", "resnet18", "--json")[1] == listed, (name, how)
+            else:
+                assert measured(capsys, ids, *against) == clean, (name, how)
+
+
+def _restore(path: Path, data: bytes) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def _measure_entry(cache: Path, ids) -> Path:
+    return next(p for p in (cache / "measure").iterdir() if p.name.startswith("-".join(ids) + "-"))
+
+
+def _entry_of(cache: Path, pattern: str, ids, capsys) -> Path:
+    kind = pattern.split("/")[0]
+    if kind == "hexagon-run":  # only the combination's own emulations (its qfloat run and its twin's)
+        shutil.rmtree(cache / kind)
+        shutil.rmtree(_measure_entry(cache, ids))
+        measured(capsys, ids)
+    if kind == "measure":
+        return _measure_entry(cache, ids)
+    if kind == "reference":
+        return next(p for p in (cache / kind).iterdir() if p.name.startswith(f"{ids[0]}-{ids[1]}-"))
+    if kind == "divergence":
+        return next(p for p in (cache / kind).iterdir() if p.name.startswith("_".join(" ".join(ids).split())))
+    if kind == "catalog":
+        return next(p for p in (cache / kind).iterdir() if p.name.startswith("resnet18-"))
+    return cache / kind  # hexagon-run, harness, model: every entry of the kind
+
+
+# ----------------------------------------------------------------------------- thresholds and tuning records
+
+
+THRESHOLDS = ('[divergence]\nmax_error_ratio = 1.3\nmax_bias_shift = 0.3\n'
+              '[latency]\nmax_ratio = 1.25\nalpha = 0.01\nbaseline = "previous"\n')
+
+
+@pytest.mark.parametrize("how", DAMAGES + ("wrong type: divergence.max_error_ratio", "wrong type: latency",
+                                           "wrong type: latency.baseline"))
+def test_damaged_thresholds(llvm_run, capsys, tmp_path, how):
+    base, repo, commits, _ = llvm_run
+    path = tmp_path / "t.toml"
+    path.write_text(THRESHOLDS)
+    if how.startswith("wrong type"):
+        key = how.partition(": ")[2]
+        text = {"divergence.max_error_ratio": THRESHOLDS.replace("1.3", '"1.3"'),
+                "latency": THRESHOLDS.replace("[latency]", "latency = 3\n[other]"),
+                "latency.baseline": THRESHOLDS.replace('"previous"', "7")}[key]
+        path.write_text(text)
+    else:
+        damage(path, how)
+    result = run(capsys, "gate", "--results", base / "results", "--commit", commits[1], "--thresholds", path,
+                 "--no-remeasure")
+    if how == "zero length":  # an empty copy overrides nothing: every key is optional in a copy
+        assert result[0] == 1, result
+        return
+    assert_one_line_naming(result, path)
+
+
+def test_damaged_default_thresholds(llvm_run, capsys, tmp_path, monkeypatch):
+    from suite.reporting import rules
+
+    base, repo, commits, _ = llvm_run
+    defaults = rules.DEFAULT_THRESHOLDS
+    for how in DAMAGES:
+        path = tmp_path / f"defaults-{DAMAGES.index(how)}.toml"
+        shutil.copyfile(defaults, path)
+        damage(path, how)
+        monkeypatch.setattr(rules, "DEFAULT_THRESHOLDS", path)
+        assert_one_line_naming(run(capsys, "gate", "--results", base / "results", "--commit", commits[1],
+                                   "--no-remeasure"), path)
+
+
+@pytest.fixture(scope="module")
+def records_copy(tmp_path_factory):
+    where = tmp_path_factory.mktemp("records")
+    shutil.copytree(tuning.RECORDS_DIR / "llvm" / "float32", where / "llvm" / "float32")
+    return where
+
+
+@pytest.mark.parametrize("how", DAMAGES + ("fields",))
+def test_damaged_tuning_records(records_copy, capsys, tmp_path, monkeypatch, how):
+    """A damaged committed record: one line naming it, exit 2 (a deleted one: skipped, with the reason)."""
+    matmul = "resnet50.matmul_add.2048-1000"
+    source = records_copy / "llvm" / "float32" / "traces" / f"{matmul}.json"
+    cases = [how] if how != "fields" else json_damages(source)
+    for one in cases:
+        copy = tmp_path / f"records-{cases.index(one)}"
+        shutil.copytree(records_copy, copy)
+        victim = copy / "llvm" / "float32" / "traces" / f"{matmul}.json"
+        (damage_json if how == "fields" else damage)(victim, one)
+        monkeypatch.setenv("TVM_SUITE_TUNING_RECORDS", str(copy))
+        result = run(capsys, "measure", "--workload", matmul, "--order", "tuned", "--json")
+        key = one.partition(": ")[2]
+        if one == "deleted":
+            assert result[0] == 1 and '"status": "skipped"' in result[1] and "no tuned record" in result[1]
+        elif key and key not in ("trace", "trace_sha256", "workload", "dtype", "the whole file"):
+            assert result[0] == 0, (one, result)    # a field replay does not read: the same schedule
+        else:
+            assert_one_line_naming(result, victim)
