@@ -20,6 +20,7 @@ from suite.core import measurement, schedules, timing, workloads
 from suite.core.combo import Combo, Grid, select_workloads
 from suite.core.record import Kind
 from suite.errors import Interrupted, Skipped, Terminated, UserError
+from suite.progress import announce
 
 
 def _print_table(rows: list[list[str]], header: list[str]) -> None:
@@ -189,7 +190,13 @@ def cmd_run(args) -> int:
     summary = installed.run_installed(grid, quick=args.quick, out_dir=out, tvm_repo=args.tvm_repo,
                                       tvm_commit=args.tvm_commit, cluster=args.cluster)
     # The suite's own report: static, works offline (asv's HTML loads its scripts from CDNs).
-    report.make_report(out / "results", out / "report", tvm_repo=args.tvm_repo)
+    announce("report")
+    try:
+        report.make_report(out / "results", out / "report", tvm_repo=args.tvm_repo)
+    except KeyboardInterrupt as err:
+        raise Interrupted(f"the run was filed whole; its report was not written (tvm-suite report --results "
+                          f"{out / 'results'} --out {out / 'report'} writes it)",
+                          "SIGTERM" if isinstance(err, Terminated) else "SIGINT") from None
     print(summary.text)
     print(f"report:  {out / 'report' / 'index.html'}")
     return summary.exit_status

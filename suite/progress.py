@@ -15,6 +15,13 @@ def _clock(seconds: float) -> str:
     return f"{seconds // 60}:{seconds % 60:02d}" if seconds < 3600 else f"{seconds // 3600}h{seconds // 60 % 60:02d}"
 
 
+def announce(phase: str, stream=None) -> None:
+    """Say that a phase begins (a line, so that logs and whoever watches the run see where it is)."""
+    stream = stream or sys.stderr
+    stream.write(f"{phase}: started\n")
+    stream.flush()
+
+
 class Progress:
     def __init__(self, phase: str, total: float, stream=None, every_s: float = 10.0, counted: bool = True):
         """``total`` steps of a phase; ``counted=False`` shows a percentage only (total = 100)."""

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -69,17 +70,40 @@ def asv(config: Path, *args: str, log: Path, phase: str | None = None) -> int:
         # must import this very suite (its code is part of every cache key), wherever it is found.
         paths = [str(REPO_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
         env = {**os.environ, "ASV_PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
+        # asv in a session of its own, ended with this process: an interrupted or killed run must
+        # not leave asv behind to write results after the run has put the previous ones back.
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO_ROOT,
-                                   text=True, errors="replace", env=env)
-        for line in process.stdout:
-            handle.write(line)
-            found = _PERCENT.match(line.strip())
-            if shown and found and "···" in line:
-                shown.update(float(found.group(1)), line.strip().split("···")[-1].strip())
-        status = process.wait()
+                                   text=True, errors="replace", env=env, start_new_session=True,
+                                   preexec_fn=_die_with_parent)
+        try:
+            for line in process.stdout:
+                handle.write(line)
+                found = _PERCENT.match(line.strip())
+                if shown and found and "···" in line:
+                    shown.update(float(found.group(1)), line.strip().split("···")[-1].strip())
+            status = process.wait()
+        except BaseException:
+            _end_session(process)
+            raise
     if shown:
         shown.finish()
     return status
+
+
+def _die_with_parent() -> None:
+    """(In the child, before exec) Linux's PR_SET_PDEATHSIG: SIGKILL when the parent dies."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+
+
+def _end_session(process: subprocess.Popen) -> None:
+    """Stop asv and everything it started (its session), and reap it."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    process.wait()
 
 
 def machine(config: Path, log: Path) -> None:

@@ -21,7 +21,7 @@ from suite.core.runstore import COMMIT_ENV, RUN_DIR_ENV
 from suite.core.record import Kind, Status
 from suite.errors import Interrupted, Skipped, Terminated, UserError
 from suite.history import driver
-from suite.progress import Progress
+from suite.progress import Progress, announce
 
 #: Loop orders of a quick run: as legalized, and as tuned.
 QUICK_ORDERS = ("default", "tuned")
@@ -72,6 +72,7 @@ def warm_cache(grid: Grid, run_dir: Path, commit: str, log=print, cluster: str |
         measurement.forget_lost(combo)
     if cluster is not None:
         measurement.measure_many(combos, cluster=cluster, log=log)
+    announce("measure")
     shown = Progress("measure", len(combos))
     for combo in combos:
         if combo.target.name == grid.targets[0] and combo.order == grid.orders[0]:
@@ -135,17 +136,23 @@ def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_com
         t0 = time.perf_counter()
         driver.machine(config, log_path)
         args = ["run", "--environment", f"existing:{sys.executable}", "--set-commit-hash", commit, "--show-stderr"]
+        announce("asv run")
         asv_status = driver.asv(config, *args, *driver.quick_args(quick), log=log_path, phase="asv run")
         asv_s = time.perf_counter() - t0
         if not driver.result_counts(out_dir / "results", commit):
             raise driver.ToolFailed(f"asv run wrote no results for {commit[:12]} (exit {asv_status}); see {log_path}")
         pending.keep()
     except KeyboardInterrupt as err:
-        raise Interrupted(pending.drop(), "SIGTERM" if isinstance(err, Terminated) else "SIGINT") from None
+        raise Interrupted(pending.drop(), _signal_name(err)) from None
     except BaseException:
         pending.drop()
         raise
-    publish_status = driver.asv(config, "publish", log=log_path)
+    announce("asv publish")
+    try:
+        publish_status = driver.asv(config, "publish", log=log_path)
+    except KeyboardInterrupt as err:
+        raise Interrupted(f"the run of {commit[:12]} was filed whole (results and side data); asv's HTML was not "
+                          "published (the next run publishes it)", _signal_name(err)) from None
     text = _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, archived, log_path)
     failed = [c for c, r in warm["records"].items() if r.status is Status.FAILED]
     if failed:
@@ -153,6 +160,10 @@ def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_com
             f"  {c.label}: {warm['records'][c].reason}" for c in failed)
     # asv exits 2 when a benchmark failed; a skipped combination is not a failure.
     return driver.RunSummary(text, 0 if asv_status == 0 and publish_status == 0 and not failed else 1)
+
+
+def _signal_name(err: BaseException) -> str:
+    return "SIGTERM" if isinstance(err, Terminated) else "SIGINT"
 
 
 def _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, archived, log_path) -> str:

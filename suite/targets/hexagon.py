@@ -381,18 +381,21 @@ def _run_counting_cpu(command: list[str], stdin: bytes, timeout_s: float, name: 
     for worker in workers:
         worker.start()
     deadline = time.monotonic() + timeout_s
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() > deadline:
-            proc.kill()
-            os.wait4(proc.pid, 0)
-            proc.returncode = -9
-            for worker in workers:
-                worker.join()
-            raise EmulationFailed(f"{name} ran past {timeout_s:g} s")
-        time.sleep(0.02)
+    try:
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                raise EmulationFailed(f"{name} ran past {timeout_s:g} s")
+            time.sleep(0.02)
+    except BaseException:  # past its time, or this process interrupted: the emulator goes too
+        proc.kill()
+        os.wait4(proc.pid, 0)
+        proc.returncode = -9
+        for worker in workers:
+            worker.join()
+        raise
     proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
     for worker in workers:
         worker.join()

@@ -1,0 +1,105 @@
+"""`tvm-suite run` interrupted at each phase (measure, asv, publish, report) by SIGINT (Ctrl-C)
+and SIGKILL, in real subprocesses. Afterwards the commit's last complete run is intact and
+consistent (its asv results, its sealed side data, and the two agreeing), and the next run completes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from asv_runs import two_commit_repo
+from conftest import SUITE_BIN
+from suite.core import runstore, timing
+
+pytestmark = pytest.mark.slow
+
+MATMUL = "resnet50.matmul_add.2048-1000"
+PHASES = ("measure", "asv run", "asv publish", "report")
+#: Phases after which the new run is complete and filed: an interrupt there keeps the new run.
+FILED = ("asv publish", "report")
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory):
+    """One complete run of the matmul (llvm, fp32, default and tuned) under a commit of a stand-in repo."""
+    base = tmp_path_factory.mktemp("interrupt")
+    repo = base / "tvm"
+    commit = two_commit_repo(repo)[1]
+    out = base / "asv"
+    done = subprocess.run(_run_args(out, repo, commit), capture_output=True, text=True, env=_env(base / "cache"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out, repo, commit, base
+
+
+def _run_args(out, repo, commit):
+    return [str(SUITE_BIN), "run", "--quick", "--workloads", MATMUL, "--dtypes", "float32", "--out", str(out),
+            "--tvm-repo", str(repo), "--tvm-commit", commit]
+
+
+def _env(cache):
+    return {**os.environ, "TVM_SUITE_CACHE": str(cache)}
+
+
+def _state(out, commit) -> dict:
+    """What the run directory holds for ``commit``: its results file's bytes, its side data's
+    manifest, and whether the two agree (every latency asv recorded is the median of the kept samples)."""
+    [results] = [p for p in (out / "results").glob(f"*/{commit[:8]}-*.json")]
+    data = json.loads(results.read_text())
+    manifest = json.loads((runstore.commit_dir(out, commit) / "manifest.json").read_text())["value"]
+    for name in manifest:  # every kept file is the one the run sealed
+        assert runstore.read_bytes(out, name, commit) is not None, name
+    latency = data["results"]["bench_latency.Throughput.track_latency_median"]
+    for value, order in zip(latency[0], latency[1][3]):
+        kept = timing.load(out, commit, (MATMUL, "float32", "llvm", order.strip("'")))
+        assert kept is not None and np.isclose(value, kept.median), (order, value, kept)
+    return {"results": results.read_bytes(), "manifest": manifest}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
+@pytest.mark.parametrize("phase", PHASES)
+def test_an_interrupted_run_keeps_the_last_complete_one(first_run, tmp_path, phase, signum):
+    out, repo, commit, base = first_run
+    before = _state(out, commit)
+    # A cache of its own: the measure phase has work to do (builds), so it can be caught in it.
+    cache = tmp_path / "cache"
+    # Ctrl-C as a terminal sends it (a test runner started in the background may ignore SIGINT, and
+    # its children would inherit that).
+    process = subprocess.Popen(_run_args(out, repo, commit), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=_env(cache),
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    seen = []
+    for line in process.stderr:
+        seen.append(line)
+        if line.strip() == f"{phase}: started":
+            os.kill(process.pid, signum)
+            break
+    else:
+        pytest.fail(f"the run never reached {phase}: {''.join(seen)[-2000:]}")
+    rest = process.stderr.read()
+    process.wait(timeout=300)
+    time.sleep(1)  # asv, told by the kernel that its parent died, goes too
+    if signum == signal.SIGINT:
+        assert process.returncode == 130, rest
+        last = rest.strip().splitlines()[-1]
+        assert last.startswith("tvm-suite: interrupted (SIGINT): ") and "Traceback" not in rest, rest
+        assert ("nothing of it was filed; its previous results and side data are kept" in last) == (phase not in FILED)
+    else:
+        assert process.returncode == -signal.SIGKILL
+    # The next command that reads the run directory undoes what a killed run left half-done.
+    gate = subprocess.run([str(SUITE_BIN), "gate", "--results", str(out / "results"), "--commit", commit,
+                           "--no-remeasure"], capture_output=True, text=True, env=_env(cache))
+    assert gate.returncode in (0, 1) and "Traceback" not in gate.stderr, gate.stdout + gate.stderr
+    after = _state(out, commit)  # consistent in any case
+    if phase not in FILED:
+        assert after == before  # the last complete run, byte for byte
+    assert not list((out / "runs").glob(".journal-*")) and not list((out / "runs").glob(".staging-*"))
+    again = subprocess.run(_run_args(out, repo, commit), capture_output=True, text=True, env=_env(cache))
+    assert again.returncode == 0, again.stdout + again.stderr
+    _state(out, commit)
