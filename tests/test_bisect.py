@@ -53,3 +53,41 @@ def test_bisect_bad_input(cli, releases_on_main, tmp_path):
     done = cli("bisect", "--tvm-repo", str(repo), "--range", f"{c['c25']}..{c['c26']}", "--workload", "nope", "--metric",
                "ulp_mean")
     assert done.returncode == 2 and "unknown workload" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_bisect_on_a_target_this_machine_cannot_run_is_no_verdict(cli, releases_on_main):
+    from suite import targets
+
+    if targets.get("cuda").unavailable() is None:
+        pytest.skip("this machine has a GPU")
+    repo, c = releases_on_main
+    combo = ("--workload", "seed.conv2d_nhwc_7x7s2", "--target", "cuda", "--metric", "latency")
+    done = cli("bisect", "--tvm-repo", str(repo), "--range", f"{c['c25']}..{c['c26']}", *combo)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().startswith("tvm-suite: error: cannot bisect on cuda here: ")
+
+
+def test_a_verdict_needs_measured_commits(tmp_path_factory, tmp_path):
+    """The named commit failed to build: said so, with the commits that were measured; nothing
+    measured at all: no verdict (the reason each failed, where the run kept it)."""
+    import shutil
+
+    from asv_runs import WORKLOAD, plant, plant_file, two_commit_results
+    from suite import tracked
+    from suite.core import runstore
+    from suite.history import bisect
+
+    results, repo, commits = two_commit_results(tmp_path_factory)
+    run_dir = tmp_path / "asv"
+    shutil.copytree(results.parent, run_dir, ignore=shutil.ignore_patterns("env*", "html"))
+    ids = (WORKLOAD, "float16", "llvm", "default")
+    metric = tracked.get("ulp_mean")
+    plant(run_dir, commits[1], metric.benchmark, ids, None)
+    answer = bisect.judge(repo, run_dir, commits, commits[1], ids, metric)
+    assert answer.culprit is None and not answer.measured_nothing
+    assert f"asv find named {commits[1][:10]}, which has no ulp_mean" in answer.why
+    assert f"measured: {commits[0][:10]}" in answer.why
+    plant(run_dir, commits[0], metric.benchmark, ids, None)
+    plant_file(run_dir, commits[0], runstore.relative("failures", ids), "build failed: planted")
+    answer = bisect.judge(repo, run_dir, commits, commits[1], ids, metric)
+    assert answer.measured_nothing and answer.why == "build failed: planted"

@@ -70,3 +70,43 @@ def test_missing_tvm_is_one_clear_line(cli, tmp_path):
     result = cli("measure", "--workload", "resnet50.mean.7x7x2048", "--dtype", "float32",
                  env={"PYTHONPATH": str(tmp_path), "TVM_SUITE_CACHE": str(tmp_path / "cache")})
     assert_one_line_error(result, "does not import", "undefined symbol")
+
+
+def test_empty_lists_and_bad_numbers_are_refused(cli, tmp_path):
+    """An empty list never means "all": every list option refuses it, before any work."""
+    for args in (["run", "--targets", ""], ["run", "--workloads", ","], ["run", "--dtypes", " "],
+                 ["run", "--orders", ""], ["tune", "--dtype", "float16", "--workload", ""],
+                 ["tune", "--dtype", "float16", "--workload", ","],
+                 ["history", "--tvm-repo", str(tmp_path), "--releases", ""]):
+        assert_one_line_error(cli(*args), "names nothing")
+    assert_one_line_error(cli("tune", "--dtype", "float16", "--trials", "0"), "--trials", "0 is not at least 1")
+    assert_one_line_error(cli("run", "--out", ""), "--out", "an empty path")
+
+
+def test_paths_that_are_files_are_refused_before_any_work(cli, tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert_one_line_error(cli("run", "--workloads", "resnet50.mean.7x7x2048", "--out", str(afile)), str(afile), "a file")
+    assert_one_line_error(cli("measure", "--workload", "resnet50.mean.7x7x2048", "--save-arrays", str(afile)),
+                          str(afile), "a file")
+    assert_one_line_error(cli("list", env={"TVM_SUITE_CACHE": str(afile)}), "TVM_SUITE_CACHE", str(afile))
+    assert afile.read_text() == "x"
+
+
+def test_relative_paths_are_the_callers(cli, tmp_path):
+    """A relative --out is resolved against the caller's working directory, not the repository
+    asv runs in."""
+    (tmp_path / "here").mkdir()
+    done = cli("report", "--results", "nowhere", "--out", "r", cwd=tmp_path / "here")
+    assert_one_line_error(done, str(tmp_path / "here" / "nowhere"))
+
+
+def test_run_from_another_directory_writes_where_it_was_asked(cli, tmp_path):
+    from suite.asvconf import REPO_ROOT
+
+    before = sorted(p.name for p in REPO_ROOT.iterdir())
+    done = cli("run", "--workloads", "resnet50.mean.7x7x2048", "--dtypes", "float32", "--orders", "default",
+               "--out", "rel", cwd=tmp_path, env={"HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert list((tmp_path / "rel" / "results").glob("*/machine.json")) and (tmp_path / "rel" / "report" / "index.html").is_file()
+    assert sorted(p.name for p in REPO_ROOT.iterdir()) == before  # nothing new in the repository

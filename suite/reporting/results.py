@@ -201,6 +201,8 @@ def _check_results_entries(path: Path, data: dict) -> None:
                                                    for p in params):
             raise ResultsError(f"{path}: malformed parameters of {name}")
         expected = math.prod(len(p) for p in params)
+        if values is None:  # asv writes null for a benchmark whose every combination failed
+            continue
         if not isinstance(values, list) or len(values) != expected:
             raise ResultsError(f"{path}: {name} has {len(values) if isinstance(values, list) else 'no list of'} "
                                f"values for {expected} parameter combinations")
