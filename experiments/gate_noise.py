@@ -1,7 +1,7 @@
 """How often the release gate is wrong on noise, and whether it catches a real slowdown (a script,
 not an asv benchmark).
 
-    python benchmarks/experiment_gate_noise.py --pairs 20 --load none|cpu --out DIR
+    python experiments/gate_noise.py --pairs 20 --load none|cpu --out DIR
 
 Makes ``2 * pairs`` real `tvm-suite run`s of the installed TVM on a subset grid (8 combinations,
 builds cached, every run timed afresh), filed under consecutive commits of a stand-in repository,

@@ -1,6 +1,6 @@
 """The seed issue's experiment, on the executed qfloat target (a script, not an asv benchmark).
 
-    python benchmarks/experiment_seed_issue.py [--target hexagon-v68-qf] [--inputs suite|uniform]
+    python experiments/seed_issue.py [--target hexagon-v68-qf] [--inputs suite|uniform]
 
 For every loop order of the seed conv2d in float16: the output on ``--target`` against the
 ``default`` order on the same target (the issue's comparison: on hardware, max |diff| 0.5 and

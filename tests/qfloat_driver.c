@@ -2,7 +2,8 @@
  * Test driver for the HVX floating-point model (suite/targets/hvx_model.c with qfloat_model.c and
  * ieee_model.c) under qemu-hexagon (freestanding, no libc).
  *
- * stdin: records of  name[32] (NUL-padded qfm_* suffix; "ieee:" before it runs the IEEE twin),
+ * stdin: records of  name[32] (NUL-padded qfm_* suffix, or "vec:" and a qfv_* suffix for the
+ * vector model; "ieee:" before it runs the IEEE twin),
  * u32 nvec, then nvec*256 bytes of first
  * operands and nvec*256 bytes of second operands (each operand slot is 256 bytes so that register
  * pairs fit; single vectors use the first 128). A record with an empty name ends the input.
@@ -75,13 +76,29 @@ typedef void (*op_fn)(const void *, const void *, void *);
 #define DECL(N) void qfm_##N(const void *, const void *, void *);
 OPS(DECL)
 
+/* The vector model (vector_model.c): qfv_<name>(a, b) (qfloat) and qiv_<name>(a, b) (the IEEE
+ * twin), the sources and the result in vector registers; "vec:<name>" runs the one __qfm_arith
+ * selects, as the rewritten kernel's stubs do. */
+#define VECTOR_OPS(X) X(vmpy_qf16_hf) X(vadd_qf16) X(vadd_qf16_mix) X(vadd_hf) X(vmax_hf) X(vmin_hf)
+typedef long V __attribute__((__vector_size__(128)));
+extern unsigned int __qfm_arith; /* hvx_model.c: 0 qfloat, 1 the IEEE twin */
+#define VDECL(N)                                                                               \
+    V qfv_##N(V, V);                                                                           \
+    V qiv_##N(V, V);                                                                           \
+    static void vec_##N(const void *a, const void *b, void *d)                                 \
+    {                                                                                          \
+        const V x = *(const V *)a, y = *(const V *)b;                                          \
+        *(V *)d = __qfm_arith ? qiv_##N(x, y) : qfv_##N(x, y);                                 \
+    }
+VECTOR_OPS(VDECL)
+
 struct entry {
     const char *name;
     op_fn fn;
 };
 #define ENTRY(N) {#N, (op_fn)qfm_##N},
-extern unsigned int __qfm_arith; /* hvx_model.c: 0 qfloat, 1 the IEEE twin */
-static const struct entry table[] = {OPS(ENTRY)};
+#define VENTRY(N) {"vec:" #N, vec_##N},
+static const struct entry table[] = {OPS(ENTRY) VECTOR_OPS(VENTRY)};
 
 #define MAXVEC 4096
 static u8 bufa[MAXVEC * 256] __attribute__((aligned(128)));

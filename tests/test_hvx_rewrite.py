@@ -87,19 +87,32 @@ def _link(objects, out):
                    check=True, capture_output=True)
 
 
+def _run_snippet(result, inp, where):
+    """The rewritten snippet linked with the driver and the models, run on ``inp``: 64 output vectors."""
+    hr.assemble(result.text, where / "snippet.o")
+    subprocess.run(["clang", "--target=hexagon-unknown-linux-musl", "-mcpu=hexagonv68", "-O2",
+                    "-ffreestanding", "-fno-builtin", "-nostdlib", "-c", str(SNIPPET_DRIVER),
+                    "-o", str(where / "driver.o")], check=True, capture_output=True)
+    _link([where / "snippet.o", where / "driver.o", hr.model_object("v68")], where / "snippet.elf")
+    done = subprocess.run(["qemu-hexagon", str(where / "snippet.elf")], input=inp.tobytes(),
+                          capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    return np.frombuffer(done.stdout, np.uint16).reshape(64, 64)
+
+
+#: The two ways an instruction is computed: the scalar model only, or the vector model where it can.
+MODELS = {"scalar": lambda: None, "vector": lambda: hr.vector_model_registers("v68")}
+
+
 @needs_qemu
-def test_packet_semantics_on_qemu(tmp_path):
+@pytest.mark.parametrize("model", list(MODELS))
+def test_packet_semantics_on_qemu(tmp_path, model):
     asm = (DATA / "hvx_packets.s").read_text()
-    result = hr.rewrite(asm)
+    result = hr.rewrite(asm, MODELS[model]())
     # every special case of the rewriter is met once
     assert (result.preloads, result.early_stores, result.late_stores, result.endloop_splits) == (1, 1, 1, 1)
     assert result.loads_after == 4 and result.new_reads == 1
-    hr.assemble(result.text, tmp_path / "snippet.o")
-    subprocess.run(["clang", "--target=hexagon-unknown-linux-musl", "-mcpu=hexagonv68", "-O2",
-                    "-ffreestanding", "-fno-builtin", "-nostdlib", "-c", str(SNIPPET_DRIVER),
-                    "-o", str(tmp_path / "driver.o")], check=True, capture_output=True)
-    _link([tmp_path / "snippet.o", tmp_path / "driver.o", hr.model_object("v68")],
-          tmp_path / "snippet.elf")
+    assert (result.vector > 0) == (model == "vector")
 
     rng = np.random.default_rng(7)
     inp = np.zeros((32, 64), np.uint16)
@@ -107,10 +120,7 @@ def test_packet_semantics_on_qemu(tmp_path):
     inp[[3, 14, 15]] = rng.integers(0, 1 << 16, (3, 64))            # used as qf16
     inp[17:19] = np.float32(rng.uniform(-3, 3, (2, 32))).view(np.uint16).reshape(2, 64)
     inp[19] = np.float16(rng.uniform(-3, 3, 64)).view(np.uint16)
-    done = subprocess.run(["qemu-hexagon", str(tmp_path / "snippet.elf")], input=inp.tobytes(),
-                          capture_output=True, timeout=300)
-    assert done.returncode == 0, done.stderr.decode(errors="replace")
-    out = np.frombuffer(done.stdout, np.uint16).reshape(64, 64)
+    out = _run_snippet(result, inp, tmp_path)
 
     v = {i: inp[i] for i in range(17)}
     v24, v25 = inp[17].view(np.uint32), inp[18].view(np.uint32)
@@ -154,6 +164,28 @@ def test_packet_semantics_on_qemu(tmp_path):
     assert words[11] == 0x00FF00FF                         # p0, p2 true; p1, p3 false
     assert words[12] == words[20] and words[12] & (1 << 22)  # USR as set at the start
     assert (words[13], words[14]) == (0x1234, 0xFFFFFFB3)  # M0, M1
+
+
+@needs_qemu
+@pytest.mark.parametrize("model", list(MODELS))
+def test_register_pressure_on_qemu(tmp_path, model):
+    """Every vector register live across the packets: what the vector model changes is kept in
+    memory, results wait in slots; the scalar model changes no vector register at all."""
+    result = hr.rewrite((DATA / "hvx_pressure.s").read_text(), MODELS[model]())
+    assert result.vector == (3 if model == "vector" else 0) and result.loads_after == 1
+    if model == "vector":
+        assert hr.SPILL in result.text and hr.VSAVE in result.text
+    rng = np.random.default_rng(11)
+    inp = np.float16(rng.uniform(-3, 3, (32, 64))).view(np.uint16)
+    inp[[5, 7, 9]] = q.vmpy_qf16_hf(inp[[3, 4, 6]], inp[[8, 12, 13]])      # qf16 operands
+    out = _run_snippet(result, inp, tmp_path)
+    want = inp.copy()
+    want[5] = q.vmpy_qf16_hf(inp[1], inp[2])
+    want[1] = q.vadd_qf16(inp[5], inp[7])                  # the old v5
+    want[9] = q.vadd_qf16_mix(inp[9], inp[10])
+    want[11] = inp[9]                                      # vor saw the old v9
+    wrong = [k for k in range(32) if not np.array_equal(out[k], want[k])]
+    assert not wrong, f"output vectors {wrong} differ"
 
 
 # ----------------------------------------------------------------------------- TVM kernels

@@ -33,7 +33,7 @@ from suite.targets import hexagon, hexagon_tune, hvx_rewrite
 from suite.targets.base import Mode, NotTunable
 
 QEMU_ENV, QEMU_CPU_ENV = "TVM_SUITE_QEMU_HEXAGON", "TVM_SUITE_QEMU_HEXAGON_CPU"
-_SOURCES = (hexagon.HARNESS_SOURCE, *hvx_rewrite.MODEL_SOURCES, Path(hvx_rewrite.__file__))
+_SOURCES = (hexagon.HARNESS_SOURCE, *hvx_rewrite.MODEL_SOURCES, hvx_rewrite.VECTOR_SOURCE, Path(hvx_rewrite.__file__))
 
 
 @lru_cache(maxsize=None)

@@ -12,6 +12,8 @@
  * hvx_rewrite.py addresses it as ##__qfm_ctx and ##__qfm_vbuf. */
 __attribute__((aligned(128))) unsigned char __qfm_vbuf[128 * 16];
 __attribute__((aligned(8))) unsigned int __qfm_ctx[64];
+/* The kernel's vector registers the vector model (vector_model.c) clobbers, each at 128 * its number. */
+__attribute__((aligned(128))) unsigned char __qfm_vsave[128 * 32];
 
 /* 0: qfloat; 1: the IEEE twin. */
 unsigned int __qfm_arith;

@@ -16,12 +16,19 @@ LLVM emits for a ``+hvx-qfloat`` v68 target is rewritten packet by packet:
   it more pushed branch and ``loop0`` targets out of range in packets too full for a constant
   extender, which crashed the assembler (clang 14 and llvm-mc 22 alike).
 
-  1. *before the packet*: save the scalar context a C call can clobber (r0-r15, r28, r31, p3:0,
-     USR, M1:0) to ``__qfm_ctx``; store the source vector registers of F (old values: nothing of
-     the packet has executed yet) to ``__qfm_vbuf``; call one ``qfm_<name>`` per instruction of F,
-     each writing its result to its own slot, so FP instructions of one packet read each other's
-     old values as in hardware; load the results of F into their destination registers unless a
-     remaining instruction of the packet reads a destination's *old* value; restore the context;
+  1. *before the packet*: save the scalar context the calls may change to ``__qfm_ctx``; compute
+     every instruction of F from the old values of its sources (nothing of the packet has
+     executed yet), so FP instructions of one packet read each other's old values as in
+     hardware; put the results in their destination registers unless a remaining instruction
+     of the packet reads a destination's *old* value (those wait in ``__qfm_vbuf``); restore the
+     context. An instruction of :data:`VECTOR_FORMS` goes to the *vector model*
+     (``vector_model.c``: 64 lanes at once on HVX integer instructions, sources in V0, V1, the
+     result in V0), the others to the *scalar model* (``qfm_<name>``, one lane at a time, its
+     sources stored to ``__qfm_vbuf`` and its result written there). The vector model changes
+     vector registers: those the kernel still needs are kept in registers that are dead at that
+     point (:func:`vector_liveness`; a register move is about a nanosecond under QEMU) or, when
+     none is left, in ``__qfm_vsave`` (see :data:`SPILL`); the stub calls the qfloat entry or the
+     twin's as ``__qfm_arith`` says, each keeping only what it changes;
   2. the packet without F: ``.new`` consumers of an F result (``vmem(r1+#0) = v3.new``) read the
      register, which already holds the new value; an emptied packet becomes ``{ nop }`` when it
      ends a hardware loop (``:endloop0`` etc.) and disappears otherwise;
@@ -52,13 +59,21 @@ LLVM emits for a ``+hvx-qfloat`` v68 target is rewritten packet by packet:
   results loaded after their packet, 39 of them through an endloop split; 1,565 ``.cur``
   preloads; 14 early and 2 late ``.new`` stores; 1,380 ``.new`` reads; no refusal.
 
-The model is compiled without HVX (it never touches vector registers), with ``-G0`` (no GP) and
-without hardware loops (SA0/LC0/SA1/LC1 of the kernel's loops survive the call);
-:func:`model_object` checks its assembly for that.
+Both models are compiled with ``-G0`` (no GP) and without hardware loops (SA0/LC0/SA1/LC1 of
+the kernel's loops survive the call); the scalar model without HVX (it never touches vector
+registers), the vector model without vector stores and predicate registers (the kernel may keep
+its own in Q0-Q3). :func:`model_object` checks their assembly for that.
+
+Speed (QEMU 10.0.2, one host core; ``experiments/qfloat_emulation.py``): the seed's
+``seed-tuned`` order executes about 3.7 million rewritten instructions; with the scalar model only
+it ran 18.6 s (qfloat) and 20.3 s (twin), with the vector model 2.7 s and 4.6 s, every output bit
+the same. What is left is the vector model itself, mostly QEMU's helpers for per-lane shifts,
+leading-zero counts and multiplies (30-55 ns each against 1-2 ns for other HVX instructions).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 import time
@@ -70,13 +85,32 @@ from suite import cache
 from suite.targets import hexagon, qfloat
 
 #: The model the rewritten code calls: hvx_model.c (entry points, scratch memory, which arithmetic),
-#: qfloat_model.c (qfloat) and ieee_model.c (its IEEE twin, see suite.targets.ieee_twin).
+#: qfloat_model.c (qfloat) and ieee_model.c (its IEEE twin, see suite.targets.ieee_twin), one lane at a
+#: time; vector_model.c: both on HVX integer instructions, 64 lanes at once, for the instructions fp16
+#: code executes most.
 MODEL_SOURCES = tuple(Path(__file__).with_name(name) for name in ("hvx_model.c", "qfloat_model.c", "ieee_model.c"))
+VECTOR_SOURCE = Path(__file__).with_name("vector_model.c")
+#: The vector model without LLVM's machine scheduler: its order is the source's (see
+#: vector_model.c), which keeps few vector registers alive, and every one a stub must keep aside
+#: costs a register move, or a spill when no register is free.
+VECTOR_FLAGS = ["-O1", "-ffreestanding", "-fno-builtin", "-nostdlib", "-G0", "-mllvm", "-disable-hexagon-hwloops",
+                "-mllvm", "-enable-misched=false", "-mllvm", "-enable-post-misched=false"]
 MODEL_FLAGS = ["-O2", "-ffreestanding", "-fno-builtin", "-nostdlib", "-G0",
                "-mllvm", "-disable-hexagon-hwloops"]
-CTX, VBUF = "__qfm_ctx", "__qfm_vbuf"
+CTX, VBUF, VSAVE = "__qfm_ctx", "__qfm_vbuf", "__qfm_vsave"
+#: The vector model's entry points (vector_model.c), per arithmetic (hvx_model.c's __qfm_arith: 0
+#: qfloat, 1 the IEEE twin): <prefix><name>, sources in V0, V1, the result in V0.
+VECTOR_ENTRIES = {"qfloat": "qfv_", "ieee": "qiv_"}
+ARITH = "__qfm_arith"
+#: The instructions the vector model computes (the forms fp16 code executes most).
+VECTOR_FORMS = ("vmpy_qf16_hf", "vadd_qf16", "vadd_qf16_mix", "vadd_hf", "vmax_hf", "vmin_hf")
 VBUF_SLOTS = 16
-POST_SAVE = 30 * 4          # __qfm_ctx word used to keep r0 around post-packet loads
+#: __qfm_ctx: register pair R(2k+1):R(2k) at 8k, P3:0 and USR at 128, M1:0 at 136, and the word that
+#: keeps R0 around post-packet loads at 144.
+PREDICATES, MODIFIERS, POST_SAVE = 128, 136, 144
+#: Scalar registers a C function must give back unchanged (the Hexagon ABI): a model function
+#: that uses them saves them itself.
+CALLEE_SAVED = frozenset(range(16, 28)) | {29, 30}
 STUB_SECTION = ".text.qfm_stubs"
 
 
@@ -307,37 +341,48 @@ class RewriteResult:
     early_stores: int = 0           # .new stores done before their packet
     late_stores: int = 0            # .new stores done after their packet (it has loads)
     endloop_splits: int = 0         # packets split to load results before their :endloop
+    vector: int = 0                 # instructions computed by the vector model
 
 
 def _emit(lines: list[str], *instrs: str) -> None:
     lines.append("\t{ " + "; ".join(instrs) + " }\n")
 
 
-def _save_context(out: list[str]) -> None:
+def _save_context(out: list[str], scalars: set[int] | None = None, predicates: bool = True) -> None:
+    """Save the scalar state the stub's calls may change to __qfm_ctx: the registers ``scalars``
+    (R0-R15, R28, R31 when None: what any C function may change, and USR and M1:0 as well) and
+    P3:0 with ``predicates``. R0 becomes the context's address."""
+    pairs = sorted({reg // 2 for reg in (scalars if scalars is not None else set(range(16)) | {28, 31})} | {0})
     _emit(out, f"memd(##{CTX}) = r1:0")
     _emit(out, f"r0 = ##{CTX}")
-    _emit(out, "memd(r0+#8) = r3:2", "memd(r0+#16) = r5:4")
-    _emit(out, "memd(r0+#24) = r7:6", "memd(r0+#32) = r9:8")
-    _emit(out, "memd(r0+#40) = r11:10", "memd(r0+#48) = r13:12")
-    _emit(out, "memd(r0+#56) = r15:14", "memd(r0+#64) = r29:28")
-    _emit(out, "memd(r0+#72) = r31:30")
-    _emit(out, "r2 = p3:0")
-    _emit(out, "r3 = usr")
-    _emit(out, "r5:4 = c7:6")
-    _emit(out, "memd(r0+#80) = r3:2", "memd(r0+#88) = r5:4")
+    stores = [f"memd(r0+#{8 * k}) = r{2 * k + 1}:{2 * k}" for k in pairs if k]
+    for i in range(0, len(stores), 2):
+        _emit(out, *stores[i:i + 2])
+    if scalars is None:
+        _emit(out, "r2 = p3:0")
+        _emit(out, "r3 = usr")
+        _emit(out, "r5:4 = c7:6")
+        _emit(out, f"memd(r0+#{PREDICATES}) = r3:2", f"memd(r0+#{MODIFIERS}) = r5:4")
+    elif predicates:
+        _emit(out, "r2 = p3:0")
+        _emit(out, f"memw(r0+#{PREDICATES}) = r2")
 
 
-def _restore_context(out: list[str]) -> None:
+def _restore_context(out: list[str], scalars: set[int] | None = None, predicates: bool = True) -> None:
+    """Put back what :func:`_save_context` saved with the same arguments."""
+    pairs = sorted({reg // 2 for reg in (scalars if scalars is not None else set(range(16)) | {28, 31})} | {0})
     _emit(out, f"r0 = ##{CTX}")
-    _emit(out, "r3:2 = memd(r0+#80)", "r5:4 = memd(r0+#88)")
-    _emit(out, "p3:0 = r2")
-    _emit(out, "usr = r3")
-    _emit(out, "c7:6 = r5:4")
-    _emit(out, "r3:2 = memd(r0+#8)", "r5:4 = memd(r0+#16)")
-    _emit(out, "r7:6 = memd(r0+#24)", "r9:8 = memd(r0+#32)")
-    _emit(out, "r11:10 = memd(r0+#40)", "r13:12 = memd(r0+#48)")
-    _emit(out, "r15:14 = memd(r0+#56)", "r29:28 = memd(r0+#64)")
-    _emit(out, "r31:30 = memd(r0+#72)")
+    if scalars is None:
+        _emit(out, f"r3:2 = memd(r0+#{PREDICATES})", f"r5:4 = memd(r0+#{MODIFIERS})")
+        _emit(out, "p3:0 = r2")
+        _emit(out, "usr = r3")
+        _emit(out, "c7:6 = r5:4")
+    elif predicates:
+        _emit(out, f"r2 = memw(r0+#{PREDICATES})")
+        _emit(out, "p3:0 = r2")
+    loads = [f"r{2 * k + 1}:{2 * k} = memd(r0+#{8 * k})" for k in pairs if k]
+    for i in range(0, len(loads), 2):
+        _emit(out, *loads[i:i + 2])
     _emit(out, "r1:0 = memd(r0+#0)")
 
 
@@ -366,132 +411,270 @@ def _written_scalars(code: str) -> set[str]:
     return found
 
 
-def _rewrite_packet(packet: Packet, fps: list[FpInstr], rest: list[str], result: RewriteResult,
-                    out: list[str], stubs: list[str]) -> None:
-    where = f"packet {packet.number} (line {packet.line_no}): {{ {packet.text()} }}"
-    codes = [_strip_comment(line).strip() for line in rest]
-    uses = [vector_use(code) for code in codes]
-    dests = {reg for fp in fps for reg in fp.dst}
-    sources = [reg for fp in fps for src in fp.srcs for reg in src]
+@dataclass
+class _Plan:
+    """How one packet with HVX FP instructions is rewritten: what :func:`_plan` decides, and
+    :func:`_emit_stub` and :func:`_emit_kernel_side` write."""
 
-    # FP sources forwarded by .cur loads: repeat the load first, as a plain load.
-    preloads = []
+    packet: Packet
+    where: str
+    fps: list[FpInstr]
+    rest: list[str]                # the packet's other instruction lines, moved .new stores taken out
+    preloads: list[str]            # .cur loads feeding FP sources, repeated as plain loads
+    early_stores: list[tuple]      # (register, store): .new stores done before the packet
+    late_stores: list[tuple]       # ... after it
+    after: set[int]                # destinations loaded after the packet (the packet reads the old value)
+    dests: set[int]
+    vector: list[bool]             # per FP instruction: computed by the vector model
+    slot_of: dict[int, int] = field(default_factory=dict)      # scalar-model source -> its __qfm_vbuf slot
+    result_slot: dict[int, int] = field(default_factory=dict)  # destination -> the slot its result waits in
+    spare: int = 0                 # a free slot (early stores keep the old value there)
+    bodies: list[_VectorBody] = field(default_factory=list)  # per arithmetic, see _plan_vector
+    scalars: set[int] | None = None  # scalar registers the stub saves (None: all a C call may change)
+
+
+@dataclass
+class _VectorBody:
+    """The vector model's part of a stub for one arithmetic (see :func:`_plan_vector`)."""
+
+    arith: str
+    kept: dict[int, int | None]    # clobbered register still read -> the free register keeping it, or None: __qfm_vsave
+    restored: list[int]            # kept registers put back after the calls
+    placed: list[tuple[str, int]]  # per vector-model instruction: ("direct", dst) / ("register", holder) / ("slot", slot)
+
+
+def _plan_preloads(plan: _Plan, codes: list[str], uses: list[VectorUse], sources: list[int]) -> None:
+    """FP sources forwarded by .cur loads: repeat the load first, as a plain load."""
     for code, use in zip(codes, uses):
-        hit = use.forwarded & set(sources)
-        if not hit:
+        if not use.forwarded & set(sources):
             continue
         m = _CUR_LOAD.match(code)
         if m is None:
-            raise RewriteError(f"HVX FP source forwarded by a .tmp (or unusual .cur) load in {where}")
+            raise RewriteError(f"HVX FP source forwarded by a .tmp (or unusual .cur) load in {plan.where}")
         if m.group("cond") and ".new" in m.group("cond"):
-            raise RewriteError(f"HVX FP source loaded under a .new predicate in {where}")
-        preloads.append(f"{m.group('cond') or ''}v{m.group('reg')} = vmem({m.group('base')}"
-                        f"+#{m.group('off') or 0}){m.group('nt') or ''}")
+            raise RewriteError(f"HVX FP source loaded under a .new predicate in {plan.where}")
+        plan.preloads.append(f"{m.group('cond') or ''}v{m.group('reg')} = vmem({m.group('base')}"
+                             f"+#{m.group('off') or 0}){m.group('nt') or ''}")
 
-    # .new stores of a destination whose old value the packet also reads: store early, before the
-    # packet (with the new value); in a packet with loads, whose data must not see the store,
-    # store late instead: after the packet, once the destination holds its new value, provided
-    # nothing in the packet changes the store's address or predicate registers.
+
+def _plan_new_stores(plan: _Plan, codes: list[str], uses: list[VectorUse]) -> set[int]:
+    """.new stores of a destination whose old value the packet also reads: store early, before the
+    packet (with the new value); in a packet with loads, whose data must not see the store, store
+    late instead: after the packet, once the destination holds its new value, provided nothing in
+    the packet changes the store's address or predicate registers. Returns the moved lines."""
     reads_old = set().union(*(u.reads_old for u in uses)) if uses else set()
     reads_new = set().union(*(u.reads_new for u in uses)) if uses else set()
-    early_stores, late_stores = [], []
-    for reg in sorted(dests & reads_old & reads_new):
+    moved = set()
+    for reg in sorted(plan.dests & reads_old & reads_new):
         for i, code in enumerate(codes):
             if f"v{reg}.new" not in code:
                 continue
             m = _NEW_STORE.match(code)
             if m is None or (m.group("cond") and ".new" in m.group("cond")):
                 raise RewriteError(f"an HVX FP destination is read both old and by '{code}' "
-                                   f"(not a plain .new vector store) in {where}")
+                                   f"(not a plain .new vector store) in {plan.where}")
             plain = code.replace(f"v{reg}.new", f"v{reg}")
+            moved.add(i)
             if not any(_LOAD.search(other) for other in codes):
-                early_stores.append((reg, plain, i))
+                plan.early_stores.append((reg, plain))
                 continue
-            needed = set(re.findall(r"\b[rp]\d+\b", code.split("=")[0] if "vmem" in code.split("=")[0] else code))
+            address = code.split("=")[0] if "vmem" in code.split("=")[0] else code
             written = {w for j, other in enumerate(codes) if j != i for w in _written_scalars(other)}
-            if needed & written or any(u.control for u in uses):
-                raise RewriteError(f"cannot move '{code}' before a packet with loads, nor after it: {where}")
-            late_stores.append((reg, plain, i))
-    if early_stores or late_stores:
-        moved = {i for _, _, i in early_stores + late_stores}
-        rest = [line for i, line in enumerate(rest) if i not in moved]
-        codes = [c for i, c in enumerate(codes) if i not in moved]
+            if set(re.findall(r"\b[rp]\d+\b", address)) & written or any(u.control for u in uses):
+                raise RewriteError(f"cannot move '{code}' before a packet with loads, nor after it: {plan.where}")
+            plan.late_stores.append((reg, plain))
+    return moved
+
+
+def _plan(packet: Packet, fps: list[FpInstr], rest: list[str], model: VectorModelRegisters | None,
+          dead: set[int]) -> _Plan:
+    """The rewrite of one packet: preloads, moved .new stores, results placed after the packet,
+    vbuf slots, and, for instructions of the vector model, the vector registers to keep."""
+    where = f"packet {packet.number} (line {packet.line_no}): {{ {packet.text()} }}"
+    plan = _Plan(packet, where, fps, rest, [], [], [], set(), {reg for fp in fps for reg in fp.dst}, [])
+    codes = [_strip_comment(line).strip() for line in rest]
+    uses = [vector_use(code) for code in codes]
+    sources = [reg for fp in fps for src in fp.srcs for reg in src]
+    _plan_preloads(plan, codes, uses, sources)
+    reads_old = set().union(*(u.reads_old for u in uses)) if uses else set()
+    moved = _plan_new_stores(plan, codes, uses)
+    if moved:
+        plan.rest = [line for i, line in enumerate(rest) if i not in moved]
         uses = [u for i, u in enumerate(uses) if i not in moved]
-        reads_new = set().union(*(u.reads_new for u in uses)) if uses else set()
+    reads_new = set().union(*(u.reads_new for u in uses)) if uses else set()
     forwarded = set().union(*(u.forwarded for u in uses)) if uses else set()
-    after = dests & (reads_old - forwarded) | {reg for reg, _, _ in late_stores}
-    if after & reads_new:
+    plan.after = plan.dests & (reads_old - forwarded) | {reg for reg, _ in plan.late_stores}
+    if plan.after & reads_new:
         raise RewriteError(f"an HVX FP destination is read both old and .new in {where}")
-    jumps = any(u.control for u in uses)
-    if after and jumps:
+    if plan.after and any(u.control for u in uses):
         raise RewriteError(f"a destination of HVX FP is read (old value) by a packet that jumps, "
                            f"calls or returns: {where}")
 
-    # Vector slots: each source register once, then the results, then spares.
-    slot_of: dict[int, int] = {}
-    for reg in sources:
-        slot_of.setdefault(reg, len(slot_of))
-    result_slot = []
-    free = len(slot_of)
-    for fp in fps:
-        result_slot.append(free)
-        free += len(fp.dst)
-    spare = free
+    plan.vector = [model is not None and fp.name in VECTOR_FORMS and len(fp.dst) == 1 for fp in fps]
+    if any(plan.vector):
+        plan.bodies = [_plan_vector(plan, arith, model.vector[arith], dead) for arith in VECTOR_ENTRIES]
+        if all(plan.vector):  # only the vector model is called: keep only what it (and the stub) may change
+            used = {0, 1, 31} | set().union(*(model.scalar[arith][fp.name] for arith in VECTOR_ENTRIES for fp in fps))
+            spills = any(None in body.kept.values() or any(how == "slot" for how, _ in body.placed)
+                         for body in plan.bodies)
+            plan.scalars = used | set(range(1, 6)) if spills else used   # a spill routine uses r1-r5
+    # Slots: each source of a scalar-model instruction once, then the results kept in memory, then a spare.
+    for fp, vec in zip(fps, plan.vector):
+        if not vec:
+            for reg in (reg for src in fp.srcs for reg in src):
+                plan.slot_of.setdefault(reg, len(plan.slot_of))
+    free = len(plan.slot_of)
+    vector_fps = [fp for fp, vec in zip(fps, plan.vector) if vec]
+    for fp, vec in zip(fps, plan.vector):
+        i = vector_fps.index(fp) if vec else -1
+        if not vec or any(body.placed[i][0] == "slot" for body in plan.bodies):
+            for reg in fp.dst:
+                plan.result_slot[reg] = free
+                free += 1
+    for body in plan.bodies:
+        body.placed = [(how, plan.result_slot[fp.dst[0]] if how == "slot" else at)
+                       for fp, (how, at) in zip(vector_fps, body.placed)]
+    plan.spare = free
     if free + 1 > VBUF_SLOTS:
         raise RewriteError(f"too many HVX FP operands in {where}")
-    slot_of_result = {reg: dslot + k for fp, dslot in zip(fps, result_slot)
-                      for k, reg in enumerate(fp.dst)}
+    return plan
 
-    label = f".Lqfm_{packet.number}"
-    out.append(f"\t// qfloat model: {packet.text()}\n")
-    _emit(out, f"jump {label}")
-    out.append(f"{label}_ret:\n")
-    main = out
+
+def _plan_vector(plan: _Plan, arith: str, vector_regs: dict, dead: set[int]) -> _VectorBody:
+    """Where the vector model's instructions of the packet take their sources and leave their
+    results, when it computes ``arith``. The model (sources in V0, V1, the result in V0) clobbers
+    the registers ``vector_regs`` names; those whose values are still read (live after the
+    packet, or a source of the packet) are *kept*: copied to a register that is dead here and that
+    the model leaves alone (a register move: about a nanosecond under QEMU), or, when none is left,
+    spilled to ``__qfm_vsave`` (see SPILL: some 100 ns). A result goes straight to its destination
+    when nothing later in the stub can disturb it, else to a free register, else to a slot;
+    results read after the packet (``after``) wait in slots."""
+    vector_fps = [fp for fp, vec in zip(plan.fps, plan.vector) if vec]
+    clobbered = set().union(*(vector_regs[fp.name] for fp in vector_fps))
+    sources = {reg for fp in plan.fps for src in fp.srcs for reg in src}
+    free = sorted(dead - clobbered - plan.dests - sources)
+    kept = {reg: free.pop(0) if free else None for reg in sorted(clobbered & ((ALL_VECTOR - dead) | sources))}
+    overwritten = plan.dests - plan.after
+    placed = []
+    for fp in vector_fps:
+        dst = fp.dst[0]
+        disturbed = dst in clobbered or dst in sources     # by a later call, or read by one
+        if dst in plan.after or disturbed and not free:
+            placed.append(("slot", 0))
+        elif disturbed:
+            placed.append(("register", free.pop(0)))
+        else:
+            placed.append(("direct", dst))
+    return _VectorBody(arith, kept, sorted(set(kept) - overwritten), placed)
+
+
+def _emit_stub(plan: _Plan, label: str, stubs: list[str], result: RewriteResult) -> None:
+    """The out-of-line code that runs before the packet: the scalar model's sources to memory and
+    its calls, the vector model's calls for the arithmetic __qfm_arith selects (see
+    :func:`_plan_vector`), results to their registers (or to memory, for those loaded after the
+    packet), the context back."""
     out = stubs
-    out.append(f"{label}:\t// {packet.text()}\n")
-    for load in preloads:
+    out.append(f"{label}:\t// {plan.packet.text()}\n")
+    for load in plan.preloads:
         _emit(out, load)
         result.preloads += 1
-    _save_context(out)
-    for reg, slot in slot_of.items():
+    _save_context(out, plan.scalars)
+    for reg, slot in plan.slot_of.items():  # the sources to memory, without a vector store (see SPILL)
         _emit(out, f"r1 = {_slot(slot)}")
-        _emit(out, f"vmem(r1+#0) = v{reg}")
-    for fp, dslot in zip(fps, result_slot):
-        first = slot_of[fp.srcs[0][0]]
-        second = slot_of[fp.srcs[1][0]] if len(fp.srcs) > 1 else first
-        _emit(out, f"r0 = {_slot(first)}", f"r1 = {_slot(second)}")
-        _emit(out, f"r2 = {_slot(dslot)}")
-        _emit(out, f"call qfm_{fp.name}")
+        _emit(out, f"call {SPILL}{reg}")
+    for fp, vec in zip(plan.fps, plan.vector):  # the scalar model touches no vector register
+        if not vec:
+            first = plan.slot_of[fp.srcs[0][0]]
+            second = plan.slot_of[fp.srcs[1][0]] if len(fp.srcs) > 1 else first
+            _emit(out, f"r0 = {_slot(first)}", f"r1 = {_slot(second)}")
+            _emit(out, f"r2 = {_slot(plan.result_slot[fp.dst[0]])}")
+            _emit(out, f"call qfm_{fp.name}")
         result.counts[fp.form] += 1
-    for reg, slot in slot_of_result.items():
-        if reg not in after:
-            _emit(out, f"r1 = {_slot(slot)}")
-            _emit(out, f"v{reg} = vmem(r1+#0)")
-    _restore_context(out)
-    for reg, store, _ in early_stores:
+    if plan.bodies:
+        qfloat, ieee = plan.bodies
+        _emit(out, f"r0 = memw(##{ARITH})")
+        _emit(out, "p0 = cmp.eq(r0,#0)", f"if (p0.new) jump:t {label}_qf")
+        _emit_vector_body(plan, ieee, out)
+        _emit(out, f"jump {label}_done")
+        out.append(f"{label}_qf:\n")
+        _emit_vector_body(plan, qfloat, out)
+        out.append(f"{label}_done:\n")
+        result.vector += sum(plan.vector)
+    for fp, vec in zip(plan.fps, plan.vector):
+        for reg in fp.dst if not vec else ():
+            if reg not in plan.after:
+                _emit(out, f"r1 = {_slot(plan.result_slot[reg])}")
+                _emit(out, f"v{reg} = vmem(r1+#0)")
+    _restore_context(out, plan.scalars)
+    for reg, store in plan.early_stores:
         _emit(out, f"memw(##{CTX}+{POST_SAVE}) = r0")
-        _emit(out, f"r0 = {_slot(spare)}")
+        _emit(out, f"r0 = {_slot(plan.spare)}")
         _emit(out, f"vmem(r0+#0) = v{reg}")
-        _emit(out, f"r0 = {_slot(slot_of_result[reg])}")
+        _emit(out, f"r0 = {_slot(plan.result_slot[reg])}")
         _emit(out, f"v{reg} = vmem(r0+#0)")
         _emit(out, f"r0 = memw(##{CTX}+{POST_SAVE})")
         _emit(out, store)
         _emit(out, f"memw(##{CTX}+{POST_SAVE}) = r0")
-        _emit(out, f"r0 = {_slot(spare)}")
+        _emit(out, f"r0 = {_slot(plan.spare)}")
         _emit(out, f"v{reg} = vmem(r0+#0)")
         _emit(out, f"r0 = memw(##{CTX}+{POST_SAVE})")
         result.early_stores += 1
     _emit(out, f"jump {label}_ret")
-    out = main
 
+
+def _emit_vector_body(plan: _Plan, body: _VectorBody, out: list[str]) -> None:
+    """Keep what the model clobbers, call it per instruction, put everything back."""
+    for reg, spare in body.kept.items():
+        if spare is None:
+            _emit(out, f"r1 = ##{VSAVE}+{reg * 128}")
+            _emit(out, f"call {SPILL}{reg}")
+        else:
+            _emit(out, f"v{spare} = v{reg}")
+    vector_fps = [fp for fp, vec in zip(plan.fps, plan.vector) if vec]
+    for fp, (how, at) in zip(vector_fps, body.placed):
+        for arg, src in enumerate(fp.srcs):  # the old value: a kept copy, or the untouched register
+            spare = body.kept.get(src[0], src[0])
+            if spare is None:
+                _emit(out, f"r1 = ##{VSAVE}+{src[0] * 128}")
+                _emit(out, f"v{arg} = vmem(r1+#0)")
+            else:
+                _emit(out, f"v{arg} = v{spare}")
+        _emit(out, f"call {VECTOR_ENTRIES[body.arith]}{fp.name}")
+        if how == "slot":
+            _emit(out, f"r1 = {_slot(at)}")
+            _emit(out, f"call {SPILL}0")
+        else:
+            _emit(out, f"v{at} = v0")
+    for reg in body.restored:
+        spare = body.kept[reg]
+        if spare is None:
+            _emit(out, f"r1 = ##{VSAVE}+{reg * 128}")
+            _emit(out, f"v{reg} = vmem(r1+#0)")
+        else:
+            _emit(out, f"v{reg} = v{spare}")
+    for fp, (how, at) in zip(vector_fps, body.placed):
+        if how == "register":
+            _emit(out, f"v{fp.dst[0]} = v{at}")
+        elif how == "slot" and fp.dst[0] not in plan.after:
+            _emit(out, f"r1 = {_slot(at)}")
+            _emit(out, f"v{fp.dst[0]} = vmem(r1+#0)")
+
+
+def _emit_kernel_side(plan: _Plan, label: str, out: list[str], stubs: list[str], result: RewriteResult) -> None:
+    """In the kernel: the jump to the stub, the packet without its FP instructions, and the loads
+    of results whose old values the packet read (split off an :endloop packet)."""
+    packet = plan.packet
+    out.append(f"\t// qfloat model: {packet.text()}\n")
+    _emit(out, f"jump {label}")
+    out.append(f"{label}_ret:\n")
     kept = []
-    for line in rest:
+    for line in plan.rest:
         new_line = line
-        for reg in dests - after:
+        for reg in plan.dests - plan.after:
             new_line, n = re.subn(rf"\bv{reg}\.new\b", f"v{reg}", new_line)
             result.new_reads += n
         kept.append(new_line)
-    split = bool(after) and bool(packet.suffix)       # the loads go before the :endloop packet
+    split = bool(plan.after) and bool(packet.suffix)       # the loads go before the :endloop packet
     if kept:
         out.append(packet.open_line)
         out.extend(kept)
@@ -503,20 +686,20 @@ def _rewrite_packet(packet: Packet, fps: list[FpInstr], rest: list[str], result:
         result.emptied += 1
     else:
         result.emptied += 1
-    if after:
+    if plan.after:
         _emit(out, f"jump {label}_post")
         out.append(f"{label}_post_ret:\n")
         stubs.append(f"{label}_post:\n")
         _emit(stubs, f"memw(##{CTX}+{POST_SAVE}) = r0")
-        for reg in sorted(after):
-            _emit(stubs, f"r0 = {_slot(slot_of_result[reg])}")
+        for reg in sorted(plan.after):
+            _emit(stubs, f"r0 = {_slot(plan.result_slot[reg])}")
             _emit(stubs, f"v{reg} = vmem(r0+#0)")
         _emit(stubs, f"r0 = memw(##{CTX}+{POST_SAVE})")
-        for _reg, store, _ in late_stores:
+        for _reg, store in plan.late_stores:
             _emit(stubs, store)
             result.late_stores += 1
         _emit(stubs, f"jump {label}_post_ret")
-        result.loads_after += len(after)
+        result.loads_after += len(plan.after)
     if split:
         out.append(packet.open_line)
         out.append("\t\tnop\n")
@@ -525,17 +708,108 @@ def _rewrite_packet(packet: Packet, fps: list[FpInstr], rest: list[str], result:
     result.packets += 1
 
 
-def rewrite(asm: str) -> RewriteResult:
-    """The assembly with every HVX FP instruction replaced by a call into the qfloat model.
+# ----------------------------------------------------------------------------- liveness
 
-    Text without HVX FP instructions comes back unchanged. Raises :class:`UnknownHvxFp` for an
-    HVX FP instruction the model does not know and :class:`RewriteError` for a packet whose
-    semantics cannot be kept.
+_LABEL = re.compile(r"^\s*([.\w$]+):")
+_BRANCH = re.compile(r"\bjump(?::\w+)?\s+([.\w$]+)\s*$")
+_LOOP_SETUP = re.compile(r"\b(?:sp[123])?loop([01])\s*\(\s*([.\w$]+)\s*,")
+_RETURN = re.compile(r"\bjumpr(?::\w+)?\s+r31\b|\bdealloc_return\b")
+_OTHER_JUMP = re.compile(r"\bjumpr(?::\w+)?\s+r(?!31\b)\d+|\b(?:trap[01]|rte)\b")
+ALL_VECTOR = frozenset(range(32))
+
+
+def _packet_vector_use(instructions: list[str]) -> tuple[set[int], set[int]]:
+    """(vector registers a packet reads, those it surely writes: unconditionally, not .tmp)."""
+    reads, writes = set(), set()
+    for code in instructions:
+        if is_hvx_fp(code):
+            try:
+                fp = parse_fp(code)
+            except UnknownHvxFp:  # reported where the packet itself is rewritten
+                return set(ALL_VECTOR), set()
+            reads |= {reg for src in fp.srcs for reg in src}
+            writes |= set(fp.dst)
+            continue
+        use = vector_use(code)
+        reads |= use.reads_old | use.reads_new
+        if not code.startswith("if"):
+            writes |= use.writes
+    return reads, writes
+
+
+def vector_liveness(items: list) -> dict[int, frozenset[int]]:
+    """{index of a packet in ``items``: the vector registers live on entry to it}, i.e. whose value
+    before the packet some path from it may read: a backward data-flow over the assembly's control
+    flow (fall-through, branches to labels, a hardware loop's end back to the label its loopN set
+    up). A return reads none (HVX registers are caller-saved: nothing returns in them); a call
+    reads none and falls through; a jump through a register other than R31 may read any."""
+    steps, label_at = [], {}
+    for index, item in enumerate(items):
+        if isinstance(item, Packet):
+            steps.append((index, item.instructions(), item.suffix))
+        elif (label := _LABEL.match(_strip_comment(item))) and not item.lstrip().startswith("//"):
+            label_at[label.group(1)] = len(steps)
+        elif _is_bare_instruction(item):
+            steps.append((index, [_strip_comment(item).strip()], ""))
+    loop_starts = {"0": set(), "1": set()}
+    for _, codes, _ in steps:
+        for code in codes:
+            for m in _LOOP_SETUP.finditer(code):
+                loop_starts[m.group(1)].add(m.group(2))
+    successors, uses = [], []
+    for position, (_, codes, suffix) in enumerate(steps):
+        reads, writes = _packet_vector_use(codes)
+        following, falls_through = set(), True
+        for code in codes:
+            conditional = "if" in re.split(r"\bjump|\bdealloc_return", code)[0]
+            if _RETURN.search(code):
+                falls_through = falls_through and conditional
+            elif _OTHER_JUMP.search(code):
+                reads = set(ALL_VECTOR)
+            elif branch := _BRANCH.search(code):
+                if branch.group(1) not in label_at:  # a tail call, or a label this text lacks
+                    reads = set(ALL_VECTOR)
+                following.add(label_at.get(branch.group(1), len(steps)))
+                falls_through = falls_through and conditional
+        for loop in re.findall(r"endloop([01]+)", suffix):
+            for digit in loop:  # the loop's body starts at the nearest label set up as its start
+                starts = [label_at[name] for name in loop_starts[digit] if label_at.get(name, len(steps)) <= position]
+                if not starts:
+                    reads = set(ALL_VECTOR)
+                else:
+                    following.add(max(starts))
+        if falls_through:
+            following.add(position + 1)
+        successors.append({p for p in following if p < len(steps)})
+        uses.append((frozenset(reads), frozenset(writes)))
+    live_in = [frozenset()] * len(steps)
+    changed = True
+    while changed:
+        changed = False
+        for position in range(len(steps) - 1, -1, -1):
+            reads, writes = uses[position]
+            out = frozenset().union(*(live_in[p] for p in successors[position]))
+            found = reads | (out - writes)
+            if found != live_in[position]:
+                live_in[position], changed = found, True
+    return {steps[position][0]: live_in[position] for position in range(len(steps))}
+
+
+def rewrite(asm: str, model: VectorModelRegisters | None = None) -> RewriteResult:
+    """The assembly with every HVX FP instruction replaced by a call into the HVX model.
+
+    ``model`` (:func:`vector_model_registers`): what the vector model's entry points change; with
+    it, the instructions of VECTOR_FORMS go to the vector model, without it every instruction goes
+    to the scalar model. Text without HVX FP instructions comes back unchanged. Raises
+    :class:`UnknownHvxFp` for an HVX FP instruction the model does not know and
+    :class:`RewriteError` for a packet whose semantics cannot be kept.
     """
     result = RewriteResult("", Counter())
     out: list[str] = []
     stubs: list[str] = []
-    for item in parse(asm):
+    items = parse(asm)
+    live = vector_liveness(items) if model else {}
+    for index, item in enumerate(items):
         if isinstance(item, str):
             out.append(item)
             continue
@@ -549,7 +823,11 @@ def rewrite(asm: str) -> RewriteResult:
         if not fps:
             out.extend(item.raw)
             continue
-        _rewrite_packet(item, fps, rest, result, out, stubs)
+        dead = set(ALL_VECTOR - live[index]) if model else set()
+        plan = _plan(item, fps, rest, model, dead)
+        label = f".Lqfm_{item.number}"
+        _emit_kernel_side(plan, label, out, stubs, result)
+        _emit_stub(plan, label, stubs, result)
     if stubs:
         out.append("\n// qfloat model stubs (suite/targets/hvx_rewrite.py)\n")
         out.append(f"\t.section\t{STUB_SECTION},\"ax\",@progbits\n\t.p2align\t4\n")
@@ -581,38 +859,154 @@ def _clang(arch: str, hvx: bool) -> list[str]:
     return flags
 
 
-_MODEL_FORBIDDEN = re.compile(r"\b(?:loop[01]|sa[01]|lc[01]|usr|gp|m[01]|c\d+)\b|:sat\b|\b(?:call|jump)\s+(?!\.L|(?:qf|ieee)_)")
+_MODEL_FORBIDDEN = re.compile(r"\b(?:loop[01]|sa[01]|lc[01]|usr|gp|m[01]|c\d+)\b|:sat\b"
+                              r"|\b(?:call|jump)(?::\w+)?\s+(?!\.L|(?:qf|ieee|vq|vi|half)_)")
+#: What the vector model must not do on top: store a vector (QEMU spends over 1 us on each: the
+#: spills of a compiler out of registers included) or touch the kernel's predicates Q0-Q3.
+_VECTOR_FORBIDDEN = re.compile(r"\bvmem\w*\([^)]*\)(?::\w+)?\s*=|\bq[0-3]\b")
+
+
+#: ``__qfm_spill_vN``: vector register N to the 128 bytes at r1, by word extractions and scalar
+#: stores (clobbers r2-r5). QEMU (10.0, the one the suite runs) spends about 1.25 us on every HVX
+#: vector store, against about 30 ns for 32 extractions and 16 scalar stores; vector loads are
+#: cheap. The stubs put sources, results and the registers the vector model clobbers into memory
+#: with these, and read them back with vector loads.
+SPILL = "__qfm_spill_v"
+
+
+def spill_source() -> str:
+    """The assembly of the 32 spill routines (one per vector register)."""
+    lines = ["\t.text\n"]
+    for reg in range(32):
+        lines += [f"\t.p2align 4\n\t.globl {SPILL}{reg}\n{SPILL}{reg}:\n", "\t{ r4 = #0; r5 = #4 }\n"]
+        for word in range(0, 32, 2):
+            following = f"; r4 = #{4 * word + 8}; r5 = #{4 * word + 12}" if word < 30 else ""
+            lines += [f"\t{{ r2 = vextract(v{reg},r4) }}\n", f"\t{{ r3 = vextract(v{reg},r5) }}\n",
+                      f"\t{{ memd(r1+#{4 * word}) = r3:2{following} }}\n"]
+        lines.append("\t{ jumpr r31 }\n")
+    return "".join(lines)
+
+
+def _check_listing(name: str, listing: str, forbidden) -> None:
+    for line in listing.splitlines():
+        code = _strip_comment(line).strip()
+        if code and not code.startswith(".") and forbidden.search(code):
+            raise RuntimeError(f"{name} code touches caller state: {code!r}")
+
+
+@dataclass(frozen=True)
+class VectorModelRegisters:
+    """What each entry point of the vector model (and every function it calls) may change, per
+    arithmetic (VECTOR_ENTRIES) and instruction name: ``vector``, the vector registers it names;
+    ``scalar``, the scalar registers it names but the ABI lets it change (not CALLEE_SAVED);
+    ``predicates``, whether it names a predicate register."""
+
+    vector: dict
+    scalar: dict
+    predicates: bool
+
+    def to_json(self) -> str:
+        return json.dumps({"vector": self.vector, "scalar": self.scalar, "predicates": self.predicates},
+                          sort_keys=True, default=sorted)
+
+    @classmethod
+    def from_json(cls, text: str) -> VectorModelRegisters:
+        found = json.loads(text)
+        sets = {part: {arith: {name: frozenset(regs) for name, regs in names.items()}
+                       for arith, names in found[part].items()} for part in ("vector", "scalar")}
+        return cls(sets["vector"], sets["scalar"], bool(found["predicates"]))
+
+
+def _vector_registers(listing: str) -> VectorModelRegisters:
+    """The registers the vector model's entry points use, from its compiled assembly."""
+    functions, calls, current = {}, {}, None
+    predicates = False
+    for line in listing.splitlines():
+        code = _strip_comment(line).strip()
+        # A label is the whole line: "r1:0 = combine(...)" is a register pair, not a label.
+        head = re.fullmatch(r"([A-Za-z_]\w*):", code)
+        if head:
+            current = head.group(1)
+            functions[current], calls[current] = (set(), set()), set()
+            continue
+        if current is None or not code or code.startswith("."):
+            continue
+        vector, scalar = functions[current]
+        vector |= {reg for reg, _ in _vector_regs(code)}
+        for high, low in re.findall(r"\br(\d+)(?::(\d+))?\b", code):
+            scalar |= {int(high)} | ({int(low)} if low else set())
+        predicates |= bool(re.search(r"\bp[0-3]\b", code))
+        calls[current] |= set(re.findall(r"\b(?:call|jump)(?::\w+)?\s+([A-Za-z_]\w*)", code))
+    found = {"vector": {}, "scalar": {}}
+    for arith, prefix in VECTOR_ENTRIES.items():
+        found["vector"][arith], found["scalar"][arith] = {}, {}
+        for name in (n for n in functions if n.startswith(prefix)):
+            seen, todo, vector, scalar = set(), [name], set(), set()
+            while todo:
+                function = todo.pop()
+                if function in seen or function not in functions:
+                    continue
+                seen.add(function)
+                vector |= functions[function][0]
+                scalar |= functions[function][1]
+                todo += list(calls[function])
+            found["vector"][arith][name.removeprefix(prefix)] = frozenset(vector)
+            found["scalar"][arith][name.removeprefix(prefix)] = frozenset(scalar - CALLEE_SAVED)
+        if set(found["vector"][arith]) != set(VECTOR_FORMS):
+            raise RuntimeError(f"vector_model.c defines {prefix}{sorted(found['vector'][arith])}, not the VECTOR_FORMS")
+    return VectorModelRegisters(found["vector"], found["scalar"], predicates)
 
 
 def model_object(arch: str = "v68") -> Path:
-    """The HVX floating-point model (``hvx_model.c`` with the qfloat model and its IEEE twin)
-    compiled for ``arch`` and linked into one relocatable object, cached by sources, flags and
-    clang version.
+    """The HVX floating-point model compiled for ``arch`` and linked into one relocatable object
+    (``hvx_model.c``, the scalar qfloat model and its IEEE twin, the vector model, the spill
+    routines), cached by sources, flags and clang version; beside it ``vector_registers.json``
+    (:func:`vector_model_registers`).
 
     Refuses a model whose code would touch what the rewritten kernel keeps live across the call
-    without saving it: hardware-loop registers, GP, saturation flags, or calls to anything but
-    the models' own functions (runtime helpers, memcpy).
+    without saving it: hardware-loop registers, GP, saturation flags, calls to anything but the
+    models' own functions (runtime helpers, memcpy), and in the vector model vector stores and
+    predicate registers.
     """
-    sources = {path.name: path.read_text() for path in MODEL_SOURCES}
-    key = {"sources": sources, "flags": MODEL_FLAGS, "clang": hexagon.tool_version("clang"), "arch": arch}
+    _model_entry(arch)
+    return _model_entry(arch) / "hvx_model.o"
+
+
+def vector_model_registers(arch: str = "v68") -> VectorModelRegisters:
+    """The registers the vector model's entry points may change (see :class:`VectorModelRegisters`)."""
+    return VectorModelRegisters.from_json((_model_entry(arch) / "vector_registers.json").read_text())
+
+
+def _model_entry(arch: str) -> Path:
+    sources = {path.name: path.read_text() for path in MODEL_SOURCES + (VECTOR_SOURCE,)}
+    key = {"sources": sources, "rewrite": cache.file_digest(Path(__file__)), "flags": MODEL_FLAGS,
+           "vector_flags": VECTOR_FLAGS, "clang": hexagon.tool_version("clang"), "arch": arch}
     where = cache.entry("qfloat-model", arch, key)
-    if not cache.load_entry(where, ("hvx_model.o",)):
-        with tempfile.TemporaryDirectory() as tmp:
-            objects = []
-            for source in MODEL_SOURCES:
-                listing = Path(tmp) / f"{source.stem}.s"
-                hexagon.check_run(_clang(arch, False) + MODEL_FLAGS + ["-S", str(source), "-o", str(listing)],
-                                  f"compiling {source.name}")
-                for line in listing.read_text().splitlines():
-                    code = _strip_comment(line).strip()
-                    if code and not code.startswith(".") and _MODEL_FORBIDDEN.search(code):
-                        raise RuntimeError(f"{source.name} code touches caller state: {code!r}")
-                objects.append(Path(tmp) / f"{source.stem}.o")
-                hexagon.check_run(_clang(arch, False) + MODEL_FLAGS + ["-c", str(source), "-o", str(objects[-1])],
-                                  f"compiling {source.name}")
-            cache.store_entry(where, {"hvx_model.o": lambda out: hexagon.check_run(
-                ["ld.lld", "-r", *map(str, objects), "-o", out], "linking the HVX model")})
-    return where / "hvx_model.o"
+    if cache.load_entry(where, ("hvx_model.o", "vector_registers.json")):
+        return where
+    with tempfile.TemporaryDirectory() as tmp:
+        objects = []
+        for source, flags, hvx, forbidden in [(s, MODEL_FLAGS, False, None) for s in MODEL_SOURCES] + [
+                (VECTOR_SOURCE, VECTOR_FLAGS, True, _VECTOR_FORBIDDEN)]:
+            listing = Path(tmp) / f"{source.stem}.s"
+            hexagon.check_run(_clang(arch, hvx) + flags + ["-S", str(source), "-o", str(listing)],
+                              f"compiling {source.name}")
+            _check_listing(source.name, listing.read_text(), _MODEL_FORBIDDEN)
+            if forbidden is not None:
+                _check_listing(source.name, listing.read_text(), forbidden)
+                registers = _vector_registers(listing.read_text())
+            objects.append(Path(tmp) / f"{source.stem}.o")
+            hexagon.check_run(_clang(arch, hvx) + flags + ["-c", str(source), "-o", str(objects[-1])],
+                              f"compiling {source.name}")
+        spill = Path(tmp) / "spill.s"
+        spill.write_text(spill_source())
+        objects.append(Path(tmp) / "spill.o")
+        hexagon.check_run(_clang(arch, True) + ["-c", str(spill), "-o", str(objects[-1])], "assembling the spills")
+        cache.store_entry(where, {
+            "hvx_model.o": lambda out: hexagon.check_run(["ld.lld", "-r", *map(str, objects), "-o", out],
+                                                         "linking the HVX model"),
+            "vector_registers.json": lambda out: Path(out).write_text(registers.to_json())})
+    return where
 
 
 def assemble(asm: str, obj: Path, arch: str = "v68") -> None:
@@ -638,7 +1032,7 @@ def build_qfloat_elf(asm_text: str, out_elf_path, arch: str = "v68") -> dict:
     """
     hexagon.require_tools(("clang", "ld.lld"), "the qfloat build")
     t0 = time.perf_counter()
-    result = rewrite(asm_text)
+    result = rewrite(asm_text, vector_model_registers(arch))
     t1 = time.perf_counter()
     out_elf = Path(out_elf_path)
     out_elf.parent.mkdir(parents=True, exist_ok=True)

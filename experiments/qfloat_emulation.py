@@ -1,0 +1,136 @@
+"""Emulation speed of the executed qfloat target, and bit identity between two builds of the suite.
+
+    python experiments/qfloat_emulation.py build DIR [--workloads W,..] [--orders O,..] [--target T]
+    python experiments/qfloat_emulation.py run DIR [--only LABEL] [--faces qfloat,ieee]
+    python experiments/qfloat_emulation.py compare DIR_A DIR_B
+
+``build`` schedules and builds every combination (float16) with the code of the suite it runs
+from and writes, per combination, the linked ELF and the harness's stdin for both faces of the
+model (qfloat, IEEE twin), plus ``manifest.json``. ``run`` emulates them one after the other under
+qemu-hexagon, nothing cached, prints per combination the guest-measured seconds of the kernel
+call and the emulator's CPU seconds, and keeps the outputs in ``DIR/outputs``. ``compare`` checks
+two directories' outputs bit for bit (every combination, both faces) and says how many elements.
+
+To compare two versions of the suite: ``build`` from a worktree of each into two directories,
+then ``run`` both (paired, e.g. by a command timer) and ``compare`` them; ``run`` only needs the
+directory, so one checkout runs both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+FACES = ("qfloat", "ieee")
+
+
+def _build(args) -> int:
+    from suite.core import schedules, tuning, workloads
+    from suite.core.combo import Combo
+    from suite.targets import hexagon
+
+    out = Path(args.dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = {}
+    names = args.workloads.split(",") if args.workloads else workloads.default_ids()
+    for workload_id in names:
+        for order in args.orders.split(","):
+            combo = Combo.resolve(workload_id, "float16", args.target, order)
+            label = "-".join((workload_id, order))
+            where = out / label
+            where.mkdir(exist_ok=True)
+            records = combo.target.records_from
+            if order == "tuned":
+                found = tuning.records_target(records, "float16", workload_id)
+                if found is None:
+                    print(f"{label}: no tuning record, skipped")
+                    continue
+                records = (found,)
+            started = time.perf_counter()
+            func = schedules.apply(workloads.prim_func(combo.workload, "float16"), order, workload_id,
+                                   "float16", records)
+            combo.target.build(combo.target.prepare(func, order), where / "kernel.o")
+            inputs = workloads.make_inputs(combo.workload, "float16")
+            for face in FACES:
+                stdin = hexagon.encode_inputs(inputs, combo.workload.output_shape, "float16", face == "ieee")
+                (where / f"{face}.in").write_bytes(stdin)
+            stats = json.loads((where / "kernel.rewrite.json").read_text())
+            manifest[label] = {"shape": list(combo.workload.output_shape), "dtype": "float16",
+                               "arch": combo.target.arch, "rewritten": stats.get("instructions", 0)}
+            print(f"{label}: built in {time.perf_counter() - started:.1f} s, "
+                  f"{manifest[label]['rewritten']} rewritten instructions")
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    return 0
+
+
+def _run(args) -> int:
+    from suite.targets import hexagon
+
+    where = Path(args.dir).resolve()
+    manifest = json.loads((where / "manifest.json").read_text())
+    (where / "outputs").mkdir(exist_ok=True)
+    faces = args.faces.split(",")
+    totals = {face: [0.0, 0.0] for face in faces}
+    for label, item in manifest.items():
+        if args.only and label not in args.only.split(","):
+            continue
+        for face in faces:
+            run = hexagon.emulate_measured(where / label / "kernel.elf", (where / label / f"{face}.in").read_bytes(),
+                                           item["shape"], item["dtype"], ("qemu-hexagon", "-cpu", item["arch"]),
+                                           timeout_s=3600)
+            np.save(where / "outputs" / f"{label}.{face}.npy", run.output, allow_pickle=False)
+            totals[face][0] += run.emulated_s
+            totals[face][1] += run.cpu_s
+            digest = hashlib.sha256(run.output.tobytes()).hexdigest()[:12]
+            print(f"{label} {face}: kernel {run.emulated_s:.3f} s, emulator CPU {run.cpu_s:.3f} s, output {digest}")
+    for face, (kernel_s, cpu_s) in totals.items():
+        print(f"total {face}: kernel {kernel_s:.2f} s, emulator CPU {cpu_s:.2f} s")
+    return 0
+
+
+def _compare(args) -> int:
+    a, b = Path(args.dir_a) / "outputs", Path(args.dir_b) / "outputs"
+    names = sorted(p.name for p in a.glob("*.npy"))
+    if names != sorted(p.name for p in b.glob("*.npy")):
+        print("the two directories hold different combinations", file=sys.stderr)
+        return 1
+    differing, elements = [], 0
+    for name in names:
+        left, right = np.load(a / name), np.load(b / name)
+        elements += left.size
+        if left.shape != right.shape or left.tobytes() != right.tobytes():
+            differing.append(name)
+    print(f"{len(names)} outputs ({len(names) // len(FACES) if names else 0} combinations x faces), "
+          f"{elements} elements compared bit for bit: {len(differing)} differ")
+    for name in differing:
+        print(f"  differs: {name}")
+    return 1 if differing else 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    build = commands.add_parser("build")
+    build.add_argument("dir")
+    build.add_argument("--workloads", help="comma-separated workload ids (default: the seed and every ResNet-50 PrimFunc)")
+    build.add_argument("--orders", default="tuned")
+    build.add_argument("--target", default="hexagon-v68-qf")
+    run = commands.add_parser("run")
+    run.add_argument("dir")
+    run.add_argument("--only", help="comma-separated combination labels")
+    run.add_argument("--faces", default=",".join(FACES))
+    compare = commands.add_parser("compare")
+    compare.add_argument("dir_a")
+    compare.add_argument("dir_b")
+    args = parser.parse_args(argv)
+    return {"build": _build, "run": _run, "compare": _compare}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
