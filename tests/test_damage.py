@@ -51,7 +51,15 @@ def damage(path: Path, how: str) -> None:
             data = b""
         elif how == "non-UTF-8":
             data = b"\xff\xfe\x80" + data[3:]
-        path.write_bytes(data)
+        _write_anew(path, data)
+
+
+def _write_anew(path: Path, data: bytes) -> None:
+    """Write ``path`` as a new file: this process may hold the old one mapped (a kernel library
+    an in-process measurement loaded), and truncating a mapped file in place crashes the process
+    that maps it (SIGBUS or SIGSEGV when the library is touched again, at the latest at exit)."""
+    path.unlink(missing_ok=True)
+    path.write_bytes(data)
 
 
 def json_damages(path: Path) -> list[str]:
@@ -79,7 +87,7 @@ def damage_json(path: Path, how: str) -> None:
             else ([item] if isinstance(item, dict) else {"list": item})
     else:
         value[key] = value[key][:-1]
-    path.write_text(json.dumps(value))
+    _write_anew(path, json.dumps(value).encode())
 
 
 def run(capsys, *argv) -> tuple[int, str, str]:
@@ -327,7 +335,7 @@ def _restore(path: Path, data: bytes) -> None:
     if path.is_dir():
         shutil.rmtree(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
+    _write_anew(path, data)
 
 
 def _measure_entry(cache: Path, ids) -> Path:
