@@ -2,7 +2,8 @@
 
 Compile metrics (every Hexagon target) are read from the object and assembly TVM generated: a change
 in TVM's Hexagon codegen shows as a step. Emulated time (``hexagon-v68-emu``) is QEMU's time on this
-host, not hardware latency. Accuracy of the emulated outputs is tracked by bench_accuracy and
+host, not hardware latency; packets executed (every executed Hexagon target) are exact and
+deterministic: the first-order cost of VLIW code, a lower bound of cycles. Accuracy of the emulated outputs is tracked by bench_accuracy and
 bench_divergence like any target's. Combinations on other targets are skipped.
 """
 
@@ -23,3 +24,15 @@ class HexagonInstructions(ComboBenchmark):
 
 class HexagonEmulated(ComboBenchmark):
     need = "EMULATED"
+
+
+class HexagonCounts(ComboBenchmark):
+    """Packets, instructions and HVX instructions the emulated kernel executed (exact)."""
+
+    need = "COUNTS"
+
+
+class HexagonEfficiency(ComboBenchmark):
+    """The HVX packet floor of a conv2d or dense over the packets executed."""
+
+    need = "EFFICIENCY"

@@ -8,7 +8,8 @@
 from and writes, per combination, the linked ELF and the harness's stdin for both faces of the
 model (qfloat, IEEE twin), plus ``manifest.json``. ``run`` emulates them one after the other under
 qemu-hexagon, nothing cached, prints per combination the guest-measured seconds of the kernel
-call and the emulator's CPU seconds, and keeps the outputs in ``DIR/outputs``. ``compare`` checks
+call, the emulator's CPU seconds and the packets, instructions and HVX instructions it executed
+(those of the program TVM emitted), and keeps the outputs in ``DIR/outputs``. ``compare`` checks
 two directories' outputs bit for bit (every combination, both faces) and says how many elements.
 
 To compare two versions of the suite: ``build`` from a worktree of each into two directories,
@@ -81,14 +82,16 @@ def _run(args) -> int:
         if args.only and label not in args.only.split(","):
             continue
         for face in faces:
-            run = hexagon.emulate_measured(where / label / "kernel.elf", (where / label / f"{face}.in").read_bytes(),
-                                           item["shape"], item["dtype"], ("qemu-hexagon", "-cpu", item["arch"]),
-                                           timeout_s=3600)
+            run = hexagon.emulate(where / label / "kernel.elf", (where / label / f"{face}.in").read_bytes(),
+                                  item["shape"], item["dtype"], ("qemu-hexagon", "-cpu", item["arch"]),
+                                  timeout_s=3600)
             np.save(where / "outputs" / f"{label}.{face}.npy", run.output, allow_pickle=False)
             totals[face][0] += run.emulated_s
             totals[face][1] += run.cpu_s
             digest = hashlib.sha256(run.output.tobytes()).hexdigest()[:12]
-            print(f"{label} {face}: kernel {run.emulated_s:.3f} s, emulator CPU {run.cpu_s:.3f} s, output {digest}")
+            counted = ", ".join(f"{run.counts[key]:,} {key.replace('_', ' ')}" for key in hexagon.COUNTS)
+            print(f"{label} {face}: kernel {run.emulated_s:.3f} s, emulator CPU {run.cpu_s:.3f} s, {counted}, "
+                  f"output {digest}", flush=True)
     for face, (kernel_s, cpu_s) in totals.items():
         print(f"total {face}: kernel {kernel_s:.2f} s, emulator CPU {cpu_s:.2f} s")
     return 0

@@ -19,7 +19,7 @@ from suite import cache, targets
 from suite.core import measurement, schedules, timing, workloads
 from suite.core.combo import Combo, Grid, select_workloads
 from suite.core.record import Kind
-from suite.errors import Interrupted, Skipped, Terminated, UserError
+from suite.errors import Interrupted, Skipped, Terminated, UserError, on_signal, raise_if_signalled
 from suite.progress import announce
 
 
@@ -106,6 +106,11 @@ def _print_record(record: dict) -> None:
     if "emulated_s" in record:
         print(f"emulated   {record['emulated_s']:.3f} s under qemu-hexagon (not hardware latency)"
               f"   compile {record['compile_s']:.2f} s")
+    if c := record.get("counts"):
+        floor = (f"   HVX efficiency {c['packet_floor'] / c['packets']:.3f} (floor {c['packet_floor']:,} packets)"
+                 if c.get("packet_floor") and c.get("packets") else "")
+        print(f"executed   {c['packets']:,} packets   {c['instructions']:,} instructions   "
+              f"{c['hvx_instructions']:,} HVX (exact; a packet issues per cycle at best){floor}")
     else:
         lat = record["latency"]
         print(f"latency    {lat['median_s'] * 1e3:.3f} ms (median of {len(lat['samples_s'])}, timed now)"
@@ -193,6 +198,7 @@ def cmd_run(args) -> int:
     announce("report")
     try:
         report.make_report(out / "results", out / "report", tvm_repo=args.tvm_repo)
+        raise_if_signalled()
     except KeyboardInterrupt as err:
         raise Interrupted(f"the run was filed whole; its report was not written (tvm-suite report --results "
                           f"{out / 'results'} --out {out / 'report'} writes it)",
@@ -425,13 +431,10 @@ def build_parser() -> argparse.ArgumentParser:
 INTERRUPTED = {"history": "results of the commits asv completed are kept"}
 
 
-def _terminate(signum, frame):
-    raise Terminated()
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)  # cleanups run as for Ctrl-C
+    for signum in (signal.SIGINT, signal.SIGTERM):  # cleanups run alike; see on_signal
+        signal.signal(signum, on_signal)
     try:
         return args.func(args)
     except UserError as err:

@@ -1,4 +1,7 @@
-"""The two kinds of expected failure: the user's to fix, and a combination that cannot be measured."""
+"""The two kinds of expected failure: the user's to fix, and a combination that cannot be measured;
+and the interruptions (Ctrl-C, SIGTERM)."""
+
+import signal
 
 
 class UserError(Exception):
@@ -29,3 +32,22 @@ class Interrupted(Exception):
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the program is, so that cleanups run as for Ctrl-C."""
+
+
+_received: list[int] = []
+
+
+def on_signal(signum, frame):
+    """SIGINT's and SIGTERM's handler (``tvm-suite``): raise where the program is, as Python's own
+    Ctrl-C does, and remember the signal. Python prints and drops an exception raised inside some
+    callbacks (the at-fork hooks logging registers run at every subprocess start, finalizers): a
+    signal that lands there is lost, and :func:`raise_if_signalled` raises it again."""
+    _received.append(signum)
+    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def raise_if_signalled() -> None:
+    """Raise the interruption a signal asked for, if one came (see :func:`on_signal`): called
+    before a phase files its work, so that an interrupted run never files it as complete."""
+    if _received:
+        raise Terminated() if _received[-1] == signal.SIGTERM else KeyboardInterrupt()

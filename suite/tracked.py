@@ -116,6 +116,18 @@ METRICS: tuple[Metric, ...] = (
        "instructions", "Scalar floating-point instructions (sf*/df*, convert_*).", worse=None),
     _m("emulated_seconds", "bench_codegen.HexagonEmulated.track_emulated_seconds", "emulated_s",
        "seconds (emulated)", "Guest-measured seconds of the kernel call under qemu-hexagon (not hardware latency)."),
+    # What the emulated kernel executed, exactly (QEMU's counters; on the qfloat targets those of the
+    # program TVM emitted): bench_codegen
+    _m("packets", "bench_codegen.HexagonCounts.track_packets", "packets", "packets",
+       "VLIW packets the kernel call executed: a deterministic lower bound of cycles (one packet issues "
+       "per cycle at best; QEMU models no stall), not hardware latency."),
+    _m("instructions", "bench_codegen.HexagonCounts.track_instructions", "instructions", "instructions",
+       "Instructions the kernel call executed (constant extenders and nops are none)."),
+    _m("hvx_instructions", "bench_codegen.HexagonCounts.track_hvx_instructions", "hvx_instructions",
+       "instructions", "HVX instructions the kernel call executed.", worse=None),
+    _m("hvx_efficiency", "bench_codegen.HexagonEfficiency.track_hvx_efficiency", "hvx_efficiency", "fraction",
+       "The fewest packets HVX's two multiply resources allow for the conv2d or dense (packet_floor) over "
+       "the packets executed: 1 is the machine's limit.", worse=LOWER),
     # The PyTorch peer: bench_peer
     _m("peer_ratio", "bench_peer.PyTorchPeer.track_latency_ratio_to_pytorch", "ratio", "ratio",
        "TVM latency / PyTorch latency for the same layer (a CUDA-graph replay on the GPU, eager on the "

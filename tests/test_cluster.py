@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from suite import cache, compat
-from suite.core import measurement, timing
+from suite.core import cluster as dask_cluster, measurement, timing
 from suite.core.combo import Combo
 from suite.core.record import Status
 from suite.errors import UserError
@@ -183,7 +183,7 @@ def test_a_grid_on_the_cluster_matches_the_local_run_bit_for_bit(cluster, tmp_pa
                   .read_bytes() for w, d, t, o in GRID if local[(w, d, t, o)][0].has_output}
     client = client_cache(tmp_path, monkeypatch)
     lines = []
-    records = measurement.measure_many([Combo.resolve(*ids) for ids in GRID], cluster=cluster.address,
+    records = dask_cluster.measure_many([Combo.resolve(*ids) for ids in GRID], cluster.address,
                                        log=lines.append)
     assert {c.ids: r.status for c, r in records.items()} == {ids: local[ids][0].status for ids in GRID}
     assert lines[-1].startswith(f"cluster: {len(GRID)} measured, 0 retried after a lost worker, 0 lost, 0 declined")
@@ -195,7 +195,7 @@ def test_a_grid_on_the_cluster_matches_the_local_run_bit_for_bit(cluster, tmp_pa
     assert timing.take(Combo.resolve(*GRID[0]), repeats=3).median > 0
     # Measured once: a second pass sends nothing.
     again = []
-    measurement.measure_many([Combo.resolve(*ids) for ids in GRID], cluster=cluster.address, log=again.append)
+    dask_cluster.measure_many([Combo.resolve(*ids) for ids in GRID], cluster.address, log=again.append)
     assert again == []
 
 
@@ -223,8 +223,8 @@ def test_a_worker_killed_mid_combination_is_retried_on_another(cluster, tmp_path
     local = local_run([KILLED])
     client = client_cache(tmp_path, monkeypatch)
     combo, lines, done = Combo.resolve(*KILLED), [], {}  # resolved here: TVM builds no model in two threads
-    run = threading.Thread(target=lambda: done.update(measurement.measure_many(
-        [combo], cluster=cluster.address, log=lines.append)))
+    run = threading.Thread(target=lambda: done.update(dask_cluster.measure_many(
+        [combo], cluster.address, log=lines.append)))
     run.start()
     killed = cluster.kill_worker_running(task_key(combo))
     run.join(timeout=300)
@@ -244,8 +244,8 @@ def test_a_combination_every_worker_dies_on_is_failed_then_measured_again(cluste
     measurement.measure(kept)  # already in this cache: a lost worker changes nothing of it
     before = {p.name: p.read_bytes() for p in kept.entry.iterdir()}
     lines, done = [], {}
-    run = threading.Thread(target=lambda: done.update(measurement.measure_many(
-        [kept, lost], cluster=cluster.address, log=lines.append)))
+    run = threading.Thread(target=lambda: done.update(dask_cluster.measure_many(
+        [kept, lost], cluster.address, log=lines.append)))
     run.start()
     first = cluster.kill_worker_running(task_key(lost))
     second = cluster.kill_worker_running(task_key(lost))
@@ -260,7 +260,7 @@ def test_a_combination_every_worker_dies_on_is_failed_then_measured_again(cluste
     # The next run measures it again.
     cluster.client.wait_for_workers(cluster.workers, timeout=120)
     lines.clear()
-    again = measurement.measure_many([lost], cluster=cluster.address, log=lines.append)
+    again = dask_cluster.measure_many([lost], cluster.address, log=lines.append)
     assert all(r.ok for r in again.values()), again
     assert lines[-1].startswith("cluster: 1 measured, 0 retried")
 
@@ -287,7 +287,7 @@ def test_a_worker_of_another_tvm_build_is_refused(tmp_path, monkeypatch):
     other = Cluster(tmp_path, workers=1, env={"TVM_SUITE_TEST_FAKE_BUILD": "0.27.0-0123456789"})
     try:
         with pytest.raises(UserError) as err:
-            measurement.measure_many([Combo.resolve(*GRID[0])], cluster=other.address)
+            dask_cluster.measure_many([Combo.resolve(*GRID[0])], other.address)
     finally:
         other.close()
     message = str(err.value)
@@ -306,7 +306,7 @@ def test_a_scheduler_lost_mid_run_is_one_line_and_keeps_the_cache(tmp_path, monk
 
     def run():
         try:
-            measurement.measure_many([kept, slow], cluster=other.address)
+            dask_cluster.measure_many([kept, slow], other.address)
         except UserError as err:
             failed["error"] = str(err)
 

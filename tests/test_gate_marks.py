@@ -119,3 +119,37 @@ def test_acceptances_are_checked(cli, runs, tmp_path):
     result = gate(cli, run_dir, repo, commits[1], "--thresholds", str(bad))
     assert result.returncode == 2 and "divergence.accept[0] needs reason" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+PACKETS = "bench_codegen.HexagonCounts.track_packets"
+
+
+def test_packets_of_an_aa_pair_are_identical_and_pass(cli, runs):
+    run_dir, repo, commits = runs
+    from suite.reporting import results
+
+    history = results.load(run_dir / "results", repo)
+    counted = [s for s in history.series() if s.target == "hexagon-v68-qf"]
+    assert {s.order for s in counted} >= {"default", "tuned"}
+    for series in counted:          # two runs of one build: the same packets, a ratio of exactly 1
+        before, after = (history.value("packets", series, c) for c in commits)
+        assert before == after and before > 100_000, series
+        assert history.value("hvx_efficiency", series, commits[1]) < 1
+    result = gate(cli, run_dir, repo, commits[1])
+    assert f"packets vs {commits[0][:10]}" in result.stdout
+    assert "no native target in these results" in result.stdout      # emulated: no latency
+    line = next(x for x in result.stdout.splitlines() if f"packets vs {commits[0][:10]}" in x)
+    assert "PASS" in line.upper() and f"0 of {len(counted)}" in line, line
+
+
+def test_ten_percent_more_packets_fails(cli, copy):
+    run_dir, repo, commits = copy
+    from suite.reporting import results
+
+    history = results.load(run_dir / "results", repo)
+    series = next(s for s in history.series() if s.ids == TUNED)
+    before = history.value("packets", series, commits[0])
+    plant(run_dir, commits[1], PACKETS, TUNED, round(before * 1.1))
+    result = gate(cli, run_dir, repo, commits[1])
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"{' '.join(TUNED)}: {before:.4g} -> {round(before * 1.1):.4g} (1.10x)" in result.stdout

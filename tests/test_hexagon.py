@@ -6,6 +6,7 @@ workloads; the tuned seed schedules take minutes of scalar fp16 LLVM codegen and
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -112,17 +113,20 @@ def test_emulated_pool_is_exact_and_cached():
 @pytest.mark.slow
 def test_run_on_emulated_target_records_emulated_time_and_no_failures(cli, tmp_path):
     """`run --targets hexagon-v68-emu`: asv exits 0 (metrics the variant lacks are skips, not
-    failures), and the summary prints emulated time, never latency."""
+    failures), and the summary prints packets executed, never latency."""
     out = tmp_path / "asv"
     result = cli("run", "--quick", "--targets", "hexagon-v68-emu", "--workloads", SMALL[0],
                  "--dtypes", "float16", "--orders", "default", "--out", str(out), env={"HOME": str(tmp_path)})
     assert result.returncode == 0, result.stdout + result.stderr
     row = next(line for line in result.stdout.splitlines() if line.startswith(SMALL[0]))
-    assert "emulated" in row and row.endswith("ok")
+    assert re.search(r"\s[\d,]+ pkts\s", row) and row.endswith("ok")
     files = [p for p in (out / "results").glob("*/*.json") if p.name != "machine.json"]
     results = json.loads(files[0].read_text())["results"]
     assert results["bench_codegen.HexagonEmulated.track_emulated_seconds"][0][0] > 0
     assert results["bench_codegen.HexagonCodegen.track_code_bytes"][0][0] > 0
+    packets = results["bench_codegen.HexagonCounts.track_packets"][0][0]
+    assert f"{int(packets):,} pkts" in row and packets > 0
+    assert 0 <= results["bench_codegen.HexagonCounts.track_hvx_instructions"][0][0] <= packets * 4
 
     def skipped(name):  # asv stores a skipped parameter combination as NaN
         return results[name][0][0] is None or math.isnan(results[name][0][0])

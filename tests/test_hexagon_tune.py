@@ -3,6 +3,7 @@ order of the Hexagon targets: their own records first, llvm's where they have no
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from suite.core import measurement, schedules, tuning, workloads
 from suite.core.combo import Combo
 from suite.core.record import Status
 from suite.errors import OrderNotApplicable
-from suite.targets import hexagon_qf, hexagon_tune
+from suite.targets import hexagon, hexagon_qf, hexagon_tune
 from suite.targets.base import NotTunable
 
 QF = "hexagon-v68-qf"
@@ -37,7 +38,7 @@ def test_every_hexagon_target_prefers_hexagon_records_then_llvm():
     assert targets.get(QF).records_from == (QF, "llvm")
     assert targets.get("hexagon-v73-qf").records_from == ("hexagon-v73-qf", QF, "llvm")
     assert targets.get("llvm").records_from == ("llvm",)
-    assert targets.get(QF).tuning_measure == "emulated" and targets.get("llvm").tuning_measure == "latency"
+    assert targets.get(QF).tuning_measure == "packets" and targets.get("llvm").tuning_measure == "latency"
 
 
 def test_compile_only_hexagon_is_not_tunable_and_says_what_is():
@@ -137,7 +138,7 @@ def runner_input(elf, workload, dtype="float16"):
 
 @needs_v68_qemu
 @pytest.mark.slow
-def test_runner_returns_emulated_seconds_and_failures_are_runner_errors(tmp_path):
+def test_runner_returns_packets_and_failures_are_runner_errors(tmp_path):
     elf, workload = built_mean()
     inputs = workloads.make_inputs(workload, "float16")
     lines = []
@@ -146,9 +147,14 @@ def test_runner_returns_emulated_seconds_and_failures_are_runner_errors(tmp_path
     runner = compat.custom_runner(measure)
     (result,) = [f.result() for f in runner.run([runner_input(elf, workload)])]
     assert result.error_msg is None
-    (seconds,) = [float(s) for s in result.run_secs]
-    assert 0 < seconds < 60
-    assert lines and "s emulated CPU" in lines[0] and "not hardware latency" in lines[0]
+    (packets,) = [float(s) for s in result.run_secs]
+    # The packets of the kernel alone: the same as the target's own measurement of that ELF.
+    stdin = hexagon.encode_inputs(inputs, workload.output_shape, "float16")
+    assert packets == hexagon.emulate(Path(elf), stdin, workload.output_shape, "float16").counts["packets"] > 1000
+    (again,) = [f.result() for f in runner.run([runner_input(elf, workload)])]
+    assert [float(s) for s in again.run_secs] == [packets]        # exact: the same on every run
+    assert [p for p, _ in measure.measured] == [packets, packets] and 0 < measure.measured[0][1] < 60
+    assert lines and "packets executed" in lines[0] and "not hardware latency" in lines[0]
     # Inputs drawn from MetaSchedule's argument list when the workload's are not given.
     (result,) = [f.result() for f in compat.custom_runner(hexagon_tune.EmulatorMeasure(
         ("qemu-hexagon", "-cpu", "v68"), log=lines.append)).run([runner_input(elf, workload)])]
@@ -174,9 +180,11 @@ def test_tune_command_writes_a_hexagon_record_that_replays(cli, records):
     assert done.returncode == 0, done.stdout + done.stderr
     record = json.loads(tuning.trace_path(QF, "float16", MEAN).read_text())
     assert record["target"] == QF and record["trials"] == 2 and record["trace"]
-    assert record["measure"] == "emulated" and "not a Hexagon device's latency" in record["measure_is"]
-    assert record["best_emulated_s"] > 0 and "best_measured_s" not in record
-    assert record["candidates_measured"] >= 1 and record["candidates_s"][0] == record["best_emulated_s"]
+    assert record["measure"] == "packets" and "lower bound of a Hexagon's cycles" in record["measure_is"]
+    assert record["best_packets"] > 1000 and record["best_emulated_s"] > 0 and "best_measured_s" not in record
+    assert record["candidates_measured"] == len(record["candidates_packets"]) == len(record["candidates_emulated_s"])
+    assert record["candidates_packets"][0] == record["best_packets"] == min(record["candidates_packets"])
+    assert record["candidates_emulated_s"][0] == record["best_emulated_s"]
     assert record["tuned_on"]["target"] == QF
     assert not (tuning.records_dir(QF, "float16") / "database").exists()  # traces only
     tuned = measurement.measure(Combo.resolve(MEAN, "float16", QF, "tuned"))

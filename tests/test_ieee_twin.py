@@ -167,7 +167,7 @@ def test_tvm_kernel_under_both_models(kind, tmp_path):
     rng = np.random.default_rng(7)
     inputs = [np.float16(rng.uniform(-3, 3, shape)) for _ in range(n_inputs)]
     runs = {twin: hexagon.emulate(tmp_path / "k.elf", hexagon.encode_inputs(inputs, shape, dtype, ieee_twin=twin),
-                                  shape, dtype)[0] for twin in (False, True)}
+                                  shape, dtype).output for twin in (False, True)}
     bits = [x.view(np.uint16).reshape(-1) for x in inputs]
     assert np.array_equal(runs[False].view(np.uint16).reshape(-1), predict(*bits))
     a, b = inputs[0], inputs[1]
@@ -196,7 +196,7 @@ def test_kernel_without_hvx_fp_is_the_same_under_both_models(tmp_path):
     rng = np.random.default_rng(4)
     inputs = [rng.integers(-200, 200, shape).astype(np.int16) for _ in range(2)]
     runs = [hexagon.emulate(tmp_path / "k.elf", hexagon.encode_inputs(inputs, shape, "int16", ieee_twin=twin),
-                            shape, "int16")[0] for twin in (False, True)]
+                            shape, "int16").output for twin in (False, True)]
     assert runs[0].tobytes() == runs[1].tobytes()
     assert np.array_equal(runs[0], inputs[0] * inputs[1])
     hr.assemble(asm, tmp_path / "plain.o")

@@ -242,6 +242,18 @@ def _allowed_failures(dask_scheduler=None) -> int:
 # ----------------------------------------------------------------------------- on the client
 
 
+def measure_many(combos, address: str, log=None) -> dict[Combo, Record]:
+    """:func:`suite.core.measurement.measure_many` with the cluster at ``address`` first: every
+    combination not yet cached and not exclusive is sent to its workers; what the cluster could
+    not measure is measured here. ``log`` takes one line per combination the cluster measured."""
+    combos = list(dict.fromkeys(combos))
+    for combo in combos:
+        measurement.forget_lost(combo)
+    measure([c for c in combos if measurement.cached(c) is None and not c.target.exclusive], address,
+            log=log or (lambda line: None))
+    return measurement.measure_many(combos)
+
+
 def measure(combos, address: str, log=print) -> dict:
     """Measure ``combos`` on the cluster at ``address`` and publish what comes back in this
     machine's cache. Returns counts: sent, measured, retried (after a lost worker), lost, declined

@@ -149,6 +149,8 @@ _CAN = {
     Need.OUTPUT: lambda t: t.mode in (Mode.NATIVE, Mode.EMULATED),
     Need.LATENCY: lambda t: t.mode is Mode.NATIVE,
     Need.EMULATED: lambda t: t.mode is Mode.EMULATED,
+    Need.COUNTS: lambda t: t.mode is Mode.EMULATED and t.codegen,
+    Need.EFFICIENCY: lambda t: t.mode is Mode.EMULATED and t.codegen,
     Need.CODEGEN: lambda t: t.codegen,
     Need.ASSEMBLY: lambda t: t.codegen,
     Need.IEEE_TWIN: lambda t: t.ieee_twin,

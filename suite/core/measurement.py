@@ -154,24 +154,15 @@ def note_tvm_build() -> None:
         pass  # the combination's own record says why
 
 
-def measure_many(combos, jobs: int | None = None, cluster: str | None = None, log=None) -> dict[Combo, Record]:
+def measure_many(combos, jobs: int | None = None) -> dict[Combo, Record]:
     """Measure several combinations in parallel processes (builds and emulated runs take minutes).
 
     Each combination not yet cached is measured by its own ``python`` process (at most ``jobs`` at a
     time) that fills the shared cache; targets that are ``exclusive`` (a GPU) are measured one at
-    a time, below. With ``cluster`` (the address of a Dask scheduler) every one of them that is
-    not exclusive is sent to the cluster's workers first (:mod:`suite.core.cluster`, which needs
-    Dask); what the cluster could not measure is measured here. ``log`` takes one line per
-    combination the cluster measured. Returns {combo: record}.
+    a time, below. (:func:`suite.core.cluster.measure_many` sends them to a Dask cluster first.)
+    Returns {combo: record}.
     """
     combos = list(dict.fromkeys(combos))
-    for combo in combos:
-        forget_lost(combo)
-    if cluster is not None:
-        from suite.core import cluster as dask_cluster  # Dask is imported only with a cluster
-
-        dask_cluster.measure([c for c in combos if cached(c) is None and not c.target.exclusive], cluster,
-                             log=log or (lambda line: None))
     pending = [c for c in combos if cached(c) is None and not c.target.unavailable() and not c.target.exclusive]
     code = "import sys; from suite.core import measurement as m; m.measure(m.Combo.resolve(*sys.argv[1:]))"
 
@@ -216,6 +207,9 @@ def _compute(combo: Combo, staged: Path) -> Record:
         output = kernel.output()
         if target.mode is Mode.EMULATED:  # emulated time is not latency: one run, never latency_s
             record.emulated_s = float(kernel.time(repeat=1)[0])
+        if getattr(kernel, "counts", None):
+            floor = target.packet_floor(workloads.multiply_accumulates(workload.chain), dtype)
+            record.counts = {**kernel.counts, **({"packet_floor": floor} if floor else {})}
     except Skipped as err:
         return _ended(record, Status.SKIPPED, str(err))
     except Exception as err:

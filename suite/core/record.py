@@ -43,6 +43,10 @@ class Record:
     #: does: suite.targets.ieee_twin), where the target has one
     twin_metrics: dict | None = None
     emulated_s: float | None = None  #: one emulated run's seconds (never latency)
+    #: what the emulated call executed, exactly (QEMU's counters: packets, instructions,
+    #: hvx_instructions; on the qfloat targets those of the program TVM emitted), and for conv2d and
+    #: dense the fewest packets HVX allows (packet_floor, suite.targets.hexagon.packet_floor)
+    counts: dict | None = None
     measured_on: str | None = None  #: the cluster worker (host) whose seconds compile_s and emulated_s are; None: here
     tuned_from: str | None = None  #: order tuned: the target whose tuning record was replayed
     parts: dict = field(default_factory=dict)  #: file name in the cache entry -> sha256
@@ -71,6 +75,10 @@ class Record:
         found.update(self.codegen or {})
         if self.codegen is not None:
             found["compile_success"] = 1.0
+        counts = self.counts or {}
+        found.update({k: v for k, v in counts.items() if k != "packet_floor"})
+        if counts.get("packet_floor") and counts.get("packets"):
+            found["hvx_efficiency"] = counts["packet_floor"] / counts["packets"]
         return {k: v for k, v in found.items() if v is not None}
 
     def to_json(self) -> dict:
@@ -120,7 +128,7 @@ def _digests(value) -> bool:
 _FIELD_TYPES = {"workload": _text, "dtype": _text, "target": _text, "order": _text, "status": _text,
                 "reason": _text, "kind": _text, "tvm_version": _text, "flops": _number, "compile_s": _number,
                 "codegen": _numbers, "accumulation_length": _number, "metrics": _numbers,
-                "twin_metrics": _numbers, "emulated_s": _number, "measured_on": _text, "tuned_from": _text,
+                "twin_metrics": _numbers, "emulated_s": _number, "counts": _numbers, "measured_on": _text, "tuned_from": _text,
                 "parts": _digests}
 
 
@@ -134,6 +142,8 @@ class Need(enum.Enum):
     OUTPUT = "output"
     LATENCY = "latency"
     EMULATED = "emulated"
+    COUNTS = "counts"
+    EFFICIENCY = "efficiency"
     CODEGEN = "codegen"
     ASSEMBLY = "assembly"
     IEEE_TWIN = "ieee_twin"
@@ -145,6 +155,9 @@ _NEEDS = {
     Need.LATENCY: (lambda r: r.kind is Kind.LATENCY,
                    "{target} does not run natively: no latency (see bench_codegen)"),
     Need.EMULATED: (lambda r: r.kind is Kind.EMULATED, "{target} is not an emulated target"),
+    Need.COUNTS: (lambda r: r.counts is not None, "{target} counts no executed packets (not an emulated Hexagon target)"),
+    Need.EFFICIENCY: (lambda r: bool((r.counts or {}).get("packet_floor")),
+                      "no HVX packet floor: not a conv2d or dense, or not counted"),
     Need.CODEGEN: (lambda r: r.codegen is not None, "{target} has no Hexagon compile metrics"),
     Need.ASSEMBLY: (lambda r: "instructions" in (r.codegen or {}),
                     "{target} keeps no assembly to count instructions in"),

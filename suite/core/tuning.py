@@ -6,7 +6,8 @@ measure (``candidates_s``). MetaSchedule's JSON database is not kept: replay rea
 trace, and the databases once committed took 0.1-1.2 MB a layer (17.6 MB for 71 layers). The
 target says how candidates are built and measured (:meth:`suite.targets.base.Target.tuning_options`): on llvm and cuda MetaSchedule's own local
 runner times them on this machine; on ``hexagon-v68-qf`` they run under the emulator and the
-measure is emulated seconds (``tuning_measure``, kept in the record). Benchmarks never tune: the
+measure is packets executed (``tuning_measure``, kept in the record, with each candidate's emulated
+seconds beside). Benchmarks never tune: the
 ``tuned`` loop order replays the committed trace on the installed TVM, so every TVM commit compiles
 the same schedule and a change in results is the compiler's doing. A target may replay the records
 of others (``records_from``, in order of preference: per workload the first that has a record,
@@ -35,12 +36,14 @@ RECORDS_DIR = Path(__file__).resolve().parent.parent / "tuning_records"
 RECORDS_ENV = "TVM_SUITE_TUNING_RECORDS"
 #: MetaSchedule's run_secs of a candidate whose build or run failed are 1e10.
 FAILED_RUN_S = 1e9
-#: What a record says its measure was, per the target's ``tuning_measure``.
+#: What a record says its measure was, per the target's ``tuning_measure`` (records tuned for
+#: hexagon-v68-qf before it ranked by packets say "emulated": the emulator's CPU seconds).
 MEASURES = {
     "latency": "seconds per call on the machine tuned on (MetaSchedule's runner)",
-    "emulated": "emulated time: CPU seconds of qemu-hexagon running the candidate, HVX floating "
-                "point on the suite's qfloat model; they rank candidates on the emulator and are not "
-                "a Hexagon device's latency",
+    "packets": "packets the kernel call executed under qemu-hexagon (QEMU's counters; those of the "
+               "program TVM emitted, the qfloat model's own not counted): one packet issues per cycle "
+               "at best, so a lower bound of a Hexagon's cycles, not its latency; exact and the same "
+               "on every run. candidates_emulated_s: the emulator's CPU seconds of the same candidates",
 }
 
 
@@ -126,6 +129,7 @@ def tune(workload_id: str, dtype: str, target, trials: int, log=print) -> dict:
     inputs = workloads.make_inputs(workload, dtype)
     options = target.tuning_options(inputs, workload.output_shape, dtype,
                                     check=_output_check(lambda: reference.evaluate(workload.chain, inputs)))
+    beside = options.pop("measured", None)      # the runner's (packets, emulated s) per candidate
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tvm-suite-tune-") as work_dir:
         database = ms.tune_tir(
@@ -151,16 +155,19 @@ def tune(workload_id: str, dtype: str, target, trials: int, log=print) -> dict:
         "measure_is": MEASURES[target.tuning_measure],
         "candidates_measured": len(measured),
         "candidates_failed": len(runs) - len(measured),
-        f"best_{'emulated' if target.tuning_measure == 'emulated' else 'measured'}_s":
-            measured[0] if measured else None,
-        "candidates_s": measured,
-        "trace": _plain(schedule.trace.as_json()),
     }
+    if target.tuning_measure == "packets":
+        pairs = sorted(beside or ())
+        record.update(best_packets=pairs[0][0] if pairs else None, best_emulated_s=pairs[0][1] if pairs else None,
+                      candidates_packets=[p for p, _ in pairs], candidates_emulated_s=[s for _, s in pairs])
+        best = f"best {pairs[0][0]:,} packets ({pairs[0][1]:.4g} s emulated)" if pairs else "no candidate ran"
+    else:
+        record.update(best_measured_s=measured[0] if measured else None, candidates_s=measured)
+        best = f"best {measured[0]:.4g} s measured" if measured else "no candidate ran"
+    record["trace"] = _plain(schedule.trace.as_json())
     record["trace_sha256"] = trace_digest(record["trace"])
     path = trace_path(target.name, dtype, workload_id)
     cache.write_json(path, record)
-    what = "emulated" if target.tuning_measure == "emulated" else "measured"
-    best = f"best {measured[0]:.4g} s {what}" if measured else "no candidate ran"
     log(f"tuned {workload_id} {dtype} {target.name}: {trials} trials in {elapsed:.0f} s, "
         f"{len(measured)} ran, {best} -> {path} (MetaSchedule's logs, with the reason of each failed "
         f"candidate: {logs})")

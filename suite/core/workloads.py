@@ -188,6 +188,21 @@ def flop_count(chain: dict) -> int:
     return total
 
 
+def multiply_accumulates(chain: dict) -> int:
+    """Multiply-accumulates of the conv2d and matmul steps of one run (0 when it has none)."""
+    total = 0
+    out = math.prod(chain["output_shape"])
+    for step in chain["steps"]:
+        shapes = [chain["inputs"][i]["shape"] if kind == "input" else None for kind, i in step["args"]]
+        if step["op"] == "conv2d":
+            weight = shapes[1]
+            total += (math.prod(weight[:3]) if step["attrs"]["kernel_layout"] == "HWIO"
+                      else math.prod(weight[1:])) * out
+        elif step["op"] == "matmul":
+            total += shapes[1][-2] * out
+    return total
+
+
 # ----------------------------------------------------------------------------- extraction
 
 

@@ -61,7 +61,7 @@ _PERCENT = re.compile(r"^\[\s*(\d+(?:\.\d+)?)%\]")
 def asv(config: Path, *args: str, log: Path, phase: str | None = None) -> int:
     """Run ``asv ARGS`` with ``config`` from the repository root, its output appended to ``log``;
     with ``phase``, asv's own progress (its ``[ 12.50%]`` lines) is shown on the terminal."""
-    command = [sys.executable, "-m", "asv", "--config", str(config), *args]
+    command = [sys.executable, "-c", _DIE_WITH_PARENT, "-m", "asv", "--config", str(config), *args]
     shown = Progress(phase, 100.0, counted=False) if phase else None
     with log.open("a") as handle:
         handle.write(f"$ {' '.join(command)}\n")
@@ -73,8 +73,7 @@ def asv(config: Path, *args: str, log: Path, phase: str | None = None) -> int:
         # asv in a session of its own, ended with this process: an interrupted or killed run must
         # not leave asv behind to write results after the run has put the previous ones back.
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO_ROOT,
-                                   text=True, errors="replace", env=env, start_new_session=True,
-                                   preexec_fn=_die_with_parent)
+                                   text=True, errors="replace", env=env, start_new_session=True)
         try:
             for line in process.stdout:
                 handle.write(line)
@@ -90,11 +89,11 @@ def asv(config: Path, *args: str, log: Path, phase: str | None = None) -> int:
     return status
 
 
-def _die_with_parent() -> None:
-    """(In the child, before exec) Linux's PR_SET_PDEATHSIG: SIGKILL when the parent dies."""
-    import ctypes
-
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+#: ``python -c`` this, then asv's arguments: Linux's PR_SET_PDEATHSIG (SIGKILL when the parent
+#: dies), then asv in the same process. Set by the child itself: a ``preexec_fn`` would make Python
+#: run its at-fork hooks in this process, and a Ctrl-C that lands in one of them is dropped.
+_DIE_WITH_PARENT = ("import ctypes, os, signal, sys; ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL); "
+                    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
 
 
 def _end_session(process: subprocess.Popen) -> None:

@@ -19,7 +19,7 @@ from suite.core import measurement, peers, runstore, timing
 from suite.core.combo import Grid
 from suite.core.runstore import COMMIT_ENV, RUN_DIR_ENV
 from suite.core.record import Kind, Status
-from suite.errors import Interrupted, Skipped, Terminated, UserError
+from suite.errors import Interrupted, Skipped, Terminated, UserError, raise_if_signalled
 from suite.history import driver
 from suite.progress import Progress, announce
 
@@ -71,7 +71,9 @@ def warm_cache(grid: Grid, run_dir: Path, commit: str, log=print, cluster: str |
     for combo in combos:  # a measurement a cluster lost last time is measured again
         measurement.forget_lost(combo)
     if cluster is not None:
-        measurement.measure_many(combos, cluster=cluster, log=log)
+        from suite.core import cluster as dask_cluster  # Dask is imported only with a cluster
+
+        dask_cluster.measure_many(combos, cluster, log=log)
     announce("measure")
     shown = Progress("measure", len(combos))
     for combo in combos:
@@ -141,6 +143,7 @@ def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_com
         asv_s = time.perf_counter() - t0
         if not driver.result_counts(out_dir / "results", commit):
             raise driver.ToolFailed(f"asv run wrote no results for {commit[:12]} (exit {asv_status}); see {log_path}")
+        raise_if_signalled()
         pending.keep()
     except KeyboardInterrupt as err:
         raise Interrupted(pending.drop(), _signal_name(err)) from None
@@ -153,6 +156,7 @@ def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_com
     except KeyboardInterrupt as err:
         raise Interrupted(f"the run of {commit[:12]} was filed whole (results and side data); asv's HTML was not "
                           "published (the next run publishes it)", _signal_name(err)) from None
+    raise_if_signalled()
     text = _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, archived, log_path)
     failed = [c for c, r in warm["records"].items() if r.status is Status.FAILED]
     if failed:
@@ -179,8 +183,10 @@ def _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, arch
                 latency, ratios = warm["latency"][combo], warm["peer_ratio"].get(combo, {})
                 timed = f"{latency * 1e3:9.3f} {timing.gflops(combo, latency):8.2f}"
                 versus = " ".join(f"{ratios[k]:7.2f}" if k in ratios else f"{'-':>7s}" for k in ("ratio", "eager_ratio"))
-            else:  # emulated: its time is not latency and has no throughput or peer
-                timed, versus = f"{'emulated':>18s}", f"{'-':>7s} {'-':>7s}"
+            else:  # emulated: its time is not latency and has no throughput or peer; packets are exact
+                packets = (r.counts or {}).get("packets")
+                timed = f"{packets:>13,} pkts" if packets is not None else f"{'emulated':>18s}"
+                versus = f"{'-':>7s} {'-':>7s}"
             lines.append(f"{head} {timed} {versus} "
                          f"{m['ulp_mean']:9.3f} {m['scaled_error']:8.3f} {m['bound_fraction']:7.4f}  ok")
         elif r.ok:
@@ -191,7 +197,8 @@ def _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, arch
     lines += [
         "",
         "x torch: TVM latency / PyTorch's for the same layer (a CUDA-graph replay on the GPU, eager on the "
-        "CPU); x eager: / PyTorch with each op launched eagerly from Python",
+        "CPU); x eager: / PyTorch with each op launched eagerly from Python; pkts: packets an emulated Hexagon "
+        "kernel executed (exact, one per cycle at best; not time)",
         f"combinations: {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} failed",
         f"measure + compile + reference + timing: {warm['seconds']:.1f} s (references {warm['reference_s']:.1f} s, "
         f"timing {warm['timing_s']:.1f} s)",

@@ -26,11 +26,13 @@ from suite.reporting import gate, maps, rules
 from suite.reporting.rules import match
 
 TEMPLATES = rules.REPO_ROOT / "reports" / "templates"
-SUMMARY_METRICS = ("latency", "gflops", "ulp_mean", "ulp_p99", "ulp_max", "scaled_error", "bound_fraction",
+SUMMARY_METRICS = ("latency", "gflops", "packets", "hvx_efficiency", "ulp_mean", "ulp_p99", "ulp_max",
+                   "scaled_error", "bound_fraction",
                    "prob_bound_fraction", "accumulation_length", "nonfinite", "differ_fraction",
                    "max_ulp_distance", "error_ratio", "bias_shift", "exceeds_bound", "twin_error_ratio")
 CHART_METRICS = (
     ("latency", "latency (ms)", 1e3),
+    ("packets", "packets executed (millions; Hexagon)", 1e-6),
     ("ulp_mean", "ULP mean", 1.0),
     ("scaled_error", "scaled error (ULP of max|ref|)", 1.0),
     ("prob_bound_fraction", "probabilistic bound fraction", 1.0),
@@ -139,8 +141,9 @@ def summary_rows(history: res.History) -> tuple[list[dict], int]:
             if commit is not None:
                 previous[m] = {"commit": commit.hash, "label": commit.label, "value": value}
         change = {}
-        if res.finite(values["latency"]) and "latency" in previous and previous["latency"]["value"] > 0:
-            change["latency_pct"] = 100.0 * (values["latency"] / previous["latency"]["value"] - 1)
+        for m in ("latency", "packets"):
+            if res.finite(values[m]) and m in previous and previous[m]["value"] > 0:
+                change[f"{m}_pct"] = 100.0 * (values[m] / previous[m]["value"] - 1)
         for m in ("ulp_mean", "scaled_error", "prob_bound_fraction", "error_ratio"):
             if res.finite(values[m]) and m in previous:
                 change[m] = values[m] - previous[m]["value"]
@@ -323,12 +326,13 @@ def compute(history: res.History, thresholds: dict) -> dict:
     }
 
 
-HEAT_METRICS = (("latency", "latency"), ("ulp_mean", "ULP mean"))
+#: Speed (latency where it runs natively, packets executed on Hexagon), then accuracy.
+HEAT_METRICS = (("latency", "latency"), ("packets", "packets"), ("ulp_mean", "ULP mean"))
 
 
 def heatmap(history: res.History) -> dict | None:
     """Change from the previous commit, newest against the one before: workloads x (dtype, target,
-    order), the ratio of latency and of ULP mean side by side (None with one commit)."""
+    order), the ratios of latency (or packets) and of ULP mean side by side (None with one commit)."""
     if len(history.commits) < 2:
         return None
     before, after = history.commits[-2].hash, history.commits[-1].hash

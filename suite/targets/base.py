@@ -152,6 +152,11 @@ class Target(abc.ABC):
         """Code size and instruction counts of a build, where the target has them."""
         return None
 
+    def packet_floor(self, multiply_accumulates: int, dtype: str) -> int | None:
+        """The fewest packets (cycles at best) this target's hardware allows for that many
+        multiply-accumulates in ``dtype``, where it counts packets (Hexagon); else None."""
+        return None
+
     def load_ieee_twin(self, path: Path, inputs, output_shape, dtype) -> Kernel:
         """The same build, its floating point rounded as IEEE 754 does (targets with ``ieee_twin``)."""
         raise NotImplementedError(f"{self.name} has no IEEE twin")

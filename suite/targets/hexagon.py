@@ -51,8 +51,27 @@ HARNESS_SOURCE = Path(__file__).with_name("hexagon_harness.c")
 #: Seconds one emulated run may take (the seed conv2d takes ~45 s on an idle core, minutes loaded).
 EMULATION_TIMEOUT_S = 1800
 _MAGIC_IN, _MAGIC_OUT = 0x48585654, 0x54585654
-_PROTOCOL = 2  #: hexagon_harness.c VERSION
-_FLAG_IEEE_TWIN = 1  #: hexagon_harness.c FLAG_IEEE_TWIN
+_PROTOCOL = 3  #: hexagon_harness.c VERSION
+_FLAG_IEEE_TWIN, _FLAG_FAST_TICKS = 1, 2  #: hexagon_harness.c FLAG_IEEE_TWIN, FLAG_FAST_TICKS
+_TRAILER = struct.Struct("<2I4Q")  #: magic, status, elapsed ns, packets, instructions, HVX instructions
+#: What the harness counts of the call (QEMU's execution counters, see hexagon_harness.c).
+COUNTS = ("packets", "instructions", "hvx_instructions")
+#: The HVX resources a packet has (Qualcomm's Hexagon HVX Programmer's Reference Manual, "VLIW
+#: packing rules": load, store, shift, permute/shift and two multiply resources; HVX floating point
+#: uses the same shift and multiply resources): at most two vector multiplies issue per packet,
+#: each on a 1024-bit vector of 64 fp16 or 32 fp32 lanes. A halfword multiply may take both
+#: resources, so the floor below is the optimistic one: no schedule needs fewer packets.
+HVX_MULTIPLIES_PER_PACKET = 2
+HVX_LANES = {"float16": 64, "float32": 32}
+
+
+def packet_floor(multiply_accumulates: int, dtype: str) -> int:
+    """The fewest packets HVX allows for ``multiply_accumulates`` in ``dtype``: every multiply
+    resource busy in every packet (0 for none)."""
+    per_packet = HVX_LANES[dtype] * HVX_MULTIPLIES_PER_PACKET
+    return -(-multiply_accumulates // per_packet)
+
+
 _TYPE_CODES = {"i": 0, "u": 1, "f": 2}
 
 
@@ -194,6 +213,9 @@ class HexagonTarget(Target):
     def codegen_metrics(self, path: Path) -> dict:
         return codegen_metrics(path, path.with_suffix(".s"))
 
+    def packet_floor(self, multiply_accumulates: int, dtype: str) -> int | None:
+        return packet_floor(multiply_accumulates, dtype) if multiply_accumulates else None
+
     def load(self, path, inputs, output_shape, dtype):
         raise TargetUnavailable(f"{self.name} is compile-only: no emulator here runs HVX floating point")
 
@@ -266,12 +288,14 @@ def check_run(command: list[str], what: str) -> None:
 # ----------------------------------------------------------------------------- execution
 
 
-def encode_inputs(inputs, output_shape, dtype, ieee_twin: bool = False) -> bytes:
+def encode_inputs(inputs, output_shape, dtype, ieee_twin: bool = False, fast_ticks: bool = False) -> bytes:
     """The harness's stdin: header words, then the raw input bytes. ``ieee_twin``: the linked HVX
-    floating-point model computes as the IEEE twin (:mod:`suite.targets.ieee_twin`), not qfloat."""
+    floating-point model computes as the IEEE twin (:mod:`suite.targets.ieee_twin`), not qfloat.
+    ``fast_ticks``: the harness totals the execution counters every millisecond, not every 20."""
     arrays = [np.ascontiguousarray(a) for a in inputs]
     out_dtype = np.dtype(dtype)
-    words = [_MAGIC_IN, _PROTOCOL, _FLAG_IEEE_TWIN if ieee_twin else 0, len(arrays) + 1]
+    flags = (_FLAG_IEEE_TWIN if ieee_twin else 0) | (_FLAG_FAST_TICKS if fast_ticks else 0)
+    words = [_MAGIC_IN, _PROTOCOL, flags, len(arrays) + 1]
     for array, is_input in [(a, 1) for a in arrays] + [(np.empty(0, out_dtype), 0)]:
         shape = array.shape if is_input else tuple(output_shape)
         words += [_TYPE_CODES[array.dtype.kind], array.dtype.itemsize * 8, len(shape), *shape, is_input]
@@ -281,18 +305,34 @@ def encode_inputs(inputs, output_shape, dtype, ieee_twin: bool = False) -> bytes
 _ILLEGAL = re.compile(r"illegal instruction at pc (0x[0-9a-f]+)")
 
 
+def objdump() -> str | None:
+    """An llvm-objdump that disassembles Hexagon (Debian: apt-get install llvm), or None."""
+    return next((t for t in ("llvm-objdump", *(f"llvm-objdump-{v}" for v in range(22, 13, -1)))
+                 if shutil.which(t)), None)
+
+
+def disassemble(path: Path, *options: str) -> str:
+    """``llvm-objdump -d`` of a Hexagon object or ELF, v68 with HVX and qfloat."""
+    tool = objdump()
+    if tool is None:
+        raise ToolMissing("disassembling Hexagon code needs llvm-objdump (on Debian: apt-get install llvm)")
+    done = subprocess.run([tool, "-d", "--triple=hexagon", "--mcpu=hexagonv68",
+                           "--mattr=+hvxv68,+hvx-length128b,+hvx-qfloat", *options, str(path)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"llvm-objdump failed on {path}: {done.stderr.strip()[:200]}")
+    return done.stdout
+
+
 def instructions_from(elf: Path, pc: int, count: int = 256) -> list[tuple[int, str]] | None:
     """(address, instruction) of the ``count`` instruction words from ``pc`` of a linked Hexagon
     ELF (llvm-objdump, where installed); None when they cannot be read."""
-    tool = next((t for t in ("llvm-objdump", *(f"llvm-objdump-{v}" for v in range(22, 13, -1)))
-                 if shutil.which(t)), None)
-    if tool is None:
+    try:
+        listing = disassemble(elf, f"--start-address={pc:#x}", f"--stop-address={pc + 4 * count:#x}")
+    except (ToolMissing, RuntimeError):
         return None
-    done = subprocess.run([tool, "-d", "--triple=hexagon", "--mcpu=hexagonv68",
-                           "--mattr=+hvxv68,+hvx-length128b,+hvx-qfloat", f"--start-address={pc:#x}",
-                           f"--stop-address={pc + 4 * count:#x}", str(elf)], capture_output=True, text=True)
     found = []
-    for line in done.stdout.splitlines():
+    for line in listing.splitlines():
         address = re.match(r"\s*([0-9a-f]+):\t", line)
         if address:
             found.append((int(address.group(1), 16), line.split("\t")[-1].strip("{} ").strip()))
@@ -319,19 +359,14 @@ class Emulation:
     output: np.ndarray
     emulated_s: float  #: the harness's clock around the call (host wall time under QEMU)
     cpu_s: float  #: CPU seconds the emulator process used, start to exit (load on the host does not add to it)
+    counts: dict  #: COUNTS of the call: packets, instructions, HVX instructions executed (exact)
 
 
 def emulate(elf: Path, stdin: bytes, output_shape, dtype, emulator=("qemu-hexagon",),
-            timeout_s: float = EMULATION_TIMEOUT_S) -> tuple[np.ndarray, float]:
-    """Run the ELF under ``emulator`` (a qemu-hexagon command); the output and the guest-measured
-    seconds of the call. EmulationFailed names the instruction an emulator could not execute."""
-    run = emulate_measured(elf, stdin, output_shape, dtype, emulator, timeout_s)
-    return run.output, run.emulated_s
-
-
-def emulate_measured(elf: Path, stdin: bytes, output_shape, dtype, emulator=("qemu-hexagon",),
-                     timeout_s: float = EMULATION_TIMEOUT_S) -> Emulation:
-    """:func:`emulate`, with the CPU seconds of the emulator process as well."""
+            timeout_s: float = EMULATION_TIMEOUT_S) -> Emulation:
+    """Run the ELF under ``emulator`` (a qemu-hexagon command): the output, the seconds of the
+    call and of the emulator process, and the call's execution counts. EmulationFailed names the
+    instruction an emulator could not execute."""
     name = Path(emulator[0]).name
     returncode, stdout, stderr, cpu_s = _run_counting_cpu([*emulator, str(elf)], stdin, timeout_s, name)
     text = stderr.decode(errors="replace")
@@ -341,14 +376,14 @@ def emulate_measured(elf: Path, stdin: bytes, output_shape, dtype, emulator=("qe
     if "decode_insns" in text:  # QEMU 10.0 aborts in its decoder instead of raising SIGILL
         raise EmulationFailed(f"{name} aborted decoding an instruction it does not implement "
                               f"({err[-1].strip() if err else 'decode.c'})")
-    if returncode != 0 or len(stdout) < 16:
+    if returncode != 0 or len(stdout) < _TRAILER.size:
         raise EmulationFailed(f"{name} exit {returncode}: {err[-1] if err else 'no message'}")
-    magic, status, lo, hi = struct.unpack_from("<4I", stdout)
+    magic, status, elapsed_ns, *counts = _TRAILER.unpack_from(stdout)
     if magic != _MAGIC_OUT or status != 0:
         raise EmulationFailed(f"kernel status {status}: {err[-1] if err else 'no message'}")
     count = int(np.prod(output_shape))
-    data = np.frombuffer(stdout, dtype=dtype, count=count, offset=16)
-    return Emulation(data.reshape(tuple(output_shape)).copy(), ((hi << 32) | lo) / 1e9, cpu_s)
+    data = np.frombuffer(stdout, dtype=dtype, count=count, offset=_TRAILER.size)
+    return Emulation(data.reshape(tuple(output_shape)).copy(), elapsed_ns / 1e9, cpu_s, dict(zip(COUNTS, counts)))
 
 
 def _run_counting_cpu(command: list[str], stdin: bytes, timeout_s: float, name: str):
@@ -426,6 +461,7 @@ class EmulatedKernel(Kernel):
         digest = hashlib.sha256(self.elf.read_bytes() + self.stdin + who).hexdigest()[:24]
         self.where = cache.root() / "hexagon-run" / digest
         self.emulated_s: float | None = None
+        self.counts: dict | None = None
 
     def run(self) -> None:
         self.output()
@@ -434,14 +470,16 @@ class EmulatedKernel(Kernel):
         found = cache.load_entry(self.where, ("output.npy", "run.json"))
         if found:  # a verified entry: a damaged one is emulated again
             cached, info = cache.read_array(found["output.npy"]), cache.read_json(found["run.json"])
-            if cached is not None and cached.shape == tuple(self.output_shape) and isinstance(info, dict):
-                self.emulated_s = info["emulated_s"]
+            if (cached is not None and cached.shape == tuple(self.output_shape) and isinstance(info, dict)
+                    and set(info.get("counts") or ()) == set(COUNTS)):
+                self.emulated_s, self.counts = info["emulated_s"], info["counts"]
                 return cached
-        out, seconds = emulate(self.elf, self.stdin, self.output_shape, self.dtype, self.emulator)
-        cache.store_entry(self.where, {"output.npy": lambda tmp: np.save(tmp, out, allow_pickle=False),
-                                       "run.json": lambda tmp: Path(tmp).write_text(json.dumps({"emulated_s": seconds}))})
-        self.emulated_s = seconds
-        return out
+        run = emulate(self.elf, self.stdin, self.output_shape, self.dtype, self.emulator)
+        info = {"emulated_s": run.emulated_s, "counts": run.counts}
+        cache.store_entry(self.where, {"output.npy": lambda tmp: np.save(tmp, run.output, allow_pickle=False),
+                                       "run.json": lambda tmp: Path(tmp).write_text(json.dumps(info))})
+        self.emulated_s, self.counts = run.emulated_s, run.counts
+        return run.output
 
     def time(self, repeat: int = 1) -> list[float]:
         """Emulated seconds of the call (QEMU on this host: not hardware latency), measured once."""

@@ -13,10 +13,12 @@
  *   MAGIC_IN, VERSION, flags, nargs, then per argument: type_code, bits, ndim, shape[ndim], is_input;
  *   then the raw bytes of each input argument, in order.
  *   flags: FLAG_IEEE_TWIN runs the HVX floating-point model linked in (hvx_model.c) as its IEEE
- *   twin instead of qfloat; an ELF without the model refuses it.
+ *   twin instead of qfloat; an ELF without the model refuses it. FLAG_FAST_TICKS drains the
+ *   execution counters every millisecond instead of every 20 (a test of their exactness).
  * stdout:
- *   MAGIC_OUT, status (0 = ok), elapsed guest nanoseconds of the call (int64, two words),
- *   then the raw bytes of each output argument, in order.
+ *   MAGIC_OUT, status (0 = ok), elapsed guest nanoseconds of the call (int64, two words), the
+ *   packets, instructions and HVX instructions the call executed (int64 each, two words; see
+ *   "execution counters" below), then the raw bytes of each output argument, in order.
  * Errors are written to stderr as one line and end the program with a non-zero status.
  */
 
@@ -30,8 +32,9 @@ typedef unsigned int usize;
 
 #define MAGIC_IN 0x48585654u  /* "TVXH" */
 #define MAGIC_OUT 0x54585654u /* "TVXT" */
-#define VERSION 2
+#define VERSION 3
 #define FLAG_IEEE_TWIN 1u
+#define FLAG_FAST_TICKS 2u
 #define MAX_ARGS 16
 #define MAX_DIMS 8
 #define ARENA_BYTES (384u << 20)
@@ -339,6 +342,102 @@ i64 __hexagon_moddi3(i64 n, i64 d) {
   return n < 0 ? -(i64)r : (i64)r;
 }
 
+/* ------------------------------------------------------------------ execution counters */
+/* QEMU's Hexagon translator counts the packets, instructions and HVX instructions it executes in
+ * the reserved control registers C20, C21 and C22 (32 bits each), and the guest can read and write
+ * them: a read gives the counts before the reading packet, a write sets them as of the start of the
+ * writing packet, which then counts itself; constant extenders are no instructions (QEMU 10.0,
+ * target/hexagon/genptr.c; checked with hand-written packets). The assembler has no name for them,
+ * so the transfers are words: Rdd = Css is 0x68000000 | s << 16 | 3 << 14 | d, Cdd = Rss is
+ * 0x63200000 | s << 16 | 3 << 14 | d (3 << 14: the parse bits of a packet of one).
+ *
+ * 32 bits wrap (a scalar conv2d executes more than 2**32 instructions), so while the kernel runs a
+ * SIGALRM every 20 ms adds what the counters gained since the last look into 64-bit totals. The
+ * handler leaves no trace in the counts: its last packet writes back the value it read in its
+ * first, less the two packets and two instructions counted after that write (the write itself and
+ * the return; QEMU 10.0 counts no packet of its signal trampoline). The rewritten qfloat code
+ * (hvx_rewrite.py) writes the counters too, so that its stubs and model calls leave no trace
+ * either; both keep the counts a function of the program alone. */
+#define SYS_rt_sigaction 134
+#define SYS_setitimer 103
+#define SIGALRM_NUMBER 14
+#define SA_RESTART_FLAG 0x10000000u
+
+typedef struct {
+  u32 last[3];      /* packets, instructions, HVX instructions at the last look */
+  u32 ticks;
+  u64 total[3];
+} CounterState;
+CounterState __qfm_counter_state __attribute__((aligned(8)));
+
+__asm__(
+    "  .macro COUNTERS_INTO_TOTALS\n"     /* r1:0 = C21:20, r2 = C22 read; totals += them - last */
+    /* Signed differences: a stub's write-back may set the counters below a value read inside its
+     * window (see hvx_rewrite.py), and no true difference comes near 2**31 between two looks. */
+    "  { r4 = ##__qfm_counter_state }\n"
+    "  { r7:6 = memd(r4+#0); r8 = memw(r4+#8) }\n"
+    "  { r7:6 = vsubw(r1:0,r7:6); r8 = sub(r2,r8) }\n"
+    "  { memd(r4+#0) = r1:0; memw(r4+#8) = r2 }\n"
+    "  { r11:10 = memd(r4+#16); r13:12 = sxtw(r6) }\n"
+    "  { r11:10 = add(r11:10,r13:12) }\n"
+    "  { memd(r4+#16) = r11:10 }\n"
+    "  { r11:10 = memd(r4+#24); r13:12 = sxtw(r7) }\n"
+    "  { r11:10 = add(r11:10,r13:12) }\n"
+    "  { memd(r4+#24) = r11:10 }\n"
+    "  { r11:10 = memd(r4+#32); r13:12 = sxtw(r8) }\n"
+    "  { r11:10 = add(r11:10,r13:12) }\n"
+    "  { memd(r4+#32) = r11:10 }\n"
+    "  .endm\n"
+    /* the SIGALRM handler: any register may change (the signal frame restores them) */
+    "  .text\n"
+    "  .p2align 4\n"
+    "__qfm_tick:\n"
+    "  .word 0x6814c000\n"                /* r1:0 = C21:20 */
+    "  .word 0x6816c002\n"                /* r3:2 = C23:22 */
+    "  COUNTERS_INTO_TOTALS\n"
+    "  { r5 = memw(r4+#12) }\n"
+    "  { r5 = add(r5,#1); r13:12 = combine(#2,#2) }\n"
+    "  { memw(r4+#12) = r5; r1:0 = vsubw(r1:0,r13:12) }\n"
+    "  .word 0x6320c014\n"                /* C21:20 = r1:0 */
+    "  { jumpr r31 }\n"
+    /* __qfm_counts_begin(): look at the counters now, totals zero */
+    "  .globl __qfm_counts_begin\n"
+    "  .p2align 4\n"
+    "__qfm_counts_begin:\n"
+    "  .word 0x6814c000\n"
+    "  .word 0x6816c002\n"
+    "  { r4 = ##__qfm_counter_state; r7:6 = combine(#0,#0) }\n"
+    "  { memd(r4+#0) = r1:0; memw(r4+#8) = r2 }\n"
+    "  { memd(r4+#16) = r7:6; memd(r4+#24) = r7:6 }\n"
+    "  { memd(r4+#32) = r7:6; jumpr r31 }\n"
+    /* __qfm_counts_end(): totals += what the counters gained */
+    "  .globl __qfm_counts_end\n"
+    "  .p2align 4\n"
+    "__qfm_counts_end:\n"
+    "  .word 0x6814c000\n"
+    "  .word 0x6816c002\n"
+    "  COUNTERS_INTO_TOTALS\n"
+    "  { jumpr r31 }\n"
+    /* the function the counted call is calibrated with: one packet of one instruction */
+    "  .globl __qfm_empty_kernel\n"
+    "  .p2align 4\n"
+    "__qfm_empty_kernel:\n"
+    "  { jumpr r31 }\n");
+
+void __qfm_counts_begin(void);
+void __qfm_counts_end(void);
+void __qfm_tick(int signal);
+
+static void set_ticks(u32 period_us) {
+  struct { i32 interval_s, interval_us, value_s, value_us; } timer = {0, (i32)period_us, 0, (i32)period_us};
+  syscall3(SYS_setitimer, 0 /* ITIMER_REAL */, (long)&timer, 0);
+}
+
+static void catch_ticks(void) {
+  struct { void* handler; u32 flags; u32 mask[2]; } action = {(void*)__qfm_tick, SA_RESTART_FLAG, {0, 0}};
+  syscall4(SYS_rt_sigaction, SIGALRM_NUMBER, (long)&action, 0, sizeof(action.mask));
+}
+
 /* ------------------------------------------------------------------ the call */
 
 typedef struct {
@@ -371,12 +470,29 @@ typedef struct {
 #define kTVMFFIDLTensorPtr 7
 
 int __tvm_ffi_main(void* self, const TVMFFIAny* args, i32 num_args, TVMFFIAny* result);
+typedef int (*PackedFn)(void* self, const TVMFFIAny* args, i32 num_args, TVMFFIAny* result);
+int __qfm_empty_kernel(void* self, const TVMFFIAny* args, i32 num_args, TVMFFIAny* result);
 
 static DLTensor tensors[MAX_ARGS];
 static i64 shapes[MAX_ARGS][MAX_DIMS];
 static i32 is_input[MAX_ARGS];
 static usize nbytes_of[MAX_ARGS];
 static TVMFFIAny call_args[MAX_ARGS];
+
+/* fn(args) with the execution counters totalled around it (ticks on while it runs). */
+__attribute__((noinline)) static int counted_call(PackedFn fn, i32 nargs, u32 period_us, u64 counts[3]) {
+  TVMFFIAny result;
+  result.type_index = 0;
+  result.zero_padding = 0;
+  result.v.v_int64 = 0;
+  __qfm_counts_begin();
+  set_ticks(period_us);
+  int status = fn(0, call_args, nargs, &result);
+  __qfm_counts_end();
+  set_ticks(0);
+  for (int i = 0; i < 3; ++i) counts[i] = __qfm_counter_state.total[i];
+  return status;
+}
 
 static u32 read_word(void) {
   u32 word;
@@ -391,7 +507,7 @@ static int run(void) {
   if (read_word() != MAGIC_IN) fail("bad input magic");
   if (read_word() != VERSION) fail("input protocol version mismatch");
   u32 flags = read_word();
-  if (flags & ~FLAG_IEEE_TWIN) fail("unknown input flags");
+  if (flags & ~(FLAG_IEEE_TWIN | FLAG_FAST_TICKS)) fail("unknown input flags");
   if (flags & FLAG_IEEE_TWIN) {
     if (!&__qfm_arith) fail("the IEEE twin asked for, but no HVX floating-point model is linked");
     __qfm_arith = 1;
@@ -434,18 +550,27 @@ static int run(void) {
     }
   }
   bind_runtime();
-  TVMFFIAny result;
-  result.type_index = 0;
-  result.zero_padding = 0;
-  result.v.v_int64 = 0;
+  catch_ticks();
+  u32 period = flags & FLAG_FAST_TICKS ? 1000u : 20000u;
+  /* The counted call, once with a function of one packet and one instruction: what the call adds
+   * around the kernel (same code both times) comes off. */
+  u64 around[3], counts[3];
+  counted_call(__qfm_empty_kernel, (i32)nargs, period, around);
   i64 start = now_ns();
-  int status = __tvm_ffi_main(0, call_args, (i32)nargs, &result);
+  int status = counted_call(__tvm_ffi_main, (i32)nargs, period, counts);
   i64 elapsed = now_ns() - start;
-  u32 trailer[4];
+  around[0] -= 1;
+  around[1] -= 1;
+  u32 trailer[10];
   trailer[0] = MAGIC_OUT;
   trailer[1] = (u32)status;
   trailer[2] = (u32)(u64)elapsed;
   trailer[3] = (u32)((u64)elapsed >> 32);
+  for (int i = 0; i < 3; ++i) {
+    u64 own = counts[i] - around[i];
+    trailer[4 + 2 * i] = (u32)own;
+    trailer[5 + 2 * i] = (u32)(own >> 32);
+  }
   write_all(1, trailer, sizeof(trailer));
   if (status != 0) {
     if (!error_raised) put_str(2, "hexagon harness: kernel returned an error status\n");

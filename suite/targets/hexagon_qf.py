@@ -16,8 +16,9 @@
 Their times are emulated seconds (``emulated_s``), never hardware latency.
 
 ``hexagon-v68-qf`` (and ``-v73-qf``) can be tuned: MetaSchedule with TVM's Hexagon rules, each
-candidate built as above and timed under the emulator (:mod:`suite.targets.hexagon_tune`; the
-measure is emulated time, the emulator's CPU seconds, which ranks candidates and predicts no device).
+candidate built as above and run under the emulator (:mod:`suite.targets.hexagon_tune`; the
+measure is the packets the kernel executes, a lower bound of a Hexagon's cycles, with the emulator's
+CPU seconds kept beside them).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ class HexagonQfTarget(_BuiltLikeTheTag):
     """TVM's qfloat code, its HVX FP instructions run on the suite's qfloat model; its IEEE twin
     runs the same ELF with the model computing IEEE arithmetic instead (:mod:`suite.targets.ieee_twin`)."""
 
-    tuning_measure = "emulated"
+    tuning_measure = "packets"
     ieee_twin = True
 
     @property
@@ -84,6 +85,8 @@ class HexagonQfTarget(_BuiltLikeTheTag):
     def unavailable(self) -> str | None:
         if reason := hexagon.missing_tools_reason(what=self.name):
             return reason
+        if hexagon.objdump() is None:
+            return f"{self.name} needs llvm-objdump (on Debian: apt-get install llvm)"
         if self.arch not in emulator_cpus(shutil.which("qemu-hexagon")):
             return (f"{self.name} needs a qemu-hexagon that knows CPU {self.arch} (QEMU 10 or newer: "
                     "apt-get install -t bookworm-backports qemu-user)")
@@ -97,7 +100,7 @@ class HexagonQfTarget(_BuiltLikeTheTag):
         """Object and assembly as the tag builds them; the rewritten, linked ELF beside them."""
         hexagon.require_tools(("clang", "ld.lld"), self.name)
         asm = self._build_object(func, path)
-        stats = hvx_rewrite.build_qfloat_elf(asm, path.with_suffix(".elf"), self.arch)
+        stats = hvx_rewrite.build_qfloat_elf(asm, path.with_suffix(".elf"), self.arch, tvm_object=path)
         cache.write_json(path.with_suffix(".rewrite.json"), stats)
 
     def codegen_metrics(self, path: Path) -> dict:

@@ -1,14 +1,14 @@
-"""MetaSchedule for ``hexagon-v68-qf``: candidates built as the target builds them, timed under the
-emulator.
+"""MetaSchedule for ``hexagon-v68-qf``: candidates built as the target builds them, run under the
+emulator, ranked by **packets executed**.
 
-The measure is **emulated time**: the CPU seconds ``qemu-hexagon`` spends running the candidate
-(every HVX floating-point instruction a call into the suite's qfloat model), from start to exit.
-It ranks candidates on this emulated machine; it is not, and does not predict, the latency of a
-Hexagon device: QEMU's cost of an instruction is not the hardware's, and a model call costs far
-more than the vector instruction it stands for, so the emulator favours scalar code that HVX
-hardware would not. CPU seconds rather than the harness's clock around the call (the
-``emulated_s`` of a measurement, host wall time) because other load on the host inflates wall time
-by a factor that changes from one candidate to the next; the runner logs both.
+The measure is the packets the kernel call executes (QEMU's counters, read by the harness around
+the call; on the qf targets those of the program TVM emitted, the qfloat model's own packets not
+counted: :mod:`suite.targets.hvx_rewrite`). One packet issues per cycle at best, so packets are a
+lower bound of the cycles a Hexagon would spend (QEMU models no stall), exact and the same on every
+run, and they rank code as a VLIW machine does: a 64-lane HVX multiply costs one packet, as on
+hardware. The emulator's CPU seconds, which the records were tuned by until then, rank scalar code
+first (a qfloat model call costs far more than the vector instruction it stands for); they stay in
+the record beside the packets (``candidates_emulated_s``), and the runner logs both.
 
 - design space: TVM's own Hexagon rules, the ones its ``hexagon`` target kind selects
   (``ScheduleRule/Postproc/Mutator.create("hexagon")``: ``MultiLevelTilingWideVector`` with SRSRS
@@ -23,7 +23,8 @@ by a factor that changes from one candidate to the next; the runner logs both.
   (:func:`suite.targets.hvx_rewrite.build_qfloat_elf`) in a temporary directory: the artifact. A
   candidate that does not build, or that the rewrite refuses, is a builder error;
 - runner (:class:`EmulatorMeasure`): that ELF under the target's ``qemu-hexagon`` on the
-  workload's own inputs; returns the emulated CPU seconds. An emulation that fails or runs past its
+  workload's own inputs; returns the packets executed (in MetaSchedule's ``run_secs``, which only
+  ranks them: its cost model learns ratios to the best). An emulation that fails or runs past its
   timeout, or an output that is wrong (not finite, or far from the float64 reference: the check
   :func:`suite.core.tuning.tune` gives) is that candidate's runner error. Like any runner error,
   MetaSchedule records the candidate as failed and goes on.
@@ -69,13 +70,15 @@ def export_elf(module, arch: str) -> str:
     where = Path(tempfile.mkdtemp(prefix=CANDIDATE_PREFIX))
     asm = where / "kernel.s"
     compat.write_module_file(module, asm, "s")
-    stats = hvx_rewrite.build_qfloat_elf(asm.read_text(), where / "kernel.elf", arch)
+    compat.write_module_file(module, where / "kernel.o", "o")
+    stats = hvx_rewrite.build_qfloat_elf(asm.read_text(), where / "kernel.elf", arch, tvm_object=where / "kernel.o")
     (where / "rewrite.json").write_text(json.dumps(stats))
     return str(where / "kernel.elf")
 
 
 class EmulatorMeasure:
-    """Runs a candidate's ELF under the emulator: ``[emulated seconds]``, or an exception.
+    """Runs a candidate's ELF under the emulator: ``[packets executed]``, or an exception. Every
+    candidate that ran keeps ``(packets, emulated CPU seconds)`` in ``measured``.
 
     ``inputs``, ``output_shape`` and ``dtype`` are the workload's (a trace built as it is replayed
     takes the original argument layouts); without them, inputs are drawn from the argument list
@@ -90,6 +93,7 @@ class EmulatorMeasure:
         self.timeout_s = timeout_s
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self.count = 0
+        self.measured: list[tuple[int, float]] = []
 
     def arguments(self, args) -> tuple[list, list, str]:
         if self.inputs is not None:
@@ -107,20 +111,24 @@ class EmulatorMeasure:
         try:
             inputs, shape, dtype = self.arguments(args)
             stdin = hexagon.encode_inputs(inputs, shape, dtype)
-            run = hexagon.emulate_measured(Path(artifact_path), stdin, shape, dtype, self.emulator,
-                                           timeout_s=self.timeout_s)
+            run = hexagon.emulate(Path(artifact_path), stdin, shape, dtype, self.emulator,
+                                  timeout_s=self.timeout_s)
             if self.check is not None and (problem := self.check(run.output)):
                 raise WrongOutput(problem)
         except Exception as err:
             self.log(f"candidate {self.count}: failed after {time.perf_counter() - started:.1f} s: {err}")
             raise
-        self.log(f"candidate {self.count}: {run.cpu_s:.4g} s emulated CPU (harness clock {run.emulated_s:.4g} s; "
-                 f"not hardware latency), run in {time.perf_counter() - started:.1f} s")
-        return [run.cpu_s]
+        packets = run.counts["packets"]
+        self.measured.append((packets, run.cpu_s))
+        self.log(f"candidate {self.count}: {packets:,} packets executed; {run.cpu_s:.4g} s emulated CPU "
+                 f"(harness clock {run.emulated_s:.4g} s; not hardware latency), run in "
+                 f"{time.perf_counter() - started:.1f} s")
+        return [float(packets)]
 
 
 def tuning_options(target, inputs=None, output_shape=None, dtype=None, check=None) -> dict:
-    """``tune_tir``'s builder, runner and design space for an executed qfloat ``target``."""
+    """``tune_tir``'s builder, runner and design space for an executed qfloat ``target``, and
+    ``measured``: the list the runner fills with each candidate's (packets, emulated CPU seconds)."""
     # Built once here rather than by the builder processes at once.
     hexagon.harness_object(target.arch)
     hvx_rewrite.model_object(target.arch)
@@ -133,4 +141,5 @@ def tuning_options(target, inputs=None, output_shape=None, dtype=None, check=Non
             f_export=functools.partial(export_elf, arch=target.arch)),
         "runner": compat.custom_runner(measure),
         "space": compat.tuning_space("hexagon"),
+        "measured": measure.measured,
     }

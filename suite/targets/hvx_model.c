@@ -15,6 +15,11 @@ __attribute__((aligned(8))) unsigned int __qfm_ctx[64];
 /* The kernel's vector registers the vector model (vector_model.c) clobbers, each at 128 * its number. */
 __attribute__((aligned(128))) unsigned char __qfm_vsave[128 * 32];
 
+/* The execution counts (packets, instructions, HVX instructions) at the start of a stub, which it
+ * writes back, adjusted, at its end: the stub and the model calls leave no trace in QEMU's counters
+ * (hexagon_harness.c, hvx_rewrite.py). */
+__attribute__((aligned(8))) unsigned int __qfm_cnt_snap[4];
+
 /* 0: qfloat; 1: the IEEE twin. */
 unsigned int __qfm_arith;
 

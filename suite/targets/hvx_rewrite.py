@@ -107,11 +107,19 @@ VECTOR_FORMS = ("vmpy_qf16_hf", "vadd_qf16", "vadd_qf16_mix", "vadd_hf", "vmax_h
 VBUF_SLOTS = 16
 #: __qfm_ctx: register pair R(2k+1):R(2k) at 8k, P3:0 and USR at 128, M1:0 at 136, and the word that
 #: keeps R0 around post-packet loads at 144.
-PREDICATES, MODIFIERS, POST_SAVE = 128, 136, 144
+PREDICATES, MODIFIERS, POST_SAVE = 128, 136, 144   # POST_SAVE: two register pairs
 #: Scalar registers a C function must give back unchanged (the Hexagon ABI): a model function
 #: that uses them saves them itself.
 CALLEE_SAVED = frozenset(range(16, 28)) | {29, 30}
 STUB_SECTION = ".text.qfm_stubs"
+#: QEMU's execution counters (hexagon_harness.c): every stub reads them first and writes them back
+#: last, adjusted so that the counts are those of the program TVM emitted (see _window_adjust).
+CNT_SNAP = "__qfm_cnt_snap"
+READ_PACKETS_INSTRUCTIONS = ".word 0x6814c000"   # r1:0 = C21:20
+READ_HVX = ".word 0x6816c000"                    # r1:0 = C23:22 (r0: HVX instructions)
+WRITE_HVX = ".word 0x6222c016"                   # C22 = r2
+WRITE_PACKETS_INSTRUCTIONS = ".word 0x6320c014"  # C21:20 = r1:0
+_HVX_INSTRUCTION = re.compile(r"\bv\d+|\bq[0-3]\b|\bvmem|\bvtmp")
 
 
 class RewriteError(RuntimeError):
@@ -348,12 +356,75 @@ def _emit(lines: list[str], *instrs: str) -> None:
     lines.append("\t{ " + "; ".join(instrs) + " }\n")
 
 
+@dataclass(frozen=True)
+class Counts:
+    """Packets, instructions and HVX instructions, as QEMU counts them: a constant extender and a
+    nop are no instruction; an instruction naming a vector or vector-predicate register is an HVX
+    one."""
+
+    packets: int = 0
+    instructions: int = 0
+    hvx: int = 0
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(self.packets + other.packets, self.instructions + other.instructions, self.hvx + other.hvx)
+
+    def __sub__(self, other: Counts) -> Counts:
+        return Counts(self.packets - other.packets, self.instructions - other.instructions, self.hvx - other.hvx)
+
+
+def counts_of(lines: list[str]) -> Counts:
+    """What QEMU counts executing the packets the rewriter emitted (``_emit`` lines and words)."""
+    total = Counts()
+    for line in lines:
+        code = _strip_comment(line).strip()
+        if code.startswith(".word"):
+            total += Counts(1, 1, 0)
+        elif code.startswith("{"):
+            parts = [part.strip() for part in code.strip("{} ").split(";") if part.strip() not in ("", "nop")]
+            total += Counts(1, len(parts), sum(bool(_HVX_INSTRUCTION.search(part)) for part in parts))
+    return total
+
+
+def _open_window(out: list[str]) -> None:
+    """Read the counters into __qfm_cnt_snap (r1:0 must be saved before: this changes them)."""
+    out.append(f"\t{READ_PACKETS_INSTRUCTIONS}\n")
+    _emit(out, f"memd(##{CNT_SNAP}) = r1:0")
+    out.append(f"\t{READ_HVX}\n")
+    _emit(out, f"memw(##{CNT_SNAP}+8) = r0")
+
+
+def _close_window(out: list[str], adjust: Counts) -> None:
+    """Write the counters back as read by _open_window plus ``adjust`` (changes r0-r3): everything
+    in between is erased from the counts."""
+    _emit(out, f"r1:0 = memd(##{CNT_SNAP})", f"r2 = #{adjust.packets}", f"r3 = #{adjust.instructions}")
+    _emit(out, "r1:0 = vaddw(r1:0,r3:2)", f"r2 = memw(##{CNT_SNAP}+8)")
+    _emit(out, f"r2 = add(r2,#{adjust.hvx})")
+    out.append(f"\t{WRITE_HVX}\n")
+    out.append(f"\t{WRITE_PACKETS_INSTRUCTIONS}\n")
+
+
+#: What a window itself leaves counted: the packet that writes the packets and instructions back
+#: counts itself (the write sets the counts as of the start of its packet).
+_CLOSING = Counts(1, 1, 0)
+
+
+def _window_adjust(target: Counts, before: Counts, after: Counts) -> Counts:
+    """The adjustment that makes a window's code count as ``target``: the counts read when it
+    opened include ``before`` (what ran since the kernel's jump to the stub), and ``after`` (the
+    closing packet, the rest of the stub, and kernel packets the rewrite added) is counted after
+    the write."""
+    return target - before - after
+
+
 def _save_context(out: list[str], scalars: set[int] | None = None, predicates: bool = True) -> None:
     """Save the scalar state the stub's calls may change to __qfm_ctx: the registers ``scalars``
     (R0-R15, R28, R31 when None: what any C function may change, and USR and M1:0 as well) and
-    P3:0 with ``predicates``. R0 becomes the context's address."""
+    P3:0 with ``predicates``; open the counting window once R1:0 is saved. R0 becomes the
+    context's address."""
     pairs = sorted({reg // 2 for reg in (scalars if scalars is not None else set(range(16)) | {28, 31})} | {0})
     _emit(out, f"memd(##{CTX}) = r1:0")
+    _open_window(out)
     _emit(out, f"r0 = ##{CTX}")
     stores = [f"memd(r0+#{8 * k}) = r{2 * k + 1}:{2 * k}" for k in pairs if k]
     for i in range(0, len(stores), 2):
@@ -517,6 +588,7 @@ def _plan(packet: Packet, fps: list[FpInstr], rest: list[str], model: VectorMode
             used = {0, 1, 31} | set().union(*(model.scalar[arith][fp.name] for arith in VECTOR_ENTRIES for fp in fps))
             spills = any(None in body.kept.values() or any(how == "slot" for how, _ in body.placed)
                          for body in plan.bodies)
+            used |= {2, 3}                                  # the counting window's close
             plan.scalars = used | set(range(1, 6)) if spills else used   # a spill routine uses r1-r5
     # Slots: each source of a scalar-model instruction once, then the results kept in memory, then a spare.
     for fp, vec in zip(fps, plan.vector):
@@ -568,16 +640,31 @@ def _plan_vector(plan: _Plan, arith: str, vector_regs: dict, dead: set[int]) -> 
     return _VectorBody(arith, kept, sorted(set(kept) - overwritten), placed)
 
 
+def _has_code(lines: list[str]) -> bool:
+    return any(_strip_comment(line).strip() for line in lines)
+
+
+def _instructions(codes) -> Counts:
+    """Instructions moved out of a packet, as QEMU would have counted them in it."""
+    codes = list(codes)
+    return Counts(0, len(codes), sum(bool(_HVX_INSTRUCTION.search(code)) for code in codes))
+
+
 def _emit_stub(plan: _Plan, label: str, stubs: list[str], result: RewriteResult) -> None:
     """The out-of-line code that runs before the packet: the scalar model's sources to memory and
     its calls, the vector model's calls for the arithmetic __qfm_arith selects (see
     :func:`_plan_vector`), results to their registers (or to memory, for those loaded after the
-    packet), the context back."""
+    packet), the context back; all in a counting window (:func:`_window_adjust`) whose target is
+    what the kernel's packet no longer counts: its HVX FP instructions, the ``.new`` stores done
+    here, and the packet itself if it was emptied away."""
     out = stubs
     out.append(f"{label}:\t// {plan.packet.text()}\n")
+    before = Counts(1, 1, 0)                          # the kernel's jump here
     for load in plan.preloads:
         _emit(out, load)
+        before += Counts(1, 1, 1)
         result.preloads += 1
+    before += Counts(1, 1, 0)                         # the first packet of _save_context
     _save_context(out, plan.scalars)
     for reg, slot in plan.slot_of.items():  # the sources to memory, without a vector store (see SPILL)
         _emit(out, f"r1 = {_slot(slot)}")
@@ -605,21 +692,28 @@ def _emit_stub(plan: _Plan, label: str, stubs: list[str], result: RewriteResult)
             if reg not in plan.after:
                 _emit(out, f"r1 = {_slot(plan.result_slot[reg])}")
                 _emit(out, f"v{reg} = vmem(r1+#0)")
-    _restore_context(out, plan.scalars)
+    tail: list[str] = []
+    _restore_context(tail, plan.scalars)
     for reg, store in plan.early_stores:
-        _emit(out, f"memw(##{CTX}+{POST_SAVE}) = r0")
-        _emit(out, f"r0 = {_slot(plan.spare)}")
-        _emit(out, f"vmem(r0+#0) = v{reg}")
-        _emit(out, f"r0 = {_slot(plan.result_slot[reg])}")
-        _emit(out, f"v{reg} = vmem(r0+#0)")
-        _emit(out, f"r0 = memw(##{CTX}+{POST_SAVE})")
-        _emit(out, store)
-        _emit(out, f"memw(##{CTX}+{POST_SAVE}) = r0")
-        _emit(out, f"r0 = {_slot(plan.spare)}")
-        _emit(out, f"v{reg} = vmem(r0+#0)")
-        _emit(out, f"r0 = memw(##{CTX}+{POST_SAVE})")
+        _emit(tail, f"memw(##{CTX}+{POST_SAVE}) = r0")
+        _emit(tail, f"r0 = {_slot(plan.spare)}")
+        _emit(tail, f"vmem(r0+#0) = v{reg}")
+        _emit(tail, f"r0 = {_slot(plan.result_slot[reg])}")
+        _emit(tail, f"v{reg} = vmem(r0+#0)")
+        _emit(tail, f"r0 = memw(##{CTX}+{POST_SAVE})")
+        _emit(tail, store)
+        _emit(tail, f"memw(##{CTX}+{POST_SAVE}) = r0")
+        _emit(tail, f"r0 = {_slot(plan.spare)}")
+        _emit(tail, f"v{reg} = vmem(r0+#0)")
+        _emit(tail, f"r0 = memw(##{CTX}+{POST_SAVE})")
         result.early_stores += 1
-    _emit(out, f"jump {label}_ret")
+    _emit(tail, f"jump {label}_ret")
+    kept, emptied = _has_code(plan.rest), not _has_code(plan.rest)
+    nop = emptied and bool(plan.packet.suffix)        # an emptied loop end keeps its packet: { nop }
+    target = (Counts(0 if kept or nop else 1, len(plan.fps), len(plan.fps))
+              + _instructions(store for _reg, store in plan.early_stores))
+    _close_window(out, _window_adjust(target, before, _CLOSING + counts_of(tail)))
+    out.extend(tail)
 
 
 def _emit_vector_body(plan: _Plan, body: _VectorBody, out: list[str]) -> None:
@@ -662,7 +756,8 @@ def _emit_vector_body(plan: _Plan, body: _VectorBody, out: list[str]) -> None:
 
 def _emit_kernel_side(plan: _Plan, label: str, out: list[str], stubs: list[str], result: RewriteResult) -> None:
     """In the kernel: the jump to the stub, the packet without its FP instructions, and the loads
-    of results whose old values the packet read (split off an :endloop packet)."""
+    of results whose old values the packet read (split off an :endloop packet), in a counting
+    window of their own that counts as the ``.new`` stores it does."""
     packet = plan.packet
     out.append(f"\t// qfloat model: {packet.text()}\n")
     _emit(out, f"jump {label}")
@@ -675,7 +770,7 @@ def _emit_kernel_side(plan: _Plan, label: str, out: list[str], stubs: list[str],
             result.new_reads += n
         kept.append(new_line)
     split = bool(plan.after) and bool(packet.suffix)       # the loads go before the :endloop packet
-    if kept:
+    if _has_code(kept):
         out.append(packet.open_line)
         out.extend(kept)
         out.append(re.sub(r"\}.*", "}", packet.close_line) if split else packet.close_line)
@@ -690,15 +785,23 @@ def _emit_kernel_side(plan: _Plan, label: str, out: list[str], stubs: list[str],
         _emit(out, f"jump {label}_post")
         out.append(f"{label}_post_ret:\n")
         stubs.append(f"{label}_post:\n")
-        _emit(stubs, f"memw(##{CTX}+{POST_SAVE}) = r0")
+        _emit(stubs, f"memd(##{CTX}+{POST_SAVE}) = r1:0")
+        _open_window(stubs)
+        _emit(stubs, f"memd(##{CTX}+{POST_SAVE}+8) = r3:2")
         for reg in sorted(plan.after):
             _emit(stubs, f"r0 = {_slot(plan.result_slot[reg])}")
             _emit(stubs, f"v{reg} = vmem(r0+#0)")
-        _emit(stubs, f"r0 = memw(##{CTX}+{POST_SAVE})")
+        tail: list[str] = []
+        _emit(tail, f"r1:0 = memd(##{CTX}+{POST_SAVE})")
+        _emit(tail, f"r3:2 = memd(##{CTX}+{POST_SAVE}+8)")
         for _reg, store in plan.late_stores:
-            _emit(stubs, store)
+            _emit(tail, store)
             result.late_stores += 1
-        _emit(stubs, f"jump {label}_post_ret")
+        _emit(tail, f"jump {label}_post_ret")
+        after = _CLOSING + counts_of(tail) + (Counts(1, 0, 0) if split else Counts())   # and the { nop } below
+        target = _instructions(store for _reg, store in plan.late_stores)
+        _close_window(stubs, _window_adjust(target, Counts(2, 2, 0), after))  # the jump here, the save
+        stubs.extend(tail)
         result.loads_after += len(plan.after)
     if split:
         out.append(packet.open_line)
@@ -708,11 +811,98 @@ def _emit_kernel_side(plan: _Plan, label: str, out: list[str], stubs: list[str],
     result.packets += 1
 
 
+# ----------------------------------------------------------------------------- the object's padding
+
+_ALIGNMENT = re.compile(r"^\s*\.(?:p2align|balign|align|falign)\b")
+_SECTION = re.compile(r"^\s*(?:\.section\s+([^,\s]+)|\.(text|data|bss)\s*$)")
+_DISASSEMBLY_SECTION = re.compile(r"^Disassembly of section (\S+):")
+_DISASSEMBLED_WORD = re.compile(r"^\s*[0-9a-f]+:\t(?:[0-9a-f]{2} ){3}[0-9a-f]{2}\t[0-9a-f]{8}(.*)$")
+
+
+def _object_packets(obj: Path) -> dict[str, list[bool]]:
+    """Per executable section of ``obj``: its packets in order, True for a packet of nops only."""
+    sections: dict[str, list[bool]] = {}
+    current, words = None, []
+    for line in hexagon.disassemble(obj).splitlines():
+        if head := _DISASSEMBLY_SECTION.match(line):
+            current = sections.setdefault(head.group(1), [])
+            continue
+        word = _DISASSEMBLED_WORD.match(line)
+        if word is None or current is None:
+            continue
+        words += [part.strip() for part in word.group(1).replace("{", " ").split("}")[0].split(";") if part.strip()]
+        if "}" in word.group(1):
+            current.append(bool(words) and all(part == "nop" for part in words))
+            words = []
+    return sections
+
+
+def _assembly_packets(items: list) -> dict[str, list[int]]:
+    """Per section of an assembly text: the indices in ``items`` of its packets, in order."""
+    sections: dict[str, list[int]] = {}
+    section = ".text"
+    for index, item in enumerate(items):
+        if isinstance(item, Packet):
+            sections.setdefault(section, []).append(index)
+        elif found := _SECTION.match(_strip_comment(item)):
+            section = found.group(1) or f".{found.group(2)}"
+        elif _is_bare_instruction(item):
+            sections.setdefault(section, []).append(index)
+    return sections
+
+
+def _padding_positions(items: list, padding: dict[int, int]) -> dict[int, int]:
+    """Where the padding before a packet goes in the text: at the alignment directive that made
+    it, before the labels it aligns (a jump to them skips it), else before those labels."""
+    found = {}
+    for index, count in padding.items():
+        start = index
+        while start > 0 and isinstance(items[start - 1], str) and not _is_bare_instruction(items[start - 1]) \
+                and not _SECTION.match(_strip_comment(items[start - 1])):
+            start -= 1
+        aligned = [k for k in range(start, index) if _ALIGNMENT.match(items[k])]
+        where = aligned[-1] if aligned else start
+        found[where] = found.get(where, 0) + count
+    return found
+
+
+def object_padding(asm: str, obj: Path) -> dict[int, int]:
+    """{index in :func:`parse` of ``asm`` of a packet: how many packets of nops the object ``obj``,
+    assembled from ``asm``, has right before it that ``asm`` has not}: the padding its assembler
+    put in for alignment directives. They run (and count, as packets of no instruction) wherever
+    code falls through to an aligned label, and assemblers place them differently (LLVM 22, which
+    builds TVM's object, puts more than clang 14, which assembles the rewritten kernel), so the
+    rewrite reproduces TVM's instead of aligning anew (:func:`rewrite`). RewriteError when the two
+    do not match packet for packet."""
+    items = parse(asm)
+    object_side = _object_packets(obj)
+    padding: dict[int, int] = {}
+    for name, indices in _assembly_packets(items).items():
+        packets = object_side.get(name)
+        if packets is None:
+            raise RewriteError(f"the object has no section {name} of its assembly")
+        position = 0
+        for nops_only in packets:
+            ours = items[indices[position]] if position < len(indices) else None
+            ours_nops = isinstance(ours, Packet) and all(code == "nop" for code in ours.instructions())
+            if ours is not None and (not nops_only or ours_nops):
+                position += 1
+            elif nops_only and ours is not None:
+                padding[indices[position]] = padding.get(indices[position], 0) + 1
+            elif not nops_only:
+                raise RewriteError(f"section {name} of the object has more packets than its assembly")
+        if position != len(indices):
+            raise RewriteError(f"section {name} of the object has {len(packets)} packets, its assembly "
+                               f"{len(indices)} that do not match them")
+    return padding
+
+
 # ----------------------------------------------------------------------------- liveness
 
 _LABEL = re.compile(r"^\s*([.\w$]+):")
-_BRANCH = re.compile(r"\bjump(?::\w+)?\s+([.\w$]+)\s*$")
-_LOOP_SETUP = re.compile(r"\b(?:sp[123])?loop([01])\s*\(\s*([.\w$]+)\s*,")
+# A target may be written extended, "##.LBB4_5": LLVM does so when it cannot prove the short form reaches.
+_BRANCH = re.compile(r"\bjump(?::\w+)?\s+#{0,2}([.\w$]+)\s*$")
+_LOOP_SETUP = re.compile(r"\b(?:sp[123])?loop([01])\s*\(\s*#{0,2}([.\w$]+)\s*,")
 _RETURN = re.compile(r"\bjumpr(?::\w+)?\s+r31\b|\bdealloc_return\b")
 _OTHER_JUMP = re.compile(r"\bjumpr(?::\w+)?\s+r(?!31\b)\d+|\b(?:trap[01]|rte)\b")
 ALL_VECTOR = frozenset(range(32))
@@ -771,6 +961,8 @@ def vector_liveness(items: list) -> dict[int, frozenset[int]]:
                     reads = set(ALL_VECTOR)
                 following.add(label_at.get(branch.group(1), len(steps)))
                 falls_through = falls_through and conditional
+            elif re.search(r"\bjump", code):   # a jump of a form not known here: it may read anything
+                reads = set(ALL_VECTOR)
         for loop in re.findall(r"endloop([01]+)", suffix):
             for digit in loop:  # the loop's body starts at the nearest label set up as its start
                 starts = [label_at[name] for name in loop_starts[digit] if label_at.get(name, len(steps)) <= position]
@@ -795,23 +987,33 @@ def vector_liveness(items: list) -> dict[int, frozenset[int]]:
     return {steps[position][0]: live_in[position] for position in range(len(steps))}
 
 
-def rewrite(asm: str, model: VectorModelRegisters | None = None) -> RewriteResult:
+def rewrite(asm: str, model: VectorModelRegisters | None = None, padding: dict[int, int] | None = None) -> RewriteResult:
     """The assembly with every HVX FP instruction replaced by a call into the HVX model.
 
     ``model`` (:func:`vector_model_registers`): what the vector model's entry points change; with
     it, the instructions of VECTOR_FORMS go to the vector model, without it every instruction goes
-    to the scalar model. Text without HVX FP instructions comes back unchanged. Raises
-    :class:`UnknownHvxFp` for an HVX FP instruction the model does not know and
-    :class:`RewriteError` for a packet whose semantics cannot be kept.
+    to the scalar model. ``padding`` (:func:`object_padding`): the packets of nops TVM's object
+    has before packets of ``asm``; given, they are written out as such and the code's alignment
+    directives dropped, so that the kernel executes the same packets as TVM's object. Text without
+    HVX FP instructions comes back unchanged (but for that). Raises :class:`UnknownHvxFp` for an HVX
+    FP instruction the model does not know and :class:`RewriteError` for a packet whose semantics
+    cannot be kept.
     """
     result = RewriteResult("", Counter())
     out: list[str] = []
     stubs: list[str] = []
     items = parse(asm)
     live = vector_liveness(items) if model else {}
+    code_sections = set(_assembly_packets(items)) if padding is not None else set()
+    nops_at = _padding_positions(items, padding or {})
+    section = ".text"
     for index, item in enumerate(items):
+        out.extend(["\t{ nop }\n"] * nops_at.get(index, 0))
         if isinstance(item, str):
-            out.append(item)
+            if found := _SECTION.match(_strip_comment(item)):
+                section = found.group(1) or f".{found.group(2)}"
+            if not (section in code_sections and _ALIGNMENT.match(item)):   # TVM's padding instead
+                out.append(item)
             continue
         fps, rest = [], []
         for line in item.lines:
@@ -1024,19 +1226,23 @@ def assemble(asm: str, obj: Path, arch: str = "v68") -> None:
         hexagon.check_run(command, "assembling the rewritten kernel")
 
 
-def build_qfloat_elf(asm_text: str, out_elf_path, arch: str = "v68") -> dict:
+def build_qfloat_elf(asm_text: str, out_elf_path, arch: str = "v68", tvm_object: Path | None = None) -> dict:
     """Rewrite, assemble and link a kernel's assembly with the harness and the qfloat model.
 
-    Returns statistics: instructions rewritten per canonical form, packets, loads placed after
-    their packet, ``.new`` reads, and the seconds each step took.
+    ``tvm_object``: the object TVM built from that assembly, whose alignment padding the kernel
+    keeps (:func:`object_padding`); without it, the assembler aligns anew. The rewritten object is
+    written beside the ELF (``<name>.rewritten.o``). Returns statistics: instructions rewritten per
+    canonical form, packets, loads placed after their packet, ``.new`` reads, and the seconds each
+    step took.
     """
     hexagon.require_tools(("clang", "ld.lld"), "the qfloat build")
     t0 = time.perf_counter()
-    result = rewrite(asm_text, vector_model_registers(arch))
+    padding = object_padding(asm_text, Path(tvm_object)) if tvm_object is not None else None
+    result = rewrite(asm_text, vector_model_registers(arch), padding)
     t1 = time.perf_counter()
     out_elf = Path(out_elf_path)
     out_elf.parent.mkdir(parents=True, exist_ok=True)
-    obj = out_elf.with_suffix(".o")
+    obj = out_elf.with_name(out_elf.stem + ".rewritten.o")
     assemble(result.text, obj, arch)
     t2 = time.perf_counter()
     harness = hexagon.harness_object(arch)
@@ -1047,5 +1253,5 @@ def build_qfloat_elf(asm_text: str, out_elf_path, arch: str = "v68") -> dict:
             "packets": result.packets, "loads_after": result.loads_after,
             "new_reads": result.new_reads, "emptied_packets": result.emptied,
             "preloads": result.preloads, "early_stores": result.early_stores, "late_stores": result.late_stores,
-            "endloop_splits": result.endloop_splits,
+            "endloop_splits": result.endloop_splits, "padding_packets": sum((padding or {}).values()),
             "rewrite_s": t1 - t0, "assemble_s": t2 - t1, "link_s": t3 - t2}
