@@ -10,7 +10,7 @@ capabilities say how its results are to be read, so no caller probes attributes:
 - ``records_of``: whose tuning records its ``tuned`` order replays, in order of preference (its
   own by default): per workload, the first of them that has a record;
 - ``tuning_options``/``tuning_measure``: how MetaSchedule builds and measures candidates for it,
-  and what the measure is (latency, or emulated time);
+  and what the measure is (latency, or packets executed under the emulator);
 - ``exclusive``: measured one combination at a time (a GPU: timings must not overlap);
 - ``peer_device``: the PyTorch device of its latency peer, or None;
 - ``codegen``: whether its builds have code metrics (size, instruction counts);

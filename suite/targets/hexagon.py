@@ -15,7 +15,7 @@
   Its time is *emulated* time (``emulated_s``), never hardware latency.
 
 The ``tuned`` order of every Hexagon target replays, per workload, the committed records tuned for
-``hexagon-v68-qf`` (MetaSchedule with TVM's Hexagon rules, candidates timed under the emulator:
+``hexagon-v68-qf`` (MetaSchedule with TVM's Hexagon rules, candidates run under the emulator:
 :mod:`suite.targets.hexagon_tune`) where there is one, else the **llvm** records (``records_of``).
 """
 
