@@ -106,11 +106,11 @@ def _print_record(record: dict) -> None:
     if "emulated_s" in record:
         print(f"emulated   {record['emulated_s']:.3f} s under qemu-hexagon (not hardware latency)"
               f"   compile {record['compile_s']:.2f} s")
-    if c := record.get("counts"):
-        floor = (f"   HVX efficiency {c['packet_floor'] / c['packets']:.3f} (floor {c['packet_floor']:,} packets)"
-                 if c.get("packet_floor") and c.get("packets") else "")
-        print(f"executed   {c['packets']:,} packets   {c['instructions']:,} instructions   "
-              f"{c['hvx_instructions']:,} HVX (exact; a packet issues per cycle at best){floor}")
+        if c := record.get("counts"):
+            floor = (f"   HVX efficiency {c['packet_floor'] / c['packets']:.3f} (floor {c['packet_floor']:,} packets)"
+                     if c.get("packet_floor") and c.get("packets") else "")
+            print(f"executed   {c['packets']:,} packets   {c['instructions']:,} instructions   "
+                  f"{c['hvx_instructions']:,} HVX (exact; a packet issues per cycle at best){floor}")
     else:
         lat = record["latency"]
         print(f"latency    {lat['median_s'] * 1e3:.3f} ms (median of {len(lat['samples_s'])}, timed now)"
