@@ -13,7 +13,7 @@ import pytest
 
 from suite import compat, targets
 from suite.targets import hexagon, hvx_rewrite as hr
-from test_hvx_rewrite import _elementwise
+from test_hvx_rewrite import INT16_ADD_SHAPE, _elementwise, int16_add_kernel
 from test_qfloat import needs_qemu
 
 COUNTED_KERNEL = Path(__file__).with_name("data") / "counted_kernel.s"
@@ -112,18 +112,8 @@ def test_tvm_kernel_counts_as_the_program_tvm_emitted(tmp_path, kind, shape, dty
 @pytest.mark.slow
 @needs_qemu
 def test_no_hvx_fp_counts_as_tvms_own_object(tmp_path):
-    te = compat.te()
-    shape = (4, 128)
-    A = te.placeholder(shape, "int16", name="A")
-    B = te.placeholder(shape, "int16", name="B")
-    C = te.compute(shape, lambda i, j: A[i, j] + B[i, j], name="C")
-    sch = compat.schedule(te.create_prim_func([A, B, C]))
-    _, inner = sch.split(sch.get_loops(compat.get_block(sch, "C"))[-1], factors=[None, 64])
-    sch.vectorize(inner)
-    module = compat.build(sch.mod["main"], targets.get("hexagon-v68").tvm_target())
-    compat.write_module_file(module, tmp_path / "k.s", "s")
-    compat.write_module_file(module, tmp_path / "k.o", "o")
-    asm = (tmp_path / "k.s").read_text()
+    shape = INT16_ADD_SHAPE
+    asm = int16_add_kernel(tmp_path)
     hexagon.link([tmp_path / "k.o", hexagon.harness_object("v68")], tmp_path / "tvm.elf")
     hr.build_qfloat_elf(asm, tmp_path / "qf.elf", tvm_object=tmp_path / "k.o")
     rng = np.random.default_rng(2)

@@ -301,20 +301,30 @@ def test_same_kernel_gives_the_same_elf_in_any_working_directory(tmp_path, monke
     assert str(tmp_path).encode() not in elves[0]
 
 
-@pytest.mark.slow
-@needs_qemu
-def test_build_without_hvx_fp_runs_bit_identically(tmp_path):
+INT16_ADD_SHAPE = (4, 128)
+
+
+def int16_add_kernel(where):
+    """A vectorized int16 add (no HVX floating point) built for v68: its assembly ``k.s`` and
+    TVM's object ``k.o`` in ``where``; returns the assembly."""
     te = compat.te()
-    shape = (4, 128)
-    A = te.placeholder(shape, "int16", name="A")
-    B = te.placeholder(shape, "int16", name="B")
-    C = te.compute(shape, lambda i, j: A[i, j] + B[i, j], name="C")
+    A = te.placeholder(INT16_ADD_SHAPE, "int16", name="A")
+    B = te.placeholder(INT16_ADD_SHAPE, "int16", name="B")
+    C = te.compute(INT16_ADD_SHAPE, lambda i, j: A[i, j] + B[i, j], name="C")
     sch = compat.schedule(te.create_prim_func([A, B, C]))
     _, inner = sch.split(sch.get_loops(compat.get_block(sch, "C"))[-1], factors=[None, 64])
     sch.vectorize(inner)
     module = compat.build(sch.mod["main"], targets.get("hexagon-v68").tvm_target())
-    compat.write_module_file(module, tmp_path / "k.s", "s")
-    asm = (tmp_path / "k.s").read_text()
+    compat.write_module_file(module, where / "k.s", "s")
+    compat.write_module_file(module, where / "k.o", "o")
+    return (where / "k.s").read_text()
+
+
+@pytest.mark.slow
+@needs_qemu
+def test_build_without_hvx_fp_runs_bit_identically(tmp_path):
+    shape = INT16_ADD_SHAPE
+    asm = int16_add_kernel(tmp_path)
     assert "vadd(" in asm and not hr.census(asm)
     assert hr.rewrite(asm).text == asm
     stats = hr.build_qfloat_elf(asm, tmp_path / "rewritten.elf")

@@ -167,22 +167,33 @@ def workload_id(model: str, chain: dict) -> str:
     return f"{model}.{ops}.{geometry}"
 
 
+def _input_shapes(step: dict, chain: dict) -> list:
+    """The shape of each argument of ``step`` that is an input of the chain (None for a chained one)."""
+    return [chain["inputs"][i]["shape"] if kind == "input" else None for kind, i in step["args"]]
+
+
+def _step_macs(step: dict, chain: dict, out: int) -> int:
+    """Multiply-accumulates of one conv2d or matmul step with ``out`` output elements (0 for other ops)."""
+    shapes = _input_shapes(step, chain)
+    if step["op"] == "conv2d":
+        weight = shapes[1]
+        return (math.prod(weight[:3]) if step["attrs"]["kernel_layout"] == "HWIO" else math.prod(weight[1:])) * out
+    if step["op"] == "matmul":
+        return shapes[1][-2] * out
+    return 0
+
+
 def flop_count(chain: dict) -> int:
     """FLOPs of one run: 2 per multiply-add of a reduction, 1 per element of add/relu/compare."""
     total = 0
     out = math.prod(chain["output_shape"])
     for step in chain["steps"]:
-        shapes = [chain["inputs"][i]["shape"] if kind == "input" else None for kind, i in step["args"]]
-        if step["op"] == "conv2d":
-            weight = shapes[1]
-            hwio = step["attrs"]["kernel_layout"] == "HWIO"
-            total += 2 * (math.prod(weight[:3]) if hwio else math.prod(weight[1:])) * out
-        elif step["op"] == "matmul":
-            total += 2 * shapes[1][-2] * out
+        if step["op"] in ("conv2d", "matmul"):
+            total += 2 * _step_macs(step, chain, out)
         elif step["op"] == "max_pool2d":
             total += math.prod(step["attrs"]["pool_size"]) * out
         elif step["op"] == "mean":
-            total += math.prod(shapes[0]) + out
+            total += math.prod(_input_shapes(step, chain)[0]) + out
         else:
             total += out
     return total
@@ -190,17 +201,8 @@ def flop_count(chain: dict) -> int:
 
 def multiply_accumulates(chain: dict) -> int:
     """Multiply-accumulates of the conv2d and matmul steps of one run (0 when it has none)."""
-    total = 0
     out = math.prod(chain["output_shape"])
-    for step in chain["steps"]:
-        shapes = [chain["inputs"][i]["shape"] if kind == "input" else None for kind, i in step["args"]]
-        if step["op"] == "conv2d":
-            weight = shapes[1]
-            total += (math.prod(weight[:3]) if step["attrs"]["kernel_layout"] == "HWIO"
-                      else math.prod(weight[1:])) * out
-        elif step["op"] == "matmul":
-            total += shapes[1][-2] * out
-    return total
+    return sum(_step_macs(step, chain, out) for step in chain["steps"])
 
 
 # ----------------------------------------------------------------------------- extraction
