@@ -1,12 +1,15 @@
 """How often the release gate is wrong on noise, and whether it catches a real slowdown (a script,
 not an asv benchmark).
 
-    python experiments/gate_noise.py --pairs 20 --load none|cpu --out DIR
+    python experiments/gate_noise.py --pairs 20 --load none|cpu [--builds cached|beside] --out DIR
 
 Makes ``2 * pairs`` real `tvm-suite run`s of the installed TVM on a subset grid (8 combinations,
-builds cached, every run timed afresh), filed under consecutive commits of a stand-in repository,
-optionally with a CPU hog beside them (``--load cpu``: one busy process per core but one), which
-stays on while the gates run, their re-measurements included. Then, for every pair (A, B):
+every run timed afresh), filed under consecutive commits of a stand-in repository, optionally with
+a CPU hog beside them (``--load cpu``: one busy process per core but one), which stays on while the
+gates run, their re-measurements included. With ``--builds cached`` (the default) the builds are
+cached after the first run; with ``--builds beside`` every run has an empty cache of its own, so
+that it builds every combination, its helper process building the next ones while the suite times
+the current one (suite.core.ahead). Then, for every pair (A, B):
 
 - A/A: `tvm-suite gate --commit B --baseline A`, with re-measurement off and on: any NOT READY is a
   false alarm;
@@ -27,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+from suite.core import runstore, timing
+
 WORKLOADS = "seed.conv2d_nhwc_7x7s2,resnet50.matmul_add.2048-1000,resnet50.conv2d_add_relu.56x56x64-k1s1-64," \
             "resnet50.conv2d_add_relu.28x28x128-k3s1-128"
 SCALED = ("resnet50.conv2d_add_relu.56x56x64-k1s1-64", "float16", "llvm", "tuned")
@@ -46,12 +51,23 @@ def _hog():
         pass
 
 
-def _suite(*args):
-    return subprocess.run([sys.executable, "-m", "suite.cli", *args], capture_output=True, text=True)
+def _suite(*args, cache=None):
+    env = {**os.environ, **({"TVM_SUITE_CACHE": str(cache)} if cache else {})}
+    return subprocess.run([sys.executable, "-m", "suite.cli", *args], capture_output=True, text=True, env=env)
 
 
 def _latency_line(gate) -> str:
     return next((line for line in gate.stdout.splitlines() if line.startswith("latency vs")), "")
+
+
+def _aa_ratios(run_dir, a, b) -> dict[str, float]:
+    """Per combination, the median of B's samples over the median of A's."""
+    ratios = {}
+    for kept in sorted((runstore.commit_dir(run_dir, a) / "timings").glob("*.json")):
+        ids = kept.name[:-len(".json")].split(".")
+        ids = (".".join(ids[:-3]), *ids[-3:])
+        ratios[" ".join(ids)] = timing.load(run_dir, b, ids).median / timing.load(run_dir, a, ids).median
+    return ratios
 
 
 def _gate_pair(out, repo, a, b):
@@ -59,13 +75,17 @@ def _gate_pair(out, repo, a, b):
     results = str(out / "asv" / "results")
     base = ("gate", "--results", results, "--commit", b, "--baseline", a, "--tvm-repo", str(repo))
     off, on = _suite(*base, "--no-remeasure"), _suite(*base)
-    timing = out / "asv" / "timings" / b / f"{'.'.join(SCALED)}.json"
+    run_dir = out / "asv"
+    timing = runstore.path(run_dir, "timings", b, SCALED)
     kept = timing.read_text()
     scaled = json.loads(kept)
     scaled["samples_s"] = [s * 1.3 for s in scaled["samples_s"]]
+    # A planted slowdown, sealed as the run's own (the gate refuses side data its manifest does not vouch for).
     timing.write_text(json.dumps(scaled))
+    runstore.seal(run_dir, b)
     ab = _suite(*base, "--no-remeasure")
     timing.write_text(kept)
+    runstore.seal(run_dir, b)
     # The gate's detail lines read "<verdict>: <workload> <dtype> <target> <order>: <ratio>x, p ...".
     judged_slower = any(line.strip().startswith(("slower:", "suspect:", "confirmed:")) and " ".join(SCALED) in line
                         for line in ab.stdout.splitlines())
@@ -74,6 +94,7 @@ def _gate_pair(out, repo, a, b):
         "aa_exit_no_remeasure": off.returncode, "aa_exit_remeasure": on.returncode,
         "aa_latency_no_remeasure": _latency_line(off), "aa_latency_remeasure": _latency_line(on),
         "aa_failing": [line for line in off.stdout.splitlines() if line.startswith("fail:")],
+        "aa_ratios": _aa_ratios(run_dir, a, b),
         "ab_caught": judged_slower, "ab_latency_fail": "FAIL" in _latency_line(ab), "ab_exit": ab.returncode,
     }
 
@@ -82,6 +103,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=20)
     parser.add_argument("--load", choices=("none", "cpu"), default="none")
+    parser.add_argument("--builds", choices=("cached", "beside"), default="cached")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     out = Path(args.out)
@@ -100,10 +122,14 @@ def main(argv=None) -> int:
     walls = []
     rows = []
     try:
-        for commit in commits:
+        for i, commit in enumerate(commits):
+            cache = None
+            if args.builds == "beside":
+                cache = out / "caches" / str(i)
+                cache.mkdir(parents=True)
             t0 = time.perf_counter()
             done = _suite("run", "--quick", "--workloads", WORKLOADS, "--orders", "tuned", "--out", str(out / "asv"),
-                          "--tvm-repo", str(repo), "--tvm-commit", commit)
+                          "--tvm-repo", str(repo), "--tvm-commit", commit, cache=cache)
             walls.append(time.perf_counter() - t0)
             if done.returncode != 0:
                 print(done.stdout[-2000:], done.stderr[-2000:])
@@ -114,12 +140,15 @@ def main(argv=None) -> int:
         for h in hogs:
             h.terminate()
     summary = {
-        "load": args.load, "pairs": args.pairs, "run_wall_s": {"median": statistics.median(walls), "min": min(walls),
+        "load": args.load, "builds": args.builds, "pairs": args.pairs, "run_wall_s": {"median": statistics.median(walls), "min": min(walls),
                                                               "max": max(walls), "total": sum(walls)},
         "aa_false_not_ready_no_remeasure": sum(r["aa_exit_no_remeasure"] == 1 for r in rows),
         "aa_false_not_ready_remeasure": sum(r["aa_exit_remeasure"] == 1 for r in rows),
         "aa_latency_fail_no_remeasure": sum("FAIL" in r["aa_latency_no_remeasure"] for r in rows),
         "aa_latency_fail_remeasure": sum("FAIL" in r["aa_latency_remeasure"] for r in rows),
+        "aa_ratio_range": [min(v for r in rows for v in r["aa_ratios"].values()),
+                           max(v for r in rows for v in r["aa_ratios"].values())],
+        "aa_combination_pairs": sum(len(r["aa_ratios"]) for r in rows),
         "ab_caught": sum(r["ab_caught"] for r in rows),
         "ab_latency_fail": sum(r["ab_latency_fail"] for r in rows),
         "rows": rows,

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -45,6 +46,19 @@ def _run_args(out, repo, commit):
 
 def _env(cache):
     return {**os.environ, "TVM_SUITE_CACHE": str(cache)}
+
+
+def _helpers_using(cache) -> list[int]:
+    """Processes measuring ahead (suite.core.ahead) into ``cache``."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if (b"suite.core.ahead" in (proc / "cmdline").read_bytes()
+                    and f"TVM_SUITE_CACHE={cache}".encode() in (proc / "environ").read_bytes().split(b"\0")):
+                found.append(int(proc.name))
+        except OSError:  # gone meanwhile, or not ours
+            pass
+    return found
 
 
 def _state(out, commit) -> dict:
@@ -92,6 +106,7 @@ def test_an_interrupted_run_keeps_the_last_complete_one(first_run, tmp_path, pha
         assert ("nothing of it was filed; its previous results and side data are kept" in last) == (phase not in FILED)
     else:
         assert process.returncode == -signal.SIGKILL
+    assert not _helpers_using(cache), "the helper that measures ahead outlived the run"
     # The next command that reads the run directory undoes what a killed run left half-done.
     gate = subprocess.run([str(SUITE_BIN), "gate", "--results", str(out / "results"), "--commit", commit,
                            "--no-remeasure"], capture_output=True, text=True, env=_env(cache))

@@ -12,14 +12,13 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from suite import cache
+from suite import cache, children
 from suite.asvconf import ASV_CONF, REPO_ROOT, read_conf, run_config  # noqa: F401 (re-exported)
 from suite.errors import UserError
 from suite.progress import Progress
@@ -61,19 +60,19 @@ _PERCENT = re.compile(r"^\[\s*(\d+(?:\.\d+)?)%\]")
 def asv(config: Path, *args: str, log: Path, phase: str | None = None) -> int:
     """Run ``asv ARGS`` with ``config`` from the repository root, its output appended to ``log``;
     with ``phase``, asv's own progress (its ``[ 12.50%]`` lines) is shown on the terminal."""
-    command = [sys.executable, "-c", _DIE_WITH_PARENT, "-m", "asv", "--config", str(config), *args]
+    args = ["-m", "asv", "--config", str(config), *args]
     shown = Progress(phase, 100.0, counted=False) if phase else None
     with log.open("a") as handle:
-        handle.write(f"$ {' '.join(command)}\n")
+        handle.write(f"$ {sys.executable} {' '.join(args)}\n")
         handle.flush()
         # asv drops PYTHONPATH from its benchmark processes unless it comes as ASV_PYTHONPATH: they
         # must import this very suite (its code is part of every cache key), wherever it is found.
         paths = [str(REPO_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
         env = {**os.environ, "ASV_PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
-        # asv in a session of its own, ended with this process: an interrupted or killed run must
-        # not leave asv behind to write results after the run has put the previous ones back.
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO_ROOT,
-                                   text=True, errors="replace", env=env, start_new_session=True)
+        # asv ends with this process: an interrupted or killed run must not leave asv behind to
+        # write results after the run has put the previous ones back.
+        process = children.start_python(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO_ROOT,
+                                        text=True, errors="replace", env=env)
         try:
             for line in process.stdout:
                 handle.write(line)
@@ -82,27 +81,11 @@ def asv(config: Path, *args: str, log: Path, phase: str | None = None) -> int:
                     shown.update(float(found.group(1)), line.strip().split("···")[-1].strip())
             status = process.wait()
         except BaseException:
-            _end_session(process)
+            children.end(process)
             raise
     if shown:
         shown.finish()
     return status
-
-
-#: ``python -c`` this, then asv's arguments: Linux's PR_SET_PDEATHSIG (SIGKILL when the parent
-#: dies), then asv in the same process. Set by the child itself: a ``preexec_fn`` would make Python
-#: run its at-fork hooks in this process, and a Ctrl-C that lands in one of them is dropped.
-_DIE_WITH_PARENT = ("import ctypes, os, signal, sys; ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL); "
-                    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
-
-
-def _end_session(process: subprocess.Popen) -> None:
-    """Stop asv and everything it started (its session), and reap it."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    process.wait()
 
 
 def machine(config: Path, log: Path) -> None:

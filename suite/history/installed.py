@@ -9,13 +9,14 @@ hash to file the results under and to publish.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
 from pathlib import Path
 
 from suite import cache, compat, git
-from suite.core import measurement, peers, runstore, timing
+from suite.core import ahead, measurement, peers, runstore, timing
 from suite.core.combo import Grid
 from suite.core.runstore import COMMIT_ENV, RUN_DIR_ENV
 from suite.core.record import Kind, Status
@@ -58,15 +59,17 @@ def installed_commit(out_dir: Path, tvm_repo: Path | None, tvm_commit: str | Non
 
 
 def warm_cache(grid: Grid, run_dir: Path, commit: str, log=print, cluster: str | None = None) -> dict:
-    """Measure every combination once in this process (one TVM import instead of hundreds), time
-    every native one afresh into the run's timing store (asv's latency benchmarks read it), and
-    the PyTorch peer of each on its target's peer device, where PyTorch is installed.
+    """Measure every combination once (one TVM import instead of hundreds), time every native one
+    afresh into the run's timing store (asv's latency benchmarks read it), and the PyTorch peer of
+    each on its target's peer device, where PyTorch is installed.
 
-    With ``cluster`` (a Dask scheduler's address) every combination not yet cached is measured on
-    the cluster's workers first (suite.core.cluster); this loop then finds them cached and only
-    times: latency is always taken here, on the machine the results are filed under."""
+    On two cores or more a helper process measures the next combinations while this one times the
+    current one (:mod:`suite.core.ahead`). With ``cluster`` (a Dask scheduler's address) every
+    combination not yet cached is measured on the cluster's workers first (suite.core.cluster);
+    this loop then finds them cached and only times: latency is always taken here, on the machine
+    the results are filed under."""
     records, latency, ratios, started = {}, {}, {}, time.perf_counter()
-    reference_s = timing_s = 0.0
+    measure_s = timing_s = 0.0
     combos = grid.combos()
     for combo in combos:  # a measurement a cluster lost last time is measured again
         measurement.forget_lost(combo)
@@ -76,30 +79,32 @@ def warm_cache(grid: Grid, run_dir: Path, commit: str, log=print, cluster: str |
         dask_cluster.measure_many(combos, cluster, log=log)
     announce("measure")
     shown = Progress("measure", len(combos))
-    for combo in combos:
-        if combo.target.name == grid.targets[0] and combo.order == grid.orders[0]:
+    with contextlib.ExitStack() as stack:
+        helper = (stack.enter_context(ahead.MeasureAhead(combos))
+                  if cluster is None and ahead.worth_it(combos) else None)
+        for combo in combos:
             t0 = time.perf_counter()
-            measurement.reference_arrays(combo.workload, combo.dtype)
-            reference_s += time.perf_counter() - t0
-        t0 = time.perf_counter()
-        record = records[combo] = measurement.measure(combo)
-        if record.ok and record.kind is Kind.LATENCY:
-            t1 = time.perf_counter()
-            taken = timing.take(combo)
-            timing.save(run_dir, commit, combo, taken)
-            latency[combo] = taken.median
-            timing_s += time.perf_counter() - t1
-            if peers.available():
-                try:
-                    ratios[combo] = peers.latency_ratios(combo, taken.median)
-                    peers.save_ratios(run_dir, commit, combo, ratios[combo])
-                except Skipped:
-                    pass
-        log(f"  {record.status.value:7s} {combo.label} ({time.perf_counter() - t0:.1f} s)")
-        shown.step(combo.label)
+            if helper is not None:
+                helper.wait(combo)
+            record = records[combo] = measurement.measure(combo)
+            measure_s += time.perf_counter() - t0
+            if record.ok and record.kind is Kind.LATENCY:
+                t1 = time.perf_counter()
+                taken = timing.take(combo)
+                timing.save(run_dir, commit, combo, taken)
+                latency[combo] = taken.median
+                timing_s += time.perf_counter() - t1
+                if peers.available():
+                    try:
+                        ratios[combo] = peers.latency_ratios(combo, taken.median)
+                        peers.save_ratios(run_dir, commit, combo, ratios[combo])
+                    except Skipped:
+                        pass
+            log(f"  {record.status.value:7s} {combo.label} ({time.perf_counter() - t0:.1f} s)")
+            shown.step(combo.label)
     shown.finish()
-    return {"records": records, "latency": latency, "peer_ratio": ratios,
-            "seconds": time.perf_counter() - started, "reference_s": reference_s, "timing_s": timing_s}
+    return {"records": records, "latency": latency, "peer_ratio": ratios, "seconds": time.perf_counter() - started,
+            "timing_s": timing_s, "measure_s": measure_s, "helper_s": helper.busy_s if helper else None}
 
 
 def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_commit=None,
@@ -200,8 +205,7 @@ def _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, arch
         "CPU); x eager: / PyTorch with each op launched eagerly from Python; pkts: packets an emulated Hexagon "
         "kernel executed (exact, one per cycle at best; not time)",
         f"combinations: {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} failed",
-        f"measure + compile + reference + timing: {warm['seconds']:.1f} s (references {warm['reference_s']:.1f} s, "
-        f"timing {warm['timing_s']:.1f} s)",
+        _measure_phase_text(warm),
         f"asv run: {asv_s:.1f} s, exit {asv_status}; publish exit {publish_status}; log {log_path}",
         f"results: {out_dir / 'results'} (commit {commit[:12]})",
         f"asv's own HTML: {out_dir / 'html' / 'index.html'}",
@@ -209,3 +213,11 @@ def _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, arch
     if archived:
         lines.append(f"previous results for this commit kept in {archived[0].parent}")
     return "\n".join(lines)
+
+
+def _measure_phase_text(warm) -> str:
+    text = f"measure phase: {warm['seconds']:.1f} s; timing {warm['timing_s']:.1f} s"
+    if warm["helper_s"] is None:
+        return text + f", building, running and references {warm['measure_s']:.1f} s"
+    return text + (f"; building, running and references {warm['helper_s']:.1f} s in a helper process beside "
+                   f"the timing, waited for {warm['measure_s']:.1f} s")

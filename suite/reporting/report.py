@@ -249,6 +249,56 @@ def charts(history: res.History, marks: list[dict]) -> list[dict]:
 
 
 def compute(history: res.History, thresholds: dict) -> dict:
+    rows, skipped = summary_rows(history)
+    newest = history.commits[-1]
+    previous = history.commits[-2] if len(history.commits) > 1 else None
+    _candidate, baseline, checks = gate.evaluate(history, newest.hash, thresholds, remeasure=False)
+    return {
+        "generated_by": "tvm-suite report",
+        "gate": _gate_section(newest, baseline, checks),
+        "failures": _failures(history),
+        "heatmap": heatmap(history),
+        "results_dir": str(history.results_dir.resolve()),
+        "ordering": history.ordering,
+        "machines": history.machines,
+        "targets": sorted({s.target for s in history.series()}),
+        "commits": [c.as_dict() for c in history.commits],
+        "newest": newest.as_dict(),
+        "previous": previous.as_dict() if previous else None,
+        "summary": rows,
+        "summary_skipped": skipped,
+        "divergence": _divergence_section(history, thresholds, newest, baseline),
+        "regressions": find_regressions(history, thresholds),
+        "thresholds": {k: v for k, v in thresholds.items()},
+    }
+
+
+def _gate_section(newest: res.Commit, baseline: res.Commit | None, checks) -> dict:
+    """The release gate's verdict on the newest commit, as `tvm-suite gate --no-remeasure` gives it."""
+    verdict = gate.verdict(checks)
+    return {
+        "verdict": verdict, "words": gate.WORDS[verdict], "candidate": newest.as_dict(),
+        "baseline": baseline.as_dict() if baseline else None,
+        "first_commit": baseline is None,
+        "checks": [{"name": c.name, "limit": c.limit, "status": c.status, "worst": c.worst,
+                    "details": c.details, "notes": c.notes,
+                    "noisy": any(d.startswith("noisy") for d in c.details)}
+                   for c in checks],
+    }
+
+
+def _failures(history: res.History) -> list[dict]:
+    """Per commit, newest first, the combinations whose build or run failed, with the reason kept."""
+    return [{"commit": c.as_dict(), "combinations": [
+        {**series.as_dict(), "benchmarks": methods, "reason": gate.failure_reason(history, c.hash, series)}
+        for series, methods in gate.failed_combinations(history, c.hash).items()]}
+        for c in reversed(history.commits) if gate.failed_combinations(history, c.hash)]
+
+
+def _divergence_section(history: res.History, thresholds: dict, newest: res.Commit,
+                        baseline: res.Commit | None) -> dict:
+    """The divergence marks of every commit, the first divergent and last good commit, and the
+    marks at the newest commit as the gate judges them (rules.judge_marks)."""
     marks = rules.find_marks(history, thresholds)
     marked = [c.hash for c in history.commits if any(m["commit"] == c.hash for m in marks)]
     checked = rules.checked_commits(history, thresholds)
@@ -258,71 +308,28 @@ def compute(history: res.History, thresholds: dict) -> dict:
             series = res.Series(m["workload"], m["dtype"], m["target"], m["order"], m["machine"])
             m["bisect"] = bisect_command(history.repo, history.commits[index - 1].hash, m["commit"], series,
                                          m["metric"])
-    first_divergent = last_good = None
-    if marked:
-        first = history.index(marked[0])
-        first_divergent = history.commits[first]
-        good = [h for h in checked if history.index(h) < first]
-        last_good = history.commits[history.index(good[-1])] if good else None
-    else:
-        good = checked
-        last_good = history.commits[history.index(good[-1])] if good else None
-    div = thresholds["divergence"]
+    first_divergent = history.commits[history.index(marked[0])] if marked else None
+    good = [h for h in checked if not marked or history.index(h) < history.index(marked[0])]
+    last_good = history.commits[history.index(good[-1])] if good else None
     targets = sorted({s.target for s in history.series()})
-    compared_targets = [t for t in targets if match(t, div["targets"])]
-    compared = sum(len(rules.divergence_series(history, thresholds, c.hash)) for c in history.commits)
-    rows, skipped = summary_rows(history)
-    newest = history.commits[-1]
-    previous = history.commits[-2] if len(history.commits) > 1 else None
-    _candidate, baseline, checks = gate.evaluate(history, newest.hash, thresholds, remeasure=False)
-    verdict = gate.verdict(checks)
     judged = rules.judge_marks(history, thresholds, newest, baseline, marks)
     for m in judged["marks"] + judged["fixed"]:
         m["cause_words"] = rules.cause_words(m)
     return {
-        "generated_by": "tvm-suite report",
-        "gate": {
-            "verdict": verdict, "words": gate.WORDS[verdict], "candidate": newest.as_dict(),
+        "first_divergent": first_divergent.as_dict() if first_divergent else None,
+        "last_good": last_good.as_dict() if last_good else None,
+        "marked_commits": [history.commits[history.index(h)].as_dict() for h in marked],
+        "checked_commits": checked,
+        "rule_targets_present": [t for t in targets if match(t, thresholds["divergence"]["targets"])],
+        "rule_comparisons": sum(len(rules.divergence_series(history, thresholds, c.hash)) for c in history.commits),
+        "marks": marks,
+        "judged": {
             "baseline": baseline.as_dict() if baseline else None,
-            "first_commit": baseline is None,
-            "checks": [{"name": c.name, "limit": c.limit, "status": c.status, "worst": c.worst,
-                        "details": c.details, "notes": c.notes,
-                        "noisy": any(d.startswith("noisy") for d in c.details)}
-                       for c in checks],
+            "groups": {status: [m for m in judged["marks"] if m["status"] == status]
+                       for status in (rules.NEW, rules.WORSE, rules.KNOWN, rules.FIRST)},
+            "fixed": judged["fixed"],
+            "stale": judged["stale"],
         },
-        "failures": [{"commit": c.as_dict(), "combinations": [
-            {**series.as_dict(), "benchmarks": methods, "reason": gate.failure_reason(history, c.hash, series)}
-            for series, methods in gate.failed_combinations(history, c.hash).items()]}
-            for c in reversed(history.commits) if gate.failed_combinations(history, c.hash)],
-        "heatmap": heatmap(history),
-        "results_dir": str(history.results_dir.resolve()),
-        "ordering": history.ordering,
-        "machines": history.machines,
-        "targets": targets,
-        "commits": [c.as_dict() for c in history.commits],
-        "newest": newest.as_dict(),
-        "previous": previous.as_dict() if previous else None,
-        "summary": rows,
-        "summary_skipped": skipped,
-        "divergence": {
-            "first_divergent": first_divergent.as_dict() if first_divergent else None,
-            "last_good": last_good.as_dict() if last_good else None,
-            "marked_commits": [history.commits[history.index(h)].as_dict() for h in marked],
-            "checked_commits": checked,
-            "rule_targets_present": compared_targets,
-            "rule_comparisons": compared,
-            "marks": marks,
-            # the marks at the newest commit as the gate judges them, grouped (rules.judge_marks)
-            "judged": {
-                "baseline": baseline.as_dict() if baseline else None,
-                "groups": {status: [m for m in judged["marks"] if m["status"] == status]
-                           for status in (rules.NEW, rules.WORSE, rules.KNOWN, rules.FIRST)},
-                "fixed": judged["fixed"],
-                "stale": judged["stale"],
-            },
-        },
-        "regressions": find_regressions(history, thresholds),
-        "thresholds": {k: v for k, v in thresholds.items()},
     }
 
 

@@ -290,6 +290,16 @@ def _order_by_git(repo: Path, hashes: list[str], asv_dates: dict[str, int]):
 def load(results_dir, tvm_repo=None) -> History:
     """Every asv results file under ``results_dir``; commits ordered by ``tvm_repo`` when given."""
     results_dir = Path(results_dir)
+    loaded, files, machines = _read_results(results_dir)
+    values, asv_dates = _values(loaded)
+    hashes = sorted(asv_dates.keys() | {r.commit_hash for _m, r in loaded})
+    commits, note, commit_url, repo = _commits(results_dir, tvm_repo, hashes, asv_dates)
+    return History(results_dir, commits, values, sorted(set(machines)), files, note, commit_url,
+                   repo if repo is not None and not _versions_repo(repo, results_dir) else None)
+
+
+def _read_results(results_dir: Path) -> tuple[list, list[Path], list[str]]:
+    """[(machine, asv Results)], their files and the machines, every file checked first."""
     if not results_dir.is_dir():
         raise ResultsError(f"results directory {results_dir} does not exist")
     machine_dirs = sorted({Path(root) for root, _dirs, files in os.walk(results_dir)
@@ -307,17 +317,19 @@ def load(results_dir, tvm_repo=None) -> History:
     for path in sorted(results_dir.glob("*/*.json")):
         if not path.is_file():  # asv would pass it by: the commit would silently vanish
             raise ResultsError(f"{path}: not a file (an asv results file was expected)")
-    loaded, files, machines = [], [], []
-    for directory in machine_dirs:
-        machine_name = _check_machine_file(directory / "machine.json")
-        machines.append(machine_name)
+    machines = [_check_machine_file(directory / "machine.json") for directory in machine_dirs]
+    loaded, files = [], []
     for root, filename, machine_name in asv_results.iter_results_paths(str(results_dir)):
         path = Path(root) / filename
         loaded.append((machine_name, _load_result(path, machine_name)))
         files.append(path)
     if not loaded:
         raise ResultsError(f"{results_dir} holds no asv results (no commits): run `tvm-suite run` first")
+    return loaded, files, machines
 
+
+def _values(loaded) -> tuple[dict[str, dict[Series, dict[str, float | None]]], dict[str, int]]:
+    """{metric: {series: {commit: value}}} of the tracked metrics, and the date asv stored per commit."""
     values: dict[str, dict[Series, dict[str, float | None]]] = {}
     asv_dates: dict[str, int] = {}
     for machine_name, result in loaded:
@@ -337,7 +349,11 @@ def load(results_dir, tvm_repo=None) -> History:
                 if value is None and finite(per_commit.get(commit)):
                     continue  # another environment of the same commit has the value
                 per_commit[commit] = None if value is None else float(value)
+    return values, asv_dates
 
+
+def _commits(results_dir: Path, tvm_repo, hashes: list[str], asv_dates: dict[str, int]):
+    """(the commits in order, how they were ordered, the commit link prefix, the TVM clone read)."""
     # Where the repository and the commit links come from.
     installed_conf = asvconf.run_config(results_dir)
     conf = _read_conf(installed_conf or asvconf.ASV_CONF)
@@ -348,8 +364,6 @@ def load(results_dir, tvm_repo=None) -> History:
         raise ResultsError(f"--tvm-repo {repo} is not a git repository")
     if repo is None and installed_conf and conf.get("repo") and git.is_repo(Path(conf["repo"])):
         repo = Path(conf["repo"])
-
-    hashes = sorted(asv_dates.keys() | {r.commit_hash for _m, r in loaded})
     if repo is not None:
         ordered, dates, tags, note = _order_by_git(repo, hashes, asv_dates)
     else:
@@ -362,8 +376,7 @@ def load(results_dir, tvm_repo=None) -> History:
     commits = [Commit(h, dates.get(h), tags.get(h) or versions.get(h, []),
                       f"{commit_url}{h}" if commit_url and h not in versions else "")
                for h in ordered]
-    return History(results_dir, commits, values, sorted(set(machines)), files, note, commit_url,
-                   repo if repo is not None and not _versions_repo(repo, results_dir) else None)
+    return commits, note, commit_url, repo
 
 
 def _versions_repo(repo: Path, results_dir: Path) -> bool:

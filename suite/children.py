@@ -1,0 +1,34 @@
+"""Python child processes that end with the suite: asv, and the helper that measures ahead.
+
+A child runs in a session of its own, so that a Ctrl-C at the terminal reaches the suite alone (it
+decides what to keep, then ends the child with :func:`end`), and it dies with the suite even when
+the suite is killed (Linux's PR_SET_PDEATHSIG, set by the child itself: a ``preexec_fn`` would
+make Python run its at-fork hooks in the suite's process, and a Ctrl-C that lands in one of them
+is dropped).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+#: ``python -c`` this, then the child's own arguments: PR_SET_PDEATHSIG (1) with SIGKILL, then
+#: Python again in the same process with those arguments.
+_DIE_WITH_PARENT = ("import ctypes, os, signal, sys; ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL); "
+                    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
+
+
+def start_python(args: list[str], **popen) -> subprocess.Popen:
+    """``python ARGS`` as a child that ends with this process (``popen``: Popen's other arguments)."""
+    return subprocess.Popen([sys.executable, "-c", _DIE_WITH_PARENT, *args], start_new_session=True, **popen)
+
+
+def end(process: subprocess.Popen) -> None:
+    """Stop the child and everything it started (its session), and reap it."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    process.wait()

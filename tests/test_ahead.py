@@ -1,0 +1,60 @@
+"""Measuring ahead (suite.core.ahead): the helper process that measures the next combinations of
+`run` while the suite times the current one."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from suite.core import ahead, measurement
+from suite.core.combo import Combo
+
+MEAN = "resnet50.mean.7x7x2048"
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TVM_SUITE_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir()
+    return tmp_path / "cache"
+
+
+def _combos():
+    return [Combo.resolve(MEAN, dtype, "llvm", "default") for dtype in ("float32", "float16")]
+
+
+def test_the_helper_measures_in_order_into_the_cache_the_same_values(fresh_cache, tmp_path, monkeypatch):
+    combos = _combos()
+    with ahead.MeasureAhead(combos) as helper:
+        helper.wait(combos[0])
+        assert measurement.cached(combos[0]) is not None
+        helper.wait(combos[1])
+        assert all(measurement.cached(c) is not None for c in combos)
+        assert helper.busy_s > 0
+    by_helper = {c: (measurement.measure(c), measurement.output(c)) for c in combos}
+    monkeypatch.setenv("TVM_SUITE_CACHE", str(tmp_path / "other"))
+    (tmp_path / "other").mkdir()
+    for combo in combos:  # measured here, in this process: bit for bit what the helper measured
+        record, output = measurement.measure(combo), measurement.output(combo)
+        assert record.ok and record.metrics == by_helper[combo][0].metrics
+        assert np.array_equal(output, by_helper[combo][1]) and output.dtype == by_helper[combo][1].dtype
+
+
+def test_a_stopped_helper_leaves_the_rest_to_the_caller(fresh_cache):
+    combos = _combos()
+    helper = ahead.MeasureAhead(combos)
+    helper.close()
+    started = time.perf_counter()
+    helper.wait(combos[1])  # it never comes: wait returns at once
+    assert time.perf_counter() - started < 1
+    assert measurement.cached(combos[1]) is None
+    assert measurement.measure(combos[1]).ok
+
+
+def test_a_helper_is_worth_it_for_more_than_one_combination():
+    combos = _combos()
+    assert ahead.worth_it(combos) is (len(os.sched_getaffinity(0)) > 1)
+    assert not ahead.worth_it(combos[:1])
