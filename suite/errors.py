@@ -51,3 +51,9 @@ def raise_if_signalled() -> None:
     before a phase files its work, so that an interrupted run never files it as complete."""
     if _received:
         raise Terminated() if _received[-1] == signal.SIGTERM else KeyboardInterrupt()
+
+
+def first_line(err: BaseException) -> str:
+    """The message of an error in one line (TVM puts it last, after a traceback of C++ frames)."""
+    lines = [line for line in str(err).strip().splitlines() if line.strip()]
+    return (lines[-1] if lines else type(err).__name__)[:300]

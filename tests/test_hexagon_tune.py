@@ -187,6 +187,19 @@ def test_tune_command_writes_a_hexagon_record_that_replays(cli, records):
     assert record["candidates_emulated_s"][0] == record["best_emulated_s"]
     assert record["tuned_on"]["target"] == QF
     assert not (tuning.records_dir(QF, "float16") / "database").exists()  # traces only
+    assert "previous_record" not in record  # there was none
+    # Tuned again: the record it replaces competes, measured now as the candidates are.
+    again = cli("tune", "--target", QF, "--dtype", "float16", "--workload", MEAN, "--trials", "1")
+    assert again.returncode == 0, again.stdout + again.stderr
+    second = json.loads(tuning.trace_path(QF, "float16", MEAN).read_text())
+    previous = second["previous_record"]
+    assert previous["packets"] == record["best_packets"]  # packets are deterministic
+    assert previous["trace_sha256"] == record["trace_sha256"] and previous["measure"] == "packets"
+    assert second["best_packets"] == min(previous["packets"], second["candidates_packets"][0])
+    assert previous["kept"] is (previous["packets"] < second["candidates_packets"][0])
+    if previous["kept"]:
+        assert second["trace"] == record["trace"] and "the record it replaces kept" in again.stdout
+    assert tuning.trace_digest(second["trace"]) == second["trace_sha256"]
     tuned = measurement.measure(Combo.resolve(MEAN, "float16", QF, "tuned"))
     assert tuned.ok, tuned.reason
     assert tuned.tuned_from == QF and tuned.emulated_s > 0

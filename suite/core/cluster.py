@@ -45,7 +45,7 @@ from suite import cache, compat
 from suite.core import measurement
 from suite.core.combo import Combo
 from suite.core.record import Record, Status
-from suite.errors import UserError
+from suite.errors import UserError, first_line
 from suite.progress import Progress
 from suite.targets import llvm
 
@@ -97,7 +97,7 @@ def connect(address: str):
         asyncio.run(probe())
         client = distributed.Client(address, set_as_default=False)
     except (OSError, ValueError, TypeError, asyncio.TimeoutError) as err:
-        raise UserError(f"cannot reach the Dask scheduler at {address}: {measurement.first_line(err)}") from None
+        raise UserError(f"cannot reach the Dask scheduler at {address}: {first_line(err)}") from None
     try:
         try:
             client.wait_for_workers(1, timeout=timeout)
@@ -151,7 +151,7 @@ def check_workers(client) -> dict:
     try:
         found = client.run(worker_identity)
     except Exception as err:
-        raise UserError(f"a Dask worker cannot run the suite: {measurement.first_line(err)}") from None
+        raise UserError(f"a Dask worker cannot run the suite: {first_line(err)}") from None
     ours = worker_identity()
     for address, theirs in sorted(found.items()):
         if theirs["build"] != ours["build"]:
@@ -177,7 +177,7 @@ def measure_task(ids, key: dict, cpu: dict, want_reference: bool) -> dict:
     try:
         return _measure_here(ids, key, cpu, want_reference, where)
     except Exception as err:
-        return {"declined": f"worker {where}: {type(err).__name__}: {measurement.first_line(err)}"}
+        return {"declined": f"worker {where}: {type(err).__name__}: {first_line(err)}"}
 
 
 def _measure_here(ids, key: dict, cpu: dict, want_reference: bool, where: str) -> dict:
@@ -298,18 +298,18 @@ def _collect(client, future, combo: Combo, allowed: int, counts: dict, log) -> N
     try:
         result = future.result()
     except concurrent.futures.CancelledError as err:  # the scheduler went away (Dask cancels its futures)
-        raise UserError(f"lost the Dask scheduler while measuring {combo.label}: {measurement.first_line(err)} "
+        raise UserError(f"lost the Dask scheduler while measuring {combo.label}: {first_line(err)} "
                         "(what was measured is in the cache; run again)") from None
     except distributed.KilledWorker as err:
         reason = (f"{measurement.LOST}{allowed + 1} workers died while measuring it "
-                  f"(the scheduler's allowed-failures is {allowed}): {measurement.first_line(err)}")
+                  f"(the scheduler's allowed-failures is {allowed}): {first_line(err)}")
         measurement.publish_measured(combo, Record(*combo.ids, status=Status.FAILED, reason=reason), {})
         counts["lost"] += 1
         log(f"  lost     {combo.label}: {reason}")
         return
     except Exception as err:  # the task itself raised: a bug on that worker, measured here instead
         counts["declined"] += 1
-        log(f"  declined {combo.label}: {type(err).__name__}: {measurement.first_line(err)}")
+        log(f"  declined {combo.label}: {type(err).__name__}: {first_line(err)}")
         return
     if "refused" in result:
         raise UserError(result["refused"])

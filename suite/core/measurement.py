@@ -25,7 +25,7 @@ from suite import cache, compat
 from suite.core import metrics, reference, runstore, schedules, tuning, workloads
 from suite.core.combo import SCHEMA, Combo
 from suite.core.record import Kind, Record, Status
-from suite.errors import Skipped, UserError
+from suite.errors import Skipped, UserError, first_line
 from suite.targets.base import Mode
 
 RECORD_FILE, OUTPUT_FILE, TWIN_FILE = "record.json", "output.npy", "ieee_twin.npy"
@@ -242,12 +242,6 @@ def _ended(record: Record, status: Status, reason: str) -> Record:
     """A record that ends before an output: nothing of the build is kept beside it."""
     return Record(record.workload, record.dtype, record.target, record.order, status=status, reason=reason,
                   tvm_version=record.tvm_version, flops=record.flops, tuned_from=record.tuned_from)
-
-
-def first_line(err: BaseException) -> str:
-    """The message of an error in one line (TVM puts it last, after a traceback of C++ frames)."""
-    lines = [line for line in str(err).strip().splitlines() if line.strip()]
-    return (lines[-1] if lines else type(err).__name__)[:300]
 
 
 # ----------------------------------------------------------------------------- using a measurement

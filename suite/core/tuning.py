@@ -28,7 +28,7 @@ import numpy as np
 
 from suite import cache, compat
 from suite.core import reference, workloads
-from suite.errors import OrderNotApplicable, UserError
+from suite.errors import OrderNotApplicable, UserError, first_line
 
 #: The committed records; TVM_SUITE_TUNING_RECORDS names another directory of the same layout
 #: (a user's own records, or a test's).
@@ -130,6 +130,8 @@ def tune(workload_id: str, dtype: str, target, trials: int, log=print) -> dict:
     options = target.tuning_options(inputs, workload.output_shape, dtype,
                                     check=_output_check(lambda: reference.evaluate(workload.chain, inputs)))
     beside = options.pop("measured", None)      # the runner's (packets, emulated s) per candidate
+    measure_module = options.pop("measure_module", None)
+    previous = _previous_trace(target.name, dtype, workload_id)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tvm-suite-tune-") as work_dir:
         database = ms.tune_tir(
@@ -156,15 +158,18 @@ def tune(workload_id: str, dtype: str, target, trials: int, log=print) -> dict:
         "candidates_measured": len(measured),
         "candidates_failed": len(runs) - len(measured),
     }
+    trace = _plain(schedule.trace.as_json())
     if target.tuning_measure == "packets":
         pairs = sorted(beside or ())
         record.update(best_packets=pairs[0][0] if pairs else None, best_emulated_s=pairs[0][1] if pairs else None,
                       candidates_packets=[p for p, _ in pairs], candidates_emulated_s=[s for _, s in pairs])
         best = f"best {pairs[0][0]:,} packets ({pairs[0][1]:.4g} s emulated)" if pairs else "no candidate ran"
+        if previous is not None and measure_module is not None and pairs:
+            trace, best = _against_previous(previous, module, measure_module, record, trace, best, log)
     else:
         record.update(best_measured_s=measured[0] if measured else None, candidates_s=measured)
         best = f"best {measured[0]:.4g} s measured" if measured else "no candidate ran"
-    record["trace"] = _plain(schedule.trace.as_json())
+    record["trace"] = trace
     record["trace_sha256"] = trace_digest(record["trace"])
     path = trace_path(target.name, dtype, workload_id)
     cache.write_json(path, record)
@@ -172,6 +177,40 @@ def tune(workload_id: str, dtype: str, target, trials: int, log=print) -> dict:
         f"{len(measured)} ran, {best} -> {path} (MetaSchedule's logs, with the reason of each failed "
         f"candidate: {logs})")
     return record
+
+
+def _previous_trace(target_name: str, dtype: str, workload_id: str) -> dict | None:
+    """The record this tuning replaces (None when there is none, or it cannot be read)."""
+    path = trace_path(target_name, dtype, workload_id)
+    if not path.exists():
+        return None
+    try:
+        return read_record(path)[1]
+    except DamagedRecord:
+        return None
+
+
+def _against_previous(previous: dict, module, measure_module, record: dict, trace, best: str, log):
+    """A deterministic measure lets the record being replaced compete with the search's best: its
+    trace, measured now as the candidates were, is kept where it is better, so that a re-tune never
+    leaves a worse schedule than the one committed (a search of a few dozen trials can miss it).
+    Returns (the trace kept, the words for the log) and notes the comparison in ``record``."""
+    try:
+        schedule = compat.schedule(module["main"])
+        compat.apply_trace(previous["trace"], schedule)
+        packets, emulated_s = measure_module(schedule.mod)
+    except Exception as err:  # it no longer replays, builds or runs here: the search's best stands
+        log(f"the record it replaces could not be measured ({first_line(err)}): the search's best is kept")
+        record["previous_record"] = {"trace_sha256": previous.get("trace_sha256"), "failed": first_line(err)}
+        return trace, best
+    kept = packets < record["best_packets"]
+    record["previous_record"] = {"trace_sha256": previous.get("trace_sha256"), "measure": previous.get("measure"),
+                                 "packets": packets, "emulated_s": emulated_s, "kept": kept}
+    if not kept:
+        return trace, f"{best}; the record it replaces: {packets:,} packets"
+    record.update(best_packets=packets, best_emulated_s=emulated_s)
+    return previous["trace"], (f"the record it replaces kept: {packets:,} packets ({emulated_s:.4g} s emulated), "
+                               f"fewer than the search's {best}")
 
 
 def _keep_logs(work_dir: Path, label: str) -> Path:
@@ -228,6 +267,5 @@ def replay(func, workload_id: str, dtype: str, records):
     try:
         compat.apply_trace(record["trace"], schedule)
     except Exception as err:  # the trace no longer applies on this TVM: news about this TVM
-        lines = [line for line in str(err).splitlines() if line.strip()]
-        raise TraceDoesNotApply(f"tuned trace does not apply: {lines[-1] if lines else type(err).__name__}") from None
+        raise TraceDoesNotApply(f"tuned trace does not apply: {first_line(err)}") from None
     return schedule.mod["main"]

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -109,37 +110,52 @@ class EmulatorMeasure:
         started = time.perf_counter()
         self.count += 1
         try:
-            inputs, shape, dtype = self.arguments(args)
-            stdin = hexagon.encode_inputs(inputs, shape, dtype)
-            run = hexagon.emulate(Path(artifact_path), stdin, shape, dtype, self.emulator,
-                                  timeout_s=self.timeout_s)
-            if self.check is not None and (problem := self.check(run.output)):
-                raise WrongOutput(problem)
+            packets, cpu_s, emulated_s = self.run(Path(artifact_path), args)
         except Exception as err:
             self.log(f"candidate {self.count}: failed after {time.perf_counter() - started:.1f} s: {err}")
             raise
-        packets = run.counts["packets"]
-        self.measured.append((packets, run.cpu_s))
-        self.log(f"candidate {self.count}: {packets:,} packets executed; {run.cpu_s:.4g} s emulated CPU "
-                 f"(harness clock {run.emulated_s:.4g} s; not hardware latency), run in "
+        self.measured.append((packets, cpu_s))
+        self.log(f"candidate {self.count}: {packets:,} packets executed; {cpu_s:.4g} s emulated CPU "
+                 f"(harness clock {emulated_s:.4g} s; not hardware latency), run in "
                  f"{time.perf_counter() - started:.1f} s")
         return [float(packets)]
 
+    def run(self, elf: Path, args=None) -> tuple[int, float, float]:
+        """(packets executed, emulated CPU seconds, harness clock seconds) of one ELF; an
+        exception when it fails or its output is wrong."""
+        inputs, shape, dtype = self.arguments(args)
+        stdin = hexagon.encode_inputs(inputs, shape, dtype)
+        run = hexagon.emulate(elf, stdin, shape, dtype, self.emulator, timeout_s=self.timeout_s)
+        if self.check is not None and (problem := self.check(run.output)):
+            raise WrongOutput(problem)
+        return run.counts["packets"], run.cpu_s, run.emulated_s
+
+
+def measure_module(mod, *, build, export, measure: EmulatorMeasure) -> tuple[int, float]:
+    """(packets, emulated CPU seconds) of a module built, exported and run as a candidate is (the
+    committed record's trace, measured against a new search's best)."""
+    elf = Path(export(build(mod, None)))
+    try:
+        return measure.run(elf)[:2]
+    finally:
+        shutil.rmtree(elf.parent, ignore_errors=True)
+
 
 def tuning_options(target, inputs=None, output_shape=None, dtype=None, check=None) -> dict:
-    """``tune_tir``'s builder, runner and design space for an executed qfloat ``target``, and
-    ``measured``: the list the runner fills with each candidate's (packets, emulated CPU seconds)."""
+    """``tune_tir``'s builder, runner and design space for an executed qfloat ``target``;
+    ``measured``: the list the runner fills with each candidate's (packets, emulated CPU seconds);
+    ``measure_module``: (packets, emulated CPU seconds) of an IRModule measured as a candidate is."""
     # Built once here rather than by the builder processes at once.
     hexagon.harness_object(target.arch)
     hvx_rewrite.model_object(target.arch)
     measure = EmulatorMeasure(("qemu-hexagon", "-cpu", target.arch), inputs, output_shape, dtype, check)
+    build = functools.partial(build_candidate, mcpu=f"hexagon{target.arch}", mattr=list(target.mattr),
+                              llvm_options=list(target.llvm_options))
+    export = functools.partial(export_elf, arch=target.arch)
     return {
-        "builder": compat.local_builder(
-            BUILD_TIMEOUT_S,
-            f_build=functools.partial(build_candidate, mcpu=f"hexagon{target.arch}", mattr=list(target.mattr),
-                                      llvm_options=list(target.llvm_options)),
-            f_export=functools.partial(export_elf, arch=target.arch)),
+        "builder": compat.local_builder(BUILD_TIMEOUT_S, f_build=build, f_export=export),
         "runner": compat.custom_runner(measure),
         "space": compat.tuning_space("hexagon"),
         "measured": measure.measured,
+        "measure_module": functools.partial(measure_module, build=build, export=export, measure=measure),
     }
