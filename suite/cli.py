@@ -169,9 +169,11 @@ def cmd_tune(args) -> int:
     target.tuning_target()  # NotTunable (one line) before any work
     tuned = []
     for wid in select_workloads(args.workload):
-        if args.skip_existing and tuning.trace_path(target.name, args.dtype, wid).exists():
-            print(f"kept     {wid} (already tuned)")
-            continue
+        if args.skip_existing and (measure := tuning.existing_measure(target.name, args.dtype, wid)):
+            if measure == target.tuning_measure:
+                print(f"kept     {wid} (already tuned by {measure})")
+                continue
+            print(f"re-tune  {wid}: its record was tuned by {measure}, this target tunes by {target.tuning_measure}")
         try:
             tuning.tune(wid, args.dtype, target, args.trials)
         except KeyboardInterrupt as err:
@@ -355,7 +357,8 @@ def _add_tune(sub) -> None:
     p.add_argument("--dtype", required=True, help=", ".join(workloads.DTYPES))
     p.add_argument("--workload", type=_names, help="comma-separated ids or model names (default: seed + resnet50)")
     p.add_argument("--trials", type=_positive, default=64, help="MetaSchedule trials per workload (at least 1)")
-    p.add_argument("--skip-existing", action="store_true", help="keep workloads that have a record")
+    p.add_argument("--skip-existing", action="store_true",
+                   help="keep workloads whose record was tuned by this target's measure")
     p.set_defaults(func=cmd_tune)
 
 

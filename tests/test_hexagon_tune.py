@@ -200,6 +200,16 @@ def test_tune_command_writes_a_hexagon_record_that_replays(cli, records):
     if previous["kept"]:
         assert second["trace"] == record["trace"] and "the record it replaces kept" in again.stdout
     assert tuning.trace_digest(second["trace"]) == second["trace_sha256"]
+    # --skip-existing keeps a record tuned by packets, and re-tunes one tuned by emulated seconds.
+    path = tuning.trace_path(QF, "float16", MEAN)
+    kept = cli("tune", "--target", QF, "--dtype", "float16", "--workload", MEAN, "--trials", "1", "--skip-existing")
+    assert kept.returncode == 0 and f"kept     {MEAN} (already tuned by packets)" in kept.stdout
+    assert json.loads(path.read_text()) == second
+    path.write_text(json.dumps({**second, "measure": "emulated"}))
+    again = cli("tune", "--target", QF, "--dtype", "float16", "--workload", MEAN, "--trials", "1", "--skip-existing")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"re-tune  {MEAN}: its record was tuned by emulated, this target tunes by packets" in again.stdout
+    assert json.loads(path.read_text())["measure"] == "packets"
     tuned = measurement.measure(Combo.resolve(MEAN, "float16", QF, "tuned"))
     assert tuned.ok, tuned.reason
     assert tuned.tuned_from == QF and tuned.emulated_s > 0

@@ -179,6 +179,14 @@ def tune(workload_id: str, dtype: str, target, trials: int, log=print) -> dict:
     return record
 
 
+def existing_measure(target_name: str, dtype: str, workload_id: str) -> str | None:
+    """What the record of (target, workload, dtype) was tuned by (its ``measure``: "latency",
+    "packets", or "emulated" for Hexagon records ranked by the emulator's CPU seconds); None where
+    there is no record. A damaged record is an error naming it (DamagedRecord)."""
+    path = trace_path(target_name, dtype, workload_id)
+    return read_record(path)[1].get("measure", "latency") if path.exists() else None
+
+
 def _previous_trace(target_name: str, dtype: str, workload_id: str) -> dict | None:
     """The record this tuning replaces (None when there is none, or it cannot be read)."""
     path = trace_path(target_name, dtype, workload_id)
