@@ -110,6 +110,22 @@ def test_the_record_says_whose_trace_replayed(records):
     assert default.tuned_from is None and "tuned_from" not in default.to_json()
 
 
+def test_committed_packet_records_count_every_candidate_that_ran():
+    """A candidate's packets can pass 1e9 (scalar fp16 code runs billions): it ran, and the record
+    counts it as measured, never among the failures (whose MetaSchedule seconds read 1e10)."""
+    found = [tuning.read_record(path)[1] for path in sorted(tuning.records_dir(QF, "float16").glob("traces/*.json"))]
+    by_packets = [r for r in found if r["measure"] == "packets"]
+    assert by_packets and {r["measure"] for r in found} <= {"packets", "emulated"}
+    for record in by_packets:
+        packets = record["candidates_packets"]
+        assert record["candidates_measured"] == len(packets) == len(record["candidates_emulated_s"])
+        assert record["candidates_measured"] + record["candidates_failed"] == record["trials"]
+        assert packets == sorted(packets) and record["best_packets"] <= packets[0]
+        if "previous_record" in record and "packets" in record["previous_record"]:
+            assert record["best_packets"] == min(packets[0], record["previous_record"]["packets"])
+    assert any(max(r["candidates_packets"]) > 1e9 for r in by_packets)
+
+
 def test_output_check_tells_wrong_from_rounded():
     ref = np.linspace(-2, 2, 64).reshape(1, 64)
     check = tuning._output_check(lambda: ref)

@@ -34,7 +34,9 @@ from suite.errors import OrderNotApplicable, UserError, first_line
 #: (a user's own records, or a test's).
 RECORDS_DIR = Path(__file__).resolve().parent.parent / "tuning_records"
 RECORDS_ENV = "TVM_SUITE_TUNING_RECORDS"
-#: MetaSchedule's run_secs of a candidate whose build or run failed are 1e10.
+#: MetaSchedule's run_secs of a candidate whose build or run failed are 1e10 (a threshold for
+#: seconds only: the packets a Hexagon candidate executes can pass 1e9, so those are counted from
+#: the runner's own list).
 FAILED_RUN_S = 1e9
 #: What a record says its measure was, per the target's ``tuning_measure`` (records tuned for
 #: hexagon-v68-qf before it ranked by packets say "emulated": the emulator's CPU seconds).
@@ -142,8 +144,11 @@ def tune(workload_id: str, dtype: str, target, trials: int, log=print) -> dict:
         if schedule is None:
             raise UserError(f"MetaSchedule found no valid schedule for {workload_id} in {trials} trials")
         runs = [r for r in database.get_all_tuning_records() if r.run_secs]
-        measured = sorted(min(float(s) for s in r.run_secs) for r in runs)
-        measured = [s for s in measured if s < FAILED_RUN_S]
+        if beside is None:  # MetaSchedule's seconds, where a failure reads 1e10
+            measured = sorted(min(float(s) for s in r.run_secs) for r in runs)
+            measured = [s for s in measured if s < FAILED_RUN_S]
+        else:  # the runner's own list of what ran: a count of packets may well exceed 1e9
+            measured = sorted(beside)
         logs = _keep_logs(Path(work_dir), f"{target.name}-{dtype}-{workload_id}")
     elapsed = time.perf_counter() - started
     record = {
@@ -160,11 +165,11 @@ def tune(workload_id: str, dtype: str, target, trials: int, log=print) -> dict:
     }
     trace = _plain(schedule.trace.as_json())
     if target.tuning_measure == "packets":
-        pairs = sorted(beside or ())
-        record.update(best_packets=pairs[0][0] if pairs else None, best_emulated_s=pairs[0][1] if pairs else None,
-                      candidates_packets=[p for p, _ in pairs], candidates_emulated_s=[s for _, s in pairs])
-        best = f"best {pairs[0][0]:,} packets ({pairs[0][1]:.4g} s emulated)" if pairs else "no candidate ran"
-        if previous is not None and measure_module is not None and pairs:
+        record.update(best_packets=measured[0][0] if measured else None,
+                      best_emulated_s=measured[0][1] if measured else None,
+                      candidates_packets=[p for p, _ in measured], candidates_emulated_s=[s for _, s in measured])
+        best = f"best {measured[0][0]:,} packets ({measured[0][1]:.4g} s emulated)" if measured else "no candidate ran"
+        if previous is not None and measure_module is not None and measured:
             trace, best = _against_previous(previous, module, measure_module, record, trace, best, log)
     else:
         record.update(best_measured_s=measured[0] if measured else None, candidates_s=measured)
