@@ -132,6 +132,7 @@ def tune(workload_id: str, dtype: str, target, trials: int, log=print) -> dict:
     options = target.tuning_options(inputs, workload.output_shape, dtype,
                                     check=_output_check(lambda: reference.evaluate(workload.chain, inputs)))
     beside = options.pop("measured", None)      # the runner's (packets, emulated s) per candidate
+    by_packets = target.tuning_measure == "packets"
     measure_module = options.pop("measure_module", None)
     previous = _previous_trace(target.name, dtype, workload_id)
     started = time.perf_counter()
@@ -144,11 +145,10 @@ def tune(workload_id: str, dtype: str, target, trials: int, log=print) -> dict:
         if schedule is None:
             raise UserError(f"MetaSchedule found no valid schedule for {workload_id} in {trials} trials")
         runs = [r for r in database.get_all_tuning_records() if r.run_secs]
-        if beside is None:  # MetaSchedule's seconds, where a failure reads 1e10
-            measured = sorted(min(float(s) for s in r.run_secs) for r in runs)
-            measured = [s for s in measured if s < FAILED_RUN_S]
-        else:  # the runner's own list of what ran: a count of packets may well exceed 1e9
+        if by_packets:  # the runner's own list of what ran: a count of packets may well exceed 1e9
             measured = sorted(beside)
+        else:  # MetaSchedule's seconds, where a failure reads 1e10
+            measured = [s for s in sorted(min(float(s) for s in r.run_secs) for r in runs) if s < FAILED_RUN_S]
         logs = _keep_logs(Path(work_dir), f"{target.name}-{dtype}-{workload_id}")
     elapsed = time.perf_counter() - started
     record = {
@@ -164,7 +164,7 @@ def tune(workload_id: str, dtype: str, target, trials: int, log=print) -> dict:
         "candidates_failed": len(runs) - len(measured),
     }
     trace = _plain(schedule.trace.as_json())
-    if target.tuning_measure == "packets":
+    if by_packets:
         record.update(best_packets=measured[0][0] if measured else None,
                       best_emulated_s=measured[0][1] if measured else None,
                       candidates_packets=[p for p, _ in measured], candidates_emulated_s=[s for _, s in measured])
