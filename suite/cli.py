@@ -167,7 +167,7 @@ def cmd_tune(args) -> int:
     if reason := target.unavailable():  # no GPU, tools missing: one line before any work
         raise UserError(f"{target.name} cannot be tuned here: {reason}")
     target.tuning_target()  # NotTunable (one line) before any work
-    tuned = []
+    tuned, busy = [], []
     for wid in select_workloads(args.workload):
         if args.skip_existing and (measure := tuning.existing_measure(target.name, args.dtype, wid)):
             if measure == target.tuning_measure:
@@ -176,11 +176,18 @@ def cmd_tune(args) -> int:
             print(f"re-tune  {wid}: its record was tuned by {measure}, this target tunes by {target.tuning_measure}")
         try:
             tuning.tune(wid, args.dtype, target, args.trials)
+        except tuning.TuningInProgress as err:  # the others are still worth tuning; said at the end
+            print(f"busy     {err}")
+            busy.append(wid)
+            continue
         except KeyboardInterrupt as err:
             done = f"{len(tuned)} record(s) written before it ({', '.join(tuned)})" if tuned else "no record written"
             raise Interrupted(f"{wid} was not tuned (its temporary MetaSchedule directory removed); {done}",
                               "SIGTERM" if isinstance(err, Terminated) else "SIGINT") from None
         tuned.append(wid)
+    if busy:
+        raise UserError(f"not tuned, another process was tuning them: {', '.join(busy)}; when it is done, "
+                        f"`--skip-existing` keeps its records")
     return 0
 
 

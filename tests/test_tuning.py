@@ -1,6 +1,7 @@
 """MetaSchedule tuning into the repository, and replay of committed traces as the `tuned` order."""
 
 import json
+import os
 import shutil
 
 import pytest
@@ -78,3 +79,21 @@ def test_tune_command_stores_the_trace_and_every_candidates_measure(cli, tmp_pat
     assert trace["candidates_measured"] == len(trace["candidates_s"]) >= 1
     assert trace["candidates_s"] == sorted(trace["candidates_s"]) and trace["candidates_s"][0] == trace["best_measured_s"]
     assert not (tuning.records_dir("llvm", "float32") / "database").exists()  # traces only
+
+
+def test_a_record_another_process_is_tuning_is_left_to_it(cli, tmp_path, monkeypatch):
+    """Two processes tuning one record would each write their best, and the last write wins, the
+    worse schedule included: the second leaves it, says who holds it, and exits non-zero."""
+    monkeypatch.setenv(tuning.RECORDS_ENV, str(tmp_path / "records"))
+    with tuning.tuning_lock("llvm", "float32", "resnet50.mean.7x7x2048"):
+        done = cli("tune", "--dtype", "float32", "--workload", "resnet50.mean.7x7x2048", "--trials", "4")
+        with pytest.raises(tuning.TuningInProgress, match=f"being tuned by pid {os.getpid()} on "):
+            with tuning.tuning_lock("llvm", "float32", "resnet50.mean.7x7x2048"):
+                pass
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"busy     resnet50.mean.7x7x2048 float32 llvm is being tuned by pid {os.getpid()} on " in done.stdout
+    assert "not tuned, another process was tuning them: resnet50.mean.7x7x2048;" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not tuning.trace_path("llvm", "float32", "resnet50.mean.7x7x2048").exists()
+    with tuning.tuning_lock("llvm", "float32", "resnet50.mean.7x7x2048"):  # released with its holder
+        pass

@@ -17,9 +17,12 @@ applies is a failure of that TVM.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
+import socket
 import tempfile
 import time
 from pathlib import Path
@@ -51,6 +54,10 @@ MEASURES = {
 
 class NoTunedRecord(OrderNotApplicable):
     """No record for this combination: the ``tuned`` order does not apply (a skip)."""
+
+
+class TuningInProgress(UserError):
+    """Another process holds the record's tuning lock (:func:`tuning_lock`)."""
 
 
 class TraceDoesNotApply(RuntimeError):
@@ -121,8 +128,38 @@ def _plain(value):
         return str(value)
 
 
+@contextlib.contextmanager
+def tuning_lock(target_name: str, dtype: str, workload_id: str):
+    """Held while one process tunes the record of (target, workload, dtype); TuningInProgress,
+    naming the holder, when another process holds it. Without it two processes tuning the same
+    record each write their best, and the last write wins even when it is the worse schedule. The
+    lock (flock, released by the kernel when its holder dies) is a file in the cache, named by the
+    record's path, so that it also covers a records directory of TVM_SUITE_TUNING_RECORDS."""
+    record = trace_path(target_name, dtype, workload_id).resolve()
+    locks = cache.root() / "tune-locks"
+    locks.mkdir(exist_ok=True)
+    with open(locks / f"{workload_id}-{cache.digest(str(record))}.lock", "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            holder = lock.read().strip() or "another process"
+            raise TuningInProgress(f"{workload_id} {dtype} {target_name} is being tuned by {holder} "
+                                   f"(into {record})") from None
+        lock.truncate(0)
+        lock.write(f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}")
+        lock.flush()
+        yield
+
+
 def tune(workload_id: str, dtype: str, target, trials: int, log=print) -> dict:
-    """Tune one workload with MetaSchedule and store its best trace in the records directory."""
+    """Tune one workload with MetaSchedule and store its best trace in the records directory,
+    holding the record's :func:`tuning_lock` throughout."""
+    with tuning_lock(target.name, dtype, workload_id):
+        return _tune(workload_id, dtype, target, trials, log)
+
+
+def _tune(workload_id: str, dtype: str, target, trials: int, log) -> dict:
     ms = compat.meta_schedule()
     workload = workloads.get(workload_id)
     func = workloads.prim_func(workload, dtype)
