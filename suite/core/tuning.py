@@ -171,7 +171,7 @@ def _tune(workload_id: str, dtype: str, target, trials: int, log) -> dict:
     beside = options.pop("measured", None)      # the runner's (packets, emulated s) per candidate
     by_packets = target.tuning_measure == "packets"
     measure_module = options.pop("measure_module", None)
-    previous = _previous_trace(target.name, dtype, workload_id)
+    previous = _previous_trace(target, dtype, workload_id)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tvm-suite-tune-") as work_dir:
         database = ms.tune_tir(
@@ -229,37 +229,45 @@ def existing_measure(target_name: str, dtype: str, workload_id: str) -> str | No
     return read_record(path)[1].get("measure", "latency") if path.exists() else None
 
 
-def _previous_trace(target_name: str, dtype: str, workload_id: str) -> dict | None:
-    """The record this tuning replaces (None when there is none, or it cannot be read)."""
-    path = trace_path(target_name, dtype, workload_id)
-    if not path.exists():
+def _previous_trace(target, dtype: str, workload_id: str) -> dict | None:
+    """The record the ``tuned`` order replays on this target today (:func:`records_target` over
+    ``target.records_from``): the one this tuning replaces, or another target's (llvm's, for a
+    Hexagon workload never tuned for Hexagon), which the new record supersedes all the same. None
+    when there is none, or it cannot be read."""
+    name = records_target(target.records_from, dtype, workload_id)
+    if name is None:
         return None
     try:
-        return read_record(path)[1]
+        return {"target": name, **read_record(trace_path(name, dtype, workload_id))[1]}
     except DamagedRecord:
         return None
 
 
 def _against_previous(previous: dict, module, measure_module, record: dict, trace, best: str, log):
-    """A deterministic measure lets the record being replaced compete with the search's best: its
-    trace, measured now as the candidates were, is kept where it is better, so that a re-tune never
-    leaves a worse schedule than the one committed (a search of a few dozen trials can miss it).
-    Returns (the trace kept, the words for the log) and notes the comparison in ``record``."""
+    """A deterministic measure lets the record being replaced (the one ``tuned`` replays today,
+    :func:`_previous_trace`) compete with the search's best: its trace, measured now as the
+    candidates were, is kept where it is better, so that a tuning never leaves ``tuned`` slower
+    than it was (a search of a few dozen trials can miss a schedule found before, or find nothing
+    better than another target's). Returns (the trace kept, the words for the log) and notes the
+    comparison in ``record`` (``previous_record``, with the target whose record it was)."""
+    whose = "the record it replaces" if previous["target"] == record["target"] else f"{previous['target']}'s record"
     try:
         schedule = compat.schedule(module["main"])
         compat.apply_trace(previous["trace"], schedule)
         packets, emulated_s = measure_module(schedule.mod)
     except Exception as err:  # it no longer replays, builds or runs here: the search's best stands
-        log(f"the record it replaces could not be measured ({first_line(err)}): the search's best is kept")
-        record["previous_record"] = {"trace_sha256": previous.get("trace_sha256"), "failed": first_line(err)}
+        log(f"{whose} could not be measured ({first_line(err)}): the search's best is kept")
+        record["previous_record"] = {"target": previous["target"], "trace_sha256": previous.get("trace_sha256"),
+                                     "failed": first_line(err)}
         return trace, best
     kept = packets < record["best_packets"]
-    record["previous_record"] = {"trace_sha256": previous.get("trace_sha256"), "measure": previous.get("measure"),
-                                 "packets": packets, "emulated_s": emulated_s, "kept": kept}
+    record["previous_record"] = {"target": previous["target"], "trace_sha256": previous.get("trace_sha256"),
+                                 "measure": previous.get("measure", "latency"), "packets": packets,
+                                 "emulated_s": emulated_s, "kept": kept}
     if not kept:
-        return trace, f"{best}; the record it replaces: {packets:,} packets"
+        return trace, f"{best}; {whose}: {packets:,} packets"
     record.update(best_packets=packets, best_emulated_s=emulated_s)
-    return previous["trace"], (f"the record it replaces kept: {packets:,} packets ({emulated_s:.4g} s emulated), "
+    return previous["trace"], (f"{whose} kept: {packets:,} packets ({emulated_s:.4g} s emulated), "
                                f"fewer than the search's {best}")
 
 
