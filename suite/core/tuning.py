@@ -171,7 +171,8 @@ def _tune(workload_id: str, dtype: str, target, trials: int, log) -> dict:
     beside = options.pop("measured", None)      # the runner's (packets, emulated s) per candidate
     by_packets = target.tuning_measure == "packets"
     measure_module = options.pop("measure_module", None)
-    previous = _previous_trace(target, dtype, workload_id)
+    # Read before the search (the lock keeps it as it is); only a deterministic measure compares it.
+    previous = _previous_trace(target, dtype, workload_id) if by_packets else None
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tvm-suite-tune-") as work_dir:
         database = ms.tune_tir(
@@ -206,7 +207,7 @@ def _tune(workload_id: str, dtype: str, target, trials: int, log) -> dict:
                       best_emulated_s=measured[0][1] if measured else None,
                       candidates_packets=[p for p, _ in measured], candidates_emulated_s=[s for _, s in measured])
         best = f"best {measured[0][0]:,} packets ({measured[0][1]:.4g} s emulated)" if measured else "no candidate ran"
-        if previous is not None and measure_module is not None and measured:
+        if previous is not None and measured:
             trace, best = _against_previous(previous, module, measure_module, record, trace, best, log)
     else:
         record.update(best_measured_s=measured[0] if measured else None, candidates_s=measured)
