@@ -12,25 +12,30 @@ that it builds every combination, its helper process building the next ones whil
 the current one (suite.core.ahead). Then, for every pair (A, B):
 
 - A/A: `tvm-suite gate --commit B --baseline A`, with re-measurement off and on: any NOT READY is a
-  false alarm;
-- A/B, the statistic: B's recorded samples of one combination scaled by 1.3, gate with
-  re-measurement off: a catch is that combination judged slower (another combination failing on
-  noise is not).
+  false alarm (each `run` gives the gate's verdict against the run before it and keeps its
+  re-measurements; they are removed before the pairs are judged, so that each gate decides anew);
+- A/B, the statistic: B's recorded samples of one combination scaled by 1.3 in the verified history
+  (the gate is a pure function of it: suite.reporting.gate.evaluate), judged without
+  re-measurement: a catch is that combination judged slower (another combination failing on noise
+  is not).
 
 Prints the tables (decisions, false alarms, misses, run wall times) and writes them as JSON.
 """
 
 import argparse
+import dataclasses
 import json
 import multiprocessing
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from suite.core import runstore, timing
+from suite.core import runstore
+from suite.reporting import gate, results, thresholds
 
 WORKLOADS = "seed.conv2d_nhwc_7x7s2,resnet50.matmul_add.2048-1000,resnet50.conv2d_add_relu.56x56x64-k1s1-64," \
             "resnet50.conv2d_add_relu.28x28x128-k3s1-128"
@@ -60,42 +65,39 @@ def _latency_line(gate) -> str:
     return next((line for line in gate.stdout.splitlines() if line.startswith("latency vs")), "")
 
 
-def _aa_ratios(run_dir, a, b) -> dict[str, float]:
+def _aa_ratios(history, a, b) -> dict[str, float]:
     """Per combination, the median of B's samples over the median of A's."""
-    ratios = {}
-    for kept in sorted((runstore.commit_dir(run_dir, a) / "timings").glob("*.json")):
-        ids = kept.name[:-len(".json")].split(".")
-        ids = (".".join(ids[:-3]), *ids[-3:])
-        ratios[" ".join(ids)] = timing.load(run_dir, b, ids).median / timing.load(run_dir, a, ids).median
-    return ratios
+    before, after = history.kept(a).timings, history.kept(b).timings
+    return {" ".join(ids): after[ids].median / before[ids].median for ids in sorted(before) if ids in after}
+
+
+def _planted(history, b):
+    """The history with B's samples of SCALED made 1.3x slower: a slowdown the gate must catch."""
+    side = history.kept(b)
+    kept = side.timings[SCALED]
+    slower = dataclasses.replace(kept, samples_s=tuple(s * 1.3 for s in kept.samples_s))
+    return dataclasses.replace(history, side={**history.side, b: dataclasses.replace(
+        side, timings={**side.timings, SCALED: slower})})
 
 
 def _gate_pair(out, repo, a, b):
     """The A/A gates (re-measurement off and on) and the A/B gate of the pair (A, B)."""
-    results = str(out / "asv" / "results")
-    base = ("gate", "--results", results, "--commit", b, "--baseline", a, "--tvm-repo", str(repo))
+    results_dir = out / "asv" / "results"
+    base = ("gate", "--results", str(results_dir), "--commit", b, "--baseline", a, "--tvm-repo", str(repo))
     off, on = _suite(*base, "--no-remeasure"), _suite(*base)
-    run_dir = out / "asv"
-    timing = runstore.path(run_dir, "timings", b, SCALED)
-    kept = timing.read_text()
-    scaled = json.loads(kept)
-    scaled["samples_s"] = [s * 1.3 for s in scaled["samples_s"]]
-    # A planted slowdown, sealed as the run's own (the gate refuses side data its manifest does not vouch for).
-    timing.write_text(json.dumps(scaled))
-    runstore.seal(run_dir, b)
-    ab = _suite(*base, "--no-remeasure")
-    timing.write_text(kept)
-    runstore.seal(run_dir, b)
+    history = results.load(results_dir, repo)
+    ab = gate.evaluate_named(_planted(history, b), b, thresholds.load(), a)
+    latency = next(c for c in ab.checks if c.name.startswith("latency vs"))
     # The gate's detail lines read "<verdict>: <workload> <dtype> <target> <order>: <ratio>x, p ...".
-    judged_slower = any(line.strip().startswith(("slower:", "suspect:", "confirmed:")) and " ".join(SCALED) in line
-                        for line in ab.stdout.splitlines())
+    judged_slower = any(line.startswith(("slower:", "suspect:", "confirmed:")) and " ".join(SCALED) in line
+                        for line in latency.details)
     return {
         "pair": [a[:10], b[:10]],
         "aa_exit_no_remeasure": off.returncode, "aa_exit_remeasure": on.returncode,
         "aa_latency_no_remeasure": _latency_line(off), "aa_latency_remeasure": _latency_line(on),
         "aa_failing": [line for line in off.stdout.splitlines() if line.startswith("fail:")],
-        "aa_ratios": _aa_ratios(run_dir, a, b),
-        "ab_caught": judged_slower, "ab_latency_fail": "FAIL" in _latency_line(ab), "ab_exit": ab.returncode,
+        "aa_ratios": _aa_ratios(history, a, b),
+        "ab_caught": judged_slower, "ab_latency_status": latency.status.value, "ab_exit": int(ab.verdict.exit_code),
     }
 
 
@@ -131,10 +133,12 @@ def main(argv=None) -> int:
             done = _suite("run", "--quick", "--workloads", WORKLOADS, "--orders", "tuned", "--out", str(out / "asv"),
                           "--tvm-repo", str(repo), "--tvm-commit", commit, cache=cache)
             walls.append(time.perf_counter() - t0)
-            if done.returncode != 0:
+            if not done.stdout.strip().splitlines()[-1:] or not done.stdout.strip().splitlines()[-1].startswith(
+                    "verdict: "):  # a run's verdict (against the run before it) may be anything; its end may not
                 print(done.stdout[-2000:], done.stderr[-2000:])
                 return 1
             print(f"run {len(walls)}/{len(commits)}: {walls[-1]:.1f} s", flush=True)
+        shutil.rmtree(out / "asv" / runstore.RUNS / runstore.GATE, ignore_errors=True)
         rows = [_gate_pair(out, repo, a, b) for a, b in zip(commits[::2], commits[1::2])]
     finally:
         for h in hogs:
@@ -143,14 +147,15 @@ def main(argv=None) -> int:
         "load": args.load, "builds": args.builds, "pairs": args.pairs, "run_wall_s": {"median": statistics.median(walls), "min": min(walls),
                                                               "max": max(walls), "total": sum(walls)},
         "aa_false_not_ready_no_remeasure": sum(r["aa_exit_no_remeasure"] == 1 for r in rows),
+        "aa_no_verdict_no_remeasure": sum(r["aa_exit_no_remeasure"] == 2 for r in rows),
         "aa_false_not_ready_remeasure": sum(r["aa_exit_remeasure"] == 1 for r in rows),
-        "aa_latency_fail_no_remeasure": sum("FAIL" in r["aa_latency_no_remeasure"] for r in rows),
+        "aa_latency_suspect_no_remeasure": sum("UNDECIDED" in r["aa_latency_no_remeasure"] for r in rows),
         "aa_latency_fail_remeasure": sum("FAIL" in r["aa_latency_remeasure"] for r in rows),
         "aa_ratio_range": [min(v for r in rows for v in r["aa_ratios"].values()),
                            max(v for r in rows for v in r["aa_ratios"].values())],
         "aa_combination_pairs": sum(len(r["aa_ratios"]) for r in rows),
         "ab_caught": sum(r["ab_caught"] for r in rows),
-        "ab_latency_fail": sum(r["ab_latency_fail"] for r in rows),
+        "ab_latency_not_pass": sum(r["ab_latency_status"] != "PASS" for r in rows),
         "rows": rows,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))

@@ -56,7 +56,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     from suite.core import metrics, reference, workloads
     from suite.core.combo import Combo
-    from suite.reporting import rules
+    from suite.reporting import rules, thresholds
 
     workload = workloads.get(workloads.SEED_ID)
     inputs = _inputs(workload, args.inputs)
@@ -67,7 +67,7 @@ def main(argv=None) -> int:
     twins = default.target.ieee_twin
     base, _ = _output(default, inputs)
     base_twin = _output(default, inputs, ieee_twin=True)[0] if twins else None
-    thresholds = rules.load_thresholds()
+    limits = thresholds.load()
     print(f"seed conv2d float16 on {args.target}, inputs: {args.inputs}")
     print("| order | qfloat instr. | vs default: differ | max | mean | vs llvm same order: differ | max | mean "
           "| ULP mean | err ratio vs default | bias shift | prob. bound | IEEE twin: vs twin default: differ "
@@ -88,7 +88,7 @@ def main(argv=None) -> int:
             twin_out, _ = _output(Combo.resolve(workload.id, "float16", args.target, order), inputs, ieee_twin=True)
             twin = {f"twin_{k}": v for k, v in metrics.error_shift(twin_out, base_twin, ref).items()}
             twin["differ"] = _compare(twin_out, base_twin)[0]
-            cause = rules.attribute({**shift, **twin}, args.target, thresholds)["cause"] or "not marked"
+            cause = rules.attribute({**shift, **twin}, args.target, limits)["cause"] or "not marked"
         print(f"| {order} | {record.codegen.get('qfloat_total', '-')} | {vs_default[0]:.1%} | {vs_default[1]:.4g} "
               f"| {vs_default[2]:.4g} | {vs_llvm[0]:.1%} | {vs_llvm[1]:.4g} | {vs_llvm[2]:.4g} | {m['ulp_mean']:.3g} "
               f"| {shift['error_ratio']:.3f} | {shift['bias_shift']:+.3f} | {m['prob_bound_fraction']:.3g} "

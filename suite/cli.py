@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -19,8 +20,7 @@ from suite import cache, targets
 from suite.core import measurement, schedules, timing, workloads
 from suite.core.combo import Combo, Grid, select_workloads
 from suite.core.record import Kind
-from suite.errors import Interrupted, Skipped, Terminated, UserError, on_signal, raise_if_signalled
-from suite.progress import announce
+from suite.errors import ExitCode, Interrupted, Skipped, Terminated, UserError, on_signal
 
 
 def _print_table(rows: list[list[str]], header: list[str]) -> None:
@@ -72,11 +72,11 @@ def cmd_measure(args) -> int:
         median = float(np.median(samples))
         shown["latency"] = {"samples_s": samples, "median_s": median, "gflops": timing.gflops(combo, median)}
     if args.against and record.ok:
-        from suite.reporting import rules
+        from suite.reporting import rules, thresholds
 
         try:
             found = measurement.divergence(combo, args.against)
-            shown["divergence"] = {**found, **rules.attribute(found, combo.target.name, rules.load_thresholds())}
+            shown["divergence"] = {**found, **rules.attribute(found, combo.target.name, thresholds.load())}
         except Skipped as err:
             shown["divergence"] = {"against": args.against, "skipped": str(err)}
     if args.save_arrays:
@@ -195,25 +195,13 @@ def cmd_tune(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from suite.history import installed
-    from suite.reporting import report
+    from suite import run
 
-    orders = args.orders or list(installed.QUICK_ORDERS if args.quick else schedules.ORDERS)
+    orders = args.orders or list(run.QUICK_ORDERS if args.quick else schedules.ORDERS)
     grid = Grid.of(args.workloads, args.dtypes, args.targets, orders)
-    out = args.out
-    summary = installed.run_installed(grid, quick=args.quick, out_dir=out, tvm_repo=args.tvm_repo,
-                                      tvm_commit=args.tvm_commit, cluster=args.cluster)
-    # The suite's own report: static, works offline (asv's HTML loads its scripts from CDNs).
-    announce("report")
-    try:
-        report.make_report(out / "results", out / "report", tvm_repo=args.tvm_repo)
-        raise_if_signalled()
-    except KeyboardInterrupt as err:
-        raise Interrupted(f"the run was filed whole; its report was not written (tvm-suite report --results "
-                          f"{out / 'results'} --out {out / 'report'} writes it)",
-                          "SIGTERM" if isinstance(err, Terminated) else "SIGINT") from None
-    print(summary.text)
-    print(f"report:  {out / 'report' / 'index.html'}")
+    summary = run.run_installed(grid, quick=args.quick, out_dir=args.out, tvm_repo=args.tvm_repo,
+                                tvm_commit=args.tvm_commit, cluster=args.cluster, thresholds_path=args.thresholds)
+    say(summary.text)
     return summary.exit_status
 
 
@@ -244,37 +232,67 @@ def cmd_bisect(args) -> int:
 # ----------------------------------------------------------------------------- report, gate
 
 
-def _recover(results_dir: Path) -> None:
-    """Undo what a killed `tvm-suite run` left half-done in the run directory before reading it."""
-    from suite.core import runstore
+def _judged(args, remeasure):
+    """(history, gate result) of ``args.results``: the verified history, the verdict on
+    ``args.commit`` (the newest commit without one) against ``args.baseline``."""
+    from suite.reporting import gate, results, thresholds
 
-    for line in runstore.recover(runstore.of_results(results_dir)):
+    limits = thresholds.load(args.thresholds)
+    history = results.load(args.results, args.tvm_repo)
+    for line in history.recovered:
         print(f"recovered: {line}", file=sys.stderr)
+    commit = getattr(args, "commit", None) or history.commits[-1].hash
+    return history, gate.evaluate_named(history, commit, limits, args.baseline, remeasure)
 
 
 def cmd_report(args) -> int:
     from suite.reporting import report
 
-    _recover(args.results)
-    facts = report.make_report(args.results, args.out, tvm_repo=args.tvm_repo, thresholds_path=args.thresholds)
+    report.check_out(args.out, args.results.parent)
+    history, result = _judged(args, remeasure=None)
+    facts = report.make_report(history, result, args.out)
     d = facts["divergence"]
     first = d["first_divergent"]
-    print(f"report: {args.out / 'index.html'} and report.json ({len(facts['commits'])} commits, "
-          f"newest {facts['newest']['label']})")
-    print(f"first divergent commit: {first['label'] if first else 'none'}; last good: "
-          f"{d['last_good']['label'] if d['last_good'] else 'none'}; {len(d['marks'])} marks, "
-          f"{len(facts['regressions'])} regressions")
+    say(f"report: {args.out / 'index.html'} and report.json ({len(facts['commits'])} commits, "
+        f"newest {facts['newest']['label']})\n"
+        f"first divergent commit: {first['label'] if first else 'none'}; last good: "
+        f"{d['last_good']['label'] if d['last_good'] else 'none'}; {len(d['marks'])} marks, "
+        f"{len(facts['regressions'])} regressions\n{result.line()}")
     return 0
 
 
 def cmd_gate(args) -> int:
+    from suite import run
     from suite.reporting import gate
 
-    _recover(args.results)
-    text, status = gate.run_gate(args.results, args.commit, args.thresholds, args.tvm_repo, args.baseline,
-                                 remeasure=not args.no_remeasure)
-    print(text)
+    history, result = _judged(args, remeasure=None if args.no_remeasure else timing.remeasure)
+    run.keep_remeasured(history, result)
+    status = result.verdict.exit_code
+    say(gate.format_table(result, history), status)
     return status
+
+
+def say(text: str, status: int | None = None) -> None:
+    """Print ``text``; where standard output is gone (a closed pipe, a full disk), say so on
+    stderr and go on: what a command decided (its exit status) does not depend on it."""
+    try:
+        print(text, flush=True)
+    except OSError as err:
+        _stdout_lost(err, status)
+
+
+def _stdout_lost(err: OSError, status: int | None) -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's own flush at exit must not fail again
+        os.close(devnull)
+    except OSError:
+        pass
+    verdict = f"; exit {status} stands" if status is not None else ""
+    try:
+        print(f"tvm-suite: the output could not be written ({err.strerror or err}){verdict}", file=sys.stderr)
+    except OSError:
+        pass
 
 
 # ----------------------------------------------------------------------------- main
@@ -370,7 +388,8 @@ def _add_tune(sub) -> None:
 
 
 def _add_run(sub) -> None:
-    p = sub.add_parser("run", help="the main job: run the asv suite on the installed TVM, keep results")
+    p = sub.add_parser("run", help="the main job: run the asv suite on the installed TVM, keep results, give the "
+                                   "gate's verdict on it: exit 0 ready, 1 not ready, 2 no verdict or bad input")
     p.add_argument("--quick", action="store_true",
                    help="orders default and tuned only, few timing repeats (every workload still runs)")
     _grid(p, "all; quick: default,tuned")
@@ -380,6 +399,7 @@ def _add_run(sub) -> None:
     p.add_argument("--cluster", metavar="ADDRESS",
                    help="a Dask scheduler (tcp://HOST:8786) whose workers build, run and check every combination "
                         "not yet cached; latency is timed here (needs the cluster extra)")
+    p.add_argument("--thresholds", type=_path, help="TOML thresholds of the verdict (default: reports/thresholds.toml)")
     p.set_defaults(func=cmd_run)
 
 
@@ -413,17 +433,20 @@ def _add_report(sub) -> None:
     p.add_argument("--out", type=_path, required=True, help="directory to write index.html and report.json to")
     p.add_argument("--tvm-repo", type=_path, help="TVM clone whose history orders the commits")
     p.add_argument("--thresholds", type=_path, help="TOML thresholds (default: reports/thresholds.toml)")
+    p.add_argument("--baseline", help="baseline of the verdict on the newest commit (default: [latency] baseline)")
     p.set_defaults(func=cmd_report)
 
 
 def _add_gate(sub) -> None:
-    p = sub.add_parser("gate", help="release readiness of a commit: exit 0 ready, 1 not, 2 data missing")
+    p = sub.add_parser("gate", help="release readiness of a commit: exit 0 ready, 1 not ready, 2 data missing, "
+                                    "no verdict or bad input")
     p.add_argument("--results", type=_path, required=True, help="asv results directory")
     p.add_argument("--commit", required=True, help="candidate commit (hash, prefix or tag)")
     p.add_argument("--thresholds", type=_path, help="TOML thresholds (default: reports/thresholds.toml)")
     p.add_argument("--baseline", help="baseline commit for latency (default: [latency] baseline)")
     p.add_argument("--no-remeasure", action="store_true",
-                   help="judge latency on the recorded samples alone, without timing suspects again")
+                   help="do not time latency suspects again: a suspect no earlier gate timed again is no verdict "
+                        "(exit 2)")
     p.add_argument("--tvm-repo", type=_path, help="TVM clone whose history orders the commits")
     p.set_defaults(func=cmd_gate)
 
@@ -448,14 +471,28 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except UserError as err:
-        print(f"tvm-suite: error: {err}", file=sys.stderr)
+        _error(str(err))
         return err.exit_status
     except (Interrupted, KeyboardInterrupt) as err:
         terminated = isinstance(err, Terminated) or getattr(err, "signal_name", "") == "SIGTERM"
         kept = str(err) if isinstance(err, Interrupted) else INTERRUPTED.get(
             args.command, "every file it wrote is whole; what it measured is in the cache")
-        print(f"tvm-suite: interrupted ({'SIGTERM' if terminated else 'SIGINT'}): {kept}", file=sys.stderr)
-        return 143 if terminated else 130
+        _error(f"interrupted ({'SIGTERM' if terminated else 'SIGINT'}): {kept}", prefix="tvm-suite: ")
+        return ExitCode.SIGTERM if terminated else ExitCode.SIGINT
+    except BrokenPipeError as err:  # standard output closed under a command that was still printing
+        _stdout_lost(err, None)
+        return ExitCode.NO_VERDICT
+    except OSError as err:  # the environment: a full disk, a read-only directory, a file gone
+        where = f": {err.filename}" if err.filename else ""
+        _error(f"{err.strerror or err}{where}")
+        return ExitCode.NO_VERDICT
+
+
+def _error(message: str, prefix: str = "tvm-suite: error: ") -> None:
+    try:
+        print(f"{prefix}{message}", file=sys.stderr)
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":

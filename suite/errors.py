@@ -1,13 +1,25 @@
 """The two kinds of expected failure: the user's to fix, and a combination that cannot be measured;
 and the interruptions (Ctrl-C, SIGTERM)."""
 
+import enum
 import signal
+
+
+class ExitCode(enum.IntEnum):
+    """Every exit status of ``tvm-suite``, named once (README lists them per command)."""
+
+    OK = 0  #: done; gate, run: READY
+    NOT_READY = 1  #: gate, run: a check failed (a failed build included); measure: the combination failed
+    NO_VERDICT = 2  #: bad input, a missing tool, data missing or unreadable, suspects not re-measured
+    NOTHING_WORSENED = 3  #: bisect: the metric did not worsen over the range
+    SIGINT = 130  #: interrupted by Ctrl-C (128 + 2)
+    SIGTERM = 143  #: terminated (128 + 15)
 
 
 class UserError(Exception):
     """Bad input, a missing tool or an unsupported TVM: printed as one line, non-zero exit."""
 
-    exit_status = 2
+    exit_status = ExitCode.NO_VERDICT
 
 
 class Skipped(Exception):

@@ -74,10 +74,15 @@ def qf_two_commit_results(tmp_path_factory):
     return _made["qf"]
 
 
-def plant(run_dir: Path, commit: str, benchmark: str, ids: tuple, value: float) -> None:
-    """Set one value of the asv results of ``commit`` (a planted change, for tests)."""
+def plant(run_dir: Path, commit: str, benchmark: str, ids: tuple, value: float | None) -> None:
+    """Set one value of ``commit`` as a run that measured it would have filed it (a planted change,
+    for tests): in asv's results, and in the values its benchmark class reported (runs/<commit>/
+    values/), sealed again. A change to asv's results alone is damage, which readers refuse."""
     import itertools
     import json
+
+    from suite import tracked
+    from suite.core import runstore
 
     path = next(p for p in (run_dir / "results").glob("*/*.json")
                 if p.name != "machine.json" and json.loads(p.read_text())["commit_hash"] == commit)
@@ -86,6 +91,39 @@ def plant(run_dir: Path, commit: str, benchmark: str, ids: tuple, value: float) 
     combos = [tuple(c) for c in itertools.product(*params)]
     values[combos.index(tuple(f"'{name}'" for name in ids))] = value
     path.write_text(json.dumps(data))
+    metric = tracked.BY_BENCHMARK[benchmark]
+    kept = runstore.commit_dir(run_dir, commit) / runstore.values_relative(f"{metric.module}.{metric.cls}", ids)
+    reported = json.loads(kept.read_text()) if kept.exists() else {}
+    if value is None:  # a failed benchmark reports nothing
+        reported.pop(metric.name, None)
+    else:
+        reported[metric.name] = value
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.write_text(json.dumps(reported))
+    runstore.seal(run_dir, commit)
+
+
+def plant_samples(run_dir: Path, commit: str, ids: tuple, samples: list[float], tvm: str | None = None) -> None:
+    """Replace the timing samples of ``ids`` at ``commit``, and asv's latency and GFLOP/s with them,
+    as a run that timed them would have filed them (a planted change, for tests)."""
+    import json
+
+    import numpy as np
+
+    from suite.core import runstore
+
+    where = runstore.path(run_dir, "timings", commit, ids)
+    kept = json.loads(where.read_text())
+    before = float(np.median(kept["samples_s"]))
+    kept["samples_s"] = list(samples)
+    if tvm is not None:
+        kept["tvm"] = tvm
+    where.write_text(json.dumps(kept))
+    latency = float(np.median(samples))
+    gflops = json.loads((runstore.commit_dir(run_dir, commit) / runstore.values_relative(
+        "bench_latency.Throughput", ids)).read_text())["gflops"] * before / latency
+    plant(run_dir, commit, "bench_latency.Throughput.track_latency_median", ids, latency)
+    plant(run_dir, commit, "bench_latency.Throughput.track_gflops", ids, gflops)
 
 
 def plant_file(run_dir: Path, commit: str, relative: str, text: str) -> None:

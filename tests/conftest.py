@@ -1,5 +1,6 @@
 """Shared fixtures: every test session gets its own empty cache directory."""
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -38,3 +39,41 @@ def cli():
 
 def have_tool(name):
     return shutil.which(name) is not None
+
+
+@contextlib.contextmanager
+def read_only_copy(source: Path, where: Path):
+    """A copy of the directory ``source`` at ``where`` that cannot be written to, by anyone: a tmpfs
+    mounted read-only where this process may mount (root in a container), else the copy's write
+    bits taken away (which binds everyone but root). Skips the test where neither holds."""
+    where.mkdir(parents=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512m", "tmpfs", str(where)],
+                             capture_output=True).returncode == 0
+    try:
+        shutil.copytree(source, where, dirs_exist_ok=True, ignore=shutil.ignore_patterns("env*", "html"))
+        if mounted:
+            subprocess.run(["mount", "-o", "remount,ro", str(where)], check=True, capture_output=True)
+        elif os.geteuid() != 0:
+            subprocess.run(["chmod", "-R", "a-w", str(where)], check=True)
+        else:
+            pytest.skip("no read-only directory here: root cannot mount")
+        yield where
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", str(where)], capture_output=True)
+        else:
+            subprocess.run(["chmod", "-R", "u+w", str(where)], capture_output=True)
+
+
+@contextlib.contextmanager
+def small_filesystem(where: Path, size: str = "64k"):
+    """A file system of ``size`` mounted at ``where`` (a full disk, soon); skips where this process
+    cannot mount."""
+    where.mkdir(parents=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a small file system here (not root)")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)

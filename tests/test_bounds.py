@@ -187,6 +187,6 @@ def test_round_to_nearest_equal_positive_terms_can_exceed():
 
 
 def test_thresholds_lambda_is_the_default_asv_records():
-    from suite.reporting import rules
+    from suite.reporting import thresholds
 
-    assert rules.load_thresholds()["bound"]["lambda"] == DEFAULT_LAMBDA
+    assert thresholds.load().bound.lam == DEFAULT_LAMBDA

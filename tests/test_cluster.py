@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from suite import cache, compat
-from suite.core import cluster as dask_cluster, measurement, timing
+from suite.core import cluster as dask_cluster, measurement, runstore, timing
 from suite.core.combo import Combo
 from suite.core.record import Status
 from suite.errors import UserError
@@ -203,18 +203,18 @@ def test_a_grid_on_the_cluster_matches_the_local_run_bit_for_bit(cluster, tmp_pa
 def test_a_run_on_the_cluster_times_latency_here(cluster, tmp_path, monkeypatch):
     """`tvm-suite run --cluster`'s measuring phase: the cluster measures, this machine times."""
     from suite.core.combo import Grid
-    from suite.history import installed
+    from suite import run
 
     client_cache(tmp_path, monkeypatch)
     targets = ["llvm"] + (["hexagon-v68-emu"] if not hexagon.missing_tools() else [])
     grid = Grid.of([MEAN], ["float16"], targets, ["default"])
     lines = []
-    warm = installed.warm_cache(grid, tmp_path / "run", "0" * 40, log=lines.append, cluster=cluster.address)
+    warm = run.warm_cache(grid, tmp_path / "run", "0" * 40, log=lines.append, cluster=cluster.address)
     assert any(line.startswith(f"cluster: {len(targets)} combinations to {cluster.address}") for line in lines)
     assert all(r.ok and r.measured_on for r in warm["records"].values())  # measured by the workers
     (native,) = warm["latency"]  # emulated time is never latency
     assert native.target.name == "llvm"
-    kept = timing.load(tmp_path / "run", "0" * 40, native.ids)
+    kept = runstore.own_timing(tmp_path / "run", "0" * 40, native.ids)
     assert kept.tvm == compat.build_id() and kept.kernel == str(native.entry / "kernel.so")  # timed here
 
 

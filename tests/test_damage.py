@@ -119,14 +119,17 @@ RUN_FILES = {
     "results/benchmarks.json": ("gate", "report"),
     "results/*/*.json": ("gate", "report"),
     "asv.installed.json": ("gate", "report"),
+    # The side data is loaded whole and verified by every reader (suite.reporting.results.load).
     "runs/*/manifest.json": ("gate", "report"),
-    "runs/*/build.json": ("gate",),
+    "runs/*/build.json": ("gate", "report"),
     "runs/*/timings/*.json": ("gate", "report"),
-    "runs/*/maps/*.npz": ("report",),
-    "runs/*/records/*.txt": ("report",),
+    "runs/*/values/*/*.json": ("gate", "report"),
+    "runs/*/maps/*.npz": ("gate", "report"),
+    "runs/*/records/*.txt": ("gate", "report"),
     "runs/*/failures/*.txt": ("gate", "report"),
-    "runs/*/peers/*.json": None,   # read by asv's benchmark processes during the run only
-    "gate/*.json": None,           # the gate's own re-measurements: a damaged one is not reused
+    "runs/*/peers/*.json": ("gate", "report"),  # only where PyTorch is installed
+    "runs/gate/*.json": ("gate", "report"),     # re-measurements a gate or run kept (sealed)
+    "runs/.lock": None,                         # the run directory's lock: its holder, in words
     "asv.log": None, "measure.log": None, "html/*": None, "report/*": None, "results-archive/*": None,
     "tvm-versions/*": None,
 }
@@ -145,6 +148,10 @@ def llvm_run(tmp_path_factory):
     ids = (WORKLOAD, "float16", "llvm", "tuned")
     plant(base, commits[1], "bench_accuracy.Accuracy.track_ulp_mean", ids, None)
     plant_file(base, commits[1], runstore.relative("failures", ids), "seed failed: planted for the damage matrix")
+    # a re-measurement a gate kept (the fixture's A/A pair had no suspect to time again)
+    runstore.keep_remeasured(base, commits[0], commits[1], [
+        {"ids": list(ids), "machine": "m", "verdict": "noisy", "remeasured": [1.0, 0.5], "samples": "0" * 16,
+         "runtime": None}])
     marks = base.parent / "marks.toml"  # marks everything, so that the report reads every map
     marks.write_text("[divergence]\nmax_bias_shift = 0.0\nmin_z = 0.0\n")
     return base, repo, commits, marks
@@ -194,6 +201,8 @@ def _candidate_file(run_dir: Path, pattern: str, commit: str) -> str:
     """The file of ``pattern`` the commands read for the candidate ``commit`` (or the only one)."""
     found = [f for f in _run_files(run_dir) if run_kind(f) == pattern]
     per_commit = [f for f in found if f"runs/{commit}/" in f or (f.startswith("results/") and f"/{commit[:8]}-" in f)]
+    if not found and pattern == "runs/*/peers/*.json":
+        pytest.skip("no PyTorch here: the run kept no peer ratios")
     assert found, f"the fixture run has no {pattern}"
     # of the combinations' files, the seed's: it is the one marked (the report reads marked ones' maps)
     return sorted(per_commit or found, key=lambda f: WORKLOAD not in f)[0]
@@ -207,8 +216,8 @@ def _unchanged_allowed(pattern: str, how: str, command: str) -> bool:
     """Damages after which the data left is whole and the answer stands: deleting a file that only
     says where things come from, or a commit's results (the report then covers the other commit;
     the gate names the commit it lacks), or a field of asv's configuration the suite does not read."""
-    if how == "deleted" and pattern in ("results/benchmarks.json", "asv.installed.json", "runs/*/manifest.json"):
-        return True
+    if how == "deleted" and pattern in ("results/benchmarks.json", "asv.installed.json", "runs/gate/*.json"):
+        return True  # a deleted re-measurement: the gate times the suspects again, or says it did not
     if pattern == "asv.installed.json" and how.startswith("wrong") and how.partition(": ")[2] not in CONF_FIELDS:
         return True
     return how == "deleted" and pattern == "results/*/*.json" and command == "report"
@@ -389,15 +398,15 @@ def test_damaged_thresholds(llvm_run, capsys, tmp_path, how):
 
 
 def test_damaged_default_thresholds(llvm_run, capsys, tmp_path, monkeypatch):
-    from suite.reporting import rules
+    from suite.reporting import thresholds
 
     base, repo, commits, _ = llvm_run
-    defaults = rules.DEFAULT_THRESHOLDS
+    defaults = thresholds.DEFAULT_PATH
     for how in DAMAGES:
         path = tmp_path / f"defaults-{DAMAGES.index(how)}.toml"
         shutil.copyfile(defaults, path)
         damage(path, how)
-        monkeypatch.setattr(rules, "DEFAULT_THRESHOLDS", path)
+        monkeypatch.setattr(thresholds, "DEFAULT_PATH", path)
         assert_one_line_naming(run(capsys, "gate", "--results", base / "results", "--commit", commits[1],
                                    "--no-remeasure"), path)
 

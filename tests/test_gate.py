@@ -1,11 +1,14 @@
-"""`tvm-suite gate`: 0 ready, 1 not ready, 2 data missing, on real asv results."""
+"""`tvm-suite gate`: 0 ready, 1 not ready, 2 data missing or no verdict, on real asv results (the
+rules themselves on in-memory histories: test_gate_rules.py)."""
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 
-from asv_runs import VACUOUS, plant_file, two_commit_repo, two_commit_results
+from asv_runs import VACUOUS, WORKLOAD, plant_file, plant_samples, two_commit_repo, two_commit_results
+from conftest import read_only_copy
 from suite.core import runstore
 
 pytestmark = pytest.mark.slow
@@ -24,7 +27,7 @@ def test_ready_with_default_thresholds(cli, runs):
     results, repo, commits = runs
     result = gate(cli, results, "--commit", commits[1][:10], "--tvm-repo", str(repo))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "verdict: READY -> exit 0" in result.stdout
+    assert result.stdout.rstrip().endswith(f"verdict: READY for v9.9.0 against {commits[0][:10]} -> exit 0")
     assert "latency vs " in result.stdout and "ulp_mean float16" in result.stdout
     assert "FAIL" not in result.stdout and "MISSING" not in result.stdout
     # tuned vs default on llvm is an IEEE reordering: compared, not marked.
@@ -60,11 +63,87 @@ def test_kernels_of_two_llvms_are_not_compared(cli, runs, tmp_path):
 def test_stricter_thresholds_fail(cli, runs, tmp_path):
     results, repo, commits = runs
     strict = tmp_path / "strict.toml"
-    strict.write_text("[accuracy.float16]\nulp_mean = 1.0\n[latency]\nmax_ratio = 0.5\nalpha = 1.0\n")
+    strict.write_text("[accuracy.float16]\nulp_mean = 1.0\n")
     result = gate(cli, results, "--commit", "v9.9.0", "--tvm-repo", str(repo), "--thresholds", str(strict))
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "fail: ulp_mean float16" in result.stdout and "fail: latency vs" in result.stdout
-    assert "NOT READY" in result.stdout
+    assert "fail: ulp_mean float16" in result.stdout and "NOT READY" in result.stdout
+
+
+def test_one_verdict_from_gate_report_and_run(cli, runs, tmp_path):
+    """The report `run` wrote, `tvm-suite report` and `tvm-suite gate` give the same verdict line."""
+    results, repo, commits = runs
+    gated = gate(cli, results, "--commit", commits[1], "--tvm-repo", str(repo))
+    line = gated.stdout.strip().splitlines()[-1]
+    assert line.startswith("verdict: ") and gated.returncode == int(line.rsplit(" ", 1)[1])
+    reported = cli("report", "--results", str(results), "--out", str(tmp_path / "r"), "--tvm-repo", str(repo))
+    assert reported.returncode == 0 and reported.stdout.strip().splitlines()[-1] == line
+    facts = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert facts["gate"]["line"] == line
+    assert json.loads((results.parent / "report" / "report.json").read_text())["gate"]["line"] == line
+
+
+@pytest.mark.parametrize("edit", ["latency x100", "ulp_mean swapped", "samples halved, manifest deleted",
+                                  "samples halved, sealed again", "commit hash a path"])
+def test_data_that_vouches_for_itself_is_refused(cli, runs, tmp_path, edit):
+    """asv's values are checked against the side data the run sealed, the samples against asv's
+    latency, and a commit hash is a hash before any path is made of it: exit 2, both files named."""
+    results, repo, commits = runs
+    copy = tmp_path / "asv"
+    shutil.copytree(results.parent, copy, ignore=shutil.ignore_patterns("env*", "html"))
+    path = next(p for p in (copy / "results").glob("*/*.json")
+                if p.name != "machine.json" and json.loads(p.read_text())["commit_hash"] == commits[1])
+    data = json.loads(path.read_text())
+    ids = (WORKLOAD, "float16", "llvm", "default")
+    timings = runstore.path(copy, "timings", commits[1], ids)
+    named = [path]
+    if edit == "latency x100":
+        data["results"]["bench_latency.Throughput.track_latency_median"][0][0] *= 100
+    elif edit == "ulp_mean swapped":
+        values = data["results"]["bench_accuracy.Accuracy.track_ulp_mean"][0]
+        values[0], values[1] = values[1], values[0]
+    elif edit == "commit hash a path":
+        data["commit_hash"] = "../../../../x"
+    else:
+        kept = json.loads(timings.read_text())
+        kept["samples_s"] = [s / 2 for s in kept["samples_s"]]
+        timings.write_text(json.dumps(kept))
+        if edit.endswith("manifest deleted"):
+            (runstore.commit_dir(copy, commits[1]) / "manifest.json").unlink()
+            named = [runstore.commit_dir(copy, commits[1])]
+        else:
+            runstore.seal(copy, commits[1])
+            named = [path, timings]
+    path.write_text(json.dumps(data))
+    result = gate(cli, copy / "results", "--commit", commits[1][:10])
+    one_line(result, *named)
+    assert not list(Path("/").glob("-*.json"))
+
+
+def test_the_gate_on_a_closed_pipe_or_a_full_disk_keeps_its_verdict(runs, tmp_path):
+    import subprocess
+    import sys
+
+    results, repo, commits = runs
+    gate_cmd = [str(Path(sys.executable).parent / "tvm-suite"), "gate", "--results", str(results), "--commit",
+                commits[1], "--tvm-repo", str(repo)]
+    full = subprocess.run(gate_cmd, stdout=open("/dev/full", "w"), stderr=subprocess.PIPE, text=True)
+    piped = subprocess.run(" ".join(gate_cmd) + " | head -1; exit ${PIPESTATUS[0]}", shell=True, executable="/bin/bash",
+                           capture_output=True, text=True)
+    expected = gate(run_cli_module(), results, "--commit", commits[1], "--tvm-repo", str(repo)).returncode
+    for done in (full, piped):
+        assert done.returncode == expected, done.stderr
+        assert "Traceback" not in done.stderr
+    assert f"the output could not be written (No space left on device); exit {expected} stands" in full.stderr
+    # a read-only copy: the same verdict
+    with read_only_copy(results.parent, tmp_path / "ro") as copy:
+        ro = gate(run_cli_module(), copy / "results", "--commit", commits[1], "--tvm-repo", str(repo))
+        assert ro.returncode == expected and "Traceback" not in ro.stderr, ro.stderr
+
+
+def run_cli_module():
+    from conftest import run_cli
+
+    return run_cli
 
 
 def test_divergence_marks_fail_the_gate(cli, runs, tmp_path):
@@ -79,7 +158,7 @@ def test_divergence_marks_fail_the_gate(cli, runs, tmp_path):
 def test_unchecked_bounds_are_listed_with_the_reason(cli, runs, tmp_path):
     results, _, commits = runs
     t = tmp_path / "t.toml"
-    t.write_text("[bound]\nmax_fraction = 0.0\n")  # every checkable bound fraction fails
+    t.write_text("[bound]\nmax_fraction = 1e-9\n")  # every checkable bound fraction fails
     result = gate(cli, results, "--commit", commits[1], "--thresholds", str(t))
     assert result.returncode == 1
     text = result.stdout
@@ -96,7 +175,7 @@ def test_a_first_run_is_not_missing_data(cli, runs):
     latency = next(line for line in result.stdout.splitlines() if line.startswith("latency vs "))
     assert "first commit with results: nothing to compare" in latency and latency.rstrip().endswith("NOT CHECKED")
     assert "the checks against a baseline are not checked; the absolute checks decide" in result.stdout
-    assert "verdict: READY -> exit 0" in result.stdout
+    assert f"verdict: READY for {commits[0][:10]} (first commit with results) -> exit 0" in result.stdout
 
 
 def test_missing_data_is_never_ready(cli, runs, tmp_path):
@@ -201,38 +280,42 @@ def test_remeasurement_confirms_a_real_slowdown_and_calls_noise_noisy(cli, tmp_p
     env = {"HOME": str(tmp_path), "TVM_SUITE_TUNING_RECORDS": str(tmp_path / "records")}
     assert cli(*args, "--tvm-commit", commits[0], env=env).returncode == 0
     slower_trace(records / "traces" / f"{MATMUL}.json")
-    assert cli(*args, "--tvm-commit", commits[1], env=env).returncode == 0
+    ran = cli(*args, "--tvm-commit", commits[1], env=env)
+    # run gives the gate's verdict on what it ran, the slower schedule timed again and confirmed
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert ran.stdout.strip().splitlines()[-1].startswith(f"verdict: NOT READY (a check failed) for {commits[1][:10]}")
     ids = (MATMUL, "float32", "llvm", "default")
-    noisy = runstore.relative("timings", ids)
-    kept = _json.loads(runstore.path(out, "timings", commits[1], ids).read_text())
-    kept["samples_s"] = [3 * s for s in _json.loads(runstore.path(out, "timings", commits[0], ids).read_text())["samples_s"]]
-    plant_file(out, commits[1], noisy, _json.dumps(kept))
+    samples_a = _json.loads(runstore.path(out, "timings", commits[0], ids).read_text())["samples_s"]
+    plant_samples(out, commits[1], ids, [3 * s for s in samples_a])
 
     without = gate(cli, out / "results", "--commit", commits[1], "--tvm-repo", str(repo), "--no-remeasure")
-    assert without.returncode == 1 and "suspect:" in without.stdout and "noisy" not in without.stdout
+    assert without.returncode == 1, without.stdout + without.stderr
+    assert f"confirmed: {MATMUL} float32 llvm tuned:" in without.stdout  # run's re-measurement, kept
+    assert f"suspect: {MATMUL} float32 llvm default:" in without.stdout and "(not timed again)" in without.stdout
+    # The report without a re-measurement of the new suspect gives that same verdict.
+    report = cli("report", "--results", str(out / "results"), "--out", str(tmp_path / "report"), "--tvm-repo", str(repo))
+    assert report.returncode == 0 and report.stdout.strip().splitlines()[-1] == without.stdout.strip().splitlines()[-1]
     result = gate(cli, out / "results", "--commit", commits[1], "--tvm-repo", str(repo))
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"confirmed: {MATMUL} float32 llvm tuned:" in result.stdout
     assert f"noisy: {MATMUL} float32 llvm default:" in result.stdout
-    # The report shows the gate's re-measured verdicts.
+    # The report shows the gate's re-measured verdicts, and its verdict.
     report = cli("report", "--results", str(out / "results"), "--out", str(tmp_path / "report"), "--tvm-repo", str(repo))
     assert report.returncode == 0, report.stderr
     facts = _json.loads((tmp_path / "report" / "report.json").read_text())
     verdicts = {(r["order"], r["metric"]): r["verdict"] for r in facts["regressions"]}
     assert verdicts[("tuned", "latency")] == "confirmed" and verdicts[("default", "latency")] == "noisy"
-    assert facts["gate"]["words"].startswith("NOT READY")
+    assert facts["gate"]["line"] == result.stdout.strip().splitlines()[-1]
     # An earlier re-measurement speaks only for the samples it judged: once the candidate's samples
     # change, "noisy" is not carried over to them.
-    kept["samples_s"] = [1.1 * s for s in kept["samples_s"]]
-    plant_file(out, commits[1], noisy, _json.dumps(kept))
+    plant_samples(out, commits[1], ids, [3.3 * s for s in samples_a])
     again = gate(cli, out / "results", "--commit", commits[1], "--tvm-repo", str(repo), "--no-remeasure")
     assert f"suspect: {MATMUL} float32 llvm default:" in again.stdout and "noisy" not in again.stdout
     # A release history: each side's kernel was compiled by another TVM than the installed one. They
     # are re-timed in the installed runtime all the same, and the verdict says whose kernels they were.
     for commit in commits:
-        foreign = _json.loads(runstore.path(out, "timings", commit, ids).read_text())
-        foreign["tvm"] = f"0.26.0-{commit[:10]}"
-        plant_file(out, commit, noisy, _json.dumps(foreign))
+        kept = _json.loads(runstore.path(out, "timings", commit, ids).read_text())["samples_s"]
+        plant_samples(out, commit, ids, kept, tvm=f"0.26.0-{commit[:10]}")
     release = gate(cli, out / "results", "--commit", commits[1], "--tvm-repo", str(repo))
     assert f"noisy: {MATMUL} float32 llvm default:" in release.stdout, release.stdout
     builds = ", ".join(sorted(f"0.26.0-{commit[:10]}" for commit in commits))

@@ -224,21 +224,12 @@ def ratios_for_asv(combo, latency_s: float) -> dict:
     run` times both before asv runs, so asv's processes need not import torch), else taken now and
     kept there."""
     found = runstore.current()
-    if found is not None:
-        kept = runstore.read_json(found[0], runstore.relative("peers", combo.ids), found[1], _ratios_problem)
-        if kept is not None:
-            return kept
+    if found is not None and (kept := runstore.own_ratios(*found, combo.ids)) is not None:
+        return kept
     ratios = latency_ratios(combo, latency_s)
     if found is not None:
         save_ratios(found[0], found[1], combo, ratios)
     return ratios
-
-
-def _ratios_problem(value) -> str | None:
-    if (not isinstance(value, dict) or set(value) != {"ratio", "eager_ratio"}
-            or not runstore.positive_numbers([value["ratio"], value["eager_ratio"]])):
-        return "not PyTorch ratios (ratio and eager_ratio: positive numbers)"
-    return None
 
 
 def save_ratios(run_dir, commit: str, combo, ratios: dict) -> None:

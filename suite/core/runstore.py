@@ -1,48 +1,80 @@
-"""What a run keeps beside asv's ``results/`` that asv cannot, per commit, in ``runs/<commit>/``:
-the timing samples of native combinations (``timings/``), the difference maps of divergent ones
-(``maps/``), the ratio to the PyTorch peer (``peers/``), the reasons of failed ones
-(``failures/``), for the ``tuned`` order the target whose tuning record was replayed
-(``records/``), and what the commit's TVM was built with (``build.json``: its LLVM, see
-``suite.compat.llvm_build``). A complete run seals them with ``manifest.json`` (the sha256 of every
-file); a reader checks each file against it, so a damaged or missing one is an error naming it,
-never a number.
+"""What a run keeps beside asv's ``results/`` that asv cannot, per commit, in ``runs/<commit>/``.
 
-asv benchmark processes find their run through ``TVM_SUITE_RUN_DIR`` (set by `tvm-suite run` and
-`history`) and their commit through asv's own ``ASV_COMMIT`` (else ``TVM_SUITE_COMMIT``, which
-`run` sets: asv's existing environment gives none). Report and gate read the same files through
-the results directory they are given.
+- ``timings/``: the time_evaluator samples of native combinations (asv's latency is their median);
+- ``values/``: every value each asv benchmark class reported for a combination, as it reported
+  it (a reader checks asv's stored value against it);
+- ``peers/``: the ratios to the PyTorch peer; ``maps/``: the difference maps of divergent ones;
+- ``failures/``: the reasons of failed combinations (asv keeps only a null);
+- ``records/``: for the ``tuned`` order, the target whose tuning record was replayed;
+- ``build.json``: what the commit's TVM was built with (its LLVM, see ``suite.compat.llvm_build``).
+
+A complete run seals them with ``manifest.json`` (the sha256 of every file, sealed itself).
+:func:`load` reads a commit's side data whole and verified: a file missing, damaged, added after
+the seal, or side data without a seal is an error naming it, never a number. Beside the commits,
+``runs/gate/<baseline>-<candidate>.json`` keeps what a gate found by timing suspects again (sealed).
+
+asv benchmark processes find their run through ``TVM_SUITE_RUN_DIR`` (set by `tvm-suite run`,
+`history` and `bisect`) and their commit through asv's own ``ASV_COMMIT`` (else
+``TVM_SUITE_COMMIT``, which `run` sets: asv's existing environment gives none).
 
 `tvm-suite run` replaces a commit's results and side data only once the new ones are complete
-(:func:`begin_run`): the side data is written into a staging run directory, asv's results file of
-the commit is copied first, and a journal says how to undo. Interrupted (Ctrl-C, SIGTERM) the run
-undoes itself at once; killed, the next command that reads the run directory undoes it
-(:func:`recover`).
+(:func:`begin_run`): the side data is written into a staging directory, asv's results file of the
+commit is copied first, and a journal (paths relative to the run directory) says how to undo.
+Interrupted (Ctrl-C, SIGTERM) the run undoes itself at once; killed, the next command that reads
+the run directory undoes it (:func:`recover`). While a run works in a directory it holds that
+directory's lock (:class:`RunLock`, an flock: it ends with its process, whatever its pid becomes);
+another run is refused, and a reader is told that a run is in progress rather than shown a
+half-written commit.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
+import io
 import json
 import math
 import os
+import re
 import shutil
+import socket
+import time
+import zipfile
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from suite import cache
 from suite.errors import UserError
 
 RUN_DIR_ENV, COMMIT_ENV = "TVM_SUITE_RUN_DIR", "TVM_SUITE_COMMIT"
-KINDS = {"timings": ".json", "peers": ".json", "maps": ".npz", "failures": ".txt", "records": ".txt"}
-RUNS, BUILD, MANIFEST = "runs", "build.json", "manifest.json"
+KINDS = {"timings": ".json", "values": ".json", "peers": ".json", "maps": ".npz", "failures": ".txt",
+         "records": ".txt"}
+RUNS, BUILD, MANIFEST, GATE = "runs", "build.json", "manifest.json", "gate"
+#: A git commit hash (SHA-1 or SHA-256), full or abbreviated: the only commit names paths are made of.
+COMMIT = re.compile(r"[0-9a-f]{7,64}")
+#: A file a run keeps is small (timing samples, a few maps of mean differences); one beyond this is
+#: no file of a run, and is refused before it is read.
+MAX_FILE_BYTES = 64 << 20
 
 
 class DamagedRunData(UserError):
     """A file a run kept that is damaged or missing (the message names it)."""
 
 
+def check_commit(commit, where="") -> str:
+    """``commit`` when it is a hex commit hash; DamagedRunData (naming ``where``) otherwise, before
+    any path is made of it."""
+    if not isinstance(commit, str) or not COMMIT.fullmatch(commit):
+        raise DamagedRunData(f"{where}{': ' if where else ''}{commit!r:.80} is not a commit hash (hex digits)")
+    return commit
+
+
 def current() -> tuple[Path, str] | None:
     """(run directory, commit) of the asv benchmark process this runs in, or None."""
     run_dir, commit = os.environ.get(RUN_DIR_ENV), os.environ.get("ASV_COMMIT") or os.environ.get(COMMIT_ENV)
-    return (Path(run_dir), commit) if run_dir and commit else None
+    return (Path(run_dir), check_commit(commit, "ASV_COMMIT")) if run_dir and commit else None
 
 
 def of_results(results_dir: Path) -> Path:
@@ -51,31 +83,230 @@ def of_results(results_dir: Path) -> Path:
 
 
 def commit_dir(run_dir: Path, commit: str) -> Path:
-    return Path(run_dir) / RUNS / commit
+    return Path(run_dir) / RUNS / check_commit(commit)
+
+
+def relative(kind: str, ids) -> str:
+    """Where a file of ``kind`` for the combination ``ids`` sits in its commit's directory."""
+    return f"{kind}/{'.'.join(ids)}{KINDS[kind]}"
+
+
+def values_relative(benchmark_class: str, ids) -> str:
+    """Where the values one asv benchmark class reported for ``ids`` sit in the commit's directory."""
+    return f"values/{'.'.join(ids)}/{benchmark_class}.json"
 
 
 def path(run_dir: Path, kind: str, commit: str, ids) -> Path:
     return commit_dir(run_dir, commit) / relative(kind, ids)
 
 
+# ----------------------------------------------------------------------------- what a run keeps
+
+
+@dataclass(frozen=True)
+class Timing:
+    samples_s: tuple[float, ...]
+    kernel: str  #: the kernel file that was timed (its cache entry), to time it again
+    tvm: str  #: compat.build_id() of the TVM that timed it
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.samples_s))
+
+    def to_json(self) -> dict:
+        return {"samples_s": list(self.samples_s), "kernel": self.kernel, "tvm": self.tvm}
+
+
+def positive_numbers(value, count=None) -> bool:
+    return (isinstance(value, list) and bool(value) and (count is None or len(value) == count)
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+                    for v in value))
+
+
+def _timing(value) -> Timing:
+    if (not isinstance(value, dict) or set(value) != {"samples_s", "kernel", "tvm"}
+            or not positive_numbers(value["samples_s"]) or not isinstance(value["kernel"], str)
+            or not isinstance(value["tvm"], str)):
+        raise ValueError("not timing samples (samples_s: positive seconds, kernel and tvm: text)")
+    return Timing(tuple(float(v) for v in value["samples_s"]), value["kernel"], value["tvm"])
+
+
+def _ratios(value) -> dict:
+    if (not isinstance(value, dict) or set(value) != {"ratio", "eager_ratio"}
+            or not positive_numbers([value["ratio"], value["eager_ratio"]])):
+        raise ValueError("not PyTorch ratios (ratio and eager_ratio: positive numbers)")
+    return {k: float(v) for k, v in value.items()}
+
+
+def _values(value) -> dict:
+    if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) for k, v in value.items()):
+        raise ValueError("not benchmark values (names and numbers)")
+    return {k: float(v) for k, v in value.items()}
+
+
+def _build(value) -> dict:
+    if not isinstance(value, dict) or not isinstance(value.get("llvm", {}), dict):
+        raise ValueError("not a build note (an object with an 'llvm' object)")
+    return value
+
+
+def _maps(data: bytes) -> dict:
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as kept:
+            found = {name: kept[name] for name in kept.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+        raise ValueError(f"not difference maps ({err})") from None
+    channels, hw = found.get("channels"), found.get("hw")
+    if (set(found) - {"channels", "hw"} or channels is None or channels.ndim != 1 or not channels.size
+            or not np.all(np.isfinite(channels)) or (hw is not None and (hw.ndim != 2 or not np.all(np.isfinite(hw))))):
+        raise ValueError("not difference maps (channels: 1-d, hw: 2-d, finite)")
+    return found
+
+
+def _json(data: bytes):
+    try:
+        return json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise ValueError("malformed JSON (nested too deep)") from None
+    except (UnicodeDecodeError, ValueError) as err:
+        raise ValueError(f"not JSON ({str(err).splitlines()[0]})") from None
+
+
+def _text(data: bytes) -> str:
+    try:
+        text = data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+    if not text:
+        raise ValueError("empty")
+    return text
+
+
+@dataclass(frozen=True)
+class SideData:
+    """What a run kept for one commit, verified against its seal; ``kept`` is False where the
+    commit has no side data at all (results of plain asv, without `tvm-suite`)."""
+
+    commit: str
+    kept: bool
+    where: Path
+    timings: dict = field(default_factory=dict)  #: ids -> Timing
+    values: dict = field(default_factory=dict)  #: (ids, benchmark class) -> {metric: value}
+    peers: dict = field(default_factory=dict)  #: ids -> {"ratio", "eager_ratio"}
+    maps: dict = field(default_factory=dict)  #: ids -> {"channels", "hw"} arrays
+    failures: dict = field(default_factory=dict)  #: ids -> reason
+    records: dict = field(default_factory=dict)  #: ids -> target whose tuning record replayed
+    build: dict | None = None
+
+    def file(self, relative_path: str) -> Path:
+        return self.where / relative_path
+
+
+def _ids(stem: str, where: Path) -> tuple[str, ...]:
+    ids = tuple(stem.split("."))
+    # a workload id has dots itself (resnet50.conv2d_add.7x7x512-k1s1-2048): dtype, target and order do not
+    if len(ids) < 4:
+        raise DamagedRunData(f"{where}: not named <workload>.<dtype>.<target>.<order>")
+    return (".".join(ids[:-3]), *ids[-3:])
+
+
+def load(run_dir: Path, commit: str) -> SideData:
+    """Everything the run of ``commit`` kept, each file checked against the sealed manifest and
+    parsed; DamagedRunData naming the file otherwise. No side data at all gives ``kept`` False."""
+    where = commit_dir(run_dir, commit)
+    if not where.exists():
+        return SideData(commit, False, where)
+    if not where.is_dir():
+        raise DamagedRunData(f"{where}: not a directory (a run keeps its side data there)")
+    manifest_path = where / MANIFEST
+    if not manifest_path.exists():
+        raise DamagedRunData(f"{where}: side data without its seal ({MANIFEST} missing: a run that did not "
+                             "complete, or edited data); run that commit again, or remove the directory and the "
+                             "commit's asv results")
+    manifest = cache.read_sealed_json(manifest_path)
+    if not isinstance(manifest, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in manifest.items()):
+        raise DamagedRunData(f"{manifest_path}: damaged (not the manifest the run sealed); run that commit again")
+    present = {p.relative_to(where).as_posix() for p in where.rglob("*")
+               if p.is_file() and p.name != MANIFEST and not p.name.startswith(".")}
+    for extra in sorted(present - set(manifest)):
+        raise DamagedRunData(f"{where / extra}: not a file the run of {commit[:12]} kept (not in its manifest)")
+    parsed = {kind: {} for kind in ("timings", "values", "peers", "maps", "failures", "records")}
+    build = None
+    for name, digest in sorted(manifest.items()):
+        target = where / name
+        if ".." in Path(name).parts or Path(name).is_absolute():
+            raise DamagedRunData(f"{manifest_path}: names {name!r}, outside the commit's directory")
+        data = _read_kept(target, digest, commit)
+        try:
+            if name == BUILD:
+                build = _build(_json(data))
+            else:
+                kind, key, value = _parse_kept(name, data, where)
+                parsed[kind][key] = value
+        except ValueError as err:
+            raise DamagedRunData(f"{target}: {err}") from None
+    return SideData(commit, True, where, build=build, **parsed)
+
+
+def _read_kept(target: Path, digest: str, commit: str) -> bytes:
+    try:
+        if target.stat().st_size > MAX_FILE_BYTES:
+            raise DamagedRunData(f"{target}: {target.stat().st_size} bytes, not a file a run keeps "
+                                 f"(at most {MAX_FILE_BYTES >> 20} MiB)")
+        data = target.read_bytes()
+    except FileNotFoundError:
+        raise DamagedRunData(f"{target}: missing (the run of {commit[:12]} kept it)") from None
+    except IsADirectoryError:
+        raise DamagedRunData(f"{target}: a directory where the run of {commit[:12]} kept a file") from None
+    except OSError as err:
+        raise DamagedRunData(f"{target}: unreadable ({err.strerror or err})") from None
+    if cache.bytes_digest(data) != digest:
+        raise DamagedRunData(f"{target}: damaged (not the file the run of {commit[:12]} kept)")
+    return data
+
+
+_PARSE = {"timings": lambda d: _timing(_json(d)), "peers": lambda d: _ratios(_json(d)), "maps": _maps,
+          "failures": _text, "records": _text}
+
+
+def _parse_kept(name: str, data: bytes, where: Path) -> tuple[str, tuple, object]:
+    """(kind, key, value) of one kept file other than the build note (ValueError: what is wrong)."""
+    kind, _, rest = name.partition("/")
+    if kind == "values":
+        stem, _, cls = rest.rpartition("/")
+        if not stem or "/" in stem or not cls.endswith(".json"):
+            raise ValueError("not named values/<combination>/<benchmark class>.json")
+        return kind, (_ids(stem, where / name), cls.removesuffix(".json")), _values(_json(data))
+    if kind not in _PARSE or not rest.endswith(KINDS[kind]) or "/" in rest:
+        raise ValueError("not a kind of file a run keeps")
+    return kind, _ids(rest.removesuffix(KINDS[kind]), where / name), _PARSE[kind](data)
+
+
 # ----------------------------------------------------------------------------- writing (inside a run)
 
 
-def _note(kind: str, ids, text: str) -> None:
-    """Keep ``text`` of ``kind`` for this combination, where this runs inside a run."""
+def _note(relative_path: str, text: str) -> None:
+    """Keep ``text`` at ``relative_path`` of this run's commit, where this runs inside a run."""
     found = current()
     if found is not None:
-        cache.write_text(path(found[0], kind, found[1], ids), text)
+        cache.write_text(commit_dir(*found) / relative_path, text)
 
 
 def note_failure(ids, reason: str) -> None:
     """Keep why a combination failed, for report and gate (asv keeps only a null)."""
-    _note("failures", ids, reason)
+    _note(relative("failures", ids), reason)
 
 
 def note_records(ids, records_target: str) -> None:
     """Keep whose tuning record a ``tuned`` combination replayed (e.g. hexagon-v68-qf or llvm)."""
-    _note("records", ids, records_target)
+    _note(relative("records", ids), records_target)
+
+
+def note_values(benchmark_class: str, ids, values: dict) -> None:
+    """Keep the values an asv benchmark class reports for ``ids`` (each of its ``track_*``
+    methods returns one of them), so that a reader can check asv's stored value against them."""
+    _note(values_relative(benchmark_class, ids), json.dumps(values, sort_keys=True))
 
 
 def note_build(describe) -> None:
@@ -89,6 +320,30 @@ def note_build(describe) -> None:
             cache.write_json(target, describe())
 
 
+def read_own(run_dir: Path, commit: str, relative_path: str, parse):
+    """Inside a run: a file this run kept already (timing samples, peer ratios), parsed by
+    ``parse``; None when absent. Its seal, if any, is checked by readers after the run."""
+    target = commit_dir(run_dir, commit) / relative_path
+    try:
+        data = target.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise DamagedRunData(f"{target}: unreadable ({err.strerror or err})") from None
+    try:
+        return parse(data)
+    except ValueError as err:
+        raise DamagedRunData(f"{target}: {err}") from None
+
+
+def own_timing(run_dir: Path, commit: str, ids) -> Timing | None:
+    return read_own(run_dir, commit, relative("timings", ids), lambda d: _timing(_json(d)))
+
+
+def own_ratios(run_dir: Path, commit: str, ids) -> dict | None:
+    return read_own(run_dir, commit, relative("peers", ids), lambda d: _ratios(_json(d)))
+
+
 def seal(run_dir: Path, commit: str) -> None:
     """Write the manifest of what the run keeps for ``commit``: the sha256 of every file."""
     where = commit_dir(run_dir, commit)
@@ -98,99 +353,120 @@ def seal(run_dir: Path, commit: str) -> None:
     cache.write_sealed_json(where / MANIFEST, {p.relative_to(where).as_posix(): cache.file_digest(p) for p in files})
 
 
-# ----------------------------------------------------------------------------- reading
+# ----------------------------------------------------------------------------- re-measurements the gate kept
 
 
-def _manifest(run_dir: Path, commit: str) -> dict | None:
-    """The sealed manifest of a commit's side data (None where the run wrote none: a history run
-    that was interrupted, or results of a suite before manifests); DamagedRunData when it is
-    there but damaged."""
-    where = commit_dir(run_dir, commit) / MANIFEST
-    if not where.exists():
-        return None
-    manifest = cache.read_sealed_json(where)
-    if not isinstance(manifest, dict):
-        raise DamagedRunData(f"{where}: damaged (not the manifest the run sealed); run that commit again")
-    return manifest
+def _remeasured_path(run_dir: Path, baseline: str, candidate: str) -> Path:
+    return Path(run_dir) / RUNS / GATE / f"{check_commit(baseline)}-{check_commit(candidate)}.json"
 
 
-def read_bytes(run_dir: Path, relative: str, commit: str) -> bytes | None:
-    """The bytes of ``runs/<commit>/<relative>``; None when the run kept no such file;
-    DamagedRunData when it is not the file the run kept (damaged, missing, replaced)."""
-    where = commit_dir(run_dir, commit) / relative
-    manifest = _manifest(run_dir, commit)
-    listed = manifest.get(relative) if manifest is not None else None
-    if manifest is not None and listed is None:
-        if where.exists():
-            raise DamagedRunData(f"{where}: not a file the run of {commit[:12]} kept (not in its manifest)")
-        return None
+def keep_remeasured(run_dir: Path, baseline: str, candidate: str, entries: list[dict]) -> Path:
+    """Keep what a gate found by timing suspects of ``candidate`` against ``baseline`` again."""
+    target = _remeasured_path(run_dir, baseline, candidate)
+    cache.write_sealed_json(target, entries)
+    return target
+
+
+def load_remeasured(run_dir: Path) -> dict[tuple[str, str], list[dict]]:
+    """(baseline, candidate) -> what earlier gates found by timing again, each file verified."""
+    found = {}
+    for target in sorted((Path(run_dir) / RUNS / GATE).glob("*.json")):
+        baseline, _, candidate = target.stem.partition("-")
+        check_commit(baseline, str(target)), check_commit(candidate, str(target))
+        if target.stat().st_size > MAX_FILE_BYTES:
+            raise DamagedRunData(f"{target}: too large to be a gate's re-measurement")
+        entries = cache.read_sealed_json(target)
+        if not isinstance(entries, list) or not all(_remeasured_entry(e) for e in entries):
+            raise DamagedRunData(f"{target}: damaged (not the re-measurements a gate kept); remove it, the gate "
+                                 "times the suspects again")
+        found[(baseline, candidate)] = entries
+    return found
+
+
+def _remeasured_entry(entry) -> bool:
+    """One re-measured suspect: its combination, verdict, the digest of the samples it judged, and
+    the (ratio, p) of timing them again."""
+    again = entry.get("remeasured") if isinstance(entry, dict) else None
+    return (isinstance(entry, dict) and isinstance(entry.get("ids"), list) and len(entry["ids"]) == 4
+            and all(isinstance(i, str) for i in entry["ids"]) and isinstance(entry.get("verdict"), str)
+            and isinstance(entry.get("samples"), str)
+            and isinstance(again, list) and len(again) == 2
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in again))
+
+
+# ----------------------------------------------------------------------------- one run per directory
+
+
+#: Run directories whose lock this process holds (it reads them itself: its verdict at the end).
+_HELD: set[Path] = set()
+
+
+class RunLock:
+    """The lock of a run directory, held by the one `tvm-suite` command that writes it (an flock of
+    ``runs/.lock``: released when its process ends, however it ends). The holder's pid, host,
+    commit and start time are written into the file for the message of the one refused."""
+
+    def __init__(self, run_dir: Path, commit: str, command: str):
+        self.run_dir, self.commit, self.command = Path(run_dir), commit, command
+        self.path = self.run_dir / RUNS / ".lock"
+        self._fd = None
+
+    def __enter__(self) -> RunLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            os.close(fd)
+            if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise UserError(f"{self.run_dir} is in use by another run: {holder(self.path)}; "
+                                "wait for it to end, or give another --out") from None
+            raise
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "commit": self.commit,
+                                 "command": self.command, "started": time.strftime("%Y-%m-%d %H:%M:%S")}).encode())
+        self._fd = fd
+        _HELD.add(self.run_dir.resolve())
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._fd is not None:
+            _HELD.discard(self.run_dir.resolve())
+            os.close(self._fd)  # releases the flock
+            self._fd = None
+
+
+def holder(lock_path: Path) -> str:
+    """Who holds a run directory's lock, in words: "<command> of <commit> (pid N on HOST, since T)"."""
     try:
-        data = where.read_bytes()
+        info = json.loads(Path(lock_path).read_text())
+        return (f"{info.get('command', 'tvm-suite')} of {str(info.get('commit'))[:12]} (pid {info.get('pid')} on "
+                f"{info.get('host')}, since {info.get('started')})")
+    except (OSError, ValueError, AttributeError):
+        return "a run whose lock file cannot be read"
+
+
+def check_idle(run_dir: Path) -> None:
+    """UserError when another run is writing in ``run_dir`` now: its commit is half-written until
+    it ends (this process's own run is no other)."""
+    if Path(run_dir).resolve() in _HELD:
+        return
+    lock = Path(run_dir) / RUNS / ".lock"
+    try:
+        fd = os.open(lock, os.O_RDONLY)
     except FileNotFoundError:
-        if listed is not None:
-            raise DamagedRunData(f"{where}: missing (the run of {commit[:12]} kept it)") from None
-        return None
+        return
     except OSError as err:
-        raise DamagedRunData(f"{where}: unreadable ({err.strerror or err})") from None
-    if listed is not None and cache.bytes_digest(data) != listed:
-        raise DamagedRunData(f"{where}: damaged (not the file the run of {commit[:12]} kept)")
-    return data
-
-
-def read_json(run_dir: Path, relative: str, commit: str, check):
-    """A kept JSON file, verified (:func:`read_bytes`) and checked: ``check(value)`` says what is
-    wrong with it, or None. None when absent; DamagedRunData naming the file otherwise."""
-    data = read_bytes(run_dir, relative, commit)
-    if data is None:
-        return None
-    where = commit_dir(run_dir, commit) / relative
+        raise UserError(f"{lock}: cannot be read ({err.strerror or err})") from None
     try:
-        value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as err:
-        raise DamagedRunData(f"{where}: not JSON ({str(err).splitlines()[0]})") from None
-    if problem := check(value):
-        raise DamagedRunData(f"{where}: {problem}")
-    return value
-
-
-def relative(kind: str, ids) -> str:
-    """Where a file of ``kind`` for the combination ``ids`` sits in its commit's directory."""
-    return f"{kind}/{'.'.join(ids)}{KINDS[kind]}"
-
-
-def read_text(run_dir: Path, kind: str, commit: str, ids) -> str | None:
-    data = read_bytes(run_dir, relative(kind, ids), commit)
-    if data is None:
-        return None
-    try:
-        return data.decode("utf-8").strip() or None
-    except UnicodeDecodeError:
-        raise DamagedRunData(f"{path(run_dir, kind, commit, ids)}: not UTF-8 text") from None
-
-
-def failure(run_dir: Path, commit: str, ids) -> str | None:
-    return read_text(run_dir, "failures", commit, ids)
-
-
-def records(run_dir: Path, commit: str, ids) -> str | None:
-    return read_text(run_dir, "records", commit, ids)
-
-
-def _build_problem(value) -> str | None:
-    if not isinstance(value, dict) or not isinstance(value.get("llvm", {}), dict):
-        return "not a build note (an object with an 'llvm' object)"
-    return None
-
-
-def build(run_dir: Path, commit: str) -> dict | None:
-    """What the TVM of ``commit`` was built with, where a benchmark process noted it."""
-    return read_json(run_dir, BUILD, commit, _build_problem)
-
-
-def positive_numbers(value, count=None) -> bool:
-    return (isinstance(value, list) and bool(value) and (count is None or len(value) == count)
-            and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
-                    for v in value))
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as err:
+        if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise UserError(f"a run is in progress in {run_dir}: {holder(lock)}; it is not judged half-written: "
+                            "wait for it to end") from None
+        raise
+    finally:
+        os.close(fd)
 
 
 # ----------------------------------------------------------------------------- replacing a commit's data
@@ -200,35 +476,35 @@ class PendingRun:
     """A run of one commit whose results and side data replace the previous ones only when complete."""
 
     def __init__(self, run_dir: Path, commit: str):
-        self.run_dir, self.commit = Path(run_dir), commit
-        self.staging = self.run_dir / RUNS / f".staging-{commit}"
+        self.run_dir, self.commit = Path(run_dir), check_commit(commit)
+        self.staging = self.run_dir / _staging(commit)
         self.journal = _journal_path(self.run_dir, commit)
 
     def begin(self) -> PendingRun:
         recover(self.run_dir)
         shutil.rmtree(self.staging, ignore_errors=True)
-        kept = self.staging / "previous-results"
         previous = {}
         for result in _results_files(self.run_dir, self.commit):
-            copy = kept / result.parent.name / result.name
-            copy.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(result, copy)
-            previous[str(result)] = str(copy)
+            rel = result.relative_to(self.run_dir).as_posix()
+            copy = f"{_staging(self.commit)}/previous-results/{rel}"
+            (self.run_dir / copy).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(result, self.run_dir / copy)
+            previous[rel] = copy
         commit_dir(self.staging, self.commit).mkdir(parents=True, exist_ok=True)
         cache.write_json(self.journal, {"pid": os.getpid(), "commit": self.commit, "state": "running",
-                                        "staging": str(self.staging), "previous": previous})
+                                        "staging": _staging(self.commit), "previous": previous})
         return self
 
     def keep(self) -> None:
         """The run is complete (asv has written its results): put its side data in place, sealed."""
-        cache.write_json(self.journal, {**_read_journal(self.journal), "state": "swapping"})
+        cache.write_json(self.journal, {**_read_journal(self.run_dir, self.journal), "state": "swapping"})
         _swap_in(self.run_dir, self.commit, self.staging)
         self.journal.unlink(missing_ok=True)
         shutil.rmtree(self.staging, ignore_errors=True)
 
     def drop(self) -> str:
         """Undo the run: the commit's previous results and side data stay; returns what was kept."""
-        return _undo(self.run_dir, _read_journal(self.journal))
+        return _undo(self.run_dir, _read_journal(self.run_dir, self.journal))
 
 
 def begin_run(run_dir: Path, commit: str) -> PendingRun:
@@ -237,50 +513,73 @@ def begin_run(run_dir: Path, commit: str) -> PendingRun:
 
 
 def recover(run_dir: Path) -> list[str]:
-    """Finish or undo every run of ``run_dir`` that was interrupted without undoing itself (its
-    process is gone): one line per commit saying what was done."""
+    """Finish or undo every run of ``run_dir`` that was interrupted without undoing itself: one line
+    per commit saying what was done. A run still in progress there is a UserError (its commit is
+    half-written); a directory that cannot be written to is one too, naming what is left to undo."""
+    journals = sorted((Path(run_dir) / RUNS).glob(".journal-*.json"))
+    if not journals:
+        return []
+    check_idle(run_dir)
     done = []
-    for journal in sorted((Path(run_dir) / RUNS).glob(".journal-*.json")):
-        state = _read_journal(journal)
-        if state.get("pid") and _alive(state["pid"]) and state["pid"] != os.getpid():
-            continue  # a run in progress
-        if state.get("state") == "swapping":  # its results were complete: finish putting it in place
-            _swap_in(Path(run_dir), state["commit"], Path(state["staging"]))
-            journal.unlink(missing_ok=True)
-            shutil.rmtree(state["staging"], ignore_errors=True)
-            done.append(f"completed the interrupted run of {state['commit'][:12]} (its results were complete)")
-        else:
-            done.append(_undo(Path(run_dir), state))
+    for journal in journals:
+        state = _read_journal(run_dir, journal)
+        try:
+            if state["state"] == "swapping":  # its results were complete: finish putting it in place
+                _swap_in(Path(run_dir), state["commit"], Path(run_dir) / state["staging"])
+                journal.unlink(missing_ok=True)
+                shutil.rmtree(Path(run_dir) / state["staging"], ignore_errors=True)
+                done.append(f"completed the interrupted run of {state['commit'][:12]} (its results were complete)")
+            else:
+                done.append(_undo(Path(run_dir), state))
+        except OSError as err:
+            raise UserError(f"{journal}: a killed run of {state['commit'][:12]} left its data half-replaced, and it "
+                            f"cannot be undone here ({err.strerror or err}: {err.filename or run_dir}); run "
+                            "`tvm-suite report` where the directory can be written") from None
     return done
 
 
+def _staging(commit: str) -> str:
+    return f"{RUNS}/.staging-{commit}"
+
+
 def _journal_path(run_dir: Path, commit: str) -> Path:
-    return Path(run_dir) / RUNS / f".journal-{commit}.json"
+    return Path(run_dir) / RUNS / f".journal-{check_commit(commit)}.json"
 
 
-def _read_journal(journal: Path) -> dict:
+def _inside(run_dir: Path, relative_path) -> bool:
+    """A path a journal names: relative, without '..', so inside the run directory wherever it is."""
+    return (isinstance(relative_path, str) and bool(relative_path) and not Path(relative_path).is_absolute()
+            and ".." not in Path(relative_path).parts)
+
+
+def _read_journal(run_dir: Path, journal: Path) -> dict:
     data = cache.read_json(journal)
-    if not isinstance(data, dict) or not isinstance(data.get("commit"), str) or not isinstance(
-            data.get("previous"), dict):
+    commit = data.get("commit") if isinstance(data, dict) else None
+    damaged = (not isinstance(data, dict) or not isinstance(commit, str) or not COMMIT.fullmatch(commit)
+               or journal.name != f".journal-{commit}.json" or data.get("state") not in ("running", "swapping")
+               or data.get("staging") != _staging(commit) or not isinstance(data.get("previous"), dict)
+               or not all(_inside(run_dir, k) and k.startswith("results/") and _inside(run_dir, v)
+                          and v.startswith(f"{_staging(commit)}/") for k, v in data["previous"].items()))
+    if damaged:
         raise UserError(f"{journal}: a damaged journal of an interrupted run; compare the results of its commit "
                         "with results-archive/ and remove the journal")
     return data
 
 
 def _results_files(run_dir: Path, commit: str) -> list[Path]:
-    return sorted(p for p in (Path(run_dir) / "results").glob(f"*/{commit[:8]}-*.json") if p.is_file())
+    return sorted(p for p in (Path(run_dir) / "results").glob(f"*/{check_commit(commit)[:8]}-*.json") if p.is_file())
 
 
 def _undo(run_dir: Path, state: dict) -> str:
     """Put back the commit's results files as they were before the run; drop its staging."""
     commit = state["commit"]
-    previous = {Path(k): Path(v) for k, v in state["previous"].items()}
+    previous = {Path(run_dir) / k: Path(run_dir) / v for k, v in state["previous"].items()}
     for result in _results_files(run_dir, commit):
         if result not in previous:  # asv wrote a file the commit did not have: the new run's
             result.unlink()
     for result, copy in previous.items():
         cache.write_file(result, lambda tmp, copy=copy: shutil.copyfile(copy, tmp))
-    shutil.rmtree(state["staging"], ignore_errors=True)
+    shutil.rmtree(Path(run_dir) / state["staging"], ignore_errors=True)
     _journal_path(run_dir, commit).unlink(missing_ok=True)
     kept = "its previous results and side data are kept" if previous else "it had no results before: none kept"
     return f"the run of {commit[:12]} did not complete: nothing of it was filed; {kept}"
@@ -297,13 +596,3 @@ def _swap_in(run_dir: Path, commit: str, staging: Path) -> None:
             os.rename(final, old)
         os.rename(new, final)
     shutil.rmtree(old, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, ValueError, TypeError):
-        return True
-    return True

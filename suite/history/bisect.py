@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from suite import cache, git, targets, tracked
-from suite.core import runstore, timing
+from suite.core import runstore
 from suite.core.combo import Grid
-from suite.errors import UserError
+from suite.errors import ExitCode, UserError
 from suite.history import commits as history, driver, releases
 from suite.reporting import results as res
-from suite.reporting import rules
+from suite.reporting import rules, thresholds as limits
 
 _FOUND = re.compile(r"Greatest (regression|improvement) found: ([0-9a-f]{7,40})")
 _TESTED = re.compile(r"For \S+ commit ([0-9a-f]{7,40})")
@@ -41,7 +41,7 @@ class Answer:
 
 
 def run_bisect(tvm_repo: Path, range_spec: str, ids, metric_name: str, out_dir: Path,
-               env_dir: Path | None = None, thresholds: dict | None = None,
+               env_dir: Path | None = None, thresholds: limits.Thresholds | None = None,
                git_mirrors: str | None = None) -> driver.RunSummary:
     metric = tracked.get_or_fail(metric_name)
     if metric.worse is None:
@@ -56,6 +56,14 @@ def run_bisect(tvm_repo: Path, range_spec: str, ids, metric_name: str, out_dir: 
         rel = releases.release_for_commit(repo, commit)
         found.append(history.HistoryCommit(rel.version if rel else commit[:10], commit, rel.version if rel else None))
     grid = Grid.of(*[[name] for name in ids])
+    cache.ensure_dir(out_dir, "--out")
+    with runstore.RunLock(out_dir, f"{start[:12]}..{hashes[-1][:12]}", "tvm-suite bisect"):
+        return _bisect(repo, range_spec, ids, metric, out_dir, env_dir, thresholds, git_mirrors, start, hashes,
+                       found, grid)
+
+
+def _bisect(repo, range_spec, ids, metric, out_dir, env_dir, thresholds, git_mirrors, start, hashes, found,
+            grid) -> driver.RunSummary:
     print(f"bisecting {metric.name} of {' '.join(ids)} over {len(hashes)} commits after {start[:10]} "
           f"(asv find builds about {math.ceil(math.log2(len(hashes) + 1))} + 2)", flush=True)
     t0 = time.perf_counter()
@@ -83,6 +91,8 @@ def run_bisect(tvm_repo: Path, range_spec: str, ids, metric_name: str, out_dir: 
         driver.asv(ready.config, "run", f"HASHFILE:{hashfile.resolve()}", "--skip-existing", "--show-stderr",
                    log=ready.log, phase="asv run (the named pair)")
         tested += [h for h in missing if h not in tested]
+    for commit in tested:  # asv has completed them: seal what their runs kept, as readers require
+        runstore.seal(out_dir, commit)
     answer = judge(repo, out_dir, ordered, culprit, ids, metric, thresholds)
     answer.tested = tested
     if answer.measured_nothing:  # no verdict from nothing
@@ -97,7 +107,7 @@ def run_bisect(tvm_repo: Path, range_spec: str, ids, metric_name: str, out_dir: 
     else:
         lines.append(f"nothing worsened beyond the noise in {range_spec}: {answer.why}")
     lines.append(f"wall time {time.perf_counter() - t0:.0f} s; log {ready.log}; results {out_dir / 'results'}")
-    return driver.RunSummary("\n".join(lines), 0 if answer.culprit else 3)
+    return driver.RunSummary("\n".join(lines), ExitCode.OK if answer.culprit else ExitCode.NOTHING_WORSENED)
 
 
 def _has_parent(repo: Path, commit: str) -> bool:
@@ -112,7 +122,7 @@ def judge(repo: Path, out_dir: Path, ordered: list[str], named: str, ids, metric
     values = {h: v for h, v in values.items() if res.finite(v)}
     measured = [h for h in ordered if h in values]
     if not measured:
-        reasons = {runstore.failure(out_dir, c.hash, ids) for c in loaded.commits} - {None}
+        reasons = {loaded.kept(c.hash).failures.get(tuple(ids)) for c in loaded.commits} - {None}
         why = "; ".join(sorted(reasons)) or "every value is skipped or failed (asv NaN or null)"
         return Answer(None, None, None, None, why, [], measured_nothing=True)
     if named not in measured:
@@ -125,14 +135,14 @@ def judge(repo: Path, out_dir: Path, ordered: list[str], named: str, ids, metric
     a, b = values[before], values[named]
     worse = b > a if metric.worse == tracked.HIGHER else b < a
     if metric.name == "latency":
-        thresholds = thresholds or rules.load_thresholds()
-        ta, tb = (timing.load(out_dir, h, ids) for h in (before, named))
+        thresholds = thresholds or limits.load()
+        ta, tb = (loaded.kept(h).timings.get(tuple(ids)) for h in (before, named))
         if ta is None or tb is None:
             return Answer(None, before, a, b, "no timing samples to judge latency by", [])
-        ratio, p = tb.median / ta.median, timing.mann_whitney(ta.samples_s, tb.samples_s)
-        limit = thresholds["latency"]
-        worse = ratio > limit["max_ratio"] and p < limit["alpha"]
-        why = f"{ratio:.2f}x, Mann-Whitney p {p:.2g} (limits {limit['max_ratio']:g}x, {limit['alpha']:g})"
+        ratio, p = tb.median / ta.median, rules.mann_whitney(ta.samples_s, tb.samples_s)
+        worse = rules.slower(thresholds, ratio, p)
+        why = (f"{ratio:.2f}x, Mann-Whitney p {p:.2g} (limits {thresholds.latency.max_ratio:g}x, "
+               f"{thresholds.latency.alpha:g})")
     else:
         why = f"{b / a:.4g}x" if a else "from 0"
     return Answer(named if worse else None, before, a, b, why if worse else f"{why}: not worse", [])

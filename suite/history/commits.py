@@ -128,7 +128,14 @@ def prepare(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, out_dir: P
 def run_history(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, quick: bool, out_dir: Path,
                 env_dir: Path | None = None, html_dir: Path | None = None,
                 git_mirrors: str | None = None) -> driver.RunSummary:
-    """asv over TVM commits (skipping results asv already has), then ``asv publish``."""
+    """asv over TVM commits (skipping results asv already has), then ``asv publish``; ``out_dir``
+    is this run's alone while it works (runstore.RunLock)."""
+    cache.ensure_dir(out_dir, "--out")
+    with runstore.RunLock(out_dir, ",".join(c.commit[:12] for c in commits[:3]), "tvm-suite history"):
+        return _run_history(tvm_repo, commits, grid, quick, out_dir, env_dir, html_dir, git_mirrors)
+
+
+def _run_history(tvm_repo, commits, grid, quick, out_dir, env_dir, html_dir, git_mirrors) -> driver.RunSummary:
     html_dir = html_dir or out_dir / "html"
     print(f"history of {len(commits)} commits of {tvm_repo}: "
           + ", ".join(f"{c.label} ({c.commit[:10]})" for c in commits), flush=True)

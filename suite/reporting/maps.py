@@ -2,9 +2,10 @@
 
 asv benchmark processes export, per commit, the mean |diff| from the ``default`` order over the
 output's H x W and per output channel (``suite.core.measurement.tracked_divergence``) beside
-``results/`` (``suite.core.runstore``: ``runs/<commit>/maps/<workload>.<dtype>.<target>.<order>.npz``). The
-report draws them: H x W as a heat map (an inline PNG), channels as bars (inline SVG). A rounding
-drift covers the whole map evenly; a bug shows as tiles or channels.
+``results/`` (``suite.core.runstore``: ``runs/<commit>/maps/<workload>.<dtype>.<target>.<order>.npz``,
+verified when the history is loaded). The report draws them: H x W as a heat map (an inline PNG),
+channels as bars (inline SVG). A rounding drift covers the whole map evenly; a bug shows as tiles
+or channels.
 """
 
 from __future__ import annotations
@@ -12,34 +13,8 @@ from __future__ import annotations
 import base64
 import struct
 import zlib
-import io
-import zipfile
-from pathlib import Path
 
 import numpy as np
-
-from suite.core import runstore
-from suite.reporting import results as res
-
-
-def load(results_dir: Path, commit: str, series: res.Series) -> dict[str, np.ndarray] | None:
-    """The maps of ``series`` at ``commit``, or None when they were not exported; DamagedRunData
-    naming the file when it is damaged."""
-    run_dir = runstore.of_results(results_dir)
-    data = runstore.read_bytes(run_dir, runstore.relative("maps", series.ids), commit)
-    if data is None:
-        return None
-    path = runstore.path(run_dir, "maps", commit, series.ids)
-    try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as kept:
-            found = {name: kept[name] for name in kept.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
-        raise runstore.DamagedRunData(f"{path}: not difference maps ({err})") from None
-    channels, hw = found.get("channels"), found.get("hw")
-    if (set(found) - {"channels", "hw"} or channels is None or channels.ndim != 1 or not channels.size
-            or not np.all(np.isfinite(channels)) or (hw is not None and (hw.ndim != 2 or not np.all(np.isfinite(hw))))):
-        raise runstore.DamagedRunData(f"{path}: not difference maps (channels: 1-d, hw: 2-d, finite)")
-    return found
 
 
 def _heat(values: np.ndarray) -> np.ndarray:
@@ -77,9 +52,8 @@ def channel_bars(values: np.ndarray, width: int = 330, height: int = 90) -> dict
             "stroke": max(step * 0.8, 0.4)}
 
 
-def figure(results_dir: Path, commit: str, series: res.Series) -> dict | None:
-    """What the report draws for one mark, or None without exported maps."""
-    found = load(results_dir, commit, series)
+def figure(found: dict[str, np.ndarray] | None) -> dict | None:
+    """What the report draws for one mark's maps, or None without exported maps."""
     if found is None or "channels" not in found:
         return None
     out = {"channels": channel_bars(found["channels"]), "hw": None}

@@ -1,14 +1,16 @@
 """``tvm-suite report``: a static HTML report (Jinja2, inline SVG, no network) and report.json.
 
-What it says, from the asv results (see :mod:`suite.results`):
+It renders a :class:`suite.reporting.gate.GateResult`, the verdict of the newest commit as the gate
+gives it, first; it computes no check and no mark of its own. Then, from the verified history
+(:mod:`suite.reporting.results`):
 
 - the newest commit: every workload x dtype x target x order with its latency, GFLOP/s, ULP
   metrics, bound fraction, divergence from ``default`` and the change from the previous commit;
 - history charts over the commits (latency and accuracy), one line per order x target;
-- *marks*: commits where the tuned fp16 conv2d diverges on Hexagon (rules and thresholds in
-  ``reports/thresholds.toml``, section ``[divergence]``), with the first divergent commit and the
-  last good one named at the top;
-- regressions found by ``asv.step_detect`` (upward steps only) with the commit range of each.
+- *marks* at every commit (:func:`suite.reporting.rules.find_marks`, the gate's rule), with the
+  first divergent commit and the last good one named at the top;
+- regressions between consecutive commits: latency by the gate's rule on the timing samples,
+  other metrics by ``asv.step_detect`` (upward steps only), the records rule for both.
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ import os
 from pathlib import Path
 
 from suite import cache, tracked
-from suite.core import runstore
+from suite.asvconf import REPO_ROOT
 from suite.errors import UserError
 from suite.reporting import results as res
 from suite.reporting import gate, maps, rules
 from suite.reporting.rules import match
+from suite.reporting.thresholds import Thresholds
 
-TEMPLATES = rules.REPO_ROOT / "reports" / "templates"
+TEMPLATES = REPO_ROOT / "reports" / "templates"
 SUMMARY_METRICS = ("latency", "gflops", "packets", "hvx_efficiency", "ulp_mean", "ulp_p99", "ulp_max",
                    "scaled_error", "bound_fraction",
                    "prob_bound_fraction", "accumulation_length", "nonfinite", "differ_fraction",
@@ -49,21 +52,22 @@ class ReportError(UserError):
 # ----------------------------------------------------------------------------- regressions
 
 
-def find_regressions(history: res.History, thresholds: dict) -> list[dict]:
-    """Regressions between consecutive commits. Latency: the gate's noise model on the timing
-    samples (ratio of medians above [latency] max_ratio with a Mann-Whitney p below alpha), with the
-    verdict of a re-measurement where `tvm-suite gate` made one. Other metrics (deterministic for a
-    TVM build): asv's step detection, steps above [regressions] threshold (upward steps only)."""
+def find_regressions(history: res.History, thresholds: Thresholds) -> list[dict]:
+    """Regressions between consecutive commits. Latency: the gate's rule on the timing samples
+    (rules.latency_changes), with the verdict of a re-measurement where a gate made one. Other
+    metrics (deterministic for a TVM build): asv's step detection, steps above [regressions]
+    threshold (upward steps only). Either is *records* where the tuned order replayed other
+    tuning records at the two commits (rules.records_changed)."""
     from asv import step_detect
 
     found = []
     for before, after in zip(history.commits, history.commits[1:]):
-        slower, _ = gate.slowdowns(history, after, before, thresholds, remeasure=False)
+        slower, _ = rules.latency_changes(history, before, after, thresholds)
         for s in slower:
-            found.append(_regression(history, s.series, "latency", before, after, history.value("latency", s.series, before.hash),
-                                     history.value("latency", s.series, after.hash), s.verdict, s.p))
-    config = thresholds["regressions"]
-    for metric in config["metrics"]:
+            found.append(_regression(history, s.series, "latency", before, after,
+                                     history.value("latency", s.series, before.hash),
+                                     history.value("latency", s.series, after.hash), s.verdict.value, s.p))
+    for metric in thresholds.regressions.metrics:
         if metric == "latency":
             continue
         for s, per_commit in sorted(history.values.get(metric, {}).items(), key=lambda item: item[0].ids):
@@ -72,26 +76,15 @@ def find_regressions(history: res.History, thresholds: dict) -> list[dict]:
             if sum(v is not None for v in y) < 2:
                 continue
             steps = step_detect.detect_steps(y)
-            _latest, _best, positions = step_detect.detect_regressions(steps, threshold=config["threshold"])
+            _latest, _best, positions = step_detect.detect_regressions(steps, threshold=thresholds.regressions.threshold)
             for before, after, value_before, value_after in positions or []:
                 if after is not None:
                     good, bad = history.commits[before], history.commits[after]
-                    records = _records_between(history, s, good, bad)
-                    changed = records is not None and None not in records and records[0] != records[1]
+                    changed = rules.records_changed(history, s, good, bad)
                     found.append(_regression(history, s, metric, good, bad, value_before, value_after,
-                                             "records" if changed else "step", None, records))
+                                             "records" if changed else "step", None))
     order = {"confirmed": 0, "slower": 1, "suspect": 2, "step": 3, "records": 4, "noisy": 5}
     return sorted(found, key=lambda g: (order.get(g["verdict"], 5), -(g["ratio"] or 0)))
-
-
-def _records_between(history, series, good, bad) -> tuple[str | None, str | None] | None:
-    """For ``tuned``: whose tuning records replayed at each of two commits (None where the run did
-    not note it). A step between two commits that replayed different records (llvm's, then a
-    target's own) is the suite's records changing, not the TVM commit."""
-    if series.order != "tuned":
-        return None
-    run_dir = runstore.of_results(history.results_dir)
-    return tuple(runstore.records(run_dir, commit.hash, series.ids) for commit in (good, bad))
 
 
 def bisect_command(tvm_repo, last_good: str, first_bad: str, series: res.Series, metric: str) -> str:
@@ -101,7 +94,9 @@ def bisect_command(tvm_repo, last_good: str, first_bad: str, series: res.Series,
             f"--workload {workload} --dtype {dtype} --target {target} --order {order} --metric {metric}")
 
 
-def _regression(history, series, metric, good, bad, value_before, value_after, verdict, p, records=None) -> dict:
+def _regression(history, series, metric, good, bad, value_before, value_after, verdict, p) -> dict:
+    records = (tuple(history.kept(c.hash).records.get(series.ids) for c in (good, bad))
+               if series.order == "tuned" else None)
     return {
         **series.as_dict(), "metric": metric, "benchmark": tracked.get(metric).benchmark, "verdict": verdict, "p": p,
         "bisect": bisect_command(history.repo, good.hash, bad.hash, series, metric),
@@ -109,7 +104,7 @@ def _regression(history, series, metric, good, bad, value_before, value_after, v
         "first_bad": bad.hash, "first_bad_label": bad.label, "first_bad_url": bad.url,
         "value_before": value_before, "value_after": value_after,
         "ratio": value_after / value_before if value_before else None,
-        "records": records,  #: for tuned: whose tuning records replayed at each commit (see _records_between)
+        "records": records,  #: for tuned: whose tuning records replayed at each commit
     }
 
 
@@ -147,8 +142,7 @@ def summary_rows(history: res.History) -> tuple[list[dict], int]:
         for m in ("ulp_mean", "scaled_error", "prob_bound_fraction", "error_ratio"):
             if res.finite(values[m]) and m in previous:
                 change[m] = values[m] - previous[m]["value"]
-        records = (runstore.records(runstore.of_results(history.results_dir), newest.hash, s.ids)
-                   if s.order == "tuned" else None)
+        records = history.kept(newest.hash).records.get(s.ids) if s.order == "tuned" else None
         rows.append({**s.as_dict(), "values": values, "failed": failed, "previous": previous, "change": change,
                      "no_rigorous_bound": rules.no_rigorous_bound(history, s, newest.hash),
                      "records": records})
@@ -248,87 +242,95 @@ def charts(history: res.History, marks: list[dict]) -> list[dict]:
 # ----------------------------------------------------------------------------- facts
 
 
-def compute(history: res.History, thresholds: dict) -> dict:
+def compute(history: res.History, result: gate.GateResult) -> dict:
+    """What the report shows (and report.json keeps): the gate's ``result`` on the newest commit,
+    then the history."""
+    thresholds = result.thresholds
     rows, skipped = summary_rows(history)
     newest = history.commits[-1]
     previous = history.commits[-2] if len(history.commits) > 1 else None
-    _candidate, baseline, checks = gate.evaluate(history, newest.hash, thresholds, remeasure=False)
+    marks = rules.find_marks(history, thresholds)
     return {
         "generated_by": "tvm-suite report",
-        "gate": _gate_section(newest, baseline, checks),
+        "gate": _gate_section(result),
         "failures": _failures(history),
         "heatmap": heatmap(history),
-        "results_dir": str(history.results_dir.resolve()),
+        "results_dir": history.results_dir.name,
         "ordering": history.ordering,
-        "machines": history.machines,
+        "machines": list(history.machines),
         "targets": sorted({s.target for s in history.series()}),
         "commits": [c.as_dict() for c in history.commits],
         "newest": newest.as_dict(),
         "previous": previous.as_dict() if previous else None,
         "summary": rows,
         "summary_skipped": skipped,
-        "divergence": _divergence_section(history, thresholds, newest, baseline),
+        "divergence": _divergence_section(history, thresholds, result, marks),
         "regressions": find_regressions(history, thresholds),
-        "thresholds": {k: v for k, v in thresholds.items()},
+        "thresholds": thresholds.as_dict(),
     }
 
 
-def _gate_section(newest: res.Commit, baseline: res.Commit | None, checks) -> dict:
-    """The release gate's verdict on the newest commit, as `tvm-suite gate --no-remeasure` gives it."""
-    verdict = gate.verdict(checks)
+def _gate_section(result: gate.GateResult) -> dict:
+    """The release gate's verdict, as `tvm-suite gate` gives it (the re-measurements a gate or run
+    made included)."""
+    verdict = result.verdict
     return {
-        "verdict": verdict, "words": gate.WORDS[verdict], "candidate": newest.as_dict(),
-        "baseline": baseline.as_dict() if baseline else None,
-        "first_commit": baseline is None,
-        "checks": [{"name": c.name, "limit": c.limit, "status": c.status, "worst": c.worst,
-                    "details": c.details, "notes": c.notes,
-                    "noisy": any(d.startswith("noisy") for d in c.details)}
-                   for c in checks],
+        "verdict": int(verdict.exit_code), "words": verdict.words, "name": verdict.name,
+        "line": result.line(), "candidate": result.candidate.as_dict(),
+        "baseline": result.baseline.as_dict() if result.baseline else None,
+        "first_commit": result.first_commit,
+        "notes": list(result.notes),
+        "checks": [{**c.as_dict(), "noisy": any(d.startswith(("noisy", "records")) for d in c.details)}
+                   for c in result.checks],
     }
 
 
 def _failures(history: res.History) -> list[dict]:
     """Per commit, newest first, the combinations whose build or run failed, with the reason kept."""
-    return [{"commit": c.as_dict(), "combinations": [
-        {**series.as_dict(), "benchmarks": methods, "reason": gate.failure_reason(history, c.hash, series)}
-        for series, methods in gate.failed_combinations(history, c.hash).items()]}
-        for c in reversed(history.commits) if gate.failed_combinations(history, c.hash)]
+    found = []
+    for c in reversed(history.commits):
+        failed = gate.failed_combinations(history, c.hash)
+        if failed:
+            found.append({"commit": c.as_dict(), "combinations": [
+                {**series.as_dict(), "benchmarks": methods, "reason": gate.failure_reason(history, c.hash, series)}
+                for series, methods in failed.items()]})
+    return found
 
 
-def _divergence_section(history: res.History, thresholds: dict, newest: res.Commit,
-                        baseline: res.Commit | None) -> dict:
+def _divergence_section(history: res.History, thresholds: Thresholds, result: gate.GateResult,
+                        marks: list[rules.Mark]) -> dict:
     """The divergence marks of every commit, the first divergent and last good commit, and the
-    marks at the newest commit as the gate judges them (rules.judge_marks)."""
-    marks = rules.find_marks(history, thresholds)
-    marked = [c.hash for c in history.commits if any(m["commit"] == c.hash for m in marks)]
+    marks at the newest commit as the gate judged them."""
+    marked = [c.hash for c in history.commits if any(m.commit.hash == c.hash for m in marks)]
     checked = rules.checked_commits(history, thresholds)
-    for m in marks:  # how to find the commit that brought it: from the commit before it
-        index = history.index(m["commit"])
+
+    def shown(m: rules.Mark, entry: dict) -> dict:
+        """A mark as the report shows it, with how to find the commit that brought it: from the commit
+        before it."""
+        index = history.index(m.commit.hash)
         if index > 0:
-            series = res.Series(m["workload"], m["dtype"], m["target"], m["order"], m["machine"])
-            m["bisect"] = bisect_command(history.repo, history.commits[index - 1].hash, m["commit"], series,
-                                         m["metric"])
+            entry["bisect"] = bisect_command(history.repo, history.commits[index - 1].hash, m.commit.hash, m.series,
+                                             m.metric)
+        return entry
     first_divergent = history.commits[history.index(marked[0])] if marked else None
     good = [h for h in checked if not marked or history.index(h) < history.index(marked[0])]
     last_good = history.commits[history.index(good[-1])] if good else None
     targets = sorted({s.target for s in history.series()})
-    judged = rules.judge_marks(history, thresholds, newest, baseline, marks)
-    for m in judged["marks"] + judged["fixed"]:
-        m["cause_words"] = rules.cause_words(m)
+    judged = result.marks
     return {
         "first_divergent": first_divergent.as_dict() if first_divergent else None,
         "last_good": last_good.as_dict() if last_good else None,
         "marked_commits": [history.commits[history.index(h)].as_dict() for h in marked],
         "checked_commits": checked,
-        "rule_targets_present": [t for t in targets if match(t, thresholds["divergence"]["targets"])],
+        "rule_targets_present": [t for t in targets if match(t, thresholds.divergence.targets)],
         "rule_comparisons": sum(len(rules.divergence_series(history, thresholds, c.hash)) for c in history.commits),
-        "marks": marks,
+        "marks": [shown(m, m.as_dict()) for m in marks],
         "judged": {
-            "baseline": baseline.as_dict() if baseline else None,
-            "groups": {status: [m for m in judged["marks"] if m["status"] == status]
-                       for status in (rules.NEW, rules.WORSE, rules.KNOWN, rules.FIRST)},
-            "fixed": judged["fixed"],
-            "stale": judged["stale"],
+            "baseline": result.baseline.as_dict() if result.baseline else None,
+            "groups": {status.value: [shown(m.mark, m.as_dict()) for m in judged.marks if m.status is status]
+                       for status in rules.MarkStatus},
+            "fixed": [{**m.as_dict(), "value_now": now} for m, now in judged.fixed],
+            "stale": [vars(a) for a in judged.stale],
         },
     }
 
@@ -401,10 +403,10 @@ def mark_figures(history: res.History, marks: list[dict]) -> dict:
     """Difference maps of each marked combination, keyed like the marks (commit + combination)."""
     figures = {}
     for m in marks:
-        series = res.Series(m["workload"], m["dtype"], m["target"], m["order"], m["machine"])
-        key = f"{m['commit']}/{m['workload']}/{m['dtype']}/{m['target']}/{m['order']}"
+        ids = (m["workload"], m["dtype"], m["target"], m["order"])
+        key = f"{m['commit']}/{'/'.join(ids)}"
         if key not in figures:
-            figures[key] = maps.figure(history.results_dir, m["commit"], series)
+            figures[key] = maps.figure(history.kept(m["commit"]).maps.get(ids))
     return figures
 
 
@@ -426,9 +428,14 @@ def render_html(facts: dict, history: res.History, marks: list[dict]) -> str:
 REPORT_FILES = ("index.html", "report.json")
 
 
-def _check_out(out: Path) -> None:
-    """The report's files may go into ``out``: a directory (or none yet) where an index.html, if
-    any, is an earlier report's (a report.json beside it). Other files there are left alone."""
+def check_out(out: Path, run_dir: Path) -> None:
+    """The report's files may go into ``out``: a directory (or none yet) outside the results it
+    reports on, where an index.html, if any, is an earlier report's (a report.json beside it).
+    Other files there are left alone."""
+    results = (run_dir / "results").resolve()
+    if out.resolve() == results or results in out.resolve().parents:
+        raise ReportError(f"--out {out} is inside the results directory {results}: asv and the suite read every "
+                          "file there; write the report elsewhere (e.g. beside it)")
     if out.exists() and not out.is_dir():
         raise ReportError(f"--out {out} is a file, not a directory")
     if (out / "index.html").exists() and not (out / "report.json").is_file():
@@ -443,7 +450,6 @@ def write_report(out, html: str, facts: dict) -> None:
     """Write the report's two files into ``out``, each atomically (a temporary file renamed over
     the old one); nothing else in ``out`` is touched."""
     out = Path(out)
-    _check_out(out)
     cache.ensure_dir(out, "--out")
     text = json.dumps(_json_safe(facts), indent=1, allow_nan=False) + "\n"
     cache.write_file(out / "report.json", lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
@@ -452,11 +458,10 @@ def write_report(out, html: str, facts: dict) -> None:
         os.chmod(out / name, 0o644)
 
 
-def make_report(results_dir, out, tvm_repo=None, thresholds_path=None) -> dict:
-    _check_out(Path(out))
-    thresholds = rules.load_thresholds(thresholds_path)
-    history = res.load(results_dir, tvm_repo)
-    facts = compute(history, thresholds)
+def make_report(history: res.History, result: gate.GateResult, out) -> dict:
+    """Write the report of ``history`` with the gate's ``result`` into ``out``; its facts."""
+    check_out(Path(out), history.run_dir)
+    facts = compute(history, result)
     html = render_html(facts, history, facts["divergence"]["marks"])
     write_report(out, html, facts)
     return facts

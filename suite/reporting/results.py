@@ -1,9 +1,18 @@
-"""asv results of the suite, read through asv's own API and ordered by TVM's history.
+"""The verified history: asv results of the suite and what each run kept beside them, loaded once.
 
 ``load(results_dir, tvm_repo)`` gives a :class:`History`: the commits that have results, oldest
-first, and for every benchmark and parameter combination (workload x dtype x target x order,
-per machine) the value at each commit. Values keep asv's distinction: ``None`` means the
-benchmark failed (asv stores null), NaN means it was skipped (``NotImplementedError``).
+first; for every benchmark and parameter combination (workload x dtype x target x order, per
+machine) the value at each commit; and each commit's side data (``suite.core.runstore``: timing
+samples, failure reasons, whose tuning records replayed, build notes, maps, the values each
+benchmark reported) and the re-measurements earlier gates kept. Values keep asv's distinction:
+``None`` means the benchmark failed (asv stores null), NaN means it was skipped.
+
+Nothing is trusted piecemeal: every file is checked when it is loaded (asv's results, machine and
+benchmark files field by field, side data against its seal), every asv value of a commit with side
+data is checked against the value its benchmark reported, and asv's latency against the median of
+the sealed samples; a mismatch names both files. A run in progress in the directory is refused
+(its commit is half-written); a run that was killed is undone first. Report and gate read only
+this object, so they judge the same data.
 
 Order of the commits, best source first:
 
@@ -26,10 +35,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from suite import git, tracked
+from suite import asvconf, git, tracked
+from suite.core import runstore
 from suite.core.combo import PARAM_NAMES
 from suite.errors import UserError
-from suite import asvconf
 
 DEFAULT_COMMIT_URL = "https://github.com/apache/tvm/commit/"
 
@@ -57,11 +66,11 @@ class Series:
         return self.workload, self.dtype, self.target, self.order
 
 
-@dataclass
+@dataclass(frozen=True)
 class Commit:
     hash: str
     date_ms: int | None  # commit date (git, else the one asv stored)
-    tags: list[str] = field(default_factory=list)
+    tags: tuple[str, ...] = ()
     url: str = ""
 
     @property
@@ -73,21 +82,34 @@ class Commit:
         return self.tags[0] if self.tags else self.short
 
     def as_dict(self) -> dict:
-        return {"hash": self.hash, "label": self.label, "tags": self.tags, "url": self.url,
+        return {"hash": self.hash, "label": self.label, "tags": list(self.tags), "url": self.url,
                 "date": _iso(self.date_ms)}
 
 
-@dataclass
+@dataclass(frozen=True)
 class History:
     results_dir: Path
-    commits: list[Commit]  # oldest first
+    commits: tuple[Commit, ...]  # oldest first
     #: metric name -> Series -> commit hash -> value (None: failed, NaN: skipped)
     values: dict[str, dict[Series, dict[str, float | None]]]
-    machines: list[str]
-    files: list[Path]
+    machines: tuple[str, ...]
+    files: tuple[Path, ...]
     ordering: str  # how the commits were ordered, in words
     commit_url: str
     repo: Path | None = None  # the TVM clone that ordered the commits
+    #: commit hash -> what its run kept beside asv's results, verified (suite.core.runstore.SideData)
+    side: dict = field(default_factory=dict)
+    #: (baseline hash, candidate hash) -> what earlier gates found by timing suspects again
+    remeasured: dict = field(default_factory=dict)
+    #: what was done to a run killed before it completed, before loading (one line each)
+    recovered: tuple[str, ...] = ()
+
+    @property
+    def run_dir(self) -> Path:
+        return runstore.of_results(self.results_dir)
+
+    def kept(self, commit_hash: str) -> runstore.SideData:
+        return self.side.get(commit_hash) or runstore.SideData(commit_hash, False, self.run_dir / runstore.RUNS)
 
     def index(self, commit_hash: str) -> int:
         for i, commit in enumerate(self.commits):
@@ -142,14 +164,24 @@ def _read_conf(path: Path) -> dict:
         raise ResultsError(str(err)) from None
 
 
+#: The largest asv file read: a results file of the whole grid (thousands of combinations x 40
+#: benchmarks) is a few MiB; one beyond this is refused by its size, before it is read.
+MAX_FILE_BYTES = 256 << 20
+
+
 def _json_file(path: Path, what: str):
     """The JSON value of a file asv wrote; ResultsError naming it when it cannot be read."""
     if not path.is_file():
         raise ResultsError(f"{path}: {'not a file' if path.exists() else 'missing'} ({what})")
     try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise ResultsError(f"{path}: {path.stat().st_size} bytes, too large for an {what} "
+                               f"(at most {MAX_FILE_BYTES >> 20} MiB)")
         return json.loads(path.read_bytes().decode("utf-8"))
     except OSError as err:
         raise ResultsError(f"{path}: unreadable {what} ({err.strerror or err})") from None
+    except RecursionError:
+        raise ResultsError(f"{path}: malformed {what} (nested too deep)") from None
     except (UnicodeDecodeError, ValueError) as err:
         raise ResultsError(f"{path}: unreadable {what} ({str(err).splitlines()[0]})") from None
 
@@ -170,7 +202,7 @@ _ASV_COLUMNS = ["result", "params", "version", "started_at", "duration", "stats_
 _MACHINE_FIELDS = {"machine": _text, "os": _text, "arch": _text, "cpu": _text, "num_cpu": _text, "ram": _text,
                    "version": lambda v: v == 1}
 _RESULT_FIELDS = {
-    "commit_hash": lambda v: isinstance(v, str) and len(v) >= 7,
+    "commit_hash": lambda v: isinstance(v, str) and runstore.COMMIT.fullmatch(v) is not None,
     "env_name": _text, "date": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)),
     "params": _texts, "python": _text, "requirements": lambda v: isinstance(v, dict), "env_vars": _texts,
     "result_columns": lambda v: v == _ASV_COLUMNS,
@@ -233,8 +265,6 @@ def _load_result(path: Path, machine_name: str):
         raise ResultsError(f"{path}: unreadable asv results file ({err})") from None
     except (OSError, ValueError, TypeError, KeyError, AttributeError, IndexError) as err:
         raise ResultsError(f"{path}: unreadable asv results file ({type(err).__name__}: {err})") from None
-    if not isinstance(result.commit_hash, str) or len(result.commit_hash) < 7:
-        raise ResultsError(f"{path}: asv results file without a commit hash")
     return result
 
 
@@ -288,20 +318,55 @@ def _order_by_git(repo: Path, hashes: list[str], asv_dates: dict[str, int]):
 
 
 def load(results_dir, tvm_repo=None) -> History:
-    """Every asv results file under ``results_dir``; commits ordered by ``tvm_repo`` when given."""
+    """Every asv results file under ``results_dir`` and every file its runs kept, verified;
+    commits ordered by ``tvm_repo`` when given."""
     results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        raise ResultsError(f"results directory {results_dir} does not exist")
+    run_dir = runstore.of_results(results_dir)
+    recovered = tuple(runstore.recover(run_dir))  # refuses a run in progress
+    runstore.check_idle(run_dir)
     loaded, files, machines = _read_results(results_dir)
-    values, asv_dates = _values(loaded)
-    hashes = sorted(asv_dates.keys() | {r.commit_hash for _m, r in loaded})
+    values, asv_dates, sources = _values(loaded)
+    hashes = sorted(asv_dates.keys() | {r.commit_hash for _m, r, _p in loaded})
+    side = {h: runstore.load(run_dir, h) for h in hashes}
+    _verify(values, side, sources)
     commits, note, commit_url, repo = _commits(results_dir, tvm_repo, hashes, asv_dates)
-    return History(results_dir, commits, values, sorted(set(machines)), files, note, commit_url,
-                   repo if repo is not None and not _versions_repo(repo, results_dir) else None)
+    return History(results_dir, tuple(commits), values, tuple(sorted(set(machines))), tuple(files), note,
+                   commit_url, repo if repo is not None and not _versions_repo(repo, results_dir) else None,
+                   side, runstore.load_remeasured(run_dir), recovered)
+
+
+def _verify(values, side: dict, sources: dict) -> None:
+    """Every finite asv value of a commit with side data against the value its benchmark reported
+    (``values/``), and asv's latency against the median of the sealed samples: a mismatch names
+    both files (ResultsError)."""
+    for name, per_series in values.items():
+        metric = tracked.get(name)
+        benchmark_class = f"{metric.module}.{metric.cls}"
+        for series, per_commit in per_series.items():
+            for commit, value in per_commit.items():
+                kept = side[commit]
+                if not kept.kept or not finite(value):
+                    continue
+                where = f"{sources[commit, series.machine]}: {metric.benchmark} of {' '.join(series.ids)}"
+                reported = kept.values.get((series.ids, benchmark_class), {}).get(name)
+                kept_file = kept.file(runstore.values_relative(benchmark_class, series.ids))
+                if reported is None:
+                    raise ResultsError(f"{where} is {value:.6g}, but the run of {commit[:12]} kept no such value "
+                                       f"({kept_file}): asv's results and the run's side data disagree")
+                if not math.isclose(reported, value, rel_tol=1e-12, abs_tol=0.0):
+                    raise ResultsError(f"{where} is {value:.6g}, but {kept_file} says {reported:.6g}: asv's results "
+                                       "and the run's side data disagree")
+                samples = kept.timings.get(series.ids)
+                if name == "latency" and samples is not None and not math.isclose(samples.median, value, rel_tol=1e-12):
+                    raise ResultsError(f"{where} is {value:.6g}, but the median of "
+                                       f"{kept.file(runstore.relative('timings', series.ids))} is {samples.median:.6g}: "
+                                       "asv's latency and the run's timing samples disagree")
 
 
 def _read_results(results_dir: Path) -> tuple[list, list[Path], list[str]]:
-    """[(machine, asv Results)], their files and the machines, every file checked first."""
-    if not results_dir.is_dir():
-        raise ResultsError(f"results directory {results_dir} does not exist")
+    """[(machine, asv Results, its file)], the files and the machines, every file checked first."""
     machine_dirs = sorted({Path(root) for root, _dirs, files in os.walk(results_dir)
                            if any(f.endswith(".json") and f not in ("benchmarks.json", "machine.json")
                                   for f in files)})
@@ -321,19 +386,22 @@ def _read_results(results_dir: Path) -> tuple[list, list[Path], list[str]]:
     loaded, files = [], []
     for root, filename, machine_name in asv_results.iter_results_paths(str(results_dir)):
         path = Path(root) / filename
-        loaded.append((machine_name, _load_result(path, machine_name)))
+        loaded.append((machine_name, _load_result(path, machine_name), path))
         files.append(path)
     if not loaded:
         raise ResultsError(f"{results_dir} holds no asv results (no commits): run `tvm-suite run` first")
     return loaded, files, machines
 
 
-def _values(loaded) -> tuple[dict[str, dict[Series, dict[str, float | None]]], dict[str, int]]:
-    """{metric: {series: {commit: value}}} of the tracked metrics, and the date asv stored per commit."""
+def _values(loaded) -> tuple[dict[str, dict[Series, dict[str, float | None]]], dict[str, int], dict]:
+    """{metric: {series: {commit: value}}} of the tracked metrics, the date asv stored per commit,
+    and the file each (commit, machine) came from."""
     values: dict[str, dict[Series, dict[str, float | None]]] = {}
     asv_dates: dict[str, int] = {}
-    for machine_name, result in loaded:
+    sources = {}
+    for machine_name, result, path in loaded:
         commit = result.commit_hash
+        sources[commit, machine_name] = path
         if result.date is not None:
             asv_dates[commit] = int(result.date)
         for key in result.get_all_result_keys():
@@ -344,12 +412,12 @@ def _values(loaded) -> tuple[dict[str, dict[Series, dict[str, float | None]]], d
             for combo, value in zip(itertools.product(*params), result.get_result_value(key, params)):
                 series = Series(*(str(_decode(p)) for p in combo), machine=machine_name)
                 if value is not None and not isinstance(value, (int, float)):
-                    raise ResultsError(f"{result._filename}: value of {key} is not a number: {value!r}")
+                    raise ResultsError(f"{path}: value of {key} is not a number: {value!r}")
                 per_commit = values.setdefault(metric.name, {}).setdefault(series, {})
                 if value is None and finite(per_commit.get(commit)):
                     continue  # another environment of the same commit has the value
                 per_commit[commit] = None if value is None else float(value)
-    return values, asv_dates
+    return values, asv_dates, sources
 
 
 def _commits(results_dir: Path, tvm_repo, hashes: list[str], asv_dates: dict[str, int]):
@@ -373,7 +441,7 @@ def _commits(results_dir: Path, tvm_repo, hashes: list[str], asv_dates: dict[str
     # Commits of the installed TVM that `tvm-suite run` filed under its local versions repository
     # (wheels carry no git hash): named by their tag there (v<version>), with no upstream link.
     versions = _version_tags(results_dir.parent / "tvm-versions", hashes)
-    commits = [Commit(h, dates.get(h), tags.get(h) or versions.get(h, []),
+    commits = [Commit(h, dates.get(h), tuple(tags.get(h) or versions.get(h, [])),
                       f"{commit_url}{h}" if commit_url and h not in versions else "")
                for h in ordered]
     return commits, note, commit_url, repo

@@ -1,164 +1,114 @@
-"""The rules of the report and the gate: the thresholds file, and when a commit is marked.
+"""The rules of the gate and the report: when a commit is marked, why, how a mark or a slowdown is
+judged against a baseline, and when a change is the suite's records' rather than TVM's.
 
-``reports/thresholds.toml`` holds the documented defaults; a user's file overrides any key of it.
-Report and gate both read thresholds and marks from here, so they can never disagree.
+Every function here is pure: it reads a verified :class:`suite.reporting.results.History` and the
+typed :class:`suite.reporting.thresholds.Thresholds`, and returns typed results. The gate judges
+with them, the report shows what the gate judged and draws the history of marks with the same
+:func:`find_marks`, so the two cannot disagree.
 """
 
 from __future__ import annotations
 
-import copy
+import enum
 import fnmatch
 import math
-import tomllib
-from pathlib import Path
+from dataclasses import dataclass
 
-from suite import tracked
+from suite import cache
 from suite.core import bounds
-from suite.errors import UserError
-from suite.asvconf import REPO_ROOT
 from suite.reporting import results as res
-
-DEFAULT_THRESHOLDS = REPO_ROOT / "reports" / "thresholds.toml"
-ACCURACY_DTYPES = ("float16", "float32")
-ACCURACY_METRICS = ("ulp_mean", "ulp_p99", "ulp_max", "scaled_error")
-
-
-class ThresholdsError(UserError):
-    pass
-
-
-_SCHEMA = {
-    "latency": {"max_ratio": float, "alpha": float, "baseline": str},
-    "change": {m.name: {"max_ratio": float, "keep_nonzero": bool} for m in tracked.METRICS},
-    "accuracy": {dtype: {metric: float for metric in ACCURACY_METRICS} for dtype in ACCURACY_DTYPES},
-    "bound": {"max_fraction": float, "max_nonfinite": float, "lambda": float},
-    "divergence": {"max_error_ratio": float, "max_bias_shift": float, "min_z": float, "dtypes": list,
-                   "workloads": list, "targets": list, "orders": list, "bound_targets": list, "required": bool,
-                   "worse_factor": float,
-                   "accept": [{"workload": str, "dtype": str, "target": str, "order": str, "reason": str}]},
-    "regressions": {"threshold": float, "metrics": list},
-}
-
-
-def _check(data: dict, schema: dict, path: Path, prefix: str = "") -> dict:
-    checked = {}
-    for key, value in data.items():
-        name = f"{prefix}{key}"
-        if key not in schema:
-            valid = ", ".join(f"{prefix}{k}" for k in schema)
-            raise ThresholdsError(f"{path}: unknown key {name!r} (valid here: {valid})")
-        kind = schema[key]
-        if isinstance(kind, dict):
-            if not isinstance(value, dict):
-                raise ThresholdsError(f"{path}: {name!r} must be a table")
-            checked[key] = _check(value, kind, path, f"{name}.")
-        elif kind is float:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-                raise ThresholdsError(f"{path}: {name!r} must be a non-negative number, not {value!r}")
-            checked[key] = float(value)
-        elif kind is list:
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ThresholdsError(f"{path}: {name!r} must be a list of strings, not {value!r}")
-            checked[key] = value
-        elif isinstance(kind, list):  # an array of tables, every key of each required
-            if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-                raise ThresholdsError(f"{path}: {name!r} must be an array of tables ([[{name}]])")
-            checked[key] = []
-            for i, table in enumerate(value):
-                entry = _check(table, kind[0], path, f"{name}[{i}].")
-                lacking = [k for k in kind[0] if not str(entry.get(k, "")).strip()]
-                if lacking:
-                    raise ThresholdsError(f"{path}: {name}[{i}] needs {', '.join(lacking)} "
-                                          f"(each of {', '.join(kind[0])}, not empty)")
-                checked[key].append(entry)
-        elif not isinstance(value, kind):
-            raise ThresholdsError(f"{path}: {name!r} must be a {kind.__name__}, not {value!r}")
-        else:
-            checked[key] = value
-    return checked
-
-
-def _read_toml(path: Path) -> dict:
-    try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except FileNotFoundError:
-        raise ThresholdsError(f"thresholds file {path} does not exist") from None
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise ThresholdsError(f"{path}: not a readable TOML file ({str(err).splitlines()[0]})") from None
-    checked = _check(data, _SCHEMA, path)
-    unknown = [m for m in checked.get("regressions", {}).get("metrics", []) if m not in tracked.BY_NAME]
-    if unknown:
-        raise ThresholdsError(f"{path}: unknown metric(s) in regressions.metrics: {', '.join(unknown)} "
-                              f"(known: {', '.join(tracked.BY_NAME)})")
-    return checked
-
-
-def _merge(base: dict, extra: dict) -> dict:
-    merged = copy.deepcopy(base)
-    for key, value in extra.items():
-        if isinstance(value, dict):
-            merged[key] = _merge(merged.get(key, {}), value)
-        else:
-            merged[key] = value
-    return merged
-
-
-#: Sections every rule needs, each with every key of its schema (the defaults file provides them).
-_COMPLETE = ("latency", "bound", "divergence", "regressions")
-
-
-def load_thresholds(path=None) -> dict:
-    """The default thresholds, overridden by those in ``path``; each key checked."""
-    thresholds = _read_toml(DEFAULT_THRESHOLDS)
-    lacking = [f"{section}.{key}" for section in _COMPLETE for key in _SCHEMA[section]
-               if key != "accept" and key not in thresholds.get(section, {})]
-    if lacking:
-        raise ThresholdsError(f"{DEFAULT_THRESHOLDS}: the defaults lack {', '.join(lacking)} (restore the file)")
-    if path is not None:
-        thresholds = _merge(thresholds, _read_toml(Path(path)))
-    thresholds["source"] = str(Path(path).resolve() if path else DEFAULT_THRESHOLDS)
-    return thresholds
-
-
-# ----------------------------------------------------------------------------- marks
+from suite.reporting.thresholds import Acceptance, Thresholds
 
 
 def match(value: str, patterns) -> bool:
     return any(fnmatch.fnmatchcase(value, p) for p in patterns)
 
 
+# ----------------------------------------------------------------------------- the records rule
+
+
+def records_changed(history: res.History, series: res.Series, before: res.Commit,
+                    after: res.Commit) -> tuple[str, str] | None:
+    """The one rule for the suite's own records: where the ``tuned`` order replayed the tuning
+    records of another target at ``after`` than at ``before`` (llvm's, then a target's own, say),
+    (records at before, records at after); None otherwise, or where a side did not note them. A
+    change of that combination between the two commits is the records', not TVM's: it is reported
+    as *records* and fails no check against the baseline."""
+    if series.order != "tuned":
+        return None
+    a, b = (history.kept(c.hash).records.get(series.ids) for c in (before, after))
+    return (a, b) if a is not None and b is not None and a != b else None
+
+
+def records_words(changed: tuple[str, str], before: res.Commit, after: res.Commit) -> str:
+    return (f"tuned replayed {changed[0]}'s record at {before.label}, {changed[1]}'s at {after.label}: "
+            "the suite's records changed, not TVM")
+
+
 # ----------------------------------------------------------------------------- marks
-
-
-def divergence_series(history: res.History, thresholds: dict, commit: str) -> list[res.Series]:
-    """Combinations the error-shift rules compare with ``default`` at ``commit``."""
-    div = thresholds["divergence"]
-    return [s for s in history.series()
-            if s.dtype in div["dtypes"] and match(s.workload, div["workloads"])
-            and match(s.target, div["targets"]) and s.order in div["orders"]
-            and res.finite(history.value("error_ratio", s, commit))]
 
 
 SHIFT_METRICS = ("error_ratio", "error_ratio_z", "bias_shift", "bias_shift_z")
 TWIN_METRICS = tuple(f"twin_{m}" for m in SHIFT_METRICS) + ("twin_prob_bound_fraction",)
-#: Why a mark: the IEEE twin (suite.targets.ieee_twin) runs the same program with IEEE rounding.
-ARITHMETIC, SCHEDULE, UNATTRIBUTED = "arithmetic", "schedule", "unattributed"
 
 
-def shift_rules(values: dict, div: dict, prefix: str = "") -> list[str]:
+class Cause(str, enum.Enum):
+    """Why a mark: the IEEE twin (suite.targets.ieee_twin) runs the same program with IEEE rounding."""
+
+    ARITHMETIC = "arithmetic"  #: with IEEE rounding the same schedule is not marked
+    SCHEDULE = "schedule"  #: marked with IEEE rounding too
+    UNATTRIBUTED = "unattributed"  #: no twin on that target
+
+
+class MarkStatus(str, enum.Enum):
+    NEW = "new"  #: not marked at the baseline
+    WORSE = "worse"  #: its value grew by more than [divergence] worse_factor since the baseline
+    KNOWN = "known"  #: inherited from the baseline
+    FIRST = "first"  #: no baseline (the first commit with results), or one that cannot be compared
+
+
+@dataclass(frozen=True)
+class Mark:
+    """One (commit, combination, rule) whose error changed beyond what a reordering of IEEE sums
+    does, or beyond what any unbiased rounding explains."""
+
+    commit: res.Commit
+    series: res.Series
+    metric: str  #: error_ratio, bias_shift or prob_bound_fraction
+    rule: str
+    value: float
+    threshold: float
+    z: float | None
+    cause: Cause
+    twin: dict  #: the IEEE twin's values of the same pair (twin_*)
+
+    @property
+    def key(self) -> tuple:
+        return self.series, self.metric
+
+    def cause_words(self) -> str:
+        return cause_words(self.cause, self.metric, self.series.target, self.twin)
+
+    def as_dict(self) -> dict:
+        return {"commit": self.commit.hash, "label": self.commit.label, **self.series.as_dict(),
+                "metric": self.metric, "rule": self.rule, "value": self.value, "threshold": self.threshold,
+                "z": self.z, "cause": self.cause.value, "cause_words": self.cause_words(), "twin": self.twin}
+
+
+def shift_rules(values: dict, thresholds: Thresholds, prefix: str = "") -> list[str]:
     """The error-shift rules that ``values`` (error_ratio, error_ratio_z, bias_shift, bias_shift_z,
     each under ``prefix``) cross: "error_ratio" and/or "bias_shift"."""
+    div = thresholds.divergence
     ratio, ratio_z, shift, shift_z = (values.get(prefix + m) for m in SHIFT_METRICS)
     crossed = []
-    if res.finite(ratio) and res.finite(ratio_z) and ratio > div["max_error_ratio"] and ratio_z > div["min_z"]:
+    if res.finite(ratio) and res.finite(ratio_z) and ratio > div.max_error_ratio and ratio_z > div.min_z:
         crossed.append("error_ratio")
-    if res.finite(shift) and res.finite(shift_z) and abs(shift) > div["max_bias_shift"] and shift_z > div["min_z"]:
+    if res.finite(shift) and res.finite(shift_z) and abs(shift) > div.max_bias_shift and shift_z > div.min_z:
         crossed.append("bias_shift")
     return crossed
 
 
-def cause(metric: str, twin: dict, thresholds: dict) -> str:
+def cause(metric: str, twin: dict, thresholds: Thresholds) -> Cause:
     """Why a mark of ``metric`` is there, from the IEEE twin's values (``twin_*``) of the same pair:
     *arithmetic* when the same schedule with IEEE rounding stays inside the rule (qfloat's rounding
     made the difference), *schedule* when the twin crosses it too (the transformation itself
@@ -166,168 +116,305 @@ def cause(metric: str, twin: dict, thresholds: dict) -> str:
     if metric == "prob_bound_fraction":
         fraction = twin.get("twin_prob_bound_fraction")
         if not res.finite(fraction):
-            return UNATTRIBUTED
-        return SCHEDULE if fraction > thresholds["bound"]["max_fraction"] else ARITHMETIC
+            return Cause.UNATTRIBUTED
+        return Cause.SCHEDULE if fraction > thresholds.bound.max_fraction else Cause.ARITHMETIC
     if not all(res.finite(twin.get(f"twin_{m}")) for m in SHIFT_METRICS):
-        return UNATTRIBUTED
-    return SCHEDULE if shift_rules(twin, thresholds["divergence"], "twin_") else ARITHMETIC
+        return Cause.UNATTRIBUTED
+    return Cause.SCHEDULE if shift_rules(twin, thresholds, "twin_") else Cause.ARITHMETIC
 
 
-def cause_words(mark: dict) -> str:
-    """The cause of a mark in words, with the IEEE twin's figures behind it."""
-    twin = mark.get("twin") or {}
-    if mark["cause"] == UNATTRIBUTED:
-        return f"unattributed: {mark['target']} has no IEEE twin"
-    if mark["metric"] == "prob_bound_fraction":
+def cause_words(found: Cause, metric: str, target: str, twin: dict) -> str:
+    """A cause in words, with the IEEE twin's figures behind it."""
+    if found is Cause.UNATTRIBUTED:
+        return f"unattributed: {target} has no IEEE twin"
+    if metric == "prob_bound_fraction":
         figures = f"IEEE twin's bound fraction {twin['twin_prob_bound_fraction']:.3g}"
     else:
         figures = (f"IEEE twin: error ratio {twin['twin_error_ratio']:.3g} (z {twin['twin_error_ratio_z']:.3g}), "
                    f"bias shift {twin['twin_bias_shift']:+.3g} (|z| {twin['twin_bias_shift_z']:.3g})")
-    if mark["cause"] == ARITHMETIC:
+    if found is Cause.ARITHMETIC:
         return f"arithmetic (qfloat): with IEEE rounding the same schedule is not marked; {figures}"
     return f"schedule: marked with IEEE rounding too; {figures}"
 
 
-def attribute(values: dict, target: str, thresholds: dict) -> dict:
+def attribute(values: dict, target: str, thresholds: Thresholds) -> dict:
     """The error-shift rules one pair's divergence values (``measure --against``) cross, and the
     cause of the mark they make (None when they cross none)."""
-    crossed = shift_rules(values, thresholds["divergence"])
+    crossed = shift_rules(values, thresholds)
     if not crossed:
         return {"marked": [], "cause": None}
     twin = {m: values[m] for m in TWIN_METRICS if res.finite(values.get(m))}
-    mark = {"metric": crossed[0], "target": target, "twin": twin, "cause": cause(crossed[0], twin, thresholds)}
-    return {"marked": crossed, "cause": mark["cause"], "cause_words": cause_words(mark)}
+    found = cause(crossed[0], twin, thresholds)
+    return {"marked": crossed, "cause": found.value, "cause_words": cause_words(found, crossed[0], target, twin)}
 
 
-def find_marks(history: res.History, thresholds: dict) -> list[dict]:
-    """Every (commit, combination) whose error changed beyond what a reordering of IEEE sums
-    does, or beyond what any unbiased rounding explains (see thresholds.toml, [divergence]); each
-    with its cause (:func:`cause`) and the IEEE twin's values it was judged on."""
-    div, bound = thresholds["divergence"], thresholds["bound"]
+def _ruled(series: res.Series, thresholds: Thresholds) -> bool:
+    div = thresholds.divergence
+    return series.dtype in div.dtypes and match(series.workload, div.workloads)
+
+
+def _shift_ruled(series: res.Series, thresholds: Thresholds) -> bool:
+    div = thresholds.divergence
+    return _ruled(series, thresholds) and match(series.target, div.targets) and series.order in div.orders
+
+
+def marks_at(history: res.History, commit: res.Commit, thresholds: Thresholds) -> list[Mark]:
+    """Every combination marked at ``commit``, each with its cause and the twin's values behind it."""
+    div, bound = thresholds.divergence, thresholds.bound
     marks = []
-    for commit in history.commits:
-        for s in history.series():
-            if s.dtype not in div["dtypes"] or not match(s.workload, div["workloads"]):
-                continue
-            base = {"commit": commit.hash, "label": commit.label, **s.as_dict()}
-            values = {m: history.value(m, s, commit.hash) for m in SHIFT_METRICS + TWIN_METRICS}
-            twin = {m: values[m] for m in TWIN_METRICS if res.finite(values[m])}
-            found = []
-            if match(s.target, div["targets"]) and s.order in div["orders"]:
-                for metric in shift_rules(values, div):
-                    if metric == "error_ratio":
-                        found.append({"rule": f"error vs float64 grew ({s.order} vs default)",
-                                      "threshold": div["max_error_ratio"]})
-                    else:
-                        found.append({"rule": f"error drifted to one side ({s.order} vs default)",
-                                      "threshold": div["max_bias_shift"]})
-                    found[-1].update(metric=metric, value=values[metric], z=values[f"{metric}_z"])
-            fraction = prob_bound_value(history, s, commit.hash, thresholds)
-            if match(s.target, div["bound_targets"]) and res.finite(fraction) and fraction > bound["max_fraction"]:
-                found.append({"rule": "beyond what any unbiased rounding explains", "metric": "prob_bound_fraction",
-                              "value": fraction, "threshold": bound["max_fraction"], "z": None})
-            for mark in found:
-                marks.append({**base, **mark, "cause": cause(mark["metric"], twin, thresholds), "twin": twin})
+    for s in history.series():
+        if not _ruled(s, thresholds):
+            continue
+        values = {m: history.value(m, s, commit.hash) for m in SHIFT_METRICS + TWIN_METRICS}
+        twin = {m: values[m] for m in TWIN_METRICS if res.finite(values[m])}
+        found = []
+        if _shift_ruled(s, thresholds):
+            for metric in shift_rules(values, thresholds):
+                if metric == "error_ratio":
+                    found.append((metric, f"error vs float64 grew ({s.order} vs default)", div.max_error_ratio))
+                else:
+                    found.append((metric, f"error drifted to one side ({s.order} vs default)", div.max_bias_shift))
+        fraction = prob_bound_value(history, s, commit.hash, thresholds)
+        if match(s.target, div.bound_targets) and res.finite(fraction) and fraction > bound.max_fraction:
+            found.append(("prob_bound_fraction", "beyond what any unbiased rounding explains", bound.max_fraction))
+        for metric, rule, threshold in found:
+            value = fraction if metric == "prob_bound_fraction" else values[metric]
+            z = None if metric == "prob_bound_fraction" else values[f"{metric}_z"]
+            marks.append(Mark(commit, s, metric, rule, value, threshold, z, cause(metric, twin, thresholds), twin))
     return marks
+
+
+def find_marks(history: res.History, thresholds: Thresholds) -> list[Mark]:
+    """The marks at every commit, oldest commit first."""
+    return [m for commit in history.commits for m in marks_at(history, commit, thresholds)]
+
+
+def divergence_series(history: res.History, thresholds: Thresholds, commit: str) -> list[res.Series]:
+    """Combinations the error-shift rules compare with ``default`` at ``commit``."""
+    return [s for s in history.series()
+            if _shift_ruled(s, thresholds) and res.finite(history.value("error_ratio", s, commit))]
+
+
+def checked_commits(history: res.History, thresholds: Thresholds) -> list[str]:
+    """Commits with any value the marking rules look at."""
+    return [c.hash for c in history.commits
+            if any(_ruled(s, thresholds) and (res.finite(history.value("prob_bound_fraction", s, c.hash))
+                                              or res.finite(history.value("error_ratio", s, c.hash)))
+                   for s in history.series())]
 
 
 # ----------------------------------------------------------------------------- marks against a baseline
 
-NEW, WORSE, KNOWN, FIRST = "new", "worse", "known", "first"
+
+@dataclass(frozen=True)
+class JudgedMark:
+    mark: Mark
+    status: MarkStatus
+    fails: bool
+    baseline_value: float | None = None
+    since: res.Commit | None = None  #: known and worse: marked without a break since this commit
+    accepted: str | None = None  #: the reason of the acceptance that applies
+    #: an acceptance names this mark but does not apply to it (it is new or worse)
+    acceptance_not_applied: str | None = None
+    records: str | None = None  #: the records changed since the baseline (see records_changed)
+
+    def line(self, multi: bool) -> str:
+        """The mark as the gate lists it: status, combination, rule and value, cause."""
+        m = self.mark
+        status = "first commit" if self.status is MarkStatus.FIRST else self.status.value
+        if self.since is not None:
+            status += f" since {self.since.label}"
+        value = f"{m.metric} {m.value:.4g} vs {m.threshold:g}"
+        if self.baseline_value is not None:
+            value += f" (baseline {self.baseline_value:.4g})"
+        text = f"{status}: {where(m.series, multi)}: {m.rule}: {value}; cause {m.cause_words()}"
+        if self.accepted:
+            text += f"; accepted: {self.accepted}"
+        if self.acceptance_not_applied:
+            text += f"; the acceptance in the thresholds file does not apply to a {self.status.value} mark"
+        if self.records:
+            text += f"; {self.records}"
+        return text
+
+    def as_dict(self) -> dict:
+        return {**self.mark.as_dict(), "status": self.status.value, "fails": self.fails,
+                "baseline_value": self.baseline_value, "since": self.since.as_dict() if self.since else None,
+                "accepted": self.accepted, "acceptance_not_applied": self.acceptance_not_applied,
+                "records": self.records}
 
 
-def mark_key(mark: dict) -> tuple:
-    return mark["workload"], mark["dtype"], mark["target"], mark["order"], mark["machine"], mark["metric"]
+@dataclass(frozen=True)
+class MarkJudgement:
+    marks: tuple[JudgedMark, ...]
+    fixed: tuple[tuple[Mark, float], ...]  #: marks of the baseline gone at the candidate, with the value now
+    stale: tuple[Acceptance, ...]  #: acceptances that match no mark at the candidate
 
 
-def _accepted(mark: dict, accepts: list[dict]) -> dict | None:
-    return next((a for a in accepts if (a["workload"], a["dtype"], a["target"], a["order"])
-                 == (mark["workload"], mark["dtype"], mark["target"], mark["order"])), None)
+def _acceptance(mark: Mark, accepts) -> Acceptance | None:
+    return next((a for a in accepts if a.ids == mark.series.ids), None)
 
 
-def judge_marks(history: res.History, thresholds: dict, candidate: res.Commit, baseline: res.Commit | None,
-                marks: list[dict] | None = None) -> dict:
-    """The marks at ``candidate`` judged against ``baseline``, as the gate and the report show them.
+def judge_marks(history: res.History, thresholds: Thresholds, candidate: res.Commit,
+                baseline: res.Commit | None) -> MarkJudgement:
+    """The marks at ``candidate`` judged against ``baseline``.
 
-    Each mark at the candidate gets ``status``: *new* (not marked at the baseline), *worse* (its
-    value grew by more than [divergence] worse_factor since the baseline), *known* (inherited, with
-    ``since``: the commit from which it has been marked without a break), or *first* (no baseline:
-    the first commit with results); and ``fails``: new and worse marks fail, known and first ones
-    fail when their cause is not arithmetic; a mark accepted by name in [[divergence.accept]]
-    (``accepted``: the reason) fails only when worse. Marks of the baseline not at the candidate,
-    whose combination the candidate measured, are ``fixed``; acceptances that match no mark at the
-    candidate are ``stale``.
-    """
-    div = thresholds["divergence"]
-    accepts = div.get("accept", [])
-    marks = find_marks(history, thresholds) if marks is None else marks
-    by_commit: dict[str, dict[tuple, dict]] = {}
-    for m in marks:
-        by_commit.setdefault(m["commit"], {})[mark_key(m)] = m
-    now = by_commit.get(candidate.hash, {})
-    before = by_commit.get(baseline.hash, {}) if baseline is not None else {}
+    New and worse marks fail whatever the thresholds file accepts (the output says the acceptance
+    did not apply); known marks, and marks at the first commit, fail when their cause is not the
+    arithmetic and no ``[[divergence.accept]]`` names them. Where the tuned order replayed other
+    records at the two commits (:func:`records_changed`), a mark is judged as at a first commit:
+    by its cause alone. Marks of the baseline gone at the candidate, whose combination the
+    candidate measured, are fixed; acceptances matching no mark are stale."""
+    div = thresholds.divergence
+    now = {m.key: m for m in marks_at(history, candidate, thresholds)}
+    before = {m.key: m for m in marks_at(history, baseline, thresholds)} if baseline is not None else {}
     judged = []
-    for key, mark in sorted(now.items()):
-        mark = {**mark, "accepted": (_accepted(mark, accepts) or {}).get("reason")}
-        if baseline is None:
-            mark["status"] = FIRST
+    for key, mark in sorted(now.items(), key=lambda item: (item[0][0].ids, item[0][0].machine, item[0][1])):
+        accept = _acceptance(mark, div.accept)
+        changed = records_changed(history, mark.series, baseline, candidate) if baseline is not None else None
+        baseline_value, since = None, None
+        if baseline is None or changed:
+            status = MarkStatus.FIRST
         elif key not in before:
-            mark["status"] = NEW
+            status = MarkStatus.NEW
         else:
-            mark["baseline_value"] = before[key]["value"]
-            grew = abs(mark["value"]) > div["worse_factor"] * abs(before[key]["value"])
-            mark["status"] = WORSE if grew else KNOWN
-        if mark["status"] in (KNOWN, WORSE):
-            mark["since"] = _marked_since(history, by_commit, key, candidate)
-        mark["fails"] = (mark["status"] == WORSE or (mark["status"] == NEW and not mark["accepted"])
-                         or (mark["status"] in (KNOWN, FIRST) and mark["cause"] != ARITHMETIC
-                             and not mark["accepted"]))
-        judged.append(mark)
+            baseline_value = before[key].value
+            grew = abs(mark.value) > div.worse_factor * abs(baseline_value)
+            status = MarkStatus.WORSE if grew else MarkStatus.KNOWN
+            since = _marked_since(history, key, candidate, thresholds)
+        applies = accept is not None and status in (MarkStatus.KNOWN, MarkStatus.FIRST)
+        fails = status in (MarkStatus.NEW, MarkStatus.WORSE) or (mark.cause is not Cause.ARITHMETIC and not applies)
+        judged.append(JudgedMark(mark, status, fails, baseline_value, since, accept.reason if applies else None,
+                                 accept.reason if accept is not None and not applies else None,
+                                 records_words(changed, baseline, candidate) if changed else None))
     fixed = []
-    for key, mark in sorted(before.items()):
-        series = res.Series(*key[:5])
-        if key not in now and res.finite(history.value(mark["metric"], series, candidate.hash)):
-            fixed.append({**mark, "value_now": history.value(mark["metric"], series, candidate.hash)})
-    stale = [a for a in accepts if not any(_accepted(m, [a]) for m in judged)]
-    return {"baseline": baseline, "marks": judged, "fixed": fixed, "stale": stale}
+    for key, mark in sorted(before.items(), key=lambda item: (item[0][0].ids, item[0][0].machine, item[0][1])):
+        value_now = history.value(mark.metric, mark.series, candidate.hash)
+        if key not in now and res.finite(value_now):
+            fixed.append((mark, value_now))
+    stale = tuple(a for a in div.accept if not any(a.ids == m.mark.series.ids for m in judged))
+    return MarkJudgement(tuple(judged), tuple(fixed), stale)
 
 
-def _marked_since(history: res.History, by_commit: dict, key: tuple, candidate: res.Commit) -> dict:
+def _marked_since(history: res.History, key: tuple, candidate: res.Commit, thresholds: Thresholds) -> res.Commit:
     """The commit from which ``key`` has been marked at every commit that measured it, up to the
     candidate."""
+    series, metric = key
     since = candidate
-    series = res.Series(*key[:5])
     for commit in reversed(history.commits[:history.index(candidate.hash)]):
-        if key in by_commit.get(commit.hash, {}):
+        if any(m.key == key for m in marks_at(history, commit, thresholds)):
             since = commit
-        elif res.finite(history.value(key[5], series, commit.hash)):
+        elif res.finite(history.value(metric, series, commit.hash)):
             break  # measured there and not marked
-    return since.as_dict()
+    return since
 
 
-def checked_commits(history: res.History, thresholds: dict) -> list[str]:
-    """Commits with any value the marking rules look at."""
-    div = thresholds["divergence"]
-    checked = []
-    for commit in history.commits:
-        for s in history.series():
-            if s.dtype in div["dtypes"] and match(s.workload, div["workloads"]) and (
-                    res.finite(history.value("prob_bound_fraction", s, commit.hash))
-                    or res.finite(history.value("error_ratio", s, commit.hash))):
-                checked.append(commit.hash)
-                break
-    return checked
+# ----------------------------------------------------------------------------- latency
+
+
+class Slowness(str, enum.Enum):
+    CONFIRMED = "confirmed"  #: slower, and slower again when both kernels were timed again
+    NOISY = "noisy"  #: slower in the kept samples, not when timed again
+    SUSPECT = "suspect"  #: slower in the kept samples, not timed again
+    SLOWER = "slower"  #: results without samples: the ratio of medians is all there is
+    RECORDS = "records"  #: the tuned order replayed other records at the two commits
+
+    @property
+    def fails(self) -> bool:
+        return self in (Slowness.CONFIRMED, Slowness.SLOWER)
+
+
+@dataclass(frozen=True)
+class Slowdown:
+    series: res.Series
+    ratio: float  #: candidate median / baseline median
+    p: float | None  #: one-sided Mann-Whitney U p-value; None without samples
+    verdict: Slowness
+    remeasured: tuple[float, float] | None = None  #: (ratio, p) of the interleaved re-measurement
+    samples: str | None = None  #: digest of the two sides' samples judged (a re-measurement speaks for these)
+    runtime: str | None = None  #: where kernels of other TVM builds were re-timed
+    why: str | None = None  #: why a suspect was not re-measured; the records that changed
+
+    def line(self, multi: bool) -> str:
+        again = f"; re-measured {self.remeasured[0]:.2f}x, p {self.remeasured[1]:.2g}" if self.remeasured else ""
+        again += f" ({self.runtime})" if self.runtime else ""
+        p = f", p {self.p:.2g}" if self.p is not None else " (no samples: ratio of medians only)"
+        why = f" ({self.why})" if self.why else ""
+        return f"{self.verdict.value}: {where(self.series, multi)}: {self.ratio:.2f}x{p}{again}{why}"
+
+
+def mann_whitney(before, after) -> float:
+    """One-sided p-value that ``after`` is slower than ``before`` (exact for small samples)."""
+    from scipy.stats import mannwhitneyu
+
+    return float(mannwhitneyu(after, before, alternative="greater").pvalue)
+
+
+def slower(thresholds: Thresholds, ratio: float, p: float) -> bool:
+    """The latency rule: a ratio of medians above max_ratio with a one-sided U test below alpha."""
+    return ratio > thresholds.latency.max_ratio and p < thresholds.latency.alpha
+
+
+def samples_digest(before, after) -> str:
+    """What a re-measurement speaks for: both timings whole (samples, kernel, the TVM that timed them)."""
+    return cache.digest([before.to_json(), after.to_json()])
+
+
+def latency_changes(history: res.History, baseline: res.Commit, candidate: res.Commit,
+                    thresholds: Thresholds) -> tuple[list[Slowdown], int]:
+    """Combinations slower at ``candidate`` than at ``baseline`` by the latency rule, as found in
+    the kept samples (suspects, not yet timed again; an earlier gate's re-measurement of the very
+    same samples applied), and how many combinations were compared."""
+    kept = {(tuple(e["ids"]), e.get("machine")): e for e in history.remeasured.get((baseline.hash, candidate.hash), [])}
+    found, compared = [], 0
+    for series in history.series():
+        now = history.value("latency", series, candidate.hash)
+        before = history.value("latency", series, baseline.hash)
+        if not (res.finite(now) and res.finite(before)) or before <= 0:
+            continue
+        compared += 1
+        changed = records_changed(history, series, baseline, candidate)
+        a, b = (history.kept(c.hash).timings.get(series.ids) for c in (baseline, candidate))
+        if a is None or b is None:  # results without samples: the ratio of medians is all there is
+            if now / before > thresholds.latency.max_ratio:
+                verdict = Slowness.RECORDS if changed else Slowness.SLOWER
+                found.append(Slowdown(series, now / before, None, verdict,
+                                      why=records_words(changed, baseline, candidate) if changed else None))
+            continue
+        ratio, p = b.median / a.median, mann_whitney(a.samples_s, b.samples_s)
+        if not slower(thresholds, ratio, p):
+            continue
+        digest = samples_digest(a, b)
+        if changed:
+            found.append(Slowdown(series, ratio, p, Slowness.RECORDS, samples=digest,
+                                  why=records_words(changed, baseline, candidate)))
+        elif (e := kept.get((series.ids, series.machine))) is not None and e["samples"] == digest:
+            found.append(Slowdown(series, ratio, p, Slowness(e["verdict"]), tuple(e["remeasured"]), digest,
+                                  e.get("runtime")))
+        else:
+            found.append(Slowdown(series, ratio, p, Slowness.SUSPECT, samples=digest))
+    return found, compared
+
+
+def remeasured(suspect: Slowdown, again: list[list[float]], thresholds: Thresholds,
+               runtime: str | None) -> Slowdown:
+    """A suspect judged on the samples of timing both kernels again, interleaved."""
+    import numpy as np
+
+    ratio = float(np.median(again[1]) / np.median(again[0]))
+    p = mann_whitney(again[0], again[1])
+    verdict = Slowness.CONFIRMED if slower(thresholds, ratio, p) else Slowness.NOISY
+    return Slowdown(suspect.series, suspect.ratio, suspect.p, verdict, (ratio, p), suspect.samples, runtime)
 
 
 # ----------------------------------------------------------------------------- bounds
 
 
-def prob_bound_value(history: res.History, series: res.Series, commit: str, thresholds: dict) -> float | None:
+def prob_bound_value(history: res.History, series: res.Series, commit: str, thresholds: Thresholds) -> float | None:
     """``prob_bound_fraction`` at the thresholds' lambda. asv records it at
     ``bounds.DEFAULT_LAMBDA``; every element of an output shares K, so the fraction scales exactly
     with gamma~_K(default) / gamma~_K(lambda)."""
     value = history.value("prob_bound_fraction", series, commit)
-    lam = thresholds["bound"]["lambda"]
+    lam = thresholds.bound.lam
     if not res.finite(value) or lam == bounds.DEFAULT_LAMBDA:
         return value
     k = history.value("accumulation_length", series, commit)
@@ -345,3 +432,10 @@ def no_rigorous_bound(history: res.History, series: res.Series, commit: str) -> 
     if math.isnan(bounds.gamma(int(k), series.dtype)):
         return f"no rigorous bound for K = {int(k)} in {series.dtype}"
     return None
+
+
+def where(series: res.Series, multi_machine: bool) -> str:
+    """A combination in words (with its machine where a history has several)."""
+    text = " ".join(series.ids)
+    return f"{text} @{series.machine}" if multi_machine else text
+

@@ -1,4 +1,5 @@
-"""`tvm-suite run`: the main job on the installed TVM: measure, asv run, publish.
+"""`tvm-suite run`: the main job on the installed TVM: measure, asv run, publish, then the gate's
+verdict on the commit it ran and the report of it.
 
 asv records results per commit of its ``repo``. The installed TVM wheel does not carry its git
 hash, so the commit comes from (in this order) ``--tvm-commit``, the tag ``v<version>`` of a TVM
@@ -23,6 +24,8 @@ from suite.core.record import Kind, Status
 from suite.errors import Interrupted, Skipped, Terminated, UserError, raise_if_signalled
 from suite.history import driver
 from suite.progress import Progress, announce
+from suite.reporting import gate, report, results
+from suite.reporting import thresholds as limits
 
 #: Loop orders of a quick run: as legalized, and as tuned.
 QUICK_ORDERS = ("default", "tuned")
@@ -108,21 +111,39 @@ def warm_cache(grid: Grid, run_dir: Path, commit: str, log=print, cluster: str |
 
 
 def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_commit=None,
-                  cluster: str | None = None) -> driver.RunSummary:
+                  cluster: str | None = None, thresholds_path: Path | None = None) -> driver.RunSummary:
     """The main job: measure (on a Dask cluster at ``cluster``, where given), run asv on the
-    installed TVM, keep the results, publish asv's HTML."""
+    installed TVM, keep the results, publish asv's HTML, then give the gate's verdict on the commit
+    (its exit status) and write the report of it. ``out_dir`` is this run's alone while it works."""
+    thresholds = limits.load(thresholds_path)  # a bad thresholds file is refused before any work
     compat.tvm()
     if cluster is not None:  # a one-line error before anything is written, cached or not
         from suite.core import cluster as dask_cluster
 
         dask_cluster.connect(cluster).close()
     cache.ensure_dir(out_dir, "--out")
-    log_path = out_dir / "asv.log"
     repo, commit = installed_commit(out_dir, tvm_repo, tvm_commit)
+    report_dir = out_dir / "report"
+    report.check_out(report_dir, out_dir)
+    with runstore.RunLock(out_dir, commit, "tvm-suite run"):
+        warm, filed = _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster)
+        result = _verdict(out_dir, commit, tvm_repo, thresholds, report_dir)
+    text = _summary_text(warm, commit, out_dir, filed)
+    failed = [c for c, r in warm["records"].items() if r.status is Status.FAILED]
+    if failed:
+        text += "\n\nfailed combinations (their results are asv failures, null):\n" + "\n".join(
+            f"  {c.label}: {warm['records'][c].reason}" for c in failed)
+    text += f"\nreport:  {report_dir / 'index.html'}\n{result.line()}"
+    return driver.RunSummary(text, result.verdict.exit_code)
+
+
+def _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster) -> tuple[dict, dict]:
+    """Measure, run asv and file the commit's results (whole or not at all), then publish asv's
+    HTML: (what was measured, how asv went)."""
+    log_path = out_dir / "asv.log"
     # No commit links for the local versions repository: its hashes are not TVM's.
     config = driver.write_conf(out_dir, "asv.installed.json", repo,
                                **({} if tvm_repo is not None else {"show_commit_url": ""}))
-
     print(f"measuring {len(grid.workloads)} workloads x {len(grid.dtypes)} dtypes on apache-tvm "
           f"{compat.installed_version()} (cache: {measurement.cache.root()}; each combination in "
           f"{out_dir / 'measure.log'})", flush=True)
@@ -162,20 +183,48 @@ def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_com
         raise Interrupted(f"the run of {commit[:12]} was filed whole (results and side data); asv's HTML was not "
                           "published (the next run publishes it)", _signal_name(err)) from None
     raise_if_signalled()
-    text = _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, archived, log_path)
-    failed = [c for c, r in warm["records"].items() if r.status is Status.FAILED]
-    if failed:
-        text += "\n\nfailed combinations (their results are asv failures, null):\n" + "\n".join(
-            f"  {c.label}: {warm['records'][c].reason}" for c in failed)
-    # asv exits 2 when a benchmark failed; a skipped combination is not a failure.
-    return driver.RunSummary(text, 0 if asv_status == 0 and publish_status == 0 and not failed else 1)
+    return warm, {"asv_status": asv_status, "asv_s": asv_s, "publish_status": publish_status, "archived": archived,
+                  "log": log_path}
+
+
+def _verdict(out_dir: Path, commit: str, tvm_repo, thresholds, report_dir: Path) -> gate.GateResult:
+    """The gate's verdict on the commit just filed (suspects timed again, as `tvm-suite gate`
+    does), kept, and the report that renders it."""
+    announce("report")  # the gate's verdict, then the report that renders it
+    filed = f"the run of {commit[:12]} was filed whole"
+    try:
+        history = results.load(out_dir / "results", tvm_repo)
+        result = gate.evaluate_named(history, commit, thresholds, remeasure=timing.remeasure)
+        keep_remeasured(history, result)
+        report.make_report(history, result, report_dir)
+        raise_if_signalled()
+    except UserError as err:
+        raise type(err)(f"{filed}, but no verdict: {err}") from None
+    except KeyboardInterrupt as err:
+        raise Interrupted(f"{filed}; its verdict and report were not written (tvm-suite gate --results "
+                          f"{out_dir / 'results'} --commit {commit[:12]} gives the verdict)", _signal_name(err)) from None
+    return result
+
+
+def keep_remeasured(history: results.History, result: gate.GateResult) -> None:
+    """Keep what the gate found by timing suspects again, so that the report and later gates give
+    the same verdict on the same samples; where the directory cannot be written, say so (stderr)
+    and go on: the verdict does not depend on it."""
+    kept = result.newly_remeasured()
+    if not kept or result.baseline is None:
+        return
+    try:
+        runstore.keep_remeasured(history.run_dir, result.baseline.hash, result.candidate.hash, kept)
+    except OSError as err:
+        print(f"tvm-suite: note: the re-measurements were not kept ({err.strerror or err}: "
+              f"{err.filename or history.run_dir}); the verdict stands", file=sys.stderr)
 
 
 def _signal_name(err: BaseException) -> str:
     return "SIGTERM" if isinstance(err, Terminated) else "SIGINT"
 
 
-def _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, archived, log_path) -> str:
+def _summary_text(warm, commit, out_dir, filed: dict) -> str:
     records = warm["records"]
     lines = ["", f"{'workload':52s} {'dtype':8s} {'target':15s} {'order':10s} {'ms':>9s} {'GFLOP/s':>8s} "
                  f"{'x torch':>7s} {'x eager':>7s} {'ULP mean':>9s} {'scaled':>8s} {'bound':>7s}  status"]
@@ -206,12 +255,13 @@ def _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, arch
         "kernel executed (exact, one per cycle at best; not time)",
         f"combinations: {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} failed",
         _measure_phase_text(warm),
-        f"asv run: {asv_s:.1f} s, exit {asv_status}; publish exit {publish_status}; log {log_path}",
+        f"asv run: {filed['asv_s']:.1f} s, exit {filed['asv_status']}; publish exit {filed['publish_status']}; "
+        f"log {filed['log']}",
         f"results: {out_dir / 'results'} (commit {commit[:12]})",
         f"asv's own HTML: {out_dir / 'html' / 'index.html'}",
     ]
-    if archived:
-        lines.append(f"previous results for this commit kept in {archived[0].parent}")
+    if filed["archived"]:
+        lines.append(f"previous results for this commit kept in {filed['archived'][0].parent}")
     return "\n".join(lines)
 
 

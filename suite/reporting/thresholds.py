@@ -1,0 +1,276 @@
+"""The thresholds of the gate and the report: ``reports/thresholds.toml``, typed and checked on load.
+
+The documented defaults are read first; a user's file overrides any key of them. Every value is
+checked for its type and for the range in which it means something (``0 < alpha < 1``, a ratio
+limit of at least 1, ...): a value outside it is a one-line error naming the key and the file,
+never a silent change of the verdict. The result is immutable: the gate and the report read the
+same :class:`Thresholds` object and cannot disagree about a rule.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from suite import tracked
+from suite.asvconf import REPO_ROOT
+from suite.errors import UserError
+
+DEFAULT_PATH = REPO_ROOT / "reports" / "thresholds.toml"
+ACCURACY_DTYPES = ("float16", "float32")
+ACCURACY_METRICS = ("ulp_mean", "ulp_p99", "ulp_max", "scaled_error")
+#: Nesting deeper than this is no thresholds file (tomllib recurses per level).
+MAX_DEPTH = 8
+
+
+class ThresholdsError(UserError):
+    pass
+
+
+@dataclass(frozen=True)
+class Latency:
+    max_ratio: float  #: candidate median / baseline median above which a series is a suspect
+    alpha: float  #: ... when the one-sided Mann-Whitney p is below this
+    baseline: str  #: "previous", or a commit (hash prefix or tag)
+
+
+@dataclass(frozen=True)
+class Change:
+    """``[change.<metric>]``: one metric against the baseline, in the metric's worse direction."""
+
+    metric: str
+    max_ratio: float | None  #: worse / better side, per combination (None: no ratio check)
+    keep_nonzero: bool  #: a value above 0 at the baseline may not become 0
+
+    @property
+    def worse(self) -> str | None:
+        return tracked.get(self.metric).worse
+
+
+@dataclass(frozen=True)
+class AccuracyLimit:
+    dtype: str
+    metric: str
+    limit: float
+
+
+@dataclass(frozen=True)
+class Bound:
+    max_fraction: float
+    max_nonfinite: float
+    lam: float  #: lambda of the probabilistic bound (``lambda`` in the file)
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    workload: str
+    dtype: str
+    target: str
+    order: str
+    reason: str
+
+    @property
+    def ids(self) -> tuple[str, str, str, str]:
+        return self.workload, self.dtype, self.target, self.order
+
+
+@dataclass(frozen=True)
+class Divergence:
+    max_error_ratio: float
+    max_bias_shift: float
+    min_z: float
+    dtypes: tuple[str, ...]
+    workloads: tuple[str, ...]
+    targets: tuple[str, ...]
+    orders: tuple[str, ...]
+    bound_targets: tuple[str, ...]
+    required: bool
+    worse_factor: float
+    accept: tuple[Acceptance, ...]
+
+
+@dataclass(frozen=True)
+class Regressions:
+    threshold: float
+    metrics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    latency: Latency
+    change: tuple[Change, ...]
+    accuracy: tuple[AccuracyLimit, ...]
+    bound: Bound
+    divergence: Divergence
+    regressions: Regressions
+    source: str  #: the file the user gave, or the defaults' path
+
+    def as_dict(self) -> dict:
+        """What report.json and the report's text show of the thresholds."""
+        return {
+            "latency": vars(self.latency),
+            "change": {c.metric: {"max_ratio": c.max_ratio, "keep_nonzero": c.keep_nonzero} for c in self.change},
+            "accuracy": {d: {a.metric: a.limit for a in self.accuracy if a.dtype == d}
+                         for d in dict.fromkeys(a.dtype for a in self.accuracy)},
+            "bound": {"max_fraction": self.bound.max_fraction, "max_nonfinite": self.bound.max_nonfinite,
+                      "lambda": self.bound.lam},
+            "divergence": {**{k: v for k, v in vars(self.divergence).items() if k != "accept"},
+                           "accept": [vars(a) for a in self.divergence.accept]},
+            "regressions": {"threshold": self.regressions.threshold, "metrics": list(self.regressions.metrics)},
+            "source": self.source,
+        }
+
+
+# ----------------------------------------------------------------------------- the schema
+
+#: A number's meaningful range: (test, words). The words complete "must be ...".
+_ABOVE_0 = (lambda v: v > 0, "above 0")
+_AT_LEAST_0 = (lambda v: v >= 0, "at least 0")
+_AT_LEAST_1 = (lambda v: v >= 1, "at least 1 (a ratio below 1 would fail an unchanged value)")
+_PROBABILITY = (lambda v: 0 < v < 1, "between 0 and 1, both excluded")
+
+_CHANGE = {"max_ratio": _AT_LEAST_1, "keep_nonzero": bool}
+_SCHEMA = {
+    "latency": {"max_ratio": _AT_LEAST_1, "alpha": _PROBABILITY, "baseline": str},
+    "change": {m.name: _CHANGE for m in tracked.METRICS},
+    "accuracy": {dtype: {metric: _ABOVE_0 for metric in ACCURACY_METRICS} for dtype in ACCURACY_DTYPES},
+    "bound": {"max_fraction": _ABOVE_0, "max_nonfinite": _AT_LEAST_0, "lambda": _ABOVE_0},
+    "divergence": {"max_error_ratio": _AT_LEAST_1, "max_bias_shift": _AT_LEAST_0, "min_z": _AT_LEAST_0,
+                   "dtypes": list, "workloads": list, "targets": list, "orders": list, "bound_targets": list,
+                   "required": bool,
+                   "worse_factor": (lambda v: v >= 1, "at least 1 (below 1 an unchanged mark would be worse)"),
+                   "accept": [{"workload": str, "dtype": str, "target": str, "order": str, "reason": str}]},
+    "regressions": {"threshold": _ABOVE_0, "metrics": list},
+}
+#: Sections every rule needs with every key (the defaults file provides them).
+_COMPLETE = ("latency", "bound", "divergence", "regressions")
+
+
+def _check(data: dict, schema: dict, path: Path, prefix: str = "") -> dict:
+    checked = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if key not in schema:
+            valid = ", ".join(f"{prefix}{k}" for k in schema)
+            raise ThresholdsError(f"{path}: unknown key {name!r} (valid here: {valid})")
+        kind = schema[key]
+        if isinstance(kind, tuple):  # a number with its meaningful range
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ThresholdsError(f"{path}: {name} must be a finite number, not {value!r}")
+            test, words = kind
+            if not test(value):
+                raise ThresholdsError(f"{path}: {name} = {value!r} is out of range: it must be {words}")
+            checked[key] = float(value)
+        elif isinstance(kind, dict):
+            if not isinstance(value, dict):
+                raise ThresholdsError(f"{path}: {name!r} must be a table")
+            checked[key] = _check(value, kind, path, f"{name}.")
+        elif kind is list:
+            if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+                raise ThresholdsError(f"{path}: {name} must be a non-empty list of strings, not {value!r}")
+            checked[key] = tuple(value)
+        elif isinstance(kind, list):  # an array of tables, every key of each required
+            if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+                raise ThresholdsError(f"{path}: {name!r} must be an array of tables ([[{name}]])")
+            checked[key] = []
+            for i, table in enumerate(value):
+                entry = _check(table, kind[0], path, f"{name}[{i}].")
+                lacking = [k for k in kind[0] if not str(entry.get(k, "")).strip()]
+                if lacking:
+                    raise ThresholdsError(f"{path}: {name}[{i}] needs {', '.join(lacking)} "
+                                          f"(each of {', '.join(kind[0])}, not empty)")
+                checked[key].append(entry)
+        elif not isinstance(value, kind):
+            raise ThresholdsError(f"{path}: {name} must be a {kind.__name__}, not {value!r}")
+        else:
+            checked[key] = value
+    return checked
+
+
+def _depth(value, limit: int) -> int:
+    """How deep tables and arrays nest in ``value`` (stops counting past ``limit``)."""
+    if limit < 0 or not isinstance(value, (dict, list)):
+        return 0
+    items = value.values() if isinstance(value, dict) else value
+    return 1 + max((_depth(v, limit - 1) for v in items), default=0)
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        raise ThresholdsError(f"thresholds file {path} does not exist") from None
+    except IsADirectoryError:
+        raise ThresholdsError(f"thresholds file {path} is a directory") from None
+    except RecursionError:
+        raise ThresholdsError(f"{path}: malformed thresholds file (nested too deep)") from None
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise ThresholdsError(f"{path}: not a readable TOML file ({str(err).splitlines()[0]})") from None
+    if _depth(data, MAX_DEPTH) > MAX_DEPTH:
+        raise ThresholdsError(f"{path}: malformed thresholds file (nested more than {MAX_DEPTH} deep)")
+    return _check(data, _SCHEMA, path)
+
+
+def _merge(base: dict, extra: dict) -> dict:
+    merged = copy.deepcopy(base)
+    for key, value in extra.items():
+        if isinstance(value, dict):
+            merged[key] = _merge(merged.get(key, {}), value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _changes(raw: dict, path: Path) -> tuple[Change, ...]:
+    found = []
+    for metric, rule in sorted(raw.items()):
+        if metric == "latency":
+            raise ThresholdsError(f"{path}: [change.latency] is not a check: latency is judged by [latency] "
+                                  "(its timing samples and their re-measurement)")
+        if not rule:
+            raise ThresholdsError(f"{path}: [change.{metric}] needs max_ratio or keep_nonzero")
+        if "max_ratio" in rule and tracked.get(metric).worse is None:
+            raise ThresholdsError(f"{path}: change.{metric}.max_ratio: {metric} has no worse direction "
+                                  "(suite/tracked.py), so a change of it cannot be judged by a ratio")
+        found.append(Change(metric, rule.get("max_ratio"), bool(rule.get("keep_nonzero", False))))
+    return tuple(found)
+
+
+def _regressions(raw: dict, path: Path) -> Regressions:
+    for metric in raw["metrics"]:
+        if metric not in tracked.BY_NAME:
+            raise ThresholdsError(f"{path}: regressions.metrics: unknown metric {metric!r} "
+                                  f"(known: {', '.join(tracked.BY_NAME)})")
+        if tracked.get(metric).worse != tracked.HIGHER:
+            raise ThresholdsError(f"{path}: regressions.metrics: {metric} is not higher-is-worse; asv's step "
+                                  "detection finds upward steps only")
+    return Regressions(raw["threshold"], raw["metrics"])
+
+
+def load(path=None) -> Thresholds:
+    """The default thresholds, overridden by those in ``path``; each key and value checked."""
+    raw = _read_toml(DEFAULT_PATH)
+    lacking = [f"{section}.{key}" for section in _COMPLETE for key in _SCHEMA[section]
+               if key != "accept" and key not in raw.get(section, {})]
+    if lacking:
+        raise ThresholdsError(f"{DEFAULT_PATH}: the defaults lack {', '.join(lacking)} (restore the file)")
+    source = DEFAULT_PATH
+    if path is not None:
+        source = Path(path).resolve()
+        raw = _merge(raw, _read_toml(Path(path)))
+    div = raw["divergence"]
+    return Thresholds(
+        latency=Latency(**raw["latency"]),
+        change=_changes(raw.get("change", {}), source),
+        accuracy=tuple(AccuracyLimit(dtype, metric, limit) for dtype, limits in sorted(raw.get("accuracy", {}).items())
+                       for metric, limit in sorted(limits.items())),
+        bound=Bound(raw["bound"]["max_fraction"], raw["bound"]["max_nonfinite"], raw["bound"]["lambda"]),
+        divergence=Divergence(**{k: v for k, v in div.items() if k != "accept"},
+                              accept=tuple(Acceptance(**a) for a in div.get("accept", []))),
+        regressions=_regressions(raw["regressions"], source),
+        source=str(source),
+    )

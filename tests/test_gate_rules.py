@@ -1,0 +1,319 @@
+"""The gate and its rules on in-memory histories (tests/histories.py): every rule of the verdict, in
+milliseconds, without asv, TVM or files. End-to-end runs are in test_gate.py and test_gate_marks.py."""
+
+import pytest
+from markupsafe import escape
+
+from histories import A, B, C, QF_TUNED, SAMPLES, SEED, TUNED, Builder
+from suite.errors import ExitCode
+from suite.reporting import gate, report, rules
+from suite.reporting import thresholds as limits
+from suite.reporting.gate import Status, Verdict
+
+DEFAULTS = limits.load()
+
+
+def judge(history, commit=B, thresholds=DEFAULTS, baseline=None, remeasure=None) -> gate.GateResult:
+    return gate.evaluate_named(history, commit, thresholds, baseline, remeasure)
+
+
+def check(result, prefix) -> gate.Check:
+    return next(c for c in result.checks if c.name.startswith(prefix))
+
+
+def two_runs(scale_b=1.0, ids=SEED) -> Builder:
+    """Two commits of one combination, accurate, with samples (B's scaled by ``scale_b``)."""
+    b = Builder()
+    for commit, scale in ((A, 1.0), (B, scale_b)):
+        b.accurate(ids, commit).timing(ids, commit, [s * scale for s in SAMPLES])
+    return b
+
+
+def thresholds_file(tmp_path, text: str):
+    path = tmp_path / "t.toml"
+    path.write_text(text)
+    return limits.load(path)
+
+
+# ----------------------------------------------------------------------------- latency
+
+
+def test_an_aa_history_is_ready():
+    result = judge(two_runs().history())
+    assert result.verdict is Verdict.READY and result.verdict.exit_code == ExitCode.OK
+    assert check(result, "latency vs").status is Status.PASS and check(result, "latency vs").worst == "none slower of 1"
+    assert result.line() == f"verdict: READY for {B[:10]} against {A[:10]} -> exit 0"
+
+
+def test_a_suspect_not_timed_again_is_no_verdict_never_a_failure():
+    result = judge(two_runs(1.5).history())
+    latency = check(result, "latency vs")
+    assert latency.status is Status.UNDECIDED and result.verdict is Verdict.UNDECIDED
+    assert result.verdict.exit_code == ExitCode.NO_VERDICT and result.line().startswith("verdict: NO VERDICT")
+    assert latency.details == (f"suspect: {' '.join(SEED)}: 1.50x, p 0.004 (not timed again)",)
+
+
+def test_a_suspect_timed_again_is_noisy_or_confirmed():
+    history = two_runs(1.5).history()
+    seen = []
+
+    def same_speed(series, timings):
+        seen.append((series.ids, [t.kernel for t in timings]))
+        return [list(SAMPLES), list(SAMPLES)], None
+
+    noisy = judge(history, remeasure=same_speed)
+    assert noisy.verdict is Verdict.READY and "noisy" in check(noisy, "latency vs").details[0]
+    assert seen == [(SEED, [f"/cache/aaaa/{'.'.join(SEED)}/kernel.so", f"/cache/bbbb/{'.'.join(SEED)}/kernel.so"])]
+    assert noisy.newly_remeasured()[0]["verdict"] == "noisy"
+
+    confirmed = judge(history, remeasure=lambda s, t: ([list(SAMPLES), [x * 1.5 for x in SAMPLES]], "elsewhere"))
+    assert confirmed.verdict is Verdict.NOT_READY
+    assert check(confirmed, "latency vs").details[0].startswith(f"confirmed: {' '.join(SEED)}: 1.50x, p 0.004; "
+                                                               "re-measured 1.50x, p 0.004 (elsewhere)")
+
+    gone = judge(history, remeasure=lambda s, t: "kernel /x is gone from the cache")
+    assert gone.verdict is Verdict.UNDECIDED
+    assert "(cannot be timed again here: kernel /x is gone from the cache)" in check(gone, "latency vs").details[0]
+
+
+def test_a_kept_re_measurement_speaks_for_the_samples_it_judged_only():
+    b = two_runs(1.5)
+    first = judge(b.history(), remeasure=lambda s, t: ([list(SAMPLES), list(SAMPLES)], None))
+    b.kept_remeasure(A, B, first.newly_remeasured())
+    again = judge(b.history())  # no re-measurement: the kept one applies
+    assert again.verdict is Verdict.READY and check(again, "latency vs").details[0].startswith("noisy:")
+    b.timing(SEED, B, [s * 1.6 for s in SAMPLES])  # new samples: the kept verdict is not theirs
+    assert judge(b.history()).verdict is Verdict.UNDECIDED
+
+
+def test_results_without_samples_fall_back_to_the_ratio_of_medians():
+    b = Builder()
+    for commit, latency in ((A, 0.01), (B, 0.02)):
+        b.accurate(SEED, commit).value("latency", SEED, commit, latency)
+    result = judge(b.history())
+    assert result.verdict is Verdict.NOT_READY
+    assert check(result, "latency vs").details == (f"slower: {' '.join(SEED)}: 2.00x (no samples: ratio of medians only)",)
+
+
+def test_kernels_of_two_llvms_are_not_compared():
+    b = two_runs(1.5).build(A, "wheel").build(B, "source")
+    result = judge(b.history(), remeasure=lambda s, t: pytest.fail("nothing is timed again"))
+    latency = check(result, "latency vs")
+    assert latency.status is Status.NOT_CHECKED and latency.worst == "built with another LLVM"
+    assert "was built with LLVM 22 (source, USE_LLVM ON), at" in latency.details[0]
+    assert result.verdict is Verdict.READY  # accuracy is checked at each commit on its own
+
+
+# ----------------------------------------------------------------------------- the records rule
+
+
+def packets_history(records_b: str) -> Builder:
+    b = Builder()
+    for commit, packets, records in ((A, 1_000_000, "llvm"), (B, 1_110_000, records_b)):
+        b.accurate(QF_TUNED, commit).value("packets", QF_TUNED, commit, packets).records(QF_TUNED, commit, records)
+    return b
+
+
+def test_the_suites_own_records_change_is_not_blamed_on_tvm():
+    tvm = judge(packets_history("llvm").history())
+    assert check(tvm, "packets vs").status is Status.FAIL and tvm.verdict is Verdict.NOT_READY
+    assert check(tvm, "packets vs").details == (f"{' '.join(QF_TUNED)}: 1e+06 -> 1.11e+06 (1.11x)",)
+
+    records = judge(packets_history("hexagon-v68-qf").history())
+    packets = check(records, "packets vs")
+    assert packets.status is Status.PASS and records.verdict is Verdict.READY
+    assert packets.notes == (f"records: {' '.join(QF_TUNED)}: 1e+06 -> 1.11e+06 (1.11x): tuned replayed llvm's record "
+                             f"at {A[:10]}, hexagon-v68-qf's at {B[:10]}: the suite's records changed, not TVM",)
+
+
+def test_a_latency_step_of_changed_records_is_records():
+    b = two_runs(1.5, ids=TUNED).records(TUNED, A, "llvm").records(TUNED, B, "hexagon-v68-qf")
+    result = judge(b.history(), remeasure=lambda s, t: pytest.fail("a records step is not timed again"))
+    assert result.verdict is Verdict.READY
+    assert check(result, "latency vs").details[0].startswith(f"records: {' '.join(TUNED)}: 1.50x")
+    regressions = report.find_regressions(b.history(), DEFAULTS)
+    assert [(r["metric"], r["verdict"]) for r in regressions] == [("latency", "records")]
+
+
+# ----------------------------------------------------------------------------- change checks
+
+
+def test_change_checks_follow_the_metrics_worse_direction(tmp_path):
+    faster = thresholds_file(tmp_path, "[change.gflops]\nmax_ratio = 1.01\n")
+
+    def gflops(before, after):
+        b = Builder()
+        for commit, value in ((A, before), (B, after)):
+            b.accurate(SEED, commit).value("gflops", SEED, commit, value)
+        return check(judge(b.history(), thresholds=faster), "gflops vs")
+
+    assert gflops(2.79, 3.62).status is Status.PASS  # a speedup
+    slower = gflops(3.62, 2.79)
+    assert slower.status is Status.FAIL and slower.details == (f"{' '.join(SEED)}: 3.62 -> 2.79 (0.77x)",)
+    assert slower.limit == "<= 1.01x (lower is worse: baseline / candidate)"
+
+
+def test_code_that_goes_scalar_fails_keep_nonzero():
+    b = Builder()
+    for commit, arith in ((A, 86.0), (B, 0.0)):
+        b.accurate(QF_TUNED, commit).value("qfloat_arith", QF_TUNED, commit, arith)
+    result = judge(b.history())
+    assert check(result, "qfloat_arith vs").details == (f"{' '.join(QF_TUNED)}: 86 -> 0",)
+
+
+# ----------------------------------------------------------------------------- marks
+
+
+def mark(b: Builder, commit: str, ratio: float, twin_ratio: float = 1.0, ids=QF_TUNED) -> Builder:
+    """Divergence values of ``ids`` against default at ``commit`` (marked above 1.25), with the IEEE
+    twin's of the same pair (the twin marked too: the cause is the schedule)."""
+    b.accurate(ids, commit)
+    return b.values_at(ids, commit, error_ratio=ratio, error_ratio_z=40.0, bias_shift=-0.1, bias_shift_z=3.0,
+                       twin_error_ratio=twin_ratio, twin_error_ratio_z=40.0 if twin_ratio > 1.25 else 1.0,
+                       twin_bias_shift=0.0, twin_bias_shift_z=0.0)
+
+
+def accept_file(tmp_path, ids=QF_TUNED):
+    return thresholds_file(tmp_path, '[[divergence.accept]]\nworkload = "{}"\ndtype = "{}"\ntarget = "{}"\n'
+                                     'order = "{}"\nreason = "reviewed in PR 1"\n'.format(*ids))
+
+
+def test_an_inherited_arithmetic_mark_is_known_and_ready():
+    result = judge(mark(mark(Builder(), A, 1.67), B, 1.67).history())
+    assert result.verdict is Verdict.READY
+    (judged,) = result.marks.marks
+    assert judged.status is rules.MarkStatus.KNOWN and judged.since.hash == A and not judged.fails
+    assert judged.mark.cause is rules.Cause.ARITHMETIC
+    assert judged.line(False).startswith(f"known since {A[:10]}: {' '.join(QF_TUNED)}: error vs float64 grew")
+
+
+def test_new_and_worse_marks_fail():
+    new = judge(mark(mark(Builder(), A, 1.0), B, 1.67).history())
+    assert new.verdict is Verdict.NOT_READY and new.marks.marks[0].status is rules.MarkStatus.NEW
+    worse = judge(mark(mark(Builder(), A, 1.67), B, 2.0).history())
+    assert worse.marks.marks[0].status is rules.MarkStatus.WORSE and worse.marks.marks[0].baseline_value == 1.67
+    assert "(baseline 1.67)" in check(worse, "divergence marks").details[0]
+
+
+def test_a_mark_that_disappears_is_fixed():
+    result = judge(mark(mark(Builder(), A, 1.67), B, 1.01).history())
+    assert result.verdict is Verdict.READY and [(m.value, now) for m, now in result.marks.fixed] == [(1.67, 1.01)]
+    assert f"fixed: {' '.join(QF_TUNED)}: error_ratio 1.67 at {A[:10]}, 1.01 now" in check(result, "divergence").notes
+
+
+def test_an_acceptance_applies_to_a_known_mark_only(tmp_path):
+    accepted = accept_file(tmp_path)
+    known = judge(mark(mark(Builder(), A, 1.67, 1.6), B, 1.67, 1.6).history())
+    assert known.verdict is Verdict.NOT_READY  # known, but the schedule's: fails unless accepted
+    assert known.marks.marks[0].mark.cause is rules.Cause.SCHEDULE
+    known = judge(mark(mark(Builder(), A, 1.67, 1.6), B, 1.67, 1.6).history(), thresholds=accepted)
+    assert known.verdict is Verdict.READY and known.marks.marks[0].accepted == "reviewed in PR 1"
+
+    new = judge(mark(mark(Builder(), A, 1.0, 1.0), B, 1.67, 1.6).history(), thresholds=accepted)
+    assert new.verdict is Verdict.NOT_READY
+    (judged,) = new.marks.marks
+    assert judged.fails and judged.accepted is None and judged.acceptance_not_applied == "reviewed in PR 1"
+    assert judged.line(False).endswith("; the acceptance in the thresholds file does not apply to a new mark")
+
+
+def test_an_acceptance_that_matches_no_mark_is_stale(tmp_path):
+    result = judge(mark(mark(Builder(), A, 1.67), B, 1.67).history(),
+                   thresholds=accept_file(tmp_path, ("seed.conv2d_nhwc_7x7s2", "float16", "hexagon-v68-qf", "seed-tuned")))
+    assert result.verdict is Verdict.READY and len(result.marks.stale) == 1
+    assert any(n.startswith("stale acceptance in") for n in check(result, "divergence").notes)
+
+
+def test_a_mark_of_changed_records_is_judged_by_its_cause_alone():
+    b = mark(mark(Builder(), A, 1.0), B, 1.67).records(QF_TUNED, A, "llvm").records(QF_TUNED, B, "hexagon-v68-qf")
+    result = judge(b.history())
+    (judged,) = result.marks.marks
+    assert judged.status is rules.MarkStatus.FIRST and not judged.fails and result.verdict is Verdict.READY
+    assert "the suite's records changed, not TVM" in judged.line(False)
+
+
+def test_the_first_commit_is_judged_by_cause_and_absolute_checks():
+    result = judge(mark(Builder(), A, 1.67).history(), commit=A)
+    assert result.first_commit and result.verdict is Verdict.READY
+    assert result.marks.marks[0].status is rules.MarkStatus.FIRST
+    assert check(result, "latency vs").status is Status.NOT_CHECKED
+    assert result.line() == f"verdict: READY for {A[:10]} (first commit with results) -> exit 0"
+
+
+# ----------------------------------------------------------------------------- absolute checks and precedence
+
+
+def test_a_failed_combination_is_not_ready_with_its_reason():
+    b = two_runs().failed(TUNED, B, "build failed: tuned trace does not apply")
+    result = judge(b.history())
+    assert result.verdict is Verdict.NOT_READY
+    assert check(result, "combinations completed").details == (
+        f"{' '.join(TUNED)}: build failed: tuned trace does not apply",)
+
+
+def test_missing_data_wins_over_a_failure_and_a_failure_over_a_suspect(tmp_path):
+    required = thresholds_file(tmp_path, '[divergence]\nrequired = true\ntargets = ["hexagon*"]\n')
+    b = two_runs(1.5).failed(TUNED, B, "run failed")
+    assert judge(b.history(), thresholds=required).verdict is Verdict.DATA_MISSING
+    assert judge(b.history()).verdict is Verdict.NOT_READY
+    assert judge(two_runs(1.5).history()).verdict is Verdict.UNDECIDED
+
+
+def test_a_baseline_newer_than_the_candidate_is_said():
+    b = two_runs()
+    b.commits.append(C)
+    b.side[C] = {"timings": {}, "records": {}, "failures": {}, "maps": {}, "build": None}
+    b.accurate(SEED, C).timing(SEED, C)
+    result = judge(b.history(), commit=B, baseline=C[:7])
+    assert result.notes == (f"the baseline {C[:10]} comes after the candidate {B[:10]} in TVM's history",)
+    assert f"note: {result.notes[0]}" in gate.format_table(result, b.history())
+
+
+# ----------------------------------------------------------------------------- thresholds
+
+
+@pytest.mark.parametrize("text, words", [
+    ("[latency]\nalpha = 0\n", "latency.alpha = 0 is out of range: it must be between 0 and 1"),
+    ("[latency]\nalpha = 5\n", "latency.alpha = 5 is out of range"),
+    ("[latency]\nmax_ratio = 0.5\n", "latency.max_ratio = 0.5 is out of range: it must be at least 1"),
+    ("[bound]\nlambda = 0\n", "bound.lambda = 0 is out of range: it must be above 0"),
+    ("[divergence]\nworse_factor = 0.5\n", "divergence.worse_factor = 0.5 is out of range"),
+    ("[change.packets]\nmax_ratio = 0\n", "change.packets.max_ratio = 0 is out of range"),
+    ("[change.latency]\nmax_ratio = 1.5\n", "[change.latency] is not a check: latency is judged by [latency]"),
+    ("[change.differ_fraction]\nmax_ratio = 1.5\n", "differ_fraction has no worse direction"),
+    ('[regressions]\nmetrics = ["gflops"]\n', "gflops is not higher-is-worse"),
+    ('[divergence]\ndtypes = []\n', "divergence.dtypes must be a non-empty list of strings"),
+    ("[accuracy.float16]\nulp_meen = 3\n", "unknown key 'accuracy.float16.ulp_meen'"),
+    ("[latency]\nalpha = nan\n", "latency.alpha must be a finite number"),
+    ("a = " + "[" * 100 + "]" * 100 + "\n", "nested"),
+])
+def test_thresholds_out_of_their_meaning_are_refused_naming_key_and_file(tmp_path, text, words):
+    with pytest.raises(limits.ThresholdsError) as err:
+        thresholds_file(tmp_path, text)
+    assert words in str(err.value) and str(tmp_path / "t.toml") in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_thresholds_are_immutable_and_complete():
+    assert DEFAULTS.latency.alpha == 0.01 and DEFAULTS.bound.lam == 9.4
+    with pytest.raises(AttributeError):
+        DEFAULTS.latency.alpha = 0.5
+    assert {c.metric for c in DEFAULTS.change} == {"code_bytes", "packets", "qfloat_arith"}
+
+
+# ----------------------------------------------------------------------------- one verdict everywhere
+
+
+@pytest.mark.parametrize("history, expected", [
+    (lambda: two_runs().history(), Verdict.READY),
+    (lambda: two_runs().failed(TUNED, B, "run failed").history(), Verdict.NOT_READY),
+    (lambda: two_runs(1.5).history(), Verdict.UNDECIDED),
+])
+def test_the_report_renders_the_gates_result(history, expected):
+    history = history()
+    result = judge(history)
+    assert result.verdict is expected
+    facts = report.compute(history, result)
+    assert facts["gate"]["words"] == expected.words and facts["gate"]["line"] == result.line()
+    assert [c["status"] for c in facts["gate"]["checks"]] == [c.status.value for c in result.checks]
+    html = report.render_html(facts, history, facts["divergence"]["marks"])
+    assert "Release gate for" in html and str(escape(expected.words)) in html and str(escape(result.line())) in html
