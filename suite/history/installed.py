@@ -157,12 +157,12 @@ def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_com
         raise
     announce("asv publish")
     try:
-        publish_status = driver.asv(config, "publish", log=log_path)
+        publish_status, offline = driver.publish(config, out_dir / "html", log_path)
     except KeyboardInterrupt as err:
         raise Interrupted(f"the run of {commit[:12]} was filed whole (results and side data); asv's HTML was not "
                           "published (the next run publishes it)", _signal_name(err)) from None
     raise_if_signalled()
-    text = _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, archived, log_path)
+    text = _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, offline, archived, log_path)
     failed = [c for c, r in warm["records"].items() if r.status is Status.FAILED]
     if failed:
         text += "\n\nfailed combinations (their results are asv failures, null):\n" + "\n".join(
@@ -175,7 +175,7 @@ def _signal_name(err: BaseException) -> str:
     return "SIGTERM" if isinstance(err, Terminated) else "SIGINT"
 
 
-def _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, archived, log_path) -> str:
+def _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, offline, archived, log_path) -> str:
     records = warm["records"]
     lines = ["", f"{'workload':52s} {'dtype':8s} {'target':15s} {'order':10s} {'ms':>9s} {'GFLOP/s':>8s} "
                  f"{'x torch':>7s} {'x eager':>7s} {'ULP mean':>9s} {'scaled':>8s} {'bound':>7s}  status"]
@@ -208,7 +208,7 @@ def _summary_text(warm, commit, out_dir, asv_status, asv_s, publish_status, arch
         _measure_phase_text(warm),
         f"asv run: {asv_s:.1f} s, exit {asv_status}; publish exit {publish_status}; log {log_path}",
         f"results: {out_dir / 'results'} (commit {commit[:12]})",
-        f"asv's own HTML: {out_dir / 'html' / 'index.html'}",
+        f"asv's own HTML: {offline.line()}",
     ]
     if archived:
         lines.append(f"previous results for this commit kept in {archived[0].parent}")
