@@ -139,10 +139,11 @@ def test_a_plain_asv_publish_is_made_offline_by_the_module(published, libraries,
     for package in dashboard.PACKAGES:
         tarball = libraries / package.tarball
         if tarball.is_file():
-            with tarfile.open(tarball) as archive:
-                for member in archive.getmembers():
-                    member.name = member.name.split("/", 1)[-1]
-                    archive.extract(member, modules / package.name, filter="data")
+            with tarfile.open(tarball) as archive:  # package/<path> -> node_modules/<name>/<path>
+                for member in filter(tarfile.TarInfo.isfile, archive.getmembers()):
+                    target = modules / package.name / member.name.split("/", 1)[-1]
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(archive.extractfile(member).read())
         else:
             shutil.copytree(libraries / package.name, modules / package.name)
     env = {**os.environ, dashboard.ASSETS_ENV: str(modules)}
