@@ -71,31 +71,43 @@ class Package:
 
 
 # Integrity values: registry.npmjs.org/<name>/<version>, dist.integrity. File digests: sha256 of
-# the files inside those tarballs. Licence files travel with the code (all six are MIT;
-# flot-orderbars ships no licence file, its notice is in the script's header).
-JQUERY = Package("jquery", "3.3.1", "sha512-Ubldcmxp5np52/ENotGxlLe6aGMvmF4R8S6tZjsP6Knsaxd/xp3Zrh50cG93lR6nPXyUFwzN3ZSOQI0wRJNdGg==", {
+# the files inside those tarballs. License files travel with the code (all six are MIT;
+# flot-orderbars ships no license file, its notice is in the script's header).
+JQUERY = Package(
+    "jquery", "3.3.1",
+    "sha512-Ubldcmxp5np52/ENotGxlLe6aGMvmF4R8S6tZjsP6Knsaxd/xp3Zrh50cG93lR6nPXyUFwzN3ZSOQI0wRJNdGg==", {
     "dist/jquery.min.js": "160a426ff2894252cd7cebbdd6d6b7da8fcd319c65b70468f10b6690c45d02ef",
     "LICENSE.txt": "2b3ed8ba424423a50b023e728530d94bc385cfc7c328ad65a3dfee9c7c0531c5",
 })
-FLOT = Package("flot", "0.8.3", "sha512-xg2otcTJDvS+ERK+my4wxG/ASq90QURXtoM4LhacCq0jQW2jbyjdttbRNqU2cPykrpMvJ6b2uSp6SAgYAzj9tQ==", {
+FLOT = Package(
+    "flot", "0.8.3",
+    "sha512-xg2otcTJDvS+ERK+my4wxG/ASq90QURXtoM4LhacCq0jQW2jbyjdttbRNqU2cPykrpMvJ6b2uSp6SAgYAzj9tQ==", {
     "jquery.flot.js": "b7b931f273c38b1277b9c6c1f4e05c4ec09885a487bddaf3279e2d7e49a38e12",
     "jquery.flot.time.js": "a582c832adc7138a6b05aaf61f16ebac274701f1be4afea77e739a1c34b9c41a",
     "jquery.flot.selection.js": "e6c85f6c1ebe4b4da29d8ae238c7c5060283f05f7ef054f6b91817d02c092918",
     "jquery.flot.categories.js": "6e81664b28ea795c734906f4aa15614640a75ac7fbd399a7fb9084040698351a",
     "LICENSE.txt": "dd32421fa4b2ecc3fa7c6d831d395fb02d9304583504639a32e1c18660cff33f",
 })
-ORDERBARS = Package("flot-orderbars", "1.0.0", "sha512-Jv51fvzevUjNXEeozpwEKfPjhiZhfiJddv0WHjduUTCmSF+7T5K7C9c9Y1wIVmUhDBv5fLMjgbwKecT0GIKPZA==", {
+ORDERBARS = Package(
+    "flot-orderbars", "1.0.0",
+    "sha512-Jv51fvzevUjNXEeozpwEKfPjhiZhfiJddv0WHjduUTCmSF+7T5K7C9c9Y1wIVmUhDBv5fLMjgbwKecT0GIKPZA==", {
     "js/jquery.flot.orderBars.js": "39735b4f46f96ff4e082572401f47c55a2767b366fd1d1e821e44a8d830a12bf",
 })
-STUPIDTABLE = Package("stupid-table-plugin", "1.1.3", "sha512-2Vk7XouQPxUQPRe9w0Fu7ZZ8kHLK7rDoLMsCgtKxRNJ7f4dSOGvW9CkHsq5wD6QsaEnWoyLBYH3xOEsrK3yWBg==", {
+STUPIDTABLE = Package(
+    "stupid-table-plugin", "1.1.3",
+    "sha512-2Vk7XouQPxUQPRe9w0Fu7ZZ8kHLK7rDoLMsCgtKxRNJ7f4dSOGvW9CkHsq5wD6QsaEnWoyLBYH3xOEsrK3yWBg==", {
     "stupidtable.min.js": "4642380f28ebe9ed7cac251793b281ef8620c4386205d92788f9b12f5cceb4e0",
     "LICENSE": "7b3e49bc9ec1e75ca93b8c1b04e5506516b90de37ce611a4aed3a74734892547",
 })
-MD5 = Package("blueimp-md5", "2.19.0", "sha512-DRQrD6gJyy8FbiE4s+bDoXS9hiW3Vbx5uCdwvcCf3zLHL+Iv7LtGHLpr+GZV8rHG8tK766FGYBwRbu8pELTt+w==", {
+MD5 = Package(
+    "blueimp-md5", "2.19.0",
+    "sha512-DRQrD6gJyy8FbiE4s+bDoXS9hiW3Vbx5uCdwvcCf3zLHL+Iv7LtGHLpr+GZV8rHG8tK766FGYBwRbu8pELTt+w==", {
     "js/md5.min.js": "64d7ded388c562e4bde9e58ce205e5fa01b9734fcd434d496eb7b4fbfe9b927d",
     "LICENSE.txt": "ce2ef2581ac80c09ea7025ce0eca7995b1cdc631cd0daaffce3a1353bc2143f8",
 })
-BOOTSTRAP = Package("bootstrap", "3.1.1", "sha512-TAzqS8E/ISpVHP29gYhy+1NSV+FJwApDVQhDfgLYsIuUDJiqJzH2DfORN5tiu+Ie2iBLrzEG34t4Rf465cigqg==", {
+BOOTSTRAP = Package(
+    "bootstrap", "3.1.1",
+    "sha512-TAzqS8E/ISpVHP29gYhy+1NSV+FJwApDVQhDfgLYsIuUDJiqJzH2DfORN5tiu+Ie2iBLrzEG34t4Rf465cigqg==", {
     "dist/js/bootstrap.min.js": "898d05a17f2cfc5120ddcdba47a885c378c0b466f30f0700e502757e24b403a1",
     "dist/css/bootstrap.min.css": "e9503448692b738dd260fbd7f7cabf2e11f09b600fa97e6eb3a56eba5b1a7e9b",
     # bootstrap.min.css names these as ../fonts/...: served beside it, its relative URLs resolve.
@@ -107,6 +119,8 @@ BOOTSTRAP = Package("bootstrap", "3.1.1", "sha512-TAzqS8E/ISpVHP29gYhy+1NSV+FJwA
 })
 PACKAGES = (JQUERY, FLOT, ORDERBARS, STUPIDTABLE, MD5, BOOTSTRAP)
 
+_CDNJS = "https://cdnjs.cloudflare.com/ajax/libs"
+_JSDELIVR = "https://cdn.jsdelivr.net/npm"
 #: Each URL asv's index.html loads (asv 0.6.4, 0.6.5 and 0.6.6 alike) -> the package file served instead.
 #: jQuery, orderBars, md5 and bootstrap's two are the very bytes asv pins. The four flot files
 #: are cdnjs's minified builds, which no npm file matches: flot 0.8.3's own unminified sources
@@ -117,15 +131,15 @@ PACKAGES = (JQUERY, FLOT, ORDERBARS, STUPIDTABLE, MD5, BOOTSTRAP)
 #: {column, direction}.
 ASSETS = {
     "https://code.jquery.com/jquery-3.3.1.min.js": (JQUERY, "dist/jquery.min.js"),
-    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.min.js": (FLOT, "jquery.flot.js"),
-    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.time.min.js": (FLOT, "jquery.flot.time.js"),
-    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.selection.min.js": (FLOT, "jquery.flot.selection.js"),
-    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.categories.min.js": (FLOT, "jquery.flot.categories.js"),
-    "https://cdn.jsdelivr.net/npm/flot-orderbars@1.0.0/js/jquery.flot.orderBars.js": (ORDERBARS, "js/jquery.flot.orderBars.js"),
-    "https://cdnjs.cloudflare.com/ajax/libs/stupidtable/1.0.1/stupidtable.min.js": (STUPIDTABLE, "stupidtable.min.js"),
-    "https://cdnjs.cloudflare.com/ajax/libs/blueimp-md5/2.19.0/js/md5.min.js": (MD5, "js/md5.min.js"),
-    "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/js/bootstrap.min.js": (BOOTSTRAP, "dist/js/bootstrap.min.js"),
-    "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/css/bootstrap.min.css": (BOOTSTRAP, "dist/css/bootstrap.min.css"),
+    f"{_CDNJS}/flot/0.8.3/jquery.flot.min.js": (FLOT, "jquery.flot.js"),
+    f"{_CDNJS}/flot/0.8.3/jquery.flot.time.min.js": (FLOT, "jquery.flot.time.js"),
+    f"{_CDNJS}/flot/0.8.3/jquery.flot.selection.min.js": (FLOT, "jquery.flot.selection.js"),
+    f"{_CDNJS}/flot/0.8.3/jquery.flot.categories.min.js": (FLOT, "jquery.flot.categories.js"),
+    f"{_JSDELIVR}/flot-orderbars@1.0.0/js/jquery.flot.orderBars.js": (ORDERBARS, "js/jquery.flot.orderBars.js"),
+    f"{_CDNJS}/stupidtable/1.0.1/stupidtable.min.js": (STUPIDTABLE, "stupidtable.min.js"),
+    f"{_CDNJS}/blueimp-md5/2.19.0/js/md5.min.js": (MD5, "js/md5.min.js"),
+    f"{_JSDELIVR}/bootstrap@3.1.1/dist/js/bootstrap.min.js": (BOOTSTRAP, "dist/js/bootstrap.min.js"),
+    f"{_JSDELIVR}/bootstrap@3.1.1/dist/css/bootstrap.min.css": (BOOTSTRAP, "dist/css/bootstrap.min.css"),
 }
 
 #: How to make a page work offline where the packages cannot be had (``{html_dir}`` filled in).
@@ -263,7 +277,8 @@ def _fetch(package: Package) -> bytes:
         dist = meta["dist"]
         tarball = _download(dist["tarball"])
     except (urllib.error.URLError, OSError) as err:
-        raise _Offline(f"the npm registry {registry} cannot be reached ({getattr(err, 'reason', None) or err})") from None
+        why = getattr(err, "reason", None) or err
+        raise _Offline(f"the npm registry {registry} cannot be reached ({why})") from None
     except (ValueError, KeyError, TypeError) as err:
         raise _Unavailable(f"{registry}/{package.name}/{package.version}: no npm package metadata ({err})") from None
     if dist.get("integrity") != package.integrity:
