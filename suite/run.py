@@ -178,13 +178,13 @@ def _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster) -> 
         raise
     announce("asv publish")
     try:
-        publish_status = driver.asv(config, "publish", log=log_path)
+        publish_status, offline = driver.publish(config, out_dir / "html", log_path)
     except KeyboardInterrupt as err:
         raise Interrupted(f"the run of {commit[:12]} was filed whole (results and side data); asv's HTML was not "
                           "published (the next run publishes it)", _signal_name(err)) from None
     raise_if_signalled()
     return warm, {"asv_status": asv_status, "asv_s": asv_s, "publish_status": publish_status, "archived": archived,
-                  "log": log_path}
+                  "log": log_path, "offline": offline}
 
 
 def _verdict(out_dir: Path, commit: str, tvm_repo, thresholds, report_dir: Path) -> gate.GateResult:
@@ -258,7 +258,7 @@ def _summary_text(warm, commit, out_dir, filed: dict) -> str:
         f"asv run: {filed['asv_s']:.1f} s, exit {filed['asv_status']}; publish exit {filed['publish_status']}; "
         f"log {filed['log']}",
         f"results: {out_dir / 'results'} (commit {commit[:12]})",
-        f"asv's own HTML: {out_dir / 'html' / 'index.html'}",
+        f"asv's own HTML: {filed['offline'].line()}",
     ]
     if filed["archived"]:
         lines.append(f"previous results for this commit kept in {filed['archived'][0].parent}")

@@ -10,6 +10,12 @@ from pathlib import Path
 import pytest
 
 SUITE_BIN = Path(sys.executable).parent / "tvm-suite"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+#: Where asv's dashboard libraries may already be (npm tarballs): .ci/run's pre-fetch, then the
+#: user's own suite cache (read before the session's cache replaces it).
+ASSET_PLACES = [REPO_ROOT / ".ci" / "cache" / "asv-assets",
+                Path(os.environ.get("TVM_SUITE_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+                     / "tvm-suite") / "asv-assets"]
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -23,6 +29,20 @@ def suite_cache(tmp_path_factory):
         os.environ.pop("TVM_SUITE_CACHE", None)
     else:
         os.environ["TVM_SUITE_CACHE"] = old
+
+
+@pytest.fixture(scope="session", autouse=True)
+def asv_assets(tmp_path_factory):
+    """Tests never use the network: asv's dashboard libraries come from TVM_SUITE_ASV_ASSETS (a
+    named directory means no registry), by default the first of ASSET_PLACES that exists, else an
+    empty directory (the dashboard's browser tests then skip)."""
+    old = os.environ.get("TVM_SUITE_ASV_ASSETS")
+    if not old:
+        found = next((p for p in ASSET_PLACES if p.is_dir()), None)
+        os.environ["TVM_SUITE_ASV_ASSETS"] = str(found or tmp_path_factory.mktemp("no-asv-assets"))
+    yield Path(os.environ["TVM_SUITE_ASV_ASSETS"])
+    if not old:
+        os.environ.pop("TVM_SUITE_ASV_ASSETS", None)
 
 
 def run_cli(*args, env=None, cwd=None):

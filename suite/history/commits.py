@@ -153,7 +153,7 @@ def _run_history(tvm_repo, commits, grid, quick, out_dir, env_dir, html_dir, git
         done = driver.result_counts(out_dir / "results", c.commit)
         if done and before.get(done["path"]) != done["path"].stat().st_mtime_ns:
             runstore.seal(out_dir, c.commit)
-    publish_status = driver.asv(config, "publish", log=log_path)
+    publish_status, offline = driver.publish(config, html_dir, log_path)
     installs = _install_seconds(out_dir / "install-logs", logs_before)
     install_s = sum(installs.values())
     lines = ["", f"{'commit':14s} {'release':14s} {'install':>9s} {'ok':>5s} {'skipped':>8s} {'failed':>7s}  note"]
@@ -180,7 +180,7 @@ def _run_history(tvm_repo, commits, grid, quick, out_dir, env_dir, html_dir, git
         f"environments: {driver.dir_size(env_dir) / 2**20:.0f} MiB in {env_dir}",
         f"publish exit {publish_status}; log {log_path}",
         f"results: {out_dir / 'results'}",
-        f"html:    {html_dir / 'index.html'}",
+        f"html:    {offline.line()}",
     ]
     ran = any(driver.result_counts(out_dir / "results", c.commit) for c in commits)
     # asv exits 2 when a benchmark (or a commit's install) failed; skips are no failures.

@@ -21,6 +21,7 @@ from pathlib import Path
 from suite import cache, children
 from suite.asvconf import ASV_CONF, REPO_ROOT, read_conf, run_config  # noqa: F401 (re-exported)
 from suite.errors import UserError
+from suite.history import dashboard
 from suite.progress import Progress
 
 #: asv benchmark attributes of a quick run: few samples, one round, no warm-up.
@@ -92,6 +93,17 @@ def machine(config: Path, log: Path) -> None:
     """``asv machine --yes``: the machine file asv files results under."""
     if asv(config, "machine", "--yes", log=log) != 0:
         raise ToolFailed(f"asv machine failed; see {log}")
+
+
+def publish(config: Path, html_dir: Path, log: Path) -> tuple[int, dashboard.Offline]:
+    """``asv publish``, then its pages made to work offline (:mod:`suite.history.dashboard`): asv's
+    exit status, and what the dashboard step did (a page that still needs a network is no failure
+    of the run; it says why, in one line)."""
+    status = asv(config, "publish", log=log)
+    offline = dashboard.make_offline(html_dir)
+    with log.open("a") as handle:
+        handle.write(f"dashboard: {offline.line()}\n")
+    return status, offline
 
 
 def quick_args(quick: bool) -> list[str]:
