@@ -29,15 +29,19 @@ def not_imported() -> NotImplementedError:
     return NotImplementedError(f"the suite could not be imported ({reasons or 'unknown'})")
 
 
+children = safe_import("suite.children")
 tracked = safe_import("suite.tracked")
 combo = safe_import("suite.core.combo")
 record = safe_import("suite.core.record")
 measurement = safe_import("suite.core.measurement")
 errors = safe_import("suite.errors")
 runstore = safe_import("suite.core.runstore")
-SUITE = None not in (tracked, combo, record, measurement, errors, runstore)
+SUITE = None not in (children, tracked, combo, record, measurement, errors, runstore)
 
 if SUITE:
+    # asv imports this module in its benchmark server (launch_method forkserver), whose parent is
+    # asv: the server, and each benchmark it forks (see setup), end when their parent does.
+    children.die_with_parent()
     GRID = combo.Grid.from_env()
     PARAMS = GRID.params()
     PARAM_NAMES = combo.PARAM_NAMES
@@ -89,6 +93,7 @@ class ComboBenchmark:
     def setup(self, workload, dtype, target, order):
         if not SUITE:
             raise not_imported()
+        children.die_with_parent()
         self.combo = combo.Combo.resolve(workload, dtype, target, order)
         measured = measurement.measure(self.combo)
         measurement.note_tvm_build()

@@ -67,16 +67,18 @@ def _latency_line(gate) -> str:
 
 def _aa_ratios(history, a, b) -> dict[str, float]:
     """Per combination, the median of B's samples over the median of A's."""
-    before, after = history.kept(a).timings, history.kept(b).timings
+    machine = history.machines[0]  # one machine: this one
+    before, after = history.kept(a, machine).timings, history.kept(b, machine).timings
     return {" ".join(ids): after[ids].median / before[ids].median for ids in sorted(before) if ids in after}
 
 
 def _planted(history, b):
     """The history with B's samples of SCALED made 1.3x slower: a slowdown the gate must catch."""
-    side = history.kept(b)
+    machine = history.machines[0]
+    side = history.kept(b, machine)
     kept = side.timings[SCALED]
     slower = dataclasses.replace(kept, samples_s=tuple(s * 1.3 for s in kept.samples_s))
-    return dataclasses.replace(history, side={**history.side, b: dataclasses.replace(
+    return dataclasses.replace(history, side={**history.side, (b, machine): dataclasses.replace(
         side, timings={**side.timings, SCALED: slower})})
 
 

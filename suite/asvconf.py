@@ -1,5 +1,12 @@
-"""The project's asv configuration: where it is, and the one reader of it (asv.conf.json has ``//``
-comment lines) and of the configurations `tvm-suite run` and `history` write beside their results."""
+"""Where the project's files are, the project's asv configuration, and the one reader of it
+(asv.conf.json has ``//`` comment lines) and of the configurations `tvm-suite run` and `history`
+write beside their results.
+
+``suite/project/`` holds the project files the suite reads at run time: asv.conf.json, the asv
+benchmarks and the report's templates and thresholds. In a checkout they are links to the files at
+the repository's root (where asv users and the layout expect them); a wheel copies them in, so an
+installed suite (``pip install .``) finds them the same way.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +15,16 @@ from pathlib import Path
 
 from suite.errors import UserError
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-ASV_CONF = REPO_ROOT / "asv.conf.json"
+SUITE_DIR = Path(__file__).resolve().parent
+PROJECT = SUITE_DIR / "project"
+ASV_CONF = PROJECT / "asv.conf.json"
+BENCHMARKS = PROJECT / "benchmarks"
+REPORTS = PROJECT / "reports"
+#: Where ``import suite`` finds this suite: asv's benchmark processes must import this very one.
+IMPORT_ROOT = SUITE_DIR.parent
+#: The source checkout this suite runs from, if any (None for an installed wheel): `tvm-suite
+#: history` installs the suite from it into asv's environments.
+CHECKOUT = IMPORT_ROOT if (IMPORT_ROOT / "pyproject.toml").is_file() else None
 
 
 def read_conf(path: Path = ASV_CONF) -> dict:
@@ -31,10 +46,17 @@ def read_conf(path: Path = ASV_CONF) -> dict:
 
 def run_config(results_dir: Path) -> Path | None:
     """The configuration a `tvm-suite` run wrote beside ``results_dir`` (asv.installed.json,
-    asv.history.json): the one whose results_dir is this directory. One that cannot be read is an
-    error naming it (it says where the commits come from)."""
+    asv.history.json): the one whose results_dir is this directory (relative to the
+    configuration's own directory, where asv runs). One that cannot be read is an error naming it
+    (it says where the commits come from)."""
     for path in sorted(Path(results_dir).parent.glob("asv*.json")):
         where = read_conf(path).get("results_dir")
-        if where and Path(where).resolve() == Path(results_dir).resolve():
+        if where and (path.parent / where).resolve() == Path(results_dir).resolve():
             return path
     return None
+
+
+def repo_of(config: Path) -> Path | None:
+    """The repository a run's configuration names (relative to the configuration's directory)."""
+    repo = read_conf(config).get("repo")
+    return (Path(config).parent / repo) if repo else None

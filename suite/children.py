@@ -25,6 +25,21 @@ def start_python(args: list[str], **popen) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", _DIE_WITH_PARENT, *args], start_new_session=True, **popen)
 
 
+def die_with_parent() -> None:
+    """Make this process end (SIGKILL) when its parent does: asv's benchmark server and the
+    benchmarks it forks call it, so that an asv that is interrupted or killed leaves none of them
+    behind (they would go on measuring and hold the machine). Linux only; elsewhere nothing."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the parent was gone before the call: nothing would tell us
+        os._exit(1)
+
+
 def end(process: subprocess.Popen) -> None:
     """Stop the child and everything it started (its session), and reap it."""
     try:

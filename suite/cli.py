@@ -18,7 +18,7 @@ import numpy as np
 
 from suite import cache, targets
 from suite.core import measurement, schedules, timing, workloads
-from suite.core.combo import Combo, Grid, select_workloads
+from suite.core.combo import QUICK_ORDERS, Combo, Grid, select_workloads
 from suite.core.record import Kind
 from suite.errors import ExitCode, Interrupted, Skipped, Terminated, UserError, on_signal
 
@@ -197,10 +197,11 @@ def cmd_tune(args) -> int:
 def cmd_run(args) -> int:
     from suite import run
 
-    orders = args.orders or list(run.QUICK_ORDERS if args.quick else schedules.ORDERS)
+    orders = args.orders or list(QUICK_ORDERS if args.quick else schedules.ORDERS)
     grid = Grid.of(args.workloads, args.dtypes, args.targets, orders)
     summary = run.run_installed(grid, quick=args.quick, out_dir=args.out, tvm_repo=args.tvm_repo,
-                                tvm_commit=args.tvm_commit, cluster=args.cluster, thresholds_path=args.thresholds)
+                                tvm_commit=args.tvm_commit, cluster=args.cluster, thresholds_path=args.thresholds,
+                                machine=args.machine)
     say(summary.text)
     return summary.exit_status
 
@@ -214,7 +215,7 @@ def cmd_history(args) -> int:
     found = commits.history_commits(args.tvm_repo, args.releases, args.range)
     grid = Grid.of(args.workloads, args.dtypes, args.targets, args.orders or ["default", "tuned"])
     summary = commits.run_history(args.tvm_repo, found, grid, quick=not args.full, out_dir=args.out,
-                                  env_dir=args.env_dir, git_mirrors=args.git_mirrors)
+                                  env_dir=args.env_dir, git_mirrors=args.git_mirrors, machine=args.machine)
     print(summary.text)
     return summary.exit_status
 
@@ -325,6 +326,13 @@ def _names(value: str) -> list[str]:
     return names
 
 
+def _machine_name(value: str) -> str:
+    """An asv machine name: it names a directory of the results."""
+    if not value or value in (".", "..") or not all(c.isalnum() or c in "._-" for c in value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a machine name (letters, digits, '.', '_', '-')")
+    return value
+
+
 def _positive(value: str) -> int:
     try:
         number = int(value)
@@ -400,6 +408,8 @@ def _add_run(sub) -> None:
                    help="a Dask scheduler (tcp://HOST:8786) whose workers build, run and check every combination "
                         "not yet cached; latency is timed here (needs the cluster extra)")
     p.add_argument("--thresholds", type=_path, help="TOML thresholds of the verdict (default: reports/thresholds.toml)")
+    p.add_argument("--machine", type=_machine_name, help="the machine asv files the results under (default: the host "
+                                                     "name): one series per machine")
     p.set_defaults(func=cmd_run)
 
 
@@ -412,6 +422,8 @@ def _add_history(sub) -> None:
     _grid(p, "default,tuned")
     p.add_argument("--full", action="store_true", help="asv's own timing repeats instead of the quick ones")
     p.add_argument("--out", type=_path, default="reports/history", help="results, asv log and published HTML")
+    p.add_argument("--machine", type=_machine_name, help="the machine asv files the results under (default: the host "
+                                                     "name)")
     _tvm_history(p)
     p.set_defaults(func=cmd_history)
 

@@ -16,14 +16,14 @@ class GitError(UserError):
     pass
 
 
-def git(repo: Path, *args: str, check: bool = True, stdin: str | None = None) -> str:
+def git(repo: Path, *args: str, check: bool = True, stdin: str | None = None, env: dict | None = None) -> str:
     """stdout of ``git -C repo ARGS`` (stripped); GitError with git's own message on failure, or
-    "" with ``check=False``.
+    "" with ``check=False``; ``env``: variables to add (commit dates).
 
     ``GIT_CONFIG_*`` variables are not passed on: `tvm-suite history` sets them for asv's
     checkouts only (to skip TVM's submodules), and they must not change what the suite reads.
     """
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_CONFIG_")}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("GIT_CONFIG_")}, **(env or {})}
     result = subprocess.run(["git", *IDENTITY, "-C", str(repo), *args], capture_output=True, text=True,
                             input=stdin, env=env)
     if result.returncode != 0:

@@ -16,32 +16,47 @@ import sys
 import time
 from pathlib import Path
 
+from asv import machine as asv_machine
+
 from suite import cache, compat, git
 from suite.core import ahead, measurement, peers, runstore, timing
 from suite.core.combo import Grid
-from suite.core.runstore import COMMIT_ENV, RUN_DIR_ENV
+from suite.core.runstore import COMMIT_ENV, MACHINE_ENV, RUN_DIR_ENV
 from suite.core.record import Kind, Status
 from suite.errors import Interrupted, Skipped, Terminated, UserError, raise_if_signalled
-from suite.history import driver
+from suite.history import driver, releases
 from suite.progress import Progress, announce
 from suite.reporting import gate, report, results
 from suite.reporting import thresholds as limits
 
-#: Loop orders of a quick run: as legalized, and as tuned.
-QUICK_ORDERS = ("default", "tuned")
-
 
 def versions_repo_commit(repo: Path, version: str) -> str:
-    """The commit standing for TVM ``version`` in the local versions repository (made if new)."""
+    """The commit standing for TVM ``version`` in the local versions repository (made if new).
+
+    The repository is the same everywhere: one empty commit per apache-tvm release the suite knows
+    (suite.history.releases), oldest first on ``main``, each dated when the release was published
+    and tagged ``v<version>``, so a release's commit hash is the same in every output directory and
+    on every machine, and results of several can be merged. A version the suite does not know (a
+    build of one's own) gets a commit after them, dated now."""
     if not (repo / ".git").exists():
         repo.mkdir(parents=True, exist_ok=True)
         git.git(repo, "init", "-q", "-b", "main")
+        for known in releases.RELEASES.values():
+            _commit_version(repo, known.version, known.published)
     tag = f"v{version}"
-    if git.git(repo, "tag", "--list", tag):
-        return git.git(repo, "rev-list", "-n", "1", tag)
-    git.git(repo, "commit", "-q", "--allow-empty", "-m", f"apache-tvm {version}")
-    git.git(repo, "tag", tag)
-    return git.git(repo, "rev-parse", "HEAD")
+    if not git.git(repo, "tag", "--list", tag):
+        _commit_version(repo, version, None)
+    return git.git(repo, "rev-list", "-n", "1", tag)
+
+
+def _commit_version(repo: Path, version: str, date: str | None) -> None:
+    # Everything a commit's hash depends on is fixed here: author, committer, dates, no signature.
+    fixed = {"GIT_AUTHOR_NAME": "tvm-suite", "GIT_AUTHOR_EMAIL": "tvm-suite@localhost",
+             "GIT_COMMITTER_NAME": "tvm-suite", "GIT_COMMITTER_EMAIL": "tvm-suite@localhost",
+             **({"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date} if date else {})}
+    git.git(repo, "-c", "commit.gpgsign=false", "commit", "-q", "--allow-empty", "-m", f"apache-tvm {version}",
+            env=fixed)
+    git.git(repo, "tag", f"v{version}")
 
 
 def installed_commit(out_dir: Path, tvm_repo: Path | None, tvm_commit: str | None) -> tuple[Path, str]:
@@ -61,10 +76,10 @@ def installed_commit(out_dir: Path, tvm_repo: Path | None, tvm_commit: str | Non
     return repo, versions_repo_commit(repo, version)
 
 
-def warm_cache(grid: Grid, run_dir: Path, commit: str, log=print, cluster: str | None = None) -> dict:
+def warm_cache(grid: Grid, place: runstore.Place, log=print, cluster: str | None = None) -> dict:
     """Measure every combination once (one TVM import instead of hundreds), time every native one
-    afresh into the run's timing store (asv's latency benchmarks read it), and the PyTorch peer of
-    each on its target's peer device, where PyTorch is installed.
+    afresh into the run's timing store at ``place`` (asv's latency benchmarks read it), and the
+    PyTorch peer of each on its target's peer device, where PyTorch is installed.
 
     On two cores or more a helper process measures the next combinations while this one times the
     current one (:mod:`suite.core.ahead`). With ``cluster`` (a Dask scheduler's address) every
@@ -94,13 +109,13 @@ def warm_cache(grid: Grid, run_dir: Path, commit: str, log=print, cluster: str |
             if record.ok and record.kind is Kind.LATENCY:
                 t1 = time.perf_counter()
                 taken = timing.take(combo)
-                timing.save(run_dir, commit, combo, taken)
+                timing.save(place, combo, taken)
                 latency[combo] = taken.median
                 timing_s += time.perf_counter() - t1
                 if peers.available():
                     try:
                         ratios[combo] = peers.latency_ratios(combo, taken.median)
-                        peers.save_ratios(run_dir, commit, combo, ratios[combo])
+                        peers.save_ratios(place, combo, ratios[combo])
                     except Skipped:
                         pass
             log(f"  {record.status.value:7s} {combo.label} ({time.perf_counter() - t0:.1f} s)")
@@ -111,7 +126,8 @@ def warm_cache(grid: Grid, run_dir: Path, commit: str, log=print, cluster: str |
 
 
 def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_commit=None,
-                  cluster: str | None = None, thresholds_path: Path | None = None) -> driver.RunSummary:
+                  cluster: str | None = None, thresholds_path: Path | None = None,
+                  machine: str | None = None) -> driver.RunSummary:
     """The main job: measure (on a Dask cluster at ``cluster``, where given), run asv on the
     installed TVM, keep the results, publish asv's HTML, then give the gate's verdict on the commit
     (its exit status) and write the report of it. ``out_dir`` is this run's alone while it works."""
@@ -123,10 +139,11 @@ def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_com
         dask_cluster.connect(cluster).close()
     cache.ensure_dir(out_dir, "--out")
     repo, commit = installed_commit(out_dir, tvm_repo, tvm_commit)
+    machine = machine or asv_machine.Machine.get_unique_machine_name()
     report_dir = out_dir / "report"
     report.check_out(report_dir, out_dir)
     with runstore.RunLock(out_dir, commit, "tvm-suite run"):
-        warm, filed = _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster)
+        warm, filed = _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster, machine)
         result = _verdict(out_dir, commit, tvm_repo, thresholds, report_dir)
     text = _summary_text(warm, commit, out_dir, filed)
     failed = [c for c, r in warm["records"].items() if r.status is Status.FAILED]
@@ -137,12 +154,14 @@ def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_com
     return driver.RunSummary(text, result.verdict.exit_code)
 
 
-def _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster) -> tuple[dict, dict]:
+def _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster, machine) -> tuple[dict, dict]:
     """Measure, run asv and file the commit's results (whole or not at all), then publish asv's
     HTML: (what was measured, how asv went)."""
     log_path = out_dir / "asv.log"
-    # No commit links for the local versions repository: its hashes are not TVM's.
-    config = driver.write_conf(out_dir, "asv.installed.json", repo,
+    # No commit links for the local versions repository: its hashes are not TVM's. The installed
+    # TVM is asv's environment "tvm-suite" (suite.history.asv_environment: a plugin, which asv imports
+    # as a module only when its name starts with "."): one series per machine.
+    config = driver.write_conf(out_dir, "asv.installed.json", repo, plugins=[".suite.history.asv_environment"],
                                **({} if tvm_repo is not None else {"show_commit_url": ""}))
     print(f"measuring {len(grid.workloads)} workloads x {len(grid.dtypes)} dtypes on apache-tvm "
           f"{compat.installed_version()} (cache: {measurement.cache.root()}; each combination in "
@@ -153,17 +172,19 @@ def _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster) -> 
         print(f"recovered: {line}", flush=True)
     # The commit's results and side data are replaced only once this run is complete: until then its
     # side data goes to a staging run directory, and an interrupted run undoes itself.
-    pending = runstore.begin_run(out_dir, commit)
+    pending = runstore.begin_run(out_dir, machine, commit)
     try:
         with (out_dir / "measure.log").open("a") as measure_log:
-            warm = warm_cache(grid, pending.staging, commit,
-                              log=lambda line: print(line, file=measure_log, flush=True), cluster=cluster)
-        os.environ.update({**grid.to_env(), RUN_DIR_ENV: str(pending.staging), COMMIT_ENV: commit})
+            warm = warm_cache(grid, pending.staged, log=lambda line: print(line, file=measure_log, flush=True),
+                              cluster=cluster)
+        os.environ.update({**grid.to_env(), RUN_DIR_ENV: str(pending.staging), COMMIT_ENV: commit,
+                           MACHINE_ENV: machine})
         measurement.note_tvm_build()  # here, where TVM is imported already, not in a benchmark process
         archived = driver.archive_previous(out_dir / "results", commit, out_dir)
         t0 = time.perf_counter()
-        driver.machine(config, log_path)
-        args = ["run", "--environment", f"existing:{sys.executable}", "--set-commit-hash", commit, "--show-stderr"]
+        named = driver.machine(config, log_path, machine)
+        args = ["run", "--environment", f"tvm-suite:{sys.executable}", "--set-commit-hash", commit, *named,
+                "--show-stderr"]
         announce("asv run")
         asv_status = driver.asv(config, *args, *driver.quick_args(quick), log=log_path, phase="asv run")
         asv_s = time.perf_counter() - t0

@@ -74,6 +74,14 @@ def qf_two_commit_results(tmp_path_factory):
     return _made["qf"]
 
 
+def place(run_dir: Path, commit: str):
+    """Where the run kept ``commit``'s side data (the one machine of a test's runs)."""
+    from suite.core import runstore
+
+    (machine,) = [p.name for p in (Path(run_dir) / "results").iterdir() if p.is_dir()]
+    return runstore.Place(Path(run_dir), machine, commit)
+
+
 def plant(run_dir: Path, commit: str, benchmark: str, ids: tuple, value: float | None) -> None:
     """Set one value of ``commit`` as a run that measured it would have filed it (a planted change,
     for tests): in asv's results, and in the values its benchmark class reported (runs/<commit>/
@@ -92,7 +100,7 @@ def plant(run_dir: Path, commit: str, benchmark: str, ids: tuple, value: float |
     values[combos.index(tuple(f"'{name}'" for name in ids))] = value
     path.write_text(json.dumps(data))
     metric = tracked.BY_BENCHMARK[benchmark]
-    kept = runstore.commit_dir(run_dir, commit) / runstore.values_relative(f"{metric.module}.{metric.cls}", ids)
+    kept = place(run_dir, commit).file(runstore.values_relative(f"{metric.module}.{metric.cls}", ids))
     reported = json.loads(kept.read_text()) if kept.exists() else {}
     if value is None:  # a failed benchmark reports nothing
         reported.pop(metric.name, None)
@@ -100,7 +108,7 @@ def plant(run_dir: Path, commit: str, benchmark: str, ids: tuple, value: float |
         reported[metric.name] = value
     kept.parent.mkdir(parents=True, exist_ok=True)
     kept.write_text(json.dumps(reported))
-    runstore.seal(run_dir, commit)
+    runstore.seal(place(run_dir, commit))
 
 
 def plant_samples(run_dir: Path, commit: str, ids: tuple, samples: list[float], tvm: str | None = None) -> None:
@@ -112,7 +120,7 @@ def plant_samples(run_dir: Path, commit: str, ids: tuple, samples: list[float], 
 
     from suite.core import runstore
 
-    where = runstore.path(run_dir, "timings", commit, ids)
+    where = place(run_dir, commit).file(runstore.relative("timings", ids))
     kept = json.loads(where.read_text())
     before = float(np.median(kept["samples_s"]))
     kept["samples_s"] = list(samples)
@@ -120,7 +128,7 @@ def plant_samples(run_dir: Path, commit: str, ids: tuple, samples: list[float], 
         kept["tvm"] = tvm
     where.write_text(json.dumps(kept))
     latency = float(np.median(samples))
-    gflops = json.loads((runstore.commit_dir(run_dir, commit) / runstore.values_relative(
+    gflops = json.loads(place(run_dir, commit).file(runstore.values_relative(
         "bench_latency.Throughput", ids)).read_text())["gflops"] * before / latency
     plant(run_dir, commit, "bench_latency.Throughput.track_latency_median", ids, latency)
     plant(run_dir, commit, "bench_latency.Throughput.track_gflops", ids, gflops)
@@ -132,7 +140,7 @@ def plant_file(run_dir: Path, commit: str, relative: str, text: str) -> None:
     damage, which readers refuse)."""
     from suite.core import runstore
 
-    where = runstore.commit_dir(run_dir, commit) / relative
+    where = place(run_dir, commit).file(relative)
     where.parent.mkdir(parents=True, exist_ok=True)
     where.write_text(text)
-    runstore.seal(run_dir, commit)
+    runstore.seal(place(run_dir, commit))

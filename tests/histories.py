@@ -76,8 +76,9 @@ class Builder:
         commits = tuple(res.Commit(h, 1_780_000_000_000 + i * 86_400_000, tuple(self.tags.get(h, ())))
                         for i, h in enumerate(self.commits))
         run_dir = Path("/nonexistent/run")
-        side = {c: runstore.SideData(c, True, run_dir / "runs" / c, timings=s["timings"], records=s["records"],
-                                     failures=s["failures"], maps=s["maps"], build=s["build"])
+        side = {(c, self.machine): runstore.SideData(c, True, run_dir / "runs" / self.machine / c,
+                                                     timings=s["timings"], records=s["records"],
+                                                     failures=s["failures"], maps=s["maps"], build=s["build"])
                 for c, s in self.side.items()}
         return res.History(run_dir / "results", commits, self.values, (self.machine,), (), "in memory", "", None,
                            side, self.remeasured)

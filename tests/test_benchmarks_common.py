@@ -107,7 +107,7 @@ def test_a_benchmark_process_imports_tvm_only_to_note_a_missing_build(tmp_path):
         "a = b.Accuracy(); a.setup('seed.conv2d_nhwc_7x7s2', 'float32', 'llvm', 'default'); "
         "print('tvm' in sys.modules, a.track_ulp_mean('seed.conv2d_nhwc_7x7s2', 'float32', 'llvm', 'default') > 0)"
     )
-    env = {**os.environ, "TVM_SUITE_RUN_DIR": str(tmp_path), "TVM_SUITE_COMMIT": "c0ffee",
+    env = {**os.environ, "TVM_SUITE_RUN_DIR": str(tmp_path), "TVM_SUITE_COMMIT": "c0ffee0", "TVM_SUITE_MACHINE": "box",
            "TVM_SUITE_WORKLOADS": "seed.conv2d_nhwc_7x7s2", "TVM_SUITE_TARGETS": "llvm"}
 
     def run():
@@ -116,6 +116,6 @@ def test_a_benchmark_process_imports_tvm_only_to_note_a_missing_build(tmp_path):
         return done.stdout.split()
 
     assert run() == ["True", "True"]  # the first notes the build: it imports TVM
-    noted = json.loads((tmp_path / "runs" / "c0ffee" / "build.json").read_text())
+    noted = json.loads((tmp_path / "runs" / "box" / "c0ffee0" / "build.json").read_text())
     assert noted["llvm"]["use_llvm"] and noted["tvm"]
     assert run() == ["False", "True"]  # every later one only reads

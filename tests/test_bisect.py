@@ -72,7 +72,7 @@ def test_a_verdict_needs_measured_commits(tmp_path_factory, tmp_path):
     measured at all: no verdict (the reason each failed, where the run kept it)."""
     import shutil
 
-    from asv_runs import WORKLOAD, plant, plant_file, two_commit_results
+    from asv_runs import WORKLOAD, place, plant, plant_file, two_commit_results
     from suite import tracked
     from suite.core import runstore
     from suite.history import bisect
@@ -83,11 +83,11 @@ def test_a_verdict_needs_measured_commits(tmp_path_factory, tmp_path):
     ids = (WORKLOAD, "float16", "llvm", "default")
     metric = tracked.get("ulp_mean")
     plant(run_dir, commits[1], metric.benchmark, ids, None)
-    answer = bisect.judge(repo, run_dir, commits, commits[1], ids, metric)
+    answer = bisect.judge(repo, run_dir, commits, commits[1], ids, metric, place(run_dir, commits[1]).machine)
     assert answer.culprit is None and not answer.measured_nothing
     assert f"asv find named {commits[1][:10]}, which has no ulp_mean" in answer.why
     assert f"measured: {commits[0][:10]}" in answer.why
     plant(run_dir, commits[0], metric.benchmark, ids, None)
     plant_file(run_dir, commits[0], runstore.relative("failures", ids), "build failed: planted")
-    answer = bisect.judge(repo, run_dir, commits, commits[1], ids, metric)
+    answer = bisect.judge(repo, run_dir, commits, commits[1], ids, metric, place(run_dir, commits[1]).machine)
     assert answer.measured_nothing and answer.why == "build failed: planted"

@@ -102,7 +102,7 @@ def test_relative_paths_are_the_callers(cli, tmp_path):
 
 
 def test_run_from_another_directory_writes_where_it_was_asked(cli, tmp_path):
-    from suite.asvconf import REPO_ROOT
+    from conftest import REPO_ROOT
 
     before = sorted(p.name for p in REPO_ROOT.iterdir())
     done = cli("run", "--workloads", "resnet50.mean.7x7x2048", "--dtypes", "float32", "--orders", "default",

@@ -209,12 +209,13 @@ def test_a_run_on_the_cluster_times_latency_here(cluster, tmp_path, monkeypatch)
     targets = ["llvm"] + (["hexagon-v68-emu"] if not hexagon.missing_tools() else [])
     grid = Grid.of([MEAN], ["float16"], targets, ["default"])
     lines = []
-    warm = run.warm_cache(grid, tmp_path / "run", "0" * 40, log=lines.append, cluster=cluster.address)
+    place = runstore.Place(tmp_path / "run", "testbox", "0" * 40)
+    warm = run.warm_cache(grid, place, log=lines.append, cluster=cluster.address)
     assert any(line.startswith(f"cluster: {len(targets)} combinations to {cluster.address}") for line in lines)
     assert all(r.ok and r.measured_on for r in warm["records"].values())  # measured by the workers
     (native,) = warm["latency"]  # emulated time is never latency
     assert native.target.name == "llvm"
-    kept = runstore.own_timing(tmp_path / "run", "0" * 40, native.ids)
+    kept = runstore.own_timing(place, native.ids)
     assert kept.tvm == compat.build_id() and kept.kernel == str(native.entry / "kernel.so")  # timed here
 
 

@@ -119,17 +119,18 @@ RUN_FILES = {
     "results/benchmarks.json": ("gate", "report"),
     "results/*/*.json": ("gate", "report"),
     "asv.installed.json": ("gate", "report"),
-    # The side data is loaded whole and verified by every reader (suite.reporting.results.load).
-    "runs/*/manifest.json": ("gate", "report"),
-    "runs/*/build.json": ("gate", "report"),
-    "runs/*/timings/*.json": ("gate", "report"),
-    "runs/*/values/*/*.json": ("gate", "report"),
-    "runs/*/maps/*.npz": ("gate", "report"),
-    "runs/*/records/*.txt": ("gate", "report"),
-    "runs/*/failures/*.txt": ("gate", "report"),
-    "runs/*/peers/*.json": ("gate", "report"),  # only where PyTorch is installed
-    "runs/gate/*.json": ("gate", "report"),     # re-measurements a gate or run kept (sealed)
-    "runs/.lock": None,                         # the run directory's lock: its holder, in words
+    # The side data (runs/<machine>/<commit>/) is loaded whole and verified by every reader
+    # (suite.reporting.results.load).
+    "runs/*/*/manifest.json": ("gate", "report"),
+    "runs/*/*/build.json": ("gate", "report"),
+    "runs/*/*/timings/*.json": ("gate", "report"),
+    "runs/*/*/values/*/*.json": ("gate", "report"),
+    "runs/*/*/maps/*.npz": ("gate", "report"),
+    "runs/*/*/records/*.txt": ("gate", "report"),
+    "runs/*/*/failures/*.txt": ("gate", "report"),
+    "runs/*/*/peers/*.json": ("gate", "report"),  # only where PyTorch is installed
+    "runs/.gate/*.json": ("gate", "report"),      # re-measurements a gate or run kept (sealed)
+    "runs/.lock": None,                           # the run directory's lock: its holder, in words
     "asv.log": None, "measure.log": None, "html/*": None, "report/*": None, "results-archive/*": None,
     "tvm-versions/*": None,
 }
@@ -200,8 +201,8 @@ def test_damaged_run_files(llvm_run, capsys, tmp_path, pattern, how):
 def _candidate_file(run_dir: Path, pattern: str, commit: str) -> str:
     """The file of ``pattern`` the commands read for the candidate ``commit`` (or the only one)."""
     found = [f for f in _run_files(run_dir) if run_kind(f) == pattern]
-    per_commit = [f for f in found if f"runs/{commit}/" in f or (f.startswith("results/") and f"/{commit[:8]}-" in f)]
-    if not found and pattern == "runs/*/peers/*.json":
+    per_commit = [f for f in found if f"/{commit}/" in f or (f.startswith("results/") and f"/{commit[:8]}-" in f)]
+    if not found and pattern == "runs/*/*/peers/*.json":
         pytest.skip("no PyTorch here: the run kept no peer ratios")
     assert found, f"the fixture run has no {pattern}"
     # of the combinations' files, the seed's: it is the one marked (the report reads marked ones' maps)
@@ -216,7 +217,7 @@ def _unchanged_allowed(pattern: str, how: str, command: str) -> bool:
     """Damages after which the data left is whole and the answer stands: deleting a file that only
     says where things come from, or a commit's results (the report then covers the other commit;
     the gate names the commit it lacks), or a field of asv's configuration the suite does not read."""
-    if how == "deleted" and pattern in ("results/benchmarks.json", "asv.installed.json", "runs/gate/*.json"):
+    if how == "deleted" and pattern in ("results/benchmarks.json", "asv.installed.json", "runs/.gate/*.json"):
         return True  # a deleted re-measurement: the gate times the suspects again, or says it did not
     if pattern == "asv.installed.json" and how.startswith("wrong") and how.partition(": ")[2] not in CONF_FIELDS:
         return True

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from asv_runs import VACUOUS, WORKLOAD, plant_file, plant_samples, two_commit_repo, two_commit_results
+from asv_runs import VACUOUS, WORKLOAD, place, plant_file, plant_samples, two_commit_repo, two_commit_results
 from conftest import read_only_copy
 from suite.core import runstore
 
@@ -45,7 +45,7 @@ def test_kernels_of_two_llvms_are_not_compared(cli, runs, tmp_path):
     import json
 
     results, repo, commits = runs
-    noted = json.loads((runstore.commit_dir(results.parent, commits[1]) / "build.json").read_text())
+    noted = json.loads(place(results.parent, commits[1]).file("build.json").read_text())
     assert noted["llvm"] == {"version": "22", "use_llvm": "ON", "installed_from": "wheel"}  # apache-tvm 0.27
     copy = tmp_path / "run"
     shutil.copytree(results.parent, copy, ignore=shutil.ignore_patterns("env*", "html"))
@@ -94,7 +94,7 @@ def test_data_that_vouches_for_itself_is_refused(cli, runs, tmp_path, edit):
                 if p.name != "machine.json" and json.loads(p.read_text())["commit_hash"] == commits[1])
     data = json.loads(path.read_text())
     ids = (WORKLOAD, "float16", "llvm", "default")
-    timings = runstore.path(copy, "timings", commits[1], ids)
+    timings = place(copy, commits[1]).file(runstore.relative("timings", ids))
     named = [path]
     if edit == "latency x100":
         data["results"]["bench_latency.Throughput.track_latency_median"][0][0] *= 100
@@ -108,10 +108,10 @@ def test_data_that_vouches_for_itself_is_refused(cli, runs, tmp_path, edit):
         kept["samples_s"] = [s / 2 for s in kept["samples_s"]]
         timings.write_text(json.dumps(kept))
         if edit.endswith("manifest deleted"):
-            (runstore.commit_dir(copy, commits[1]) / "manifest.json").unlink()
-            named = [runstore.commit_dir(copy, commits[1])]
+            place(copy, commits[1]).file("manifest.json").unlink()
+            named = [place(copy, commits[1]).dir]
         else:
-            runstore.seal(copy, commits[1])
+            runstore.seal(place(copy, commits[1]))
             named = [path, timings]
     path.write_text(json.dumps(data))
     result = gate(cli, copy / "results", "--commit", commits[1][:10])
@@ -285,7 +285,7 @@ def test_remeasurement_confirms_a_real_slowdown_and_calls_noise_noisy(cli, tmp_p
     assert ran.returncode == 1, ran.stdout + ran.stderr
     assert ran.stdout.strip().splitlines()[-1].startswith(f"verdict: NOT READY (a check failed) for {commits[1][:10]}")
     ids = (MATMUL, "float32", "llvm", "default")
-    samples_a = _json.loads(runstore.path(out, "timings", commits[0], ids).read_text())["samples_s"]
+    samples_a = _json.loads(place(out, commits[0]).file(runstore.relative("timings", ids)).read_text())["samples_s"]
     plant_samples(out, commits[1], ids, [3 * s for s in samples_a])
 
     without = gate(cli, out / "results", "--commit", commits[1], "--tvm-repo", str(repo), "--no-remeasure")
@@ -314,7 +314,7 @@ def test_remeasurement_confirms_a_real_slowdown_and_calls_noise_noisy(cli, tmp_p
     # A release history: each side's kernel was compiled by another TVM than the installed one. They
     # are re-timed in the installed runtime all the same, and the verdict says whose kernels they were.
     for commit in commits:
-        kept = _json.loads(runstore.path(out, "timings", commit, ids).read_text())["samples_s"]
+        kept = _json.loads(place(out, commit).file(runstore.relative("timings", ids)).read_text())["samples_s"]
         plant_samples(out, commit, ids, kept, tvm=f"0.26.0-{commit[:10]}")
     release = gate(cli, out / "results", "--commit", commits[1], "--tvm-repo", str(repo))
     assert f"noisy: {MATMUL} float32 llvm default:" in release.stdout, release.stdout

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from asv_runs import VACUOUS, WORKLOAD, plant, plant_file, two_commit_results
+from asv_runs import VACUOUS, WORKLOAD, place, plant, plant_file, two_commit_results
 
 pytestmark = pytest.mark.slow
 CHROMIUM = Path("/usr/bin/chromium")
@@ -82,7 +82,7 @@ def test_marks_name_first_divergent_commit(cli, runs, tmp_path):
     assert "First divergent commit" in html and f"https://github.com/apache/tvm/commit/{commits[0]}" in html
     assert 'class="mark"' in html
     # Where it diverges: the H x W heat map and the per-channel bars, exported beside the results.
-    assert (results.parent / "runs" / commits[1] / "maps" / f"{WORKLOAD}.float16.llvm.tuned.npz").is_file()
+    assert place(results.parent, commits[1]).file(f"maps/{WORKLOAD}.float16.llvm.tuned.npz").is_file()
     # Each mark after the first commit says how to find the commit that brought it.
     later = next(m for m in d["marks"] if m["commit"] == commits[1] and m["workload"] == WORKLOAD)
     assert later["bisect"] == (f"tvm-suite bisect --tvm-repo {repo} --range {commits[0][:12]}..{commits[1][:12]} "

@@ -21,6 +21,9 @@ from suite.targets.base import Mode, Target
 #: Bump when the meaning of a cached record, output or reference changes.
 SCHEMA = 4
 
+#: Targets and loop orders of a quick run (`tvm-suite run --quick`, and asv run without a grid).
+QUICK_TARGETS, QUICK_ORDERS = ("llvm",), ("default", "tuned")
+
 #: The environment variables that narrow the benchmark grid (comma-separated lists).
 ENV = {"workloads": "TVM_SUITE_WORKLOADS", "dtypes": "TVM_SUITE_DTYPES",
        "targets": "TVM_SUITE_TARGETS", "orders": "TVM_SUITE_ORDERS"}
@@ -118,9 +121,13 @@ class Grid:
 
     @classmethod
     def from_env(cls, environ=None) -> Grid:
+        """The grid the environment names; an axis it does not name is that of `tvm-suite run
+        --quick` (llvm, orders default and tuned), so that a plain ``asv run`` covers what the
+        suite's quick run covers, not every target and order."""
         environ = os.environ if environ is None else environ
         listed = {axis: _split(environ.get(variable, "")) for axis, variable in ENV.items()}
-        return cls.of(listed["workloads"], listed["dtypes"], listed["targets"], listed["orders"])
+        return cls.of(listed["workloads"], listed["dtypes"], listed["targets"] or list(QUICK_TARGETS),
+                      listed["orders"] or list(QUICK_ORDERS))
 
     def to_env(self) -> dict[str, str]:
         return {variable: ",".join(getattr(self, axis)) for axis, variable in ENV.items()}

@@ -316,8 +316,7 @@ def tracked_divergence(combo: Combo) -> dict:
     report (see suite.core.runstore)."""
     result = divergence(combo, "default")
     if (found := runstore.current()) is not None:
-        run_dir, commit = found
-        export_maps(combo, "default", runstore.path(run_dir, "maps", commit, combo.ids))
+        export_maps(combo, "default", found.file(runstore.relative("maps", combo.ids)))
     return result
 
 

@@ -224,13 +224,13 @@ def ratios_for_asv(combo, latency_s: float) -> dict:
     run` times both before asv runs, so asv's processes need not import torch), else taken now and
     kept there."""
     found = runstore.current()
-    if found is not None and (kept := runstore.own_ratios(*found, combo.ids)) is not None:
+    if found is not None and (kept := runstore.own_ratios(found, combo.ids)) is not None:
         return kept
     ratios = latency_ratios(combo, latency_s)
     if found is not None:
-        save_ratios(found[0], found[1], combo, ratios)
+        save_ratios(found, combo, ratios)
     return ratios
 
 
-def save_ratios(run_dir, commit: str, combo, ratios: dict) -> None:
-    cache.write_json(runstore.path(run_dir, "peers", commit, combo.ids), ratios)
+def save_ratios(place, combo, ratios: dict) -> None:
+    cache.write_json(place.file(runstore.relative("peers", combo.ids)), ratios)

@@ -1,4 +1,6 @@
-"""What a run keeps beside asv's ``results/`` that asv cannot, per commit, in ``runs/<commit>/``.
+"""What a run keeps beside asv's ``results/`` that asv cannot, per machine and commit, in
+``runs/<machine>/<commit>/`` (asv files results per machine too: results of several machines, or
+output directories, merge without a clash).
 
 - ``timings/``: the time_evaluator samples of native combinations (asv's latency is their median);
 - ``values/``: every value each asv benchmark class reported for a combination, as it reported
@@ -11,11 +13,12 @@
 A complete run seals them with ``manifest.json`` (the sha256 of every file, sealed itself).
 :func:`load` reads a commit's side data whole and verified: a file missing, damaged, added after
 the seal, or side data without a seal is an error naming it, never a number. Beside the commits,
-``runs/gate/<baseline>-<candidate>.json`` keeps what a gate found by timing suspects again (sealed).
+``runs/.gate/<baseline>-<candidate>.json`` keeps what a gate found by timing suspects again (sealed).
 
-asv benchmark processes find their run through ``TVM_SUITE_RUN_DIR`` (set by `tvm-suite run`,
-`history` and `bisect`) and their commit through asv's own ``ASV_COMMIT`` (else
-``TVM_SUITE_COMMIT``, which `run` sets: asv's existing environment gives none).
+asv benchmark processes find their run through ``TVM_SUITE_RUN_DIR`` and their machine through
+``TVM_SUITE_MACHINE`` (set by `tvm-suite run`, `history` and `bisect`), and their commit through
+asv's own ``ASV_COMMIT`` (else ``TVM_SUITE_COMMIT``, which `run` sets: asv's existing environment
+gives none).
 
 `tvm-suite run` replaces a commit's results and side data only once the new ones are complete
 (:func:`begin_run`): the side data is written into a staging directory, asv's results file of the
@@ -48,12 +51,15 @@ import numpy as np
 from suite import cache
 from suite.errors import UserError
 
-RUN_DIR_ENV, COMMIT_ENV = "TVM_SUITE_RUN_DIR", "TVM_SUITE_COMMIT"
+RUN_DIR_ENV, COMMIT_ENV, MACHINE_ENV = "TVM_SUITE_RUN_DIR", "TVM_SUITE_COMMIT", "TVM_SUITE_MACHINE"
 KINDS = {"timings": ".json", "values": ".json", "peers": ".json", "maps": ".npz", "failures": ".txt",
          "records": ".txt"}
-RUNS, BUILD, MANIFEST, GATE = "runs", "build.json", "manifest.json", "gate"
+RUNS, BUILD, MANIFEST, GATE = "runs", "build.json", "manifest.json", ".gate"
 #: A git commit hash (SHA-1 or SHA-256), full or abbreviated: the only commit names paths are made of.
 COMMIT = re.compile(r"[0-9a-f]{7,64}")
+#: An asv machine name: one path component (it names a directory of asv's results and of the side
+#: data), not starting with a dot (the suite's own entries of runs/ do).
+MACHINE = re.compile(r"[A-Za-z0-9_][^/\\\x00]{0,99}")
 #: A file a run keeps is small (timing samples, a few maps of mean differences); one beyond this is
 #: no file of a run, and is refused before it is read.
 MAX_FILE_BYTES = 64 << 20
@@ -71,19 +77,41 @@ def check_commit(commit, where="") -> str:
     return commit
 
 
-def current() -> tuple[Path, str] | None:
-    """(run directory, commit) of the asv benchmark process this runs in, or None."""
-    run_dir, commit = os.environ.get(RUN_DIR_ENV), os.environ.get("ASV_COMMIT") or os.environ.get(COMMIT_ENV)
-    return (Path(run_dir), check_commit(commit, "ASV_COMMIT")) if run_dir and commit else None
+def check_machine(machine, where="") -> str:
+    """``machine`` when it can name a directory (an asv machine name); DamagedRunData otherwise."""
+    if not isinstance(machine, str) or not MACHINE.fullmatch(machine) or machine in (".", ".."):
+        raise DamagedRunData(f"{where}{': ' if where else ''}{machine!r:.80} is not a machine name")
+    return machine
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where the side data of one commit, measured on one machine, lies in a run directory."""
+
+    run_dir: Path
+    machine: str
+    commit: str
+
+    @property
+    def dir(self) -> Path:
+        return Path(self.run_dir) / RUNS / check_machine(self.machine) / check_commit(self.commit)
+
+    def file(self, relative_path: str) -> Path:
+        return self.dir / relative_path
+
+
+def current() -> Place | None:
+    """Where the asv benchmark process this runs in keeps its side data, or None outside a run."""
+    run_dir, machine = os.environ.get(RUN_DIR_ENV), os.environ.get(MACHINE_ENV)
+    commit = os.environ.get("ASV_COMMIT") or os.environ.get(COMMIT_ENV)
+    if not (run_dir and machine and commit):
+        return None
+    return Place(Path(run_dir), check_machine(machine, MACHINE_ENV), check_commit(commit, "ASV_COMMIT"))
 
 
 def of_results(results_dir: Path) -> Path:
     """The run directory of an asv results directory (its parent)."""
     return Path(results_dir).parent
-
-
-def commit_dir(run_dir: Path, commit: str) -> Path:
-    return Path(run_dir) / RUNS / check_commit(commit)
 
 
 def relative(kind: str, ids) -> str:
@@ -96,8 +124,6 @@ def values_relative(benchmark_class: str, ids) -> str:
     return f"values/{'.'.join(ids)}/{benchmark_class}.json"
 
 
-def path(run_dir: Path, kind: str, commit: str, ids) -> Path:
-    return commit_dir(run_dir, commit) / relative(kind, ids)
 
 
 # ----------------------------------------------------------------------------- what a run keeps
@@ -211,10 +237,10 @@ def _ids(stem: str, where: Path) -> tuple[str, ...]:
     return (".".join(ids[:-3]), *ids[-3:])
 
 
-def load(run_dir: Path, commit: str) -> SideData:
-    """Everything the run of ``commit`` kept, each file checked against the sealed manifest and
+def load(place: Place) -> SideData:
+    """Everything the run of a commit kept, each file checked against the sealed manifest and
     parsed; DamagedRunData naming the file otherwise. No side data at all gives ``kept`` False."""
-    where = commit_dir(run_dir, commit)
+    where, commit = place.dir, place.commit
     if not where.exists():
         return SideData(commit, False, where)
     if not where.is_dir():
@@ -290,7 +316,7 @@ def _note(relative_path: str, text: str) -> None:
     """Keep ``text`` at ``relative_path`` of this run's commit, where this runs inside a run."""
     found = current()
     if found is not None:
-        cache.write_text(commit_dir(*found) / relative_path, text)
+        cache.write_text(found.file(relative_path), text)
 
 
 def note_failure(ids, reason: str) -> None:
@@ -315,15 +341,15 @@ def note_build(describe) -> None:
     in every one of asv's thousands of processes) is called only by the first."""
     found = current()
     if found is not None:
-        target = commit_dir(*found) / BUILD
+        target = found.file(BUILD)
         if not target.exists():
             cache.write_json(target, describe())
 
 
-def read_own(run_dir: Path, commit: str, relative_path: str, parse):
+def read_own(place: Place, relative_path: str, parse):
     """Inside a run: a file this run kept already (timing samples, peer ratios), parsed by
     ``parse``; None when absent. Its seal, if any, is checked by readers after the run."""
-    target = commit_dir(run_dir, commit) / relative_path
+    target = place.file(relative_path)
     try:
         data = target.read_bytes()
     except FileNotFoundError:
@@ -336,17 +362,17 @@ def read_own(run_dir: Path, commit: str, relative_path: str, parse):
         raise DamagedRunData(f"{target}: {err}") from None
 
 
-def own_timing(run_dir: Path, commit: str, ids) -> Timing | None:
-    return read_own(run_dir, commit, relative("timings", ids), lambda d: _timing(_json(d)))
+def own_timing(place: Place, ids) -> Timing | None:
+    return read_own(place, relative("timings", ids), lambda d: _timing(_json(d)))
 
 
-def own_ratios(run_dir: Path, commit: str, ids) -> dict | None:
-    return read_own(run_dir, commit, relative("peers", ids), lambda d: _ratios(_json(d)))
+def own_ratios(place: Place, ids) -> dict | None:
+    return read_own(place, relative("peers", ids), lambda d: _ratios(_json(d)))
 
 
-def seal(run_dir: Path, commit: str) -> None:
-    """Write the manifest of what the run keeps for ``commit``: the sha256 of every file."""
-    where = commit_dir(run_dir, commit)
+def seal(place: Place) -> None:
+    """Write the manifest of what the run keeps for a commit: the sha256 of every file."""
+    where = place.dir
     if not where.is_dir():
         return
     files = sorted(p for p in where.rglob("*") if p.is_file() and p.name != MANIFEST and not p.name.startswith("."))
@@ -475,30 +501,35 @@ def check_idle(run_dir: Path) -> None:
 class PendingRun:
     """A run of one commit whose results and side data replace the previous ones only when complete."""
 
-    def __init__(self, run_dir: Path, commit: str):
-        self.run_dir, self.commit = Path(run_dir), check_commit(commit)
+    def __init__(self, run_dir: Path, machine: str, commit: str):
+        self.run_dir, self.machine, self.commit = Path(run_dir), check_machine(machine), check_commit(commit)
         self.staging = self.run_dir / _staging(commit)
         self.journal = _journal_path(self.run_dir, commit)
+
+    @property
+    def staged(self) -> Place:
+        """Where the run keeps its side data until it is complete."""
+        return Place(self.staging, self.machine, self.commit)
 
     def begin(self) -> PendingRun:
         recover(self.run_dir)
         shutil.rmtree(self.staging, ignore_errors=True)
         previous = {}
-        for result in _results_files(self.run_dir, self.commit):
+        for result in _results_files(self.run_dir, self.machine, self.commit):
             rel = result.relative_to(self.run_dir).as_posix()
             copy = f"{_staging(self.commit)}/previous-results/{rel}"
             (self.run_dir / copy).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(result, self.run_dir / copy)
             previous[rel] = copy
-        commit_dir(self.staging, self.commit).mkdir(parents=True, exist_ok=True)
-        cache.write_json(self.journal, {"pid": os.getpid(), "commit": self.commit, "state": "running",
-                                        "staging": _staging(self.commit), "previous": previous})
+        self.staged.dir.mkdir(parents=True, exist_ok=True)
+        cache.write_json(self.journal, {"pid": os.getpid(), "commit": self.commit, "machine": self.machine,
+                                        "state": "running", "staging": _staging(self.commit), "previous": previous})
         return self
 
     def keep(self) -> None:
         """The run is complete (asv has written its results): put its side data in place, sealed."""
         cache.write_json(self.journal, {**_read_journal(self.run_dir, self.journal), "state": "swapping"})
-        _swap_in(self.run_dir, self.commit, self.staging)
+        _swap_in(self.run_dir, self.machine, self.commit, self.staging)
         self.journal.unlink(missing_ok=True)
         shutil.rmtree(self.staging, ignore_errors=True)
 
@@ -507,9 +538,10 @@ class PendingRun:
         return _undo(self.run_dir, _read_journal(self.run_dir, self.journal))
 
 
-def begin_run(run_dir: Path, commit: str) -> PendingRun:
-    """Start replacing ``commit``'s data in ``run_dir`` (after undoing any interrupted run there)."""
-    return PendingRun(run_dir, commit).begin()
+def begin_run(run_dir: Path, machine: str, commit: str) -> PendingRun:
+    """Start replacing ``commit``'s data of ``machine`` in ``run_dir`` (after undoing any interrupted
+    run there)."""
+    return PendingRun(run_dir, machine, commit).begin()
 
 
 def recover(run_dir: Path) -> list[str]:
@@ -525,7 +557,7 @@ def recover(run_dir: Path) -> list[str]:
         state = _read_journal(run_dir, journal)
         try:
             if state["state"] == "swapping":  # its results were complete: finish putting it in place
-                _swap_in(Path(run_dir), state["commit"], Path(run_dir) / state["staging"])
+                _swap_in(Path(run_dir), state["machine"], state["commit"], Path(run_dir) / state["staging"])
                 journal.unlink(missing_ok=True)
                 shutil.rmtree(Path(run_dir) / state["staging"], ignore_errors=True)
                 done.append(f"completed the interrupted run of {state['commit'][:12]} (its results were complete)")
@@ -555,7 +587,9 @@ def _inside(run_dir: Path, relative_path) -> bool:
 def _read_journal(run_dir: Path, journal: Path) -> dict:
     data = cache.read_json(journal)
     commit = data.get("commit") if isinstance(data, dict) else None
+    machine = data.get("machine") if isinstance(data, dict) else None
     damaged = (not isinstance(data, dict) or not isinstance(commit, str) or not COMMIT.fullmatch(commit)
+               or not isinstance(machine, str) or not MACHINE.fullmatch(machine) or machine in (".", "..")
                or journal.name != f".journal-{commit}.json" or data.get("state") not in ("running", "swapping")
                or data.get("staging") != _staging(commit) or not isinstance(data.get("previous"), dict)
                or not all(_inside(run_dir, k) and k.startswith("results/") and _inside(run_dir, v)
@@ -566,15 +600,16 @@ def _read_journal(run_dir: Path, journal: Path) -> dict:
     return data
 
 
-def _results_files(run_dir: Path, commit: str) -> list[Path]:
-    return sorted(p for p in (Path(run_dir) / "results").glob(f"*/{check_commit(commit)[:8]}-*.json") if p.is_file())
+def _results_files(run_dir: Path, machine: str, commit: str) -> list[Path]:
+    return sorted(p for p in (Path(run_dir) / "results" / check_machine(machine)).glob(f"{check_commit(commit)[:8]}-*.json")
+                  if p.is_file())
 
 
 def _undo(run_dir: Path, state: dict) -> str:
     """Put back the commit's results files as they were before the run; drop its staging."""
     commit = state["commit"]
     previous = {Path(run_dir) / k: Path(run_dir) / v for k, v in state["previous"].items()}
-    for result in _results_files(run_dir, commit):
+    for result in _results_files(run_dir, state["machine"], commit):
         if result not in previous:  # asv wrote a file the commit did not have: the new run's
             result.unlink()
     for result, copy in previous.items():
@@ -585,14 +620,16 @@ def _undo(run_dir: Path, state: dict) -> str:
     return f"the run of {commit[:12]} did not complete: nothing of it was filed; {kept}"
 
 
-def _swap_in(run_dir: Path, commit: str, staging: Path) -> None:
-    """Replace ``runs/<commit>`` by the staged one, sealed (each step can be repeated after a kill)."""
-    new, final = commit_dir(staging, commit), commit_dir(run_dir, commit)
-    old = final.with_name(f".old-{commit}")
-    if new.is_dir():
-        seal(staging, commit)
-        if final.exists():
+def _swap_in(run_dir: Path, machine: str, commit: str, staging: Path) -> None:
+    """Replace ``runs/<machine>/<commit>`` by the staged one, sealed (each step can be repeated
+    after a kill)."""
+    new, final = Place(staging, machine, commit), Place(run_dir, machine, commit)
+    old = final.dir.with_name(f".old-{commit}")
+    if new.dir.is_dir():
+        seal(new)
+        final.dir.parent.mkdir(parents=True, exist_ok=True)
+        if final.dir.exists():
             shutil.rmtree(old, ignore_errors=True)
-            os.rename(final, old)
-        os.rename(new, final)
+            os.rename(final.dir, old)
+        os.rename(new.dir, final.dir)
     shutil.rmtree(old, ignore_errors=True)

@@ -38,19 +38,19 @@ def take(combo: Combo, repeats: int = REPEATS) -> Timing:
     return Timing(tuple(samples), str(combo.entry / combo.target.KERNEL_FILE), compat.build_id())
 
 
-def save(run_dir: Path, commit: str, combo: Combo, timing: Timing) -> None:
-    cache.write_json(runstore.path(run_dir, "timings", commit, combo.ids), timing.to_json())
+def save(place: runstore.Place, combo: Combo, timing: Timing) -> None:
+    cache.write_json(place.file(runstore.relative("timings", combo.ids)), timing.to_json())
 
 
 def for_asv(combo: Combo) -> Timing:
     """This run's timing of ``combo``: the one its run keeps (see suite.core.runstore), else taken
     now and kept there."""
     found = runstore.current()
-    if found is not None and (kept := runstore.own_timing(*found, combo.ids)) is not None:
+    if found is not None and (kept := runstore.own_timing(found, combo.ids)) is not None:
         return kept
     timing = take(combo)
     if found is not None:
-        save(*found, combo, timing)
+        save(found, combo, timing)
     return timing
 
 

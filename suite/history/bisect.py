@@ -70,7 +70,7 @@ def _bisect(repo, range_spec, ids, metric, out_dir, env_dir, thresholds, git_mir
     ready = history.prepare(repo, found, grid, out_dir, env_dir, git_mirrors=git_mirrors)
     offset = ready.log.stat().st_size
     args = ["find", f"{start}^..{hashes[-1]}" if _has_parent(repo, start) else f"{start}..{hashes[-1]}",
-            f"^{re.escape(metric.benchmark)}\\(", "--show-stderr"]  # parameterized: matched as name(params)
+            f"^{re.escape(metric.benchmark)}\\(", *ready.machine_args, "--show-stderr"]  # parameterized: name(params)
     if metric.worse == tracked.LOWER:
         args.append("--invert")
     status = driver.asv(ready.config, *args, log=ready.log, phase="asv find")
@@ -88,12 +88,13 @@ def _bisect(repo, range_spec, ids, metric, out_dir, env_dir, thresholds, git_mir
     if missing:
         hashfile = out_dir / "bisect-commits.txt"
         cache.write_text(hashfile, "".join(f"{h}\n" for h in missing))
-        driver.asv(ready.config, "run", f"HASHFILE:{hashfile.resolve()}", "--skip-existing", "--show-stderr",
+        driver.asv(ready.config, "run", f"HASHFILE:{hashfile.resolve()}", "--skip-existing", *ready.machine_args,
+                   "--show-stderr",
                    log=ready.log, phase="asv run (the named pair)")
         tested += [h for h in missing if h not in tested]
     for commit in tested:  # asv has completed them: seal what their runs kept, as readers require
-        runstore.seal(out_dir, commit)
-    answer = judge(repo, out_dir, ordered, culprit, ids, metric, thresholds)
+        runstore.seal(runstore.Place(out_dir, ready.machine, commit))
+    answer = judge(repo, out_dir, ordered, culprit, ids, metric, ready.machine, thresholds)
     answer.tested = tested
     if answer.measured_nothing:  # no verdict from nothing
         raise UserError(f"bisect measured no {metric.name} of {' '.join(ids)} at any of the {len(tested)} commit(s) "
@@ -114,15 +115,16 @@ def _has_parent(repo: Path, commit: str) -> bool:
     return bool(git.git(repo, "rev-parse", "--verify", "-q", f"{commit}^", check=False))
 
 
-def judge(repo: Path, out_dir: Path, ordered: list[str], named: str, ids, metric, thresholds=None) -> Answer:
-    """Whether the named commit made the metric worse than the commit before it in the range."""
+def judge(repo: Path, out_dir: Path, ordered: list[str], named: str, ids, metric, machine: str,
+          thresholds=None) -> Answer:
+    """Whether the named commit made the metric worse than the commit before it in the range, on
+    ``machine``."""
     loaded = res.load(out_dir / "results", repo)
-    values = {c.hash: loaded.value(metric.name, res.Series(*ids, machine=m), c.hash)
-              for c in loaded.commits for m in loaded.machines}
+    values = {c.hash: loaded.value(metric.name, res.Series(*ids, machine=machine), c.hash) for c in loaded.commits}
     values = {h: v for h, v in values.items() if res.finite(v)}
     measured = [h for h in ordered if h in values]
     if not measured:
-        reasons = {loaded.kept(c.hash).failures.get(tuple(ids)) for c in loaded.commits} - {None}
+        reasons = {loaded.kept(c.hash, machine).failures.get(tuple(ids)) for c in loaded.commits} - {None}
         why = "; ".join(sorted(reasons)) or "every value is skipped or failed (asv NaN or null)"
         return Answer(None, None, None, None, why, [], measured_nothing=True)
     if named not in measured:
@@ -136,7 +138,7 @@ def judge(repo: Path, out_dir: Path, ordered: list[str], named: str, ids, metric
     worse = b > a if metric.worse == tracked.HIGHER else b < a
     if metric.name == "latency":
         thresholds = thresholds or limits.load()
-        ta, tb = (loaded.kept(h).timings.get(tuple(ids)) for h in (before, named))
+        ta, tb = (loaded.kept(h, machine).timings.get(tuple(ids)) for h in (before, named))
         if ta is None or tb is None:
             return Answer(None, before, a, b, "no timing samples to judge latency by", [])
         ratio, p = tb.median / ta.median, rules.mann_whitney(ta.samples_s, tb.samples_s)

@@ -14,10 +14,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from suite import cache, git
+from asv import machine as asv_machine
+
+from suite import asvconf, cache, git
 from suite.core.combo import Grid
 from suite.core import runstore
-from suite.core.runstore import COMMIT_ENV, RUN_DIR_ENV
+from suite.core.runstore import COMMIT_ENV, MACHINE_ENV, RUN_DIR_ENV
 from suite.errors import UserError
 from suite.history import driver, releases, source_build
 
@@ -50,6 +52,9 @@ def history_config(out_dir: Path, env_dir: Path, repo: Path, release_map: Path, 
                    mirrors: Path | None = None) -> Path:
     """asv.conf.json for a history run: the clone, one virtualenv, install_tvm as install command
     (with the mirrors of TVM's submodules for source builds, where given)."""
+    if asvconf.CHECKOUT is None:
+        raise UserError("tvm-suite history installs the suite into asv's environments from its source checkout; "
+                        "this suite is an installed wheel: run it from a checkout (pip install -e .)")
     install = (f"in-dir={{env_dir}} python -m suite.history.install_tvm --commit {{commit}} "
                f"--checkout {{build_dir}} --release-map {release_map.resolve()} "
                f"--log-dir {(out_dir / 'install-logs').resolve()}" + (f" --git-mirrors {mirrors}" if mirrors else ""))
@@ -58,7 +63,7 @@ def history_config(out_dir: Path, env_dir: Path, repo: Path, release_map: Path, 
         environment_type="virtualenv",
         pythons=[f"{sys.version_info.major}.{sys.version_info.minor}"],
         install_command=[f"in-dir={{env_dir}} python -m pip install --no-deps --no-build-isolation -e "
-                         f"{driver.REPO_ROOT}", install],
+                         f"{asvconf.CHECKOUT}", install],
         html_dir=str(html_dir.resolve()),
         env_dir=str(env_dir.resolve()),
     )
@@ -88,10 +93,12 @@ class Prepared:
     log: Path
     env_dir: Path
     setup_s: float
+    machine_args: list  #: what makes asv run and asv find file under the machine asked for
+    machine: str  #: the machine the results are filed under
 
 
 def prepare(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, out_dir: Path, env_dir: Path | None = None,
-            html_dir: Path | None = None, git_mirrors: str | None = None) -> Prepared:
+            html_dir: Path | None = None, git_mirrors: str | None = None, machine: str | None = None) -> Prepared:
     """The asv configuration of ``out_dir`` over the clone, the release map of ``commits``, the grid
     in the environment, the machine file and the virtualenv (``asv setup``)."""
     repo = releases.check_repo(tvm_repo)
@@ -112,47 +119,49 @@ def prepare(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, out_dir: P
     config = history_config(out_dir, env_dir, repo, release_map, html_dir, source_build.mirrors_dir(git_mirrors))
     # Timings and difference maps go beside results/, per commit (asv gives each benchmark process
     # its ASV_COMMIT).
-    os.environ.update({**grid.to_env(), RUN_DIR_ENV: str(out_dir.resolve()),
+    machine = machine or asv_machine.Machine.get_unique_machine_name()
+    os.environ.update({**grid.to_env(), RUN_DIR_ENV: str(out_dir.resolve()), MACHINE_ENV: machine,
                        **no_submodules_env(repo, [c.commit for c in commits])})
     os.environ.pop(COMMIT_ENV, None)
-    driver.machine(config, log_path)
+    machine_args = driver.machine(config, log_path, machine)
     t0 = time.perf_counter()
     setup_status = driver.asv(config, "setup", log=log_path)
     # asv 0.6's `setup` returns its list of environments as the exit status (so 1 when it
     # worked): judge by the environment it made instead.
     if not any(env_dir.glob("*/bin/python")):
         raise driver.ToolFailed(f"asv setup (creating the environment) failed, exit {setup_status}; see {log_path}")
-    return Prepared(repo, config, log_path, env_dir, time.perf_counter() - t0)
+    return Prepared(repo, config, log_path, env_dir, time.perf_counter() - t0, machine_args, machine)
 
 
 def run_history(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, quick: bool, out_dir: Path,
                 env_dir: Path | None = None, html_dir: Path | None = None,
-                git_mirrors: str | None = None) -> driver.RunSummary:
+                git_mirrors: str | None = None, machine: str | None = None) -> driver.RunSummary:
     """asv over TVM commits (skipping results asv already has), then ``asv publish``; ``out_dir``
     is this run's alone while it works (runstore.RunLock)."""
     cache.ensure_dir(out_dir, "--out")
     with runstore.RunLock(out_dir, ",".join(c.commit[:12] for c in commits[:3]), "tvm-suite history"):
-        return _run_history(tvm_repo, commits, grid, quick, out_dir, env_dir, html_dir, git_mirrors)
+        return _run_history(tvm_repo, commits, grid, quick, out_dir, env_dir, html_dir, git_mirrors, machine)
 
 
-def _run_history(tvm_repo, commits, grid, quick, out_dir, env_dir, html_dir, git_mirrors) -> driver.RunSummary:
+def _run_history(tvm_repo, commits, grid, quick, out_dir, env_dir, html_dir, git_mirrors, machine) -> driver.RunSummary:
     html_dir = html_dir or out_dir / "html"
     print(f"history of {len(commits)} commits of {tvm_repo}: "
           + ", ".join(f"{c.label} ({c.commit[:10]})" for c in commits), flush=True)
-    ready = prepare(tvm_repo, commits, grid, out_dir, env_dir, html_dir, git_mirrors)
+    ready = prepare(tvm_repo, commits, grid, out_dir, env_dir, html_dir, git_mirrors, machine)
     config, log_path, env_dir, setup_s = ready.config, ready.log, ready.env_dir, ready.setup_s
     hashfile = out_dir / "commits.txt"
     cache.write_text(hashfile, "".join(f"{c.commit}\n" for c in commits))
     before = {p: p.stat().st_mtime_ns for p in (out_dir / "results").glob("*/*.json")}
     logs_before = {p: p.stat().st_size for p in (out_dir / "install-logs").glob("*.log")}
     t0 = time.perf_counter()
-    asv_status = driver.asv(config, "run", f"HASHFILE:{hashfile.resolve()}", "--skip-existing", "--show-stderr",
+    asv_status = driver.asv(config, "run", f"HASHFILE:{hashfile.resolve()}", "--skip-existing", *ready.machine_args,
+                            "--show-stderr",
                             *driver.quick_args(quick), log=log_path, phase=f"asv run over {len(commits)} commits")
     run_s = time.perf_counter() - t0
     for c in commits:  # what asv completed in this run is sealed (an interrupted one stays unsealed)
         done = driver.result_counts(out_dir / "results", c.commit)
         if done and before.get(done["path"]) != done["path"].stat().st_mtime_ns:
-            runstore.seal(out_dir, c.commit)
+            runstore.seal(runstore.Place(out_dir, ready.machine, c.commit))
     publish_status, offline = driver.publish(config, html_dir, log_path)
     installs = _install_seconds(out_dir / "install-logs", logs_before)
     install_s = sum(installs.values())

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from suite import cache, children
-from suite.asvconf import ASV_CONF, REPO_ROOT, read_conf, run_config  # noqa: F401 (re-exported)
+from suite.asvconf import BENCHMARKS, IMPORT_ROOT, read_conf
 from suite.errors import UserError
 from suite.history import dashboard
 from suite.progress import Progress
@@ -40,16 +40,17 @@ class RunSummary:
 
 def write_conf(out_dir: Path, name: str, repo: Path, **overrides) -> Path:
     """The project's asv.conf.json for one run, as ``out_dir/name``: ``repo`` and asv's output
-    directories under ``out_dir`` as absolute paths, then ``overrides``."""
+    directories under ``out_dir``, then ``overrides``. asv runs in ``out_dir`` (see :func:`asv`), so
+    what lies inside it is named relative to it: the directory can be moved or copied and still
+    works; the benchmarks are the suite's own (absolute), as is a TVM clone outside it."""
     conf = read_conf()
-    conf.update({
-        "repo": str(Path(repo).resolve()),
-        "benchmark_dir": str(REPO_ROOT / "benchmarks"),
-        "results_dir": str((out_dir / "results").resolve()),
-        "html_dir": str((out_dir / "html").resolve()),
-        "env_dir": str((out_dir / "env").resolve()),
-    })
+    conf.update({"repo": str(repo), "benchmark_dir": str(BENCHMARKS), "results_dir": "results",
+                 "html_dir": "html", "env_dir": "env"})
     conf.update(overrides)
+    out = Path(out_dir).resolve()
+    for key in ("repo", "results_dir", "html_dir", "env_dir"):
+        where = (out / conf[key]).resolve()
+        conf[key] = where.relative_to(out).as_posix() if where == out or out in where.parents else str(where)
     path = out_dir / name
     cache.write_text(path, json.dumps(conf, indent=1))
     return path
@@ -59,8 +60,9 @@ _PERCENT = re.compile(r"^\[\s*(\d+(?:\.\d+)?)%\]")
 
 
 def asv(config: Path, *args: str, log: Path, phase: str | None = None) -> int:
-    """Run ``asv ARGS`` with ``config`` from the repository root, its output appended to ``log``;
-    with ``phase``, asv's own progress (its ``[ 12.50%]`` lines) is shown on the terminal."""
+    """Run ``asv ARGS`` with ``config`` in the directory of ``config`` (its paths are relative to
+    it), its output appended to ``log``; with ``phase``, asv's own progress (its ``[ 12.50%]``
+    lines) is shown on the terminal."""
     args = ["-m", "asv", "--config", str(config), *args]
     shown = Progress(phase, 100.0, counted=False) if phase else None
     with log.open("a") as handle:
@@ -68,11 +70,11 @@ def asv(config: Path, *args: str, log: Path, phase: str | None = None) -> int:
         handle.flush()
         # asv drops PYTHONPATH from its benchmark processes unless it comes as ASV_PYTHONPATH: they
         # must import this very suite (its code is part of every cache key), wherever it is found.
-        paths = [str(REPO_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        paths = [str(IMPORT_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
         env = {**os.environ, "ASV_PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
         # asv ends with this process: an interrupted or killed run must not leave asv behind to
         # write results after the run has put the previous ones back.
-        process = children.start_python(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO_ROOT,
+        process = children.start_python(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=config.parent,
                                         text=True, errors="replace", env=env)
         try:
             for line in process.stdout:
@@ -89,10 +91,13 @@ def asv(config: Path, *args: str, log: Path, phase: str | None = None) -> int:
     return status
 
 
-def machine(config: Path, log: Path) -> None:
-    """``asv machine --yes``: the machine file asv files results under."""
-    if asv(config, "machine", "--yes", log=log) != 0:
+def machine(config: Path, log: Path, name: str | None = None) -> list[str]:
+    """``asv machine --yes``: the machine file asv files results under, named ``name`` (asv's
+    default: the host name); the arguments that make ``asv run`` and ``asv find`` use it."""
+    named = ["--machine", name] if name else []
+    if asv(config, "machine", *named, "--yes", log=log) != 0:
         raise ToolFailed(f"asv machine failed; see {log}")
+    return named
 
 
 def publish(config: Path, html_dir: Path, log: Path) -> tuple[int, dashboard.Offline]:

@@ -30,6 +30,7 @@ class Release:
     version: str  #: apache-tvm version on the package index
     ffi: str  #: the apache-tvm-ffi release that goes with it
     requires_ffi: str  #: the wheel's own Requires-Dist lower bound
+    published: str  #: when its first file reached the package index (pypi.org's upload_time, UTC)
 
     @property
     def tag(self) -> str:
@@ -44,11 +45,11 @@ class Release:
 RELEASES: dict[str, Release] = {
     r.version: r
     for r in (
-        Release("0.25.0", ffi="0.1.12", requires_ffi="0.1.12"),
-        Release("0.25.0.post1", ffi="0.1.12", requires_ffi="0.1.12"),
-        Release("0.26.0", ffi="0.1.13.post2", requires_ffi="0.1.13.post2"),
-        Release("0.27.0", ffi="0.1.14.post0", requires_ffi="0.1.14.post0"),
-        Release("0.27.0.post1", ffi="0.1.14.post0", requires_ffi="0.1.14.post0"),
+        Release("0.25.0", ffi="0.1.12", requires_ffi="0.1.12", published="2026-06-19T19:03:32Z"),
+        Release("0.25.0.post1", ffi="0.1.12", requires_ffi="0.1.12", published="2026-06-24T23:33:15Z"),
+        Release("0.26.0", ffi="0.1.13.post2", requires_ffi="0.1.13.post2", published="2026-08-11T02:34:10Z"),
+        Release("0.27.0", ffi="0.1.14.post0", requires_ffi="0.1.14.post0", published="2026-09-25T20:33:38Z"),
+        Release("0.27.0.post1", ffi="0.1.14.post0", requires_ffi="0.1.14.post0", published="2026-09-29T21:06:11Z"),
     )
 }
 

@@ -122,7 +122,7 @@ def failed_combinations(history: res.History, commit: str) -> dict[res.Series, l
 
 
 def failure_reason(history: res.History, commit: str, series: res.Series) -> str:
-    return history.kept(commit).failures.get(series.ids) or "reason in the asv log"
+    return history.kept(commit, series.machine).failures.get(series.ids) or "reason in the asv log"
 
 
 def _max_check(history, commit, name, limit, series_filter, multi, value_of, unchecked_of=None) -> Check:
@@ -177,8 +177,11 @@ def other_llvm(history: res.History, candidate: res.Commit, baseline: res.Commit
     build, nothing is said."""
     if baseline is None:
         return None
-    now, before = (history.kept(c.hash).build for c in (candidate, baseline))
-    if not (now and before) or now.get("llvm") == before.get("llvm"):
+    for machine in history.machines:  # per machine: a merged history may hold builds of several
+        now, before = (history.kept(c.hash, machine).build for c in (candidate, baseline))
+        if now and before and now.get("llvm") != before.get("llvm"):
+            break
+    else:
         return None
 
     def llvm(build):
@@ -198,7 +201,7 @@ def _judge_suspects(history, baseline, candidate, thresholds, remeasure) -> tupl
             if remeasure is None:
                 s = rules.Slowdown(s.series, s.ratio, s.p, s.verdict, samples=s.samples, why="not timed again")
             else:
-                timings = [history.kept(c.hash).timings[s.series.ids] for c in (baseline, candidate)]
+                timings = [history.kept(c.hash, s.series.machine).timings[s.series.ids] for c in (baseline, candidate)]
                 again = remeasure(s.series, timings)
                 if isinstance(again, str):
                     s = rules.Slowdown(s.series, s.ratio, s.p, s.verdict, samples=s.samples,

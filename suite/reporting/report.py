@@ -21,14 +21,14 @@ import os
 from pathlib import Path
 
 from suite import cache, tracked
-from suite.asvconf import REPO_ROOT
+from suite.asvconf import REPORTS
 from suite.errors import UserError
 from suite.reporting import results as res
 from suite.reporting import gate, maps, rules
 from suite.reporting.rules import match
 from suite.reporting.thresholds import Thresholds
 
-TEMPLATES = REPO_ROOT / "reports" / "templates"
+TEMPLATES = REPORTS / "templates"
 SUMMARY_METRICS = ("latency", "gflops", "packets", "hvx_efficiency", "ulp_mean", "ulp_p99", "ulp_max",
                    "scaled_error", "bound_fraction",
                    "prob_bound_fraction", "accumulation_length", "nonfinite", "differ_fraction",
@@ -95,7 +95,7 @@ def bisect_command(tvm_repo, last_good: str, first_bad: str, series: res.Series,
 
 
 def _regression(history, series, metric, good, bad, value_before, value_after, verdict, p) -> dict:
-    records = (tuple(history.kept(c.hash).records.get(series.ids) for c in (good, bad))
+    records = (tuple(history.kept(c.hash, series.machine).records.get(series.ids) for c in (good, bad))
                if series.order == "tuned" else None)
     return {
         **series.as_dict(), "metric": metric, "benchmark": tracked.get(metric).benchmark, "verdict": verdict, "p": p,
@@ -142,7 +142,7 @@ def summary_rows(history: res.History) -> tuple[list[dict], int]:
         for m in ("ulp_mean", "scaled_error", "prob_bound_fraction", "error_ratio"):
             if res.finite(values[m]) and m in previous:
                 change[m] = values[m] - previous[m]["value"]
-        records = history.kept(newest.hash).records.get(s.ids) if s.order == "tuned" else None
+        records = history.kept(newest.hash, s.machine).records.get(s.ids) if s.order == "tuned" else None
         rows.append({**s.as_dict(), "values": values, "failed": failed, "previous": previous, "change": change,
                      "no_rigorous_bound": rules.no_rigorous_bound(history, s, newest.hash),
                      "records": records})
@@ -406,7 +406,7 @@ def mark_figures(history: res.History, marks: list[dict]) -> dict:
         ids = (m["workload"], m["dtype"], m["target"], m["order"])
         key = f"{m['commit']}/{'/'.join(ids)}"
         if key not in figures:
-            figures[key] = maps.figure(history.kept(m["commit"]).maps.get(ids))
+            figures[key] = maps.figure(history.kept(m["commit"], m["machine"]).maps.get(ids))
     return figures
 
 

@@ -97,7 +97,7 @@ class History:
     ordering: str  # how the commits were ordered, in words
     commit_url: str
     repo: Path | None = None  # the TVM clone that ordered the commits
-    #: commit hash -> what its run kept beside asv's results, verified (suite.core.runstore.SideData)
+    #: (commit hash, machine) -> what its run kept beside asv's results, verified (runstore.SideData)
     side: dict = field(default_factory=dict)
     #: (baseline hash, candidate hash) -> what earlier gates found by timing suspects again
     remeasured: dict = field(default_factory=dict)
@@ -108,8 +108,10 @@ class History:
     def run_dir(self) -> Path:
         return runstore.of_results(self.results_dir)
 
-    def kept(self, commit_hash: str) -> runstore.SideData:
-        return self.side.get(commit_hash) or runstore.SideData(commit_hash, False, self.run_dir / runstore.RUNS)
+    def kept(self, commit_hash: str, machine: str) -> runstore.SideData:
+        """What the run of ``commit_hash`` on ``machine`` kept (``kept`` False: nothing)."""
+        return (self.side.get((commit_hash, machine))
+                or runstore.SideData(commit_hash, False, self.run_dir / runstore.RUNS / machine / commit_hash))
 
     def index(self, commit_hash: str) -> int:
         for i, commit in enumerate(self.commits):
@@ -329,7 +331,7 @@ def load(results_dir, tvm_repo=None) -> History:
     loaded, files, machines = _read_results(results_dir)
     values, asv_dates, sources = _values(loaded)
     hashes = sorted(asv_dates.keys() | {r.commit_hash for _m, r, _p in loaded})
-    side = {h: runstore.load(run_dir, h) for h in hashes}
+    side = {(r.commit_hash, m): runstore.load(runstore.Place(run_dir, m, r.commit_hash)) for m, r, _p in loaded}
     _verify(values, side, sources)
     commits, note, commit_url, repo = _commits(results_dir, tvm_repo, hashes, asv_dates)
     return History(results_dir, tuple(commits), values, tuple(sorted(set(machines))), tuple(files), note,
@@ -346,7 +348,7 @@ def _verify(values, side: dict, sources: dict) -> None:
         benchmark_class = f"{metric.module}.{metric.cls}"
         for series, per_commit in per_series.items():
             for commit, value in per_commit.items():
-                kept = side[commit]
+                kept = side[commit, series.machine]
                 if not kept.kept or not finite(value):
                     continue
                 where = f"{sources[commit, series.machine]}: {metric.benchmark} of {' '.join(series.ids)}"
@@ -430,8 +432,8 @@ def _commits(results_dir: Path, tvm_repo, hashes: list[str], asv_dates: dict[str
     repo = Path(tvm_repo) if tvm_repo else None
     if repo is not None and not git.is_repo(repo):
         raise ResultsError(f"--tvm-repo {repo} is not a git repository")
-    if repo is None and installed_conf and conf.get("repo") and git.is_repo(Path(conf["repo"])):
-        repo = Path(conf["repo"])
+    if repo is None and installed_conf and conf.get("repo") and git.is_repo(asvconf.repo_of(installed_conf)):
+        repo = asvconf.repo_of(installed_conf)
     if repo is not None:
         ordered, dates, tags, note = _order_by_git(repo, hashes, asv_dates)
     else:

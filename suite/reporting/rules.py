@@ -36,7 +36,7 @@ def records_changed(history: res.History, series: res.Series, before: res.Commit
     as *records* and fails no check against the baseline."""
     if series.order != "tuned":
         return None
-    a, b = (history.kept(c.hash).records.get(series.ids) for c in (before, after))
+    a, b = (history.kept(c.hash, series.machine).records.get(series.ids) for c in (before, after))
     return (a, b) if a is not None and b is not None and a != b else None
 
 
@@ -373,7 +373,7 @@ def latency_changes(history: res.History, baseline: res.Commit, candidate: res.C
             continue
         compared += 1
         changed = records_changed(history, series, baseline, candidate)
-        a, b = (history.kept(c.hash).timings.get(series.ids) for c in (baseline, candidate))
+        a, b = (history.kept(c.hash, series.machine).timings.get(series.ids) for c in (baseline, candidate))
         if a is None or b is None:  # results without samples: the ratio of medians is all there is
             if now / before > thresholds.latency.max_ratio:
                 verdict = Slowness.RECORDS if changed else Slowness.SLOWER

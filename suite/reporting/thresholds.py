@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from suite import tracked
-from suite.asvconf import REPO_ROOT
+from suite.asvconf import REPORTS
 from suite.errors import UserError
 
-DEFAULT_PATH = REPO_ROOT / "reports" / "thresholds.toml"
+DEFAULT_PATH = REPORTS / "thresholds.toml"
 ACCURACY_DTYPES = ("float16", "float32")
 ACCURACY_METRICS = ("ulp_mean", "ulp_p99", "ulp_max", "scaled_error")
 #: Nesting deeper than this is no thresholds file (tomllib recurses per level).
