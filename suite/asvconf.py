@@ -35,6 +35,8 @@ def read_conf(path: Path = ASV_CONF) -> dict:
         conf = json.loads(text)
     except (OSError, ValueError) as err:
         raise UserError(f"{path}: cannot read asv configuration ({str(err).splitlines()[0]})") from None
+    except RecursionError:
+        raise UserError(f"{path}: cannot read asv configuration (nested too deep)") from None
     if not isinstance(conf, dict):
         raise UserError(f"{path}: an asv configuration is a JSON object")
     wrong = [k for k in ("repo", "results_dir", "html_dir", "show_commit_url", "benchmark_dir")

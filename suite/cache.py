@@ -81,18 +81,39 @@ def entry(kind: str, label: str, key) -> Path:
     return root() / kind / f"{safe}-{digest(key)}"
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+#: The mode of the files the suite writes: what the user's umask allows (a temporary file is 0600).
+FILE_MODE = 0o666 & ~_umask()
+
+
 def write_file(path: Path, write) -> None:
     """Make ``path`` atomically with ``write(tmp_path)``: a temporary beside ``path`` (with its
-    suffix, which some writers insist on), renamed over it once complete."""
+    suffix, which some writers insist on), renamed over it once complete, with the mode the umask
+    gives. A file system that is full or read-only is :class:`suite.errors.CannotWrite` naming
+    ``path`` (nothing is left behind)."""
+    from suite.errors import CannotWrite
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
-    os.close(fd)
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
+        os.close(fd)
         write(tmp)
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
+    except CannotWrite:
+        raise
+    except OSError as err:  # numpy's short write has no errno: say what it means
+        raise CannotWrite(err.errno or 28, err.strerror or f"{err} (the file system is full?)", str(path)) from None
     finally:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
 
 
 def write_text(path: Path, text: str) -> None:
@@ -107,7 +128,7 @@ def read_json(path: Path):
     """The JSON value at ``path``, or None when absent or unreadable (a stale entry is recomputed)."""
     try:
         return json.loads(Path(path).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested deeper than json can read
         return None
 
 

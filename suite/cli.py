@@ -385,7 +385,7 @@ def _add_measure(sub) -> None:
 
 def _add_tune(sub) -> None:
     p = sub.add_parser("tune", help="tune with MetaSchedule and store the records in the repository "
-                                    "(llvm, cuda: timed here; hexagon-v68-qf: emulated seconds)")
+                                    "(llvm, cuda: timed here; hexagon-v68-qf: packets executed under the emulator)")
     p.add_argument("--target", default="llvm", help=", ".join(targets.names()))
     p.add_argument("--dtype", required=True, help=", ".join(workloads.DTYPES))
     p.add_argument("--workload", type=_names, help="comma-separated ids or model names (default: seed + resnet50)")

@@ -22,6 +22,14 @@ class UserError(Exception):
     exit_status = ExitCode.NO_VERDICT
 
 
+class CannotWrite(UserError, OSError):
+    """A file the suite must write cannot be written (a full disk, a read-only directory): one line
+    naming it, exit 2. Still an OSError, for the callers that go on without the file."""
+
+    def __str__(self):
+        return f"cannot write {self.filename}: {self.strerror or 'write failed'}"
+
+
 class Skipped(Exception):
     """A combination that cannot be measured here; recorded as skipped with this reason, never a pass."""
 

@@ -468,7 +468,7 @@ def holder(lock_path: Path) -> str:
         info = json.loads(Path(lock_path).read_text())
         return (f"{info.get('command', 'tvm-suite')} of {str(info.get('commit'))[:12]} (pid {info.get('pid')} on "
                 f"{info.get('host')}, since {info.get('started')})")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return "a run whose lock file cannot be read"
 
 

@@ -112,7 +112,7 @@ def prepare(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, out_dir: P
         known = json.loads(release_map.read_text()) if release_map.exists() else {}
         if not isinstance(known, dict):
             raise ValueError("not a JSON object")
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         raise UserError(f"corrupt {release_map}: move it away and run again") from None
     known.update({c.commit: c.release for c in commits if c.release})
     cache.write_json(release_map, known)

@@ -126,8 +126,8 @@ def check_results(results_dir: Path) -> None:
             data = json.loads(path.read_text())
             if not isinstance(data, dict) or ("commit_hash" not in data and path.name != "machine.json"):
                 raise ValueError("not an asv result file")
-        except (ValueError, UnicodeDecodeError) as err:
-            raise UserError(f"corrupt asv result file {path}: {str(err).splitlines()[0]}; "
+        except (ValueError, UnicodeDecodeError, RecursionError) as err:
+            raise UserError(f"corrupt asv result file {path}: {(str(err) or 'nested too deep').splitlines()[0]}; "
                             "move it away and run again") from None
 
 

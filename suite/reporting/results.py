@@ -136,6 +136,9 @@ class History:
         by_tag = [c for c in self.commits if name in c.tags]
         by_hash = [c for c in self.commits if c.hash.startswith(name.lower())] if len(name) >= 4 else []
         found = by_tag or by_hash
+        if not found and len(name) < 4 and all(c in "0123456789abcdef" for c in name.lower()):
+            raise ResultsError(f"commit {name!r} is too short to name a commit: give at least 4 hex digits "
+                               "(or a tag)")
         if not found:
             known = ", ".join(c.label for c in self.commits)
             raise ResultsError(f"unknown commit {name!r}: {self.results_dir} has results for {known}")
