@@ -44,16 +44,20 @@ def root() -> Path:
 
 
 def ensure_dir(path: Path, option: str) -> Path:
-    """The directory ``path`` of a command's ``option``, made if missing; a UserError when it is a file
-    or cannot be made (checked before any work starts)."""
+    """The directory ``path`` of a command's ``option``, made if missing; a UserError when it is a file,
+    cannot be made or cannot be written to (a read-only file system: a file is made there and
+    removed to know), checked before any work starts."""
     path = Path(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".tvm-suite-probe-")
+        os.close(fd)
+        os.unlink(probe)
     except OSError as err:
         from suite.errors import UserError
 
         why = "it is a file" if path.exists() and not path.is_dir() else (err.strerror or str(err))
-        raise UserError(f"{option} {path} is not a directory the suite can write to: {why}") from None
+        raise UserError(f"{option} {path} is not a directory the suite can write to: {why}".lstrip()) from None
     return path
 
 

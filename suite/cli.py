@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from suite import cache, targets
+from suite import cache, environ, targets
 from suite.core import measurement, schedules, timing, workloads
 from suite.core.combo import QUICK_ORDERS, Combo, Grid, select_workloads
 from suite.core.record import Kind
@@ -481,6 +481,7 @@ def main(argv: list[str] | None = None) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):  # cleanups run alike; see on_signal
         signal.signal(signum, on_signal)
     try:
+        environ.resolve()  # the environment's paths, absolute and checked, before any work
         return args.func(args)
     except UserError as err:
         _error(str(err))
