@@ -91,15 +91,16 @@ def _umask() -> int:
     return mask
 
 
-#: The mode of the files the suite writes: what the user's umask allows (a temporary file is 0600).
-FILE_MODE = 0o666 & ~_umask()
+#: What the user's umask allows (a temporary file is 0600, whatever the umask).
+UMASK = _umask()
 
 
 def write_file(path: Path, write) -> None:
     """Make ``path`` atomically with ``write(tmp_path)``: a temporary beside ``path`` (with its
     suffix, which some writers insist on), renamed over it once complete, with the mode the umask
     gives. A file system that is full or read-only is :class:`suite.errors.CannotWrite` naming
-    ``path`` (nothing is left behind)."""
+    ``path`` (nothing is left behind). The file gets the mode the umask gives, executable where the
+    writer made it so (a linked ELF)."""
     from suite.errors import CannotWrite
 
     path = Path(path)
@@ -109,7 +110,8 @@ def write_file(path: Path, write) -> None:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
         os.close(fd)
         write(tmp)
-        os.chmod(tmp, FILE_MODE)
+        executable = os.stat(tmp).st_mode & 0o111
+        os.chmod(tmp, (0o777 if executable else 0o666) & ~UMASK)
         os.replace(tmp, path)
     except CannotWrite:
         raise

@@ -481,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):  # cleanups run alike; see on_signal
         signal.signal(signum, on_signal)
     try:
-        environ.resolve()  # the environment's paths, absolute and checked, before any work
+        environ.resolve(args.command)  # the environment's paths, absolute and checked, before any work
         return args.func(args)
     except UserError as err:
         _error(str(err))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import os
+import tempfile
 from pathlib import Path
 
 from suite.errors import UserError
@@ -19,7 +20,7 @@ from suite.errors import UserError
 
 class Kind(enum.Enum):
     DIRECTORY = "an existing directory"
-    WRITABLE = "a directory the suite can write to (made if missing)"
+    WRITABLE = "a directory the suite can write to (made when first written)"
     PROGRAM = "an executable file"
 
 
@@ -34,11 +35,18 @@ PATHS = {
 }
 
 
-def resolve(environ=None) -> None:
+#: Directories a command writes into: made if missing, and checked writable before any work.
+WRITTEN_BY = {"tune": ("TVM_SUITE_TUNING_RECORDS",)}
+
+
+def resolve(command: str | None = None, environ=None) -> None:
     """Make every path of :data:`PATHS` set in ``environ`` (default: this process's) absolute and
-    check it; a UserError naming the variable and what it must be otherwise."""
+    check it, for ``command`` (the directories it writes must be writable); a UserError naming the
+    variable and what it must be otherwise."""
     environ = os.environ if environ is None else environ
     for name, (kind, what) in PATHS.items():
+        if name in WRITTEN_BY.get(command, ()):
+            kind = Kind.WRITABLE
         value = environ.get(name)
         if value is None:
             continue
@@ -56,14 +64,19 @@ def _problem(path: Path, kind: Kind) -> str | None:
         if not path.is_file():
             return "no such file" if not path.exists() else "not a file"
         return None if os.access(path, os.X_OK) else "not executable"
+    if path.exists() and not path.is_dir():
+        return "not a directory"
     if kind is Kind.DIRECTORY:
-        if not path.is_dir():
-            return "no such directory" if not path.exists() else "not a directory"
-        return None
-    from suite import cache
-
+        return None if path.is_dir() else "no such directory"
+    # Writable: the directory, or the nearest one above it that exists (where it would be made),
+    # takes a file; nothing is made here, before the command has checked the rest of its input.
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir():
+        return f"{existing} is not a directory"
     try:
-        cache.ensure_dir(path, "")
-    except UserError as err:
-        return str(err).split(": ", 1)[-1]
+        fd, probe = tempfile.mkstemp(dir=existing, prefix=".tvm-suite-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        return f"cannot be written ({err.strerror or err})"
     return None
