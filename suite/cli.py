@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from suite import cache, environ, targets
 from suite.core import measurement, schedules, timing, workloads
 from suite.core.combo import QUICK_ORDERS, Combo, Grid, select_workloads
 from suite.core.record import Kind
-from suite.errors import ExitCode, Interrupted, Skipped, Terminated, UserError, on_signal
+from suite.errors import ExitCode, Interrupted, Skipped, UserError, signals_raise
 
 
 def _print_table(rows: list[list[str]], header: list[str]) -> None:
@@ -182,8 +181,8 @@ def cmd_tune(args) -> int:
             continue
         except KeyboardInterrupt as err:
             done = f"{len(tuned)} record(s) written before it ({', '.join(tuned)})" if tuned else "no record written"
-            raise Interrupted(f"{wid} was not tuned (its temporary MetaSchedule directory removed); {done}",
-                              "SIGTERM" if isinstance(err, Terminated) else "SIGINT") from None
+            raise Interrupted.by(err, f"{wid} was not tuned (its temporary MetaSchedule directory removed); {done}") \
+                from None
         tuned.append(wid)
     if busy:
         raise UserError(f"not tuned, another process was tuning them: {', '.join(busy)}; when it is done, "
@@ -478,8 +477,12 @@ INTERRUPTED = {"history": "results of the commits asv completed are kept"}
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    for signum in (signal.SIGINT, signal.SIGTERM):  # cleanups run alike; see on_signal
-        signal.signal(signum, on_signal)
+    with signals_raise():
+        return _run(args)
+
+
+def _run(args) -> int:
+    """The command, with every expected way it can end as one line and an exit status (ExitCode)."""
     try:
         environ.resolve(args.command)  # the environment's paths, absolute and checked, before any work
         return args.func(args)
@@ -487,11 +490,10 @@ def main(argv: list[str] | None = None) -> int:
         _error(str(err))
         return err.exit_status
     except (Interrupted, KeyboardInterrupt) as err:
-        terminated = isinstance(err, Terminated) or getattr(err, "signal_name", "") == "SIGTERM"
-        kept = str(err) if isinstance(err, Interrupted) else INTERRUPTED.get(
-            args.command, "every file it wrote is whole; what it measured is in the cache")
-        _error(f"interrupted ({'SIGTERM' if terminated else 'SIGINT'}): {kept}", prefix="tvm-suite: ")
-        return ExitCode.SIGTERM if terminated else ExitCode.SIGINT
+        stopped = Interrupted.by(err, INTERRUPTED.get(args.command,
+                                                      "every file it wrote is whole; what it measured is in the cache"))
+        _error(f"interrupted ({stopped.signal_name}): {stopped}", prefix="tvm-suite: ")
+        return stopped.exit_code
     except BrokenPipeError as err:  # standard output closed under a command that was still printing
         _stdout_lost(err, None)
         return ExitCode.NO_VERDICT

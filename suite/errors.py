@@ -1,6 +1,9 @@
 """The two kinds of expected failure: the user's to fix, and a combination that cannot be measured;
 and the interruptions (Ctrl-C, SIGTERM)."""
 
+from __future__ import annotations
+
+import contextlib
 import enum
 import signal
 
@@ -42,6 +45,10 @@ class OrderNotApplicable(Skipped):
     """A loop order that does not apply to this workload or target."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so that cleanups run as for Ctrl-C."""
+
+
 class Interrupted(Exception):
     """Ctrl-C (SIGINT) or SIGTERM stopped a command; the message says what was kept (one line)."""
 
@@ -49,12 +56,37 @@ class Interrupted(Exception):
         super().__init__(message)
         self.signal_name = signal_name
 
+    @classmethod
+    def by(cls, err: BaseException, kept: str) -> Interrupted:
+        """The interruption ``err`` (a KeyboardInterrupt: Ctrl-C, or SIGTERM as Terminated), saying
+        what was ``kept``."""
+        if isinstance(err, Interrupted):
+            return err
+        return cls(kept, "SIGTERM" if isinstance(err, Terminated) else "SIGINT")
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the program is, so that cleanups run as for Ctrl-C."""
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.SIGTERM if self.signal_name == "SIGTERM" else ExitCode.SIGINT
 
 
 _received: list[int] = []
+
+
+@contextlib.contextmanager
+def signals_raise():
+    """While inside, SIGINT and SIGTERM raise where the program is (:func:`on_signal`); on leaving,
+    the handlers there were before are put back and the signals recorded are forgotten, so that a
+    program (or a test) that calls `tvm-suite` in-process keeps its own Ctrl-C handling."""
+    handled = (signal.SIGINT, signal.SIGTERM)
+    before = {signum: signal.getsignal(signum) for signum in handled}
+    for signum in handled:  # cleanups run alike for both
+        signal.signal(signum, on_signal)
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+        _received.clear()
 
 
 def on_signal(signum, frame):

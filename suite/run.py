@@ -23,7 +23,7 @@ from suite.core import ahead, measurement, peers, runstore, timing
 from suite.core.combo import Grid
 from suite.core.runstore import COMMIT_ENV, MACHINE_ENV, RUN_DIR_ENV
 from suite.core.record import Kind, Status
-from suite.errors import Interrupted, Skipped, Terminated, UserError, raise_if_signalled
+from suite.errors import Interrupted, Skipped, UserError, raise_if_signalled
 from suite.history import driver, releases
 from suite.progress import Progress, announce
 from suite.reporting import gate, report, results
@@ -193,7 +193,7 @@ def _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster, mac
         raise_if_signalled()
         pending.keep()
     except KeyboardInterrupt as err:
-        raise Interrupted(pending.drop(), _signal_name(err)) from None
+        raise Interrupted.by(err, pending.drop()) from None
     except BaseException:
         pending.drop()
         raise
@@ -201,8 +201,8 @@ def _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster, mac
     try:
         publish_status, offline = driver.publish(config, out_dir / "html", log_path)
     except KeyboardInterrupt as err:
-        raise Interrupted(f"the run of {commit[:12]} was filed whole (results and side data); asv's HTML was not "
-                          "published (the next run publishes it)", _signal_name(err)) from None
+        raise Interrupted.by(err, f"the run of {commit[:12]} was filed whole (results and side data); asv's HTML was "
+                                  "not published (the next run publishes it)") from None
     raise_if_signalled()
     return warm, {"asv_status": asv_status, "asv_s": asv_s, "publish_status": publish_status, "archived": archived,
                   "log": log_path, "offline": offline}
@@ -222,8 +222,8 @@ def _verdict(out_dir: Path, commit: str, tvm_repo, thresholds, report_dir: Path)
     except UserError as err:
         raise type(err)(f"{filed}, but no verdict: {err}") from None
     except KeyboardInterrupt as err:
-        raise Interrupted(f"{filed}; its verdict and report were not written (tvm-suite gate --results "
-                          f"{out_dir / 'results'} --commit {commit[:12]} gives the verdict)", _signal_name(err)) from None
+        raise Interrupted.by(err, f"{filed}; its verdict and report were not written (tvm-suite gate --results "
+                                  f"{out_dir / 'results'} --commit {commit[:12]} gives the verdict)") from None
     return result
 
 
@@ -239,10 +239,6 @@ def keep_remeasured(history: results.History, result: gate.GateResult) -> None:
     except OSError as err:
         print(f"tvm-suite: note: the re-measurements were not kept ({err.strerror or err}: "
               f"{err.filename or history.run_dir}); the verdict stands", file=sys.stderr)
-
-
-def _signal_name(err: BaseException) -> str:
-    return "SIGTERM" if isinstance(err, Terminated) else "SIGINT"
 
 
 def _summary_text(warm, commit, out_dir, filed: dict) -> str:

@@ -1,6 +1,10 @@
-"""Shared fixtures: every test session gets its own empty cache directory."""
+"""Shared fixtures: a cache directory per test session (or the one TVM_SUITE_TEST_CACHE names, kept
+between sessions: safe, since every cache key holds a digest of what the suite's code means), asv's
+dashboard libraries read offline, and `tvm-suite` run in this process (fast) or as a process of its
+own (where a process is what is tested: signals, a closed pipe, another interpreter)."""
 
 import contextlib
+import io
 import os
 import shutil
 import subprocess
@@ -18,10 +22,17 @@ ASSET_PLACES = [REPO_ROOT / ".ci" / "cache" / "asv-assets",
                      / "tvm-suite") / "asv-assets"]
 
 
+#: A cache kept between test sessions, where a developer names one (the fast inner loop).
+TEST_CACHE_ENV = "TVM_SUITE_TEST_CACHE"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def suite_cache(tmp_path_factory):
-    """An isolated TVM_SUITE_CACHE for the whole session (compiles are shared between tests)."""
-    path = tmp_path_factory.mktemp("cache")
+    """The TVM_SUITE_CACHE of the whole session (compiles are shared between tests): a new one, or
+    the one TVM_SUITE_TEST_CACHE names, kept between sessions."""
+    kept = os.environ.get(TEST_CACHE_ENV)
+    path = Path(kept).absolute() if kept else tmp_path_factory.mktemp("cache")
+    path.mkdir(parents=True, exist_ok=True)
     old = os.environ.get("TVM_SUITE_CACHE")
     os.environ["TVM_SUITE_CACHE"] = str(path)
     yield path
@@ -46,15 +57,40 @@ def asv_assets(tmp_path_factory):
 
 
 def run_cli(*args, env=None, cwd=None):
-    """Run the installed ``tvm-suite`` console script; returns the CompletedProcess."""
+    """Run the installed ``tvm-suite`` console script as a process; returns the CompletedProcess."""
     command = [str(SUITE_BIN)] if SUITE_BIN.exists() else [sys.executable, "-m", "suite.cli"]
     return subprocess.run(command + list(args), capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, cwd=cwd)
 
 
+def run_in_process(*args, env=None, cwd=None):
+    """`tvm-suite ARGS` in this process, with ``env`` added to the environment and ``cwd`` as the
+    working directory for its duration; a CompletedProcess like :func:`run_cli`'s. An exception that
+    escapes ``main`` is a traceback, and fails the test."""
+    from suite import cli as suite_cli
+
+    out, err = io.StringIO(), io.StringIO()
+    saved, here = dict(os.environ), os.getcwd()
+    try:
+        os.environ.update({k: str(v) for k, v in (env or {}).items()})
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = suite_cli.main([str(a) for a in args])
+            except SystemExit as done:  # argparse
+                status = done.code
+    finally:
+        os.chdir(here)
+        os.environ.clear()
+        os.environ.update(saved)
+    return subprocess.CompletedProcess(["tvm-suite", *map(str, args)], int(status), out.getvalue(), err.getvalue())
+
+
 @pytest.fixture
 def cli():
-    return run_cli
+    """`tvm-suite` in this process (see run_in_process)."""
+    return run_in_process
 
 
 def have_tool(name):

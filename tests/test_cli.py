@@ -4,6 +4,8 @@ import json
 
 import numpy as np
 
+from conftest import run_cli
+
 
 def assert_one_line_error(result, *fragments):
     assert result.returncode == 2, result
@@ -62,13 +64,14 @@ def test_bad_input_gives_one_line_and_exit_2(cli):
     assert_one_line_error(cli("list", "--model", "vgg16"), "valid models")
 
 
-def test_missing_tvm_is_one_clear_line(cli, tmp_path):
-    # A `tvm` package that fails to import stands in for a broken or missing TVM install.
+def test_missing_tvm_is_one_clear_line(tmp_path):
+    # A `tvm` package that fails to import stands in for a broken or missing TVM install: a process of
+    # its own, whose imports find it first.
     fake = tmp_path / "tvm"
     fake.mkdir()
     (fake / "__init__.py").write_text("raise ImportError('undefined symbol: TVMFFIFoo')\n")
-    result = cli("measure", "--workload", "resnet50.mean.7x7x2048", "--dtype", "float32",
-                 env={"PYTHONPATH": str(tmp_path), "TVM_SUITE_CACHE": str(tmp_path / "cache")})
+    result = run_cli("measure", "--workload", "resnet50.mean.7x7x2048", "--dtype", "float32",
+                     env={"PYTHONPATH": str(tmp_path), "TVM_SUITE_CACHE": str(tmp_path / "cache")})
     assert_one_line_error(result, "does not import", "undefined symbol")
 
 
