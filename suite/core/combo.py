@@ -16,7 +16,7 @@ from pathlib import Path
 from suite import cache, compat, targets
 from suite.core import schedules, workloads
 from suite.core.record import Need
-from suite.targets.base import Mode, Target
+from suite.targets.base import Target
 
 #: Bump when the meaning of a cached record, output or reference changes.
 SCHEMA = 4
@@ -133,7 +133,7 @@ class Grid:
         """The part of the grid whose combinations can give what a benchmark ``need``s (e.g.
         latency: native targets only), without ``default`` for comparisons against it; None when
         nothing is left. Saves asv a process per combination that could only be skipped."""
-        names = [t for t in self.targets if _CAN[need](targets.get(t))]
+        names = [t for t in self.targets if need.can(targets.get(t))]
         orders = [o for o in self.orders if not (against_default and o == "default")]
         return Grid(self.workloads, self.dtypes, names, orders) if names and orders else None
 
@@ -143,18 +143,6 @@ class Grid:
 
 
 PARAM_NAMES = ["workload", "dtype", "target", "order"]
-
-_CAN = {
-    Need.RECORD: lambda t: True,
-    Need.OUTPUT: lambda t: t.mode in (Mode.NATIVE, Mode.EMULATED),
-    Need.LATENCY: lambda t: t.mode is Mode.NATIVE,
-    Need.EMULATED: lambda t: t.mode is Mode.EMULATED,
-    Need.COUNTS: lambda t: t.mode is Mode.EMULATED and t.codegen,
-    Need.EFFICIENCY: lambda t: t.mode is Mode.EMULATED and t.codegen,
-    Need.CODEGEN: lambda t: t.codegen,
-    Need.ASSEMBLY: lambda t: t.codegen,
-    Need.IEEE_TWIN: lambda t: t.ieee_twin,
-}
 
 
 def _split(value: str) -> list[str] | None:
