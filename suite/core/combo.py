@@ -30,7 +30,7 @@ ENV = {"workloads": "TVM_SUITE_WORKLOADS", "dtypes": "TVM_SUITE_DTYPES",
 #: metric) measures every combination again rather than reading what the old code computed.
 _MEASURING_CODE = ("compat.py", "cache.py", "core/workloads.py", "core/models.py", "core/reference.py",
                    "core/metrics.py", "core/bounds.py", "core/schedules.py", "core/tuning.py",
-                   "core/measurement.py", "core/record.py", "targets/*.py", "targets/*.c")
+                   "core/measurement.py", "core/entries.py", "core/record.py", "targets/*.py", "targets/*.c")
 
 
 @lru_cache(maxsize=None)
@@ -129,7 +129,7 @@ class Grid:
         """asv's ``params``, in the order of ``PARAM_NAMES``."""
         return [self.workloads, self.dtypes, self.targets, self.orders]
 
-    def for_need(self, need, against_default: bool = False) -> Grid | None:
+    def for_need(self, need: Need, against_default: bool = False) -> Grid | None:
         """The part of the grid whose combinations can give what a benchmark ``need``s (e.g.
         latency: native targets only), without ``default`` for comparisons against it; None when
         nothing is left. Saves asv a process per combination that could only be skipped."""

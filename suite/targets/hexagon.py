@@ -461,7 +461,6 @@ class EmulatedKernel(Kernel):
         digest = hashlib.sha256(self.elf.read_bytes() + self.stdin + who).hexdigest()[:24]
         self.where = cache.root() / "hexagon-run" / digest
         self.emulated_s: float | None = None
-        self.counts: dict | None = None
 
     def run(self) -> None:
         self.output()
