@@ -62,13 +62,11 @@ SUITE_DIR = Path(__file__).resolve().parents[1]
 
 @lru_cache(maxsize=None)
 def suite_id() -> str:
-    """A digest of the suite's own files (code, tuning records, C sources): what, beside TVM,
-    decides a record without being part of its cache key."""
-    h = hashlib.sha256()
-    for path in sorted(SUITE_DIR.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-            h.update(str(path.relative_to(SUITE_DIR)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
+    """A digest of the suite's own files (code by what it means, tuning records, C sources:
+    cache.source_digest): what, beside TVM, decides a record without being part of its cache key."""
+    return cache.digest({path.relative_to(SUITE_DIR).as_posix(): cache.source_digest(path)
+                         for path in sorted(SUITE_DIR.rglob("*"))
+                         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"})
 
 
 def worker_identity() -> dict:

@@ -27,7 +27,8 @@ ENV = {"workloads": "TVM_SUITE_WORKLOADS", "dtypes": "TVM_SUITE_DTYPES",
 
 
 #: The suite's code that determines a measurement: a change to it (a fix in a schedule, a target, a
-#: metric) measures every combination again rather than reading what the old code computed.
+#: metric) measures every combination again rather than reading what the old code computed; a change
+#: of a comment or docstring does not (cache.source_digest).
 _MEASURING_CODE = ("compat.py", "cache.py", "core/workloads.py", "core/models.py", "core/reference.py",
                    "core/metrics.py", "core/bounds.py", "core/schedules.py", "core/tuning.py",
                    "core/measurement.py", "core/entries.py", "core/record.py", "targets/*.py", "targets/*.c")
@@ -37,7 +38,7 @@ _MEASURING_CODE = ("compat.py", "cache.py", "core/workloads.py", "core/models.py
 def suite_code() -> str:
     root = Path(__file__).resolve().parents[1]
     files = sorted(p for pattern in _MEASURING_CODE for p in root.glob(pattern))
-    return cache.digest({p.relative_to(root).as_posix(): cache.file_digest(p) for p in files})
+    return cache.digest({p.relative_to(root).as_posix(): cache.source_digest(p) for p in files})
 
 
 @dataclass(frozen=True, eq=False)

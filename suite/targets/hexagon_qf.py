@@ -93,7 +93,7 @@ class HexagonQfTarget(_BuiltLikeTheTag):
         return None
 
     def identity(self) -> dict:
-        return {**super().identity(), "model": {p.name: cache.digest(p.read_text()) for p in _SOURCES},
+        return {**super().identity(), "model": {p.name: cache.source_digest(p) for p in _SOURCES},
                 "emulator": "qemu-hexagon"}
 
     def build(self, func, path: Path) -> None:
@@ -134,7 +134,7 @@ class HexagonQemuTarget(_BuiltLikeTheTag):
         return hexagon.missing_tools_reason(("clang", "ld.lld"), self.name)
 
     def identity(self) -> dict:
-        return {**super().identity(), "harness": cache.digest(hexagon.HARNESS_SOURCE.read_text()),
+        return {**super().identity(), "harness": cache.source_digest(hexagon.HARNESS_SOURCE),
                 **hexagon.emulator_identity(self.emulator() or ("none",))}
 
     def build(self, func, path: Path) -> None:

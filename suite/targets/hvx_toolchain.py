@@ -121,8 +121,8 @@ def vector_model_registers(arch: str = "v68") -> VectorModelRegisters:
 
 
 def _model_entry(arch: str) -> Path:
-    sources = {path.name: path.read_text() for path in MODEL_SOURCES + (VECTOR_SOURCE,)}
-    key = {"sources": sources, "rewrite": [cache.file_digest(p) for p in REWRITER], "flags": MODEL_FLAGS,
+    sources = {path.name: cache.source_digest(path) for path in MODEL_SOURCES + (VECTOR_SOURCE,)}
+    key = {"sources": sources, "rewrite": [cache.source_digest(p) for p in REWRITER], "flags": MODEL_FLAGS,
            "vector_flags": VECTOR_FLAGS, "clang": hexagon.tool_version("clang"), "arch": arch}
     where = cache.entry("qfloat-model", arch, key)
     if cache.load_entry(where, ("hvx_model.o", "vector_registers.json")):
