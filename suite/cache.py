@@ -87,10 +87,10 @@ def source_digest(path: Path) -> str | None:
     cannot be read.
 
     Parsing the suite's code takes a good part of a second, and every asv benchmark process looks
-    its record up by a key that holds it: the digest of a Python or C file is kept in the cache
-    (``source-digests/``) with the file's size, mtime and inode, and used while they are unchanged,
-    as git's index does; only for a file last changed over two seconds before (within a timestamp
-    tick, an edit of the same size would keep all three)."""
+    its record up by a key that holds it: the digests of Python and C files are kept in the cache
+    (``source-digests/digests.json``, sealed) with each file's size, mtime and inode, and used
+    while those are unchanged, as git's index does; only for a file last changed over two seconds
+    before (within one timestamp tick an edit of the same size would keep all three)."""
     path = Path(path).absolute()
     try:
         stat = path.stat()
@@ -99,10 +99,9 @@ def source_digest(path: Path) -> str | None:
     if path.suffix not in _MEANINGS:
         return file_digest(path)
     stamp = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
-    memo = root() / "source-digests" / f"{digest([_MEANING_VERSION, str(path)])}.json"
-    found = read_json(memo)
-    if isinstance(found, dict) and found.get("stamp") == stamp and isinstance(found.get("digest"), str):
-        return found["digest"]
+    kept = _kept_digests().get(str(path))
+    if isinstance(kept, dict) and kept.get("stamp") == stamp and isinstance(kept.get("digest"), str):
+        return kept["digest"]
     try:
         meaning = bytes_digest(_MEANINGS[path.suffix](path.read_bytes().decode("utf-8")).encode())
     except OSError:
@@ -110,11 +109,38 @@ def source_digest(path: Path) -> str | None:
     except (SyntaxError, ValueError):  # not valid source (UnicodeDecodeError is a ValueError): its bytes
         return file_digest(path)
     if time.time_ns() - stat.st_mtime_ns > 2_000_000_000:
-        try:
-            write_json(memo, {"path": str(path), "stamp": stamp, "digest": meaning})
-        except OSError:  # a cache that cannot be written: computed again next time
-            pass
+        _keep_digest(str(path), {"stamp": stamp, "digest": meaning})
     return meaning
+
+
+#: The digests kept in this process: {path: {"stamp": [size, mtime_ns, inode], "digest": sha256}}.
+_KEPT: dict | None = None
+
+
+def _kept_path() -> Path:
+    return root() / "source-digests" / "digests.json"
+
+
+def _kept_digests() -> dict:
+    global _KEPT
+    if _KEPT is None:
+        found = read_sealed_json(_kept_path())
+        _KEPT = found["files"] if isinstance(found, dict) and found.get("version") == _MEANING_VERSION \
+            and isinstance(found.get("files"), dict) else {}
+    return _KEPT
+
+
+def _keep_digest(path: str, kept: dict) -> None:
+    """Add one digest to the file, with those other processes kept meanwhile (a lost update only
+    costs a parse)."""
+    found = read_sealed_json(_kept_path())
+    files = found["files"] if isinstance(found, dict) and found.get("version") == _MEANING_VERSION \
+        and isinstance(found.get("files"), dict) else {}
+    files[path] = _kept_digests()[path] = kept
+    try:
+        write_sealed_json(_kept_path(), {"version": _MEANING_VERSION, "files": files})
+    except OSError:  # a cache that cannot be written: parsed again next time
+        pass
 
 
 def _python_meaning(text: str) -> str:

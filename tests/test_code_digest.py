@@ -79,7 +79,7 @@ def test_a_kept_digest_is_used_only_while_the_file_is_unchanged(tmp_path):
     old = time.time() - 60
     os.utime(path, (old, old))
     kept = cache.source_digest(path)
-    assert len(list((cache.root() / "source-digests").iterdir())) >= 1
+    assert (cache.root() / "source-digests" / "digests.json").is_file()
     assert cache.source_digest(path) == kept
     path.write_text(text.replace("VBUF_SLOTS = 16\n", "VBUF_SLOTS = 17\n"))
     os.utime(path, (old + 1, old + 1))
