@@ -162,11 +162,13 @@ class Need(enum.Enum):
     IEEE_TWIN = ("ieee_twin", lambda t: t.ieee_twin, lambda r: r.twin_metrics is not None,
                  "{target} has no IEEE twin (it runs no HVX floating-point model)")
 
-    def __init__(self, label: str, can, has, missing: str):
-        self.label = label
-        self.can = can  #: (Target) -> whether its records can have it
-        self.has = has  #: (Record) -> whether this record has it
-        self.missing = missing  #: the skip reason of a record without it ({target}: its name)
+    def __new__(cls, value: str, can, has, missing: str):
+        need = object.__new__(cls)
+        need._value_ = value
+        need.can = can  #: (Target) -> whether its records can have it
+        need.has = has  #: (Record) -> whether this record has it
+        need.missing = missing  #: the skip reason of a record without it ({target}: its name)
+        return need
 
 
 class CombinationFailed(RuntimeError):
