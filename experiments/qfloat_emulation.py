@@ -6,7 +6,10 @@
 
 ``build`` schedules and builds every combination (float16) with the code of the suite it runs
 from and writes, per combination, the linked ELF and the harness's stdin for both faces of the
-model (qfloat, IEEE twin), plus ``manifest.json``. ``run`` emulates them one after the other under
+model (qfloat, IEEE twin), plus ``manifest.json``; it ends with the rewrite's census over them (how
+often each case of suite/targets/hvx_rewrite.py occurred: packets rewritten, results loaded after
+their packet, endloop splits, ``.cur`` preloads, early and late ``.new`` stores, ``.new`` reads,
+packets refused). ``run`` emulates them one after the other under
 qemu-hexagon, nothing cached, prints per combination the guest-measured seconds of the kernel
 call, the emulator's CPU seconds and the packets, instructions and HVX instructions it executed
 (those of the program TVM emitted), and keeps the outputs in ``DIR/outputs``. ``compare`` checks
@@ -29,16 +32,19 @@ from pathlib import Path
 import numpy as np
 
 FACES = ("qfloat", "ieee")
+#: The rewrite's statistics (kernel.rewrite.json, suite.targets.hvx_toolchain.build_qfloat_elf) totalled by build.
+CENSUS = ("with_hvx_fp", "packets", "instructions", "loads_after", "endloop_splits", "preloads", "early_stores",
+          "late_stores", "new_reads")
 
 
 def _build(args) -> int:
     from suite.core import schedules, tuning, workloads
     from suite.core.combo import Combo
-    from suite.targets import hexagon
+    from suite.targets import hexagon, hvx_asm
 
     out = Path(args.dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    manifest = {}
+    manifest, census, refused = {}, dict.fromkeys(CENSUS, 0), []
     names = args.workloads.split(",") if args.workloads else workloads.default_ids()
     for workload_id in names:
         for order in args.orders.split(","):
@@ -56,7 +62,12 @@ def _build(args) -> int:
             started = time.perf_counter()
             func = schedules.apply(workloads.prim_func(combo.workload, "float16"), order, workload_id,
                                    "float16", records)
-            combo.target.build(combo.target.prepare(func, order), where / "kernel.o")
+            try:
+                combo.target.build(combo.target.prepare(func, order), where / "kernel.o")
+            except hvx_asm.RewriteError as err:
+                refused.append(f"{label}: {err}")
+                print(f"{label}: refused: {err}")
+                continue
             inputs = workloads.make_inputs(combo.workload, "float16")
             for face in FACES:
                 stdin = hexagon.encode_inputs(inputs, combo.workload.output_shape, "float16", face == "ieee")
@@ -66,7 +77,16 @@ def _build(args) -> int:
                                "arch": combo.target.arch, "rewritten": stats.get("instructions", 0)}
             print(f"{label}: built in {time.perf_counter() - started:.1f} s, "
                   f"{manifest[label]['rewritten']} rewritten instructions")
+            census["with_hvx_fp"] += bool(stats.get("instructions"))
+            for key in CENSUS[1:]:
+                census[key] += stats.get(key, 0)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    print(f"census of {len(manifest)} builds ({census['with_hvx_fp']} with HVX floating point): "
+          f"{census['packets']:,} rewritten packets ({census['instructions']:,} instructions); "
+          f"{census['loads_after']:,} results loaded after their packet, {census['endloop_splits']:,} of them "
+          f"through an endloop split; {census['preloads']:,} .cur preloads; {census['early_stores']:,} early and "
+          f"{census['late_stores']:,} late .new stores; {census['new_reads']:,} .new reads; "
+          f"{len(refused)} refused{''.join(chr(10) + '  refused: ' + line for line in refused)}")
     return 0
 
 

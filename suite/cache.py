@@ -10,12 +10,14 @@ one rename (:func:`publish_dir`).
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
 import re
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -77,6 +79,106 @@ def file_digest(path: Path) -> str | None:
 
 def bytes_digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def source_digest(path: Path) -> str | None:
+    """sha256 of what a source file of the suite means, the one digest of its code in every cache
+    key: for Python its syntax tree without docstrings (comments are not in it); for C its text
+    spliced at backslash-newlines, without comments, every run of blanks outside string and
+    character literals one space, and without empty lines (C's own translation phases 2-3; the
+    preprocessor still sees the same lines); any other file's bytes. So a change of a comment or a
+    docstring keeps every cache entry, and a change of code measures again. None when the file
+    cannot be read.
+
+    Parsing the suite's code takes a good part of a second, and every asv benchmark process looks
+    its record up by a key that holds it: the digests of Python and C files are kept in the cache
+    (``source-digests/digests.json``, sealed) with each file's size, mtime and inode, and used
+    while those are unchanged, as git's index does; only for a file last changed over two seconds
+    before (within one timestamp tick an edit of the same size would keep all three)."""
+    path = Path(path).absolute()
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    if path.suffix not in _MEANINGS:
+        return file_digest(path)
+    stamp = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
+    kept = _kept_digests().get(str(path))
+    if isinstance(kept, dict) and kept.get("stamp") == stamp and isinstance(kept.get("digest"), str):
+        return kept["digest"]
+    try:
+        meaning = bytes_digest(_MEANINGS[path.suffix](path.read_bytes().decode("utf-8")).encode())
+    except OSError:
+        return None
+    except (SyntaxError, ValueError):  # not valid source (UnicodeDecodeError is a ValueError): its bytes
+        return file_digest(path)
+    if time.time_ns() - stat.st_mtime_ns > 2_000_000_000:
+        _keep_digest(str(path), {"stamp": stamp, "digest": meaning})
+    return meaning
+
+
+#: The digests kept in this process: {path: {"stamp": [size, mtime_ns, inode], "digest": sha256}}.
+_KEPT: dict | None = None
+
+
+def _kept_path() -> Path:
+    return root() / "source-digests" / "digests.json"
+
+
+def _kept_digests() -> dict:
+    global _KEPT
+    if _KEPT is None:
+        found = read_sealed_json(_kept_path())
+        _KEPT = found["files"] if isinstance(found, dict) and found.get("version") == _MEANING_VERSION \
+            and isinstance(found.get("files"), dict) else {}
+    return _KEPT
+
+
+def _keep_digest(path: str, kept: dict) -> None:
+    """Add one digest to the file, with those other processes kept meanwhile (a lost update only
+    costs a parse)."""
+    found = read_sealed_json(_kept_path())
+    files = found["files"] if isinstance(found, dict) and found.get("version") == _MEANING_VERSION \
+        and isinstance(found.get("files"), dict) else {}
+    files[path] = _kept_digests()[path] = kept
+    try:
+        write_sealed_json(_kept_path(), {"version": _MEANING_VERSION, "files": files})
+    except OSError:  # a cache that cannot be written: parsed again next time
+        pass
+
+
+def _python_meaning(text: str) -> str:
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                node.body = node.body[1:]
+    return ast.dump(tree)
+
+
+#: C source split into what _c_meaning keeps or drops: string and character literals (kept as
+#: they are), comments (a block comment is one space, a line comment nothing), runs of blanks.
+_C_PIECES = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|/\*.*?\*/|//[^\n]*|[ \t\f\v]+', re.S)
+
+
+def _c_meaning(text: str) -> str:
+    def piece(m: re.Match) -> str:
+        found = m.group(0)
+        if found.startswith("//"):
+            return ""
+        if found.startswith("/*") or not found.startswith(("\"", "\'")):
+            return " "
+        return found
+
+    code = _C_PIECES.sub(piece, text.replace("\\\n", ""))
+    return "\n".join(line.strip() for line in code.splitlines() if line.strip())
+
+
+#: How each kind of source file's meaning is read; bump the version when one of them changes.
+_MEANINGS = {".py": _python_meaning, ".c": _c_meaning, ".h": _c_meaning}
+_MEANING_VERSION = 1
 
 
 def entry(kind: str, label: str, key) -> Path:

@@ -19,7 +19,7 @@ from pathlib import Path
 from asv import machine as asv_machine
 
 from suite import cache, compat, git
-from suite.core import ahead, measurement, peers, runstore, timing
+from suite.core import ahead, entries, measurement, peers, runstore, timing
 from suite.core.combo import Grid
 from suite.core.runstore import COMMIT_ENV, MACHINE_ENV, RUN_DIR_ENV
 from suite.core.record import Kind, Status
@@ -90,7 +90,7 @@ def warm_cache(grid: Grid, place: runstore.Place, log=print, cluster: str | None
     measure_s = timing_s = 0.0
     combos = grid.combos()
     for combo in combos:  # a measurement a cluster lost last time is measured again
-        measurement.forget_lost(combo)
+        entries.forget_lost(combo)
     if cluster is not None:
         from suite.core import cluster as dask_cluster  # Dask is imported only with a cluster
 

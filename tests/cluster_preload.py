@@ -16,15 +16,15 @@ SLOW = set(filter(None, os.environ.get("TVM_SUITE_TEST_SLOW", "").split("|")))
 PAUSE_S = float(os.environ.get("TVM_SUITE_TEST_SLOW_S", "4"))
 FAKE_BUILD = os.environ.get("TVM_SUITE_TEST_FAKE_BUILD")
 
-_compute = getattr(measurement, "_unpaused_compute", measurement._compute)  # Dask may load this twice
+_build = getattr(measurement, "_unpaused_build", measurement.build)  # Dask may load this twice
 
 
-def _slow_compute(combo, staged):
+def _slow_build(combo, kernel_path):
     if combo.label in SLOW:
         time.sleep(PAUSE_S)
-    return _compute(combo, staged)
+    return _build(combo, kernel_path)
 
 
-measurement._unpaused_compute, measurement._compute = _compute, _slow_compute
+measurement._unpaused_build, measurement.build = _build, _slow_build
 if FAKE_BUILD:
     compat.build_id = lambda: FAKE_BUILD

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from suite.core import ahead, measurement
+from suite.core import ahead, entries, measurement
 from suite.core.combo import Combo
 
 MEAN = "resnet50.mean.7x7x2048"
@@ -30,9 +30,9 @@ def test_the_helper_measures_in_order_into_the_cache_the_same_values(fresh_cache
     combos = _combos()
     with ahead.MeasureAhead(combos) as helper:
         helper.wait(combos[0])
-        assert measurement.cached(combos[0]) is not None
+        assert entries.cached(combos[0]) is not None
         helper.wait(combos[1])
-        assert all(measurement.cached(c) is not None for c in combos)
+        assert all(entries.cached(c) is not None for c in combos)
         assert helper.busy_s > 0
     by_helper = {c: (measurement.measure(c), measurement.output(c)) for c in combos}
     monkeypatch.setenv("TVM_SUITE_CACHE", str(tmp_path / "other"))
@@ -50,7 +50,7 @@ def test_a_stopped_helper_leaves_the_rest_to_the_caller(fresh_cache):
     started = time.perf_counter()
     helper.wait(combos[1])  # it never comes: wait returns at once
     assert time.perf_counter() - started < 1
-    assert measurement.cached(combos[1]) is None
+    assert entries.cached(combos[1]) is None
     assert measurement.measure(combos[1]).ok
 
 

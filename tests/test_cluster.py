@@ -22,8 +22,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import run_cli
 from suite import cache, compat
-from suite.core import cluster as dask_cluster, measurement, runstore, timing
+from suite.core import cluster as dask_cluster, entries, measurement, runstore, timing
 from suite.core.combo import Combo
 from suite.core.record import Status
 from suite.errors import UserError
@@ -36,6 +37,14 @@ except ImportError:
 
 needs_dask = pytest.mark.skipif(distributed is None,
                                 reason="Dask is not installed: pip install 'tvm-accuracy-suite[cluster]'")
+#: Dask tests start a scheduler and workers (tens of seconds): a marker of their own, out of the fast loop.
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+
+@pytest.fixture
+def cli():
+    """`tvm-suite` as a process of its own: Dask reads its configuration (DASK_*) when imported."""
+    return run_cli
 REPO = Path(__file__).resolve().parents[1]
 PRELOAD = Path(__file__).with_name("cluster_preload.py")
 
@@ -161,7 +170,7 @@ def assert_same(local, ids, where):
     record, files = local[ids]
     combo = Combo.resolve(*ids)
     assert combo.entry.parent.parent == where
-    theirs = measurement.cached(combo, verify=tuple(record.parts))
+    theirs = entries.cached(combo, verify=tuple(record.parts))
     assert theirs is not None, ids
     mine, got = record.to_json(), theirs.to_json()
     for key in TIMINGS:
@@ -253,7 +262,7 @@ def test_a_combination_every_worker_dies_on_is_failed_then_measured_again(cluste
     run.join(timeout=300)
     assert not run.is_alive() and first != second
     record = done[lost]
-    assert record.status is Status.FAILED and record.reason.startswith(measurement.LOST), record
+    assert record.status is Status.FAILED and record.reason.startswith(entries.LOST), record
     assert "2 workers died while measuring it (the scheduler's allowed-failures is 1)" in record.reason
     assert measurement.measure(lost).reason == record.reason  # what the run's asv benchmarks read
     assert {p.name: p.read_bytes() for p in kept.entry.iterdir()} == before
@@ -324,7 +333,7 @@ def test_a_scheduler_lost_mid_run_is_one_line_and_keeps_the_cache(tmp_path, monk
         other.close()
     assert failed["error"].startswith(f"lost the Dask scheduler while measuring {slow.label}: ")
     assert "\n" not in failed["error"]
-    assert measurement.cached(slow) is None  # nothing half-published
+    assert entries.cached(slow) is None  # nothing half-published
     assert {p.name: p.read_bytes() for p in kept.entry.iterdir()} == before
 
 
@@ -344,10 +353,10 @@ def test_a_published_entry_must_be_the_bytes_its_record_names(tmp_path, monkeypa
     files = {name: (combo.entry / name).read_bytes() for name in record.parts}
     cache.remove_dir(combo.entry)
     with pytest.raises(ValueError, match="not the file its record names"):
-        measurement.publish_measured(combo, record, {**files, "output.npy": b"garbage"})
+        entries.publish_measured(combo, record, {**files, "output.npy": b"garbage"})
     assert not combo.entry.exists()
-    assert measurement.publish_measured(combo, record, files).parts == record.parts
-    assert measurement.cached(combo, verify=tuple(record.parts)) is not None
+    assert entries.publish_measured(combo, record, files).parts == record.parts
+    assert entries.cached(combo, verify=tuple(record.parts)) is not None
 
 
 def test_a_task_refuses_another_build_and_declines_another_cache_key():

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from suite import compat, targets
-from suite.targets import hexagon, hvx_rewrite as hr
+from suite.targets import hexagon, hvx_asm, hvx_rewrite as hr, hvx_toolchain
 from test_hvx_rewrite import INT16_ADD_SHAPE, _elementwise, int16_add_kernel
 from test_qfloat import needs_qemu
 
@@ -35,10 +35,10 @@ def _rewritten_elf(asm, where, vector_model):
     """The kernel rewritten for the HVX model: the vector model (as the qf targets build it) or the
     scalar model alone."""
     if vector_model:
-        hr.build_qfloat_elf(asm, where / "vector.elf")
+        hvx_toolchain.build_qfloat_elf(asm, where / "vector.elf")
         return where / "vector.elf"
-    hr.assemble(hr.rewrite(asm, None).text, where / "scalar.o")
-    hexagon.link([where / "scalar.o", hexagon.harness_object("v68"), hr.model_object("v68")], where / "scalar.elf")
+    hvx_toolchain.assemble(hr.rewrite(asm, None).text, where / "scalar.o")
+    hexagon.link([where / "scalar.o", hexagon.harness_object("v68"), hvx_toolchain.model_object("v68")], where / "scalar.elf")
     return where / "scalar.elf"
 
 
@@ -48,7 +48,7 @@ def test_hand_written_kernel_counts_exactly_under_every_model(tmp_path):
     asm = COUNTED_KERNEL.read_text()
     # The same packets with integer instructions in place of the floating-point ones (the QEMU
     # the suite runs has no HVX floating point of its own): a program without any model.
-    hr.assemble(_substitute_integer(asm), tmp_path / "integer.o")
+    hvx_toolchain.assemble(_substitute_integer(asm), tmp_path / "integer.o")
     hexagon.link([tmp_path / "integer.o", hexagon.harness_object("v68")], tmp_path / "integer.elf")
     assert _run(tmp_path / "integer.elf") == HAND_COUNTED
     for vector_model in (True, False):
@@ -64,7 +64,7 @@ def _substitute_integer(asm):
     the same shape (one instruction, same destination registers, in its packet): a program whose
     counts are those TVM's would have on a machine, executable without any model."""
     def integer(code):
-        fp = hr.parse_fp(code)
+        fp = hvx_asm.parse_fp(code)
         a = fp.srcs[0][-1]
         b = fp.srcs[1][-1] if len(fp.srcs) > 1 else a
         if len(fp.dst) == 2:
@@ -73,8 +73,8 @@ def _substitute_integer(asm):
 
     out = []
     for line in asm.splitlines(keepends=True):
-        code = hr._strip_comment(line).strip()
-        if code and hr.is_hvx_fp(code):
+        code = hvx_asm.strip_comment(line).strip()
+        if code and hvx_asm.is_hvx_fp(code):
             out.append(re.sub(re.escape(code), integer(code), line, count=1))
         else:
             out.append(line)
@@ -91,14 +91,14 @@ def test_tvm_kernel_counts_as_the_program_tvm_emitted(tmp_path, kind, shape, dty
     compat.write_module_file(module, tmp_path / "k.s", "s")
     compat.write_module_file(module, tmp_path / "k.o", "o")
     asm = (tmp_path / "k.s").read_text()
-    assert hr.census(asm)
+    assert hvx_asm.census(asm)
     # The oracle: the same packets with integer instructions in place of the floating-point ones,
     # aligned as TVM's object is.
-    oracle = hr.rewrite(_substitute_integer(asm), None, hr.object_padding(asm, tmp_path / "k.o"))
-    assert not hr.census(oracle.text)
-    hr.assemble(oracle.text, tmp_path / "oracle.o")
+    oracle = hr.rewrite(_substitute_integer(asm), None, hvx_asm.object_padding(asm, tmp_path / "k.o"))
+    assert not hvx_asm.census(oracle.text)
+    hvx_toolchain.assemble(oracle.text, tmp_path / "oracle.o")
     hexagon.link([tmp_path / "oracle.o", hexagon.harness_object("v68")], tmp_path / "oracle.elf")
-    hr.build_qfloat_elf(asm, tmp_path / "qf.elf", tvm_object=tmp_path / "k.o")
+    hvx_toolchain.build_qfloat_elf(asm, tmp_path / "qf.elf", tvm_object=tmp_path / "k.o")
     rng = np.random.default_rng(3)
     inputs = [rng.uniform(-2, 2, shape).astype(dtype) for _ in range(n_inputs)]
     counts = []
@@ -115,7 +115,7 @@ def test_no_hvx_fp_counts_as_tvms_own_object(tmp_path):
     shape = INT16_ADD_SHAPE
     asm = int16_add_kernel(tmp_path)
     hexagon.link([tmp_path / "k.o", hexagon.harness_object("v68")], tmp_path / "tvm.elf")
-    hr.build_qfloat_elf(asm, tmp_path / "qf.elf", tvm_object=tmp_path / "k.o")
+    hvx_toolchain.build_qfloat_elf(asm, tmp_path / "qf.elf", tvm_object=tmp_path / "k.o")
     rng = np.random.default_rng(2)
     stdin = hexagon.encode_inputs([rng.integers(-99, 99, shape).astype(np.int16) for _ in range(2)], shape, "int16")
     tvm_counts = hexagon.emulate(tmp_path / "tvm.elf", stdin, shape, "int16").counts

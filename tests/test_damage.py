@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 from asv_runs import WORKLOAD, plant, plant_file, qf_two_commit_results, two_commit_results
+from conftest import run_cli
 from suite import cli, targets
 from suite.core import runstore, tuning
 
@@ -255,8 +256,10 @@ def test_every_file_kind_has_its_row(llvm_run, tmp_path_factory):
 
 #: Files of the cache: pattern -> how a damaged one is read again ("measure": the combination's own
 #: entry; "entry": an entry its measurement reads, so the measurement is made again; "divergence";
-#: "catalog") or None (never read).
+#: "catalog"; "key": the digests of the suite's code, read once per process where a cache key is
+#: first computed, so the measurement is looked up by a new process) or None (never read).
 CACHE_FILES = {
+    "source-digests/*": "key",
     "measure/*/record.json": "measure", "measure/*/output.npy": "measure", "measure/*/ieee_twin.npy": "measure",
     "measure/*/kernel.*": "measure",
     "reference/*/*": "entry", "hexagon-run/*/*": "entry", "hexagon-harness/*/*": "entry",
@@ -287,6 +290,17 @@ def measured(capsys, ids, *extra) -> dict:
     found.pop("compile_s", None)
     found.pop("emulated_s", None)
     found.pop("latency", None)
+    return found
+
+
+def measured_in_a_process(ids, *extra) -> dict:
+    """:func:`measured`, by a `tvm-suite` process of its own."""
+    done = run_cli("measure", "--workload", ids[0], "--dtype", ids[1], "--target", ids[2], "--order", ids[3],
+                   "--json", *extra)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    found = json.loads(done.stdout)
+    for timed in ("compile_s", "emulated_s", "latency"):
+        found.pop(timed, None)
     return found
 
 
@@ -337,6 +351,8 @@ def test_damaged_cache_files_are_computed_again(own_cache, capsys, pattern, comb
                 shutil.rmtree(_measure_entry(own_cache, ids))
             if CACHE_FILES[pattern] == "catalog":
                 assert run(capsys, "list", "--model", "resnet18", "--json")[1] == listed, (name, how)
+            elif CACHE_FILES[pattern] == "key":
+                assert measured_in_a_process(ids, *against) == clean, (name, how)
             else:
                 assert measured(capsys, ids, *against) == clean, (name, how)
 
@@ -358,6 +374,8 @@ def _entry_of(cache: Path, pattern: str, ids, capsys) -> Path:
         shutil.rmtree(cache / kind)
         shutil.rmtree(_measure_entry(cache, ids))
         measured(capsys, ids)
+    if kind == "source-digests":  # written by the first process that computes a key in this cache
+        measured_in_a_process(ids)
     if kind == "measure":
         return _measure_entry(cache, ids)
     if kind == "reference":

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from suite import compat, targets
-from suite.targets import hexagon, hvx_rewrite as hr, qfloat as q
+from suite.targets import hexagon, hvx_asm, hvx_rewrite as hr, hvx_toolchain, qfloat as q
 from test_qfloat import needs_qemu
 
 DATA = Path(__file__).with_name("data")
@@ -29,10 +29,10 @@ def test_detection_is_broad():
     for text in ["v1.qf16 = vmpy(v2.hf,v3.hf)", "v1.hf = v2.qf16", "v1.hf = v3:2.qf32",
                  "q0 = vcmp.gt(v1.hf,v2.hf)", "v1.sf = vfmax(v2.sf,v3.sf)", "v1:0.sf = vcvt(v2.hf)",
                  "v5.bf = vmax(v1.bf,v2.bf)"]:
-        assert hr.is_hvx_fp(text), text
+        assert hvx_asm.is_hvx_fp(text), text
     for text in ["v1.h = vsplat(r2)", "v1 = vmem(r1+#0)", "vmem(r1+#0) = v3.new",
                  "v1.w = vadd(v2.w,v3.w)", "r0 = sfadd(r1,r2)", "v2 = valign(v1,v3,r7)"]:
-        assert not hr.is_hvx_fp(text), text
+        assert not hvx_asm.is_hvx_fp(text), text
 
 
 def test_census_counts_forms():
@@ -40,7 +40,7 @@ def test_census_counts_forms():
            + _packet("v6.qf16 = vadd(v6.qf16,v23.hf)", "v1.qf16 = vadd(v1.qf16,v22.qf16)")
            + _packet("v1.hf = v1.qf16") + _packet("v3:2.qf32 = vmpy(v4.hf,v5.hf)")
            + _packet("v7.hf = v3:2.qf32") + _packet("q1 = vcmp.gt(v1.hf,v2.hf)"))
-    assert hr.census(asm) == {"vmpy(hf,hf)->qf16": 1, "vadd(qf16,hf)->qf16": 1,
+    assert hvx_asm.census(asm) == {"vmpy(hf,hf)->qf16": 1, "vadd(qf16,hf)->qf16": 1,
                               "vadd(qf16,qf16)->qf16": 1, "conv(qf16)->hf": 1,
                               "vmpy(hf,hf)->qf32:pair": 1, "conv(qf32:pair)->hf": 1,
                               "qN = vcmp.gt(vN.hf,vN.hf)": 1}
@@ -57,14 +57,14 @@ def test_text_without_hvx_fp_is_unchanged():
                                          "v1.hf = vadd(v2.hf,v3.hf)"])
 def test_unknown_hvx_fp_fails_with_its_name(instruction):
     asm = "f:\n" + _packet("r0 = add(r0,#1)", instruction)
-    with pytest.raises(hr.UnknownHvxFp, match=instruction.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(hvx_asm.UnknownHvxFp, match=instruction.replace("(", r"\(").replace(")", r"\)")):
         hr.rewrite(asm)
 
 
 def test_refused_packet_is_named():
     # The old value of v5 is stored while the packet also jumps: no place to load v5 afterwards.
     asm = "f:\n" + _packet("v5.qf16 = vmpy(v0.hf,v1.hf)", "vmem(r0+#0) = v5", "jump .Lout")
-    with pytest.raises(hr.RewriteError, match=r"packet 1 \(line 2\).*vmpy"):
+    with pytest.raises(hvx_asm.RewriteError, match=r"packet 1 \(line 2\).*vmpy"):
         hr.rewrite(asm)
 
 
@@ -89,11 +89,11 @@ def _link(objects, out):
 
 def _run_snippet(result, inp, where):
     """The rewritten snippet linked with the driver and the models, run on ``inp``: 64 output vectors."""
-    hr.assemble(result.text, where / "snippet.o")
+    hvx_toolchain.assemble(result.text, where / "snippet.o")
     subprocess.run(["clang", "--target=hexagon-unknown-linux-musl", "-mcpu=hexagonv68", "-O2",
                     "-ffreestanding", "-fno-builtin", "-nostdlib", "-c", str(SNIPPET_DRIVER),
                     "-o", str(where / "driver.o")], check=True, capture_output=True)
-    _link([where / "snippet.o", where / "driver.o", hr.model_object("v68")], where / "snippet.elf")
+    _link([where / "snippet.o", where / "driver.o", hvx_toolchain.model_object("v68")], where / "snippet.elf")
     done = subprocess.run(["qemu-hexagon", str(where / "snippet.elf")], input=inp.tobytes(),
                           capture_output=True, timeout=300)
     assert done.returncode == 0, done.stderr.decode(errors="replace")
@@ -101,7 +101,7 @@ def _run_snippet(result, inp, where):
 
 
 #: The two ways an instruction is computed: the scalar model only, or the vector model where it can.
-MODELS = {"scalar": lambda: None, "vector": lambda: hr.vector_model_registers("v68")}
+MODELS = {"scalar": lambda: None, "vector": lambda: hvx_toolchain.vector_model_registers("v68")}
 
 
 @needs_qemu
@@ -189,9 +189,9 @@ def test_register_pressure_on_qemu(tmp_path, model):
 
 
 def _live_at(asm, instruction):
-    items = hr.parse(asm)
-    live = hr.vector_liveness(items)
-    (index,) = [i for i, item in enumerate(items) if isinstance(item, hr.Packet) and instruction in item.text()]
+    items = hvx_asm.parse(asm)
+    live = hvx_asm.vector_liveness(items)
+    (index,) = [i for i, item in enumerate(items) if isinstance(item, hvx_asm.Packet) and instruction in item.text()]
     return live[index]
 
 
@@ -207,7 +207,7 @@ def test_liveness_follows_branches_written_extended(target):
     live = _live_at(asm, "vmpy")
     assert 0 in live and {1, 2} <= live and 4 not in live
     # A jump of a form the analysis does not know may go anywhere: everything it does not write is live.
-    assert _live_at(asm.replace(f"jump:t {target}", "jump:t ##.Louter+8"), "vmpy") == hr.ALL_VECTOR - {3, 4}
+    assert _live_at(asm.replace(f"jump:t {target}", "jump:t ##.Louter+8"), "vmpy") == hvx_asm.ALL_VECTOR - {3, 4}
 
 
 # ----------------------------------------------------------------------------- TVM kernels
@@ -261,8 +261,8 @@ def test_tvm_kernel_matches_model(kind, tmp_path):
     module = compat.build(func, targets.get("hexagon-v68").tvm_target())
     compat.write_module_file(module, tmp_path / "k.s", "s")
     asm = (tmp_path / "k.s").read_text()
-    assert dict(hr.census(asm)) == forms            # the instruction sequence the prediction follows
-    stats = hr.build_qfloat_elf(asm, tmp_path / "k.elf")
+    assert dict(hvx_asm.census(asm)) == forms            # the instruction sequence the prediction follows
+    stats = hvx_toolchain.build_qfloat_elf(asm, tmp_path / "k.elf")
     assert stats["rewritten"] == forms
 
     rng = np.random.default_rng(5)
@@ -295,7 +295,7 @@ def test_same_kernel_gives_the_same_elf_in_any_working_directory(tmp_path, monke
     for name in ("first", "second"):
         (tmp_path / name).mkdir()
         monkeypatch.chdir(tmp_path / name)
-        hr.build_qfloat_elf(asm, tmp_path / name / "k.elf")
+        hvx_toolchain.build_qfloat_elf(asm, tmp_path / name / "k.elf")
         elves.append((tmp_path / name / "k.elf").read_bytes())
     assert elves[0] == elves[1]
     assert str(tmp_path).encode() not in elves[0]
@@ -325,11 +325,11 @@ def int16_add_kernel(where):
 def test_build_without_hvx_fp_runs_bit_identically(tmp_path):
     shape = INT16_ADD_SHAPE
     asm = int16_add_kernel(tmp_path)
-    assert "vadd(" in asm and not hr.census(asm)
+    assert "vadd(" in asm and not hvx_asm.census(asm)
     assert hr.rewrite(asm).text == asm
-    stats = hr.build_qfloat_elf(asm, tmp_path / "rewritten.elf")
+    stats = hvx_toolchain.build_qfloat_elf(asm, tmp_path / "rewritten.elf")
     assert stats["instructions"] == 0
-    hr.assemble(asm, tmp_path / "plain.o")                 # the original text, no model linked
+    hvx_toolchain.assemble(asm, tmp_path / "plain.o")                 # the original text, no model linked
     _link([tmp_path / "plain.o", hexagon.harness_object("v68")], tmp_path / "plain.elf")
     rng = np.random.default_rng(2)
     inputs = [rng.integers(-20000, 20000, shape).astype(np.int16) for _ in range(2)]
@@ -375,7 +375,7 @@ def test_seed_tuned_conv2d_runs_exactly_as_predicted(tmp_path):
     module = compat.build(func, targets.get("hexagon-v68").tvm_target())
     compat.write_module_file(module, tmp_path / "k.s", "s")
     asm = (tmp_path / "k.s").read_text()
-    stats = hr.build_qfloat_elf(asm, tmp_path / "k.elf")
+    stats = hvx_toolchain.build_qfloat_elf(asm, tmp_path / "k.elf")
     assert stats["rewritten"] == {"vmpy(hf,hf)->qf16": 42, "vadd(qf16,qf16)->qf16": 40,
                                   "vadd(qf16,hf)->qf16": 2, "conv(qf16)->hf": 2}
     assert stats["rewrite_s"] + stats["assemble_s"] + stats["link_s"] < 30

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from suite import compat, targets
-from suite.targets import hexagon, hvx_rewrite as hr, ieee_twin as tw, qfloat as q
+from suite.targets import hexagon, hvx_toolchain, ieee_twin as tw, qfloat as q
 from test_hvx_rewrite import KERNELS, _elementwise, _link
 from test_qfloat import needs_qemu
 
@@ -163,7 +163,7 @@ def test_tvm_kernel_under_both_models(kind, tmp_path):
     func, n_inputs = _elementwise(kind, shape, dtype)
     module = compat.build(func, targets.get("hexagon-v68").tvm_target())
     compat.write_module_file(module, tmp_path / "k.s", "s")
-    hr.build_qfloat_elf((tmp_path / "k.s").read_text(), tmp_path / "k.elf")
+    hvx_toolchain.build_qfloat_elf((tmp_path / "k.s").read_text(), tmp_path / "k.elf")
     rng = np.random.default_rng(7)
     inputs = [np.float16(rng.uniform(-3, 3, shape)) for _ in range(n_inputs)]
     runs = {twin: hexagon.emulate(tmp_path / "k.elf", hexagon.encode_inputs(inputs, shape, dtype, ieee_twin=twin),
@@ -192,14 +192,14 @@ def test_kernel_without_hvx_fp_is_the_same_under_both_models(tmp_path):
     module = compat.build(sch.mod["main"], targets.get("hexagon-v68").tvm_target())
     compat.write_module_file(module, tmp_path / "k.s", "s")
     asm = (tmp_path / "k.s").read_text()
-    assert hr.build_qfloat_elf(asm, tmp_path / "k.elf")["instructions"] == 0
+    assert hvx_toolchain.build_qfloat_elf(asm, tmp_path / "k.elf")["instructions"] == 0
     rng = np.random.default_rng(4)
     inputs = [rng.integers(-200, 200, shape).astype(np.int16) for _ in range(2)]
     runs = [hexagon.emulate(tmp_path / "k.elf", hexagon.encode_inputs(inputs, shape, "int16", ieee_twin=twin),
                             shape, "int16").output for twin in (False, True)]
     assert runs[0].tobytes() == runs[1].tobytes()
     assert np.array_equal(runs[0], inputs[0] * inputs[1])
-    hr.assemble(asm, tmp_path / "plain.o")
+    hvx_toolchain.assemble(asm, tmp_path / "plain.o")
     _link([tmp_path / "plain.o", hexagon.harness_object("v68")], tmp_path / "plain.elf")
     with pytest.raises(hexagon.EmulationFailed, match="no HVX floating-point model is linked"):
         hexagon.emulate(tmp_path / "plain.elf", hexagon.encode_inputs(inputs, shape, "int16", ieee_twin=True),

@@ -20,11 +20,11 @@ import pytest
 from qfloat_oracle import ORACLE
 from fractions import Fraction
 
-from suite.targets import hvx_rewrite, ieee_twin, qfloat as q
+from suite.targets import hvx_rewrite, hvx_toolchain, ieee_twin, qfloat as q
 
 LANES = 100_032                      # operands per instruction (a multiple of 64)
 ORACLE_LANES = 4_000
-DRIVER = hvx_rewrite.MODEL_SOURCES[0].parents[2] / "tests" / "qfloat_driver.c"
+DRIVER = hvx_toolchain.MODEL_SOURCES[0].parents[2] / "tests" / "qfloat_driver.c"
 
 
 def _emulator_reason() -> str | None:
@@ -286,7 +286,7 @@ def c_face(tmp_path_factory):
                     str(driver)], check=True, capture_output=True)
     elf = where / "driver.elf"
     subprocess.run(["ld.lld", "-static", "-e", "_start", str(driver),
-                    str(hvx_rewrite.model_object("v68")), "-o", str(elf)],
+                    str(hvx_toolchain.model_object("v68")), "-o", str(elf)],
                    check=True, capture_output=True)
     records = [record for face in FACES for record in _records(face)]
     stdin = b"".join(name.encode().ljust(32, b"\0") + struct.pack("<I", nvec) + a.tobytes()
@@ -316,4 +316,4 @@ def test_c_face_agrees_bit_for_bit(c_face, face, name):
 @needs_qemu
 def test_model_object_keeps_caller_state():
     # model_object() refuses code touching hardware-loop registers, GP, USR or runtime helpers.
-    assert hvx_rewrite.model_object("v68").stat().st_size > 0
+    assert hvx_toolchain.model_object("v68").stat().st_size > 0

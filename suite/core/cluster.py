@@ -5,7 +5,7 @@ machine's target: its CPU for llvm), its emulated or native run, the float64 ref
 accuracy metrics. Each task measures one combination into the worker's own cache
 (``TVM_SUITE_CACHE`` of the worker process) under *this* machine's cache key and returns the
 entry's files (record, kernels, output) and the reference, which are checked against the record's
-sha256 and published here, atomically, by :func:`suite.core.measurement.publish_measured`: an
+sha256 and published here, atomically, by :func:`suite.core.entries.publish_measured`: an
 intact entry already here is never replaced. Latency is not measured here at all: `tvm-suite run`
 times every native combination afresh on this machine once it is cached
 (:mod:`suite.core.timing`), so a worker's timing is never filed under this machine's name. The
@@ -15,7 +15,7 @@ times every native combination afresh on this machine once it is cached
 No scheduler of our own: Dask distributed places, balances and retries the tasks. A worker that
 dies while measuring sends the combination to another worker, as often as the scheduler's
 ``distributed.scheduler.allowed-failures`` allows (Dask's default 3); after that it is recorded as
-failed, lost on the cluster (:data:`suite.core.measurement.LOST`), and the next run measures it
+failed, lost on the cluster (:data:`suite.core.entries.LOST`), and the next run measures it
 again. A worker declines what it cannot measure faithfully (tools missing, a CPU that cannot run
 code built for this one, another cache key); :func:`suite.core.measurement.measure_many` measures
 those here. Workers of another TVM build or another suite are refused at connect time with both
@@ -42,7 +42,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from suite import cache, compat
-from suite.core import measurement
+from suite.core import entries, measurement
 from suite.core.combo import Combo
 from suite.core.record import Record, Status
 from suite.errors import UserError, first_line
@@ -62,13 +62,11 @@ SUITE_DIR = Path(__file__).resolve().parents[1]
 
 @lru_cache(maxsize=None)
 def suite_id() -> str:
-    """A digest of the suite's own files (code, tuning records, C sources): what, beside TVM,
-    decides a record without being part of its cache key."""
-    h = hashlib.sha256()
-    for path in sorted(SUITE_DIR.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-            h.update(str(path.relative_to(SUITE_DIR)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
+    """A digest of the suite's own files (code by what it means, tuning records, C sources:
+    cache.source_digest): what, beside TVM, decides a record without being part of its cache key."""
+    return cache.digest({path.relative_to(SUITE_DIR).as_posix(): cache.source_digest(path)
+                         for path in sorted(SUITE_DIR.rglob("*"))
+                         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"})
 
 
 def worker_identity() -> dict:
@@ -189,7 +187,7 @@ def _measure_here(ids, key: dict, cpu: dict, want_reference: bool, where: str) -
         if combo.key != key:
             differ = ", ".join(sorted(k for k in set(key) | set(combo.key) if key.get(k) != combo.key.get(k)))
             return {"declined": f"worker {where} computes another cache key ({differ} differ)"}
-        if measurement.cached(combo) is None:
+        if entries.cached(combo) is None:
             if reason := combo.target.unavailable():
                 return {"declined": f"worker {where}: {reason}"}
             if isinstance(combo.target, llvm.LLVMTarget) and (reason := llvm.can_run(cpu["mcpu"])):
@@ -248,8 +246,8 @@ def measure_many(combos, address: str, log=None) -> dict[Combo, Record]:
     not measure is measured here. ``log`` takes one line per combination the cluster measured."""
     combos = list(dict.fromkeys(combos))
     for combo in combos:
-        measurement.forget_lost(combo)
-    measure([c for c in combos if measurement.cached(c) is None and not c.target.exclusive], address,
+        entries.forget_lost(combo)
+    measure([c for c in combos if entries.cached(c) is None and not c.target.exclusive], address,
             log=log or (lambda line: None))
     return measurement.measure_many(combos)
 
@@ -301,9 +299,9 @@ def _collect(client, future, combo: Combo, allowed: int, counts: dict, log) -> N
         raise UserError(f"lost the Dask scheduler while measuring {combo.label}: {first_line(err)} "
                         "(what was measured is in the cache; run again)") from None
     except distributed.KilledWorker as err:
-        reason = (f"{measurement.LOST}{allowed + 1} workers died while measuring it "
+        reason = (f"{entries.LOST}{allowed + 1} workers died while measuring it "
                   f"(the scheduler's allowed-failures is {allowed}): {first_line(err)}")
-        measurement.publish_measured(combo, Record(*combo.ids, status=Status.FAILED, reason=reason), {})
+        entries.publish_measured(combo, Record(*combo.ids, status=Status.FAILED, reason=reason), {})
         counts["lost"] += 1
         log(f"  lost     {combo.label}: {reason}")
         return
@@ -321,7 +319,7 @@ def _collect(client, future, combo: Combo, allowed: int, counts: dict, log) -> N
     record = Record.from_json(result["record"])
     record.measured_on = result["host"]
     try:
-        measurement.publish_measured(combo, record, result["files"])
+        entries.publish_measured(combo, record, result["files"])
     except ValueError as err:  # damaged on the way: measured here instead
         counts["declined"] += 1
         log(f"  declined {combo.label}: {err}")

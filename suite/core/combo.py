@@ -16,7 +16,7 @@ from pathlib import Path
 from suite import cache, compat, targets
 from suite.core import schedules, workloads
 from suite.core.record import Need
-from suite.targets.base import Mode, Target
+from suite.targets.base import Target
 
 #: Bump when the meaning of a cached record, output or reference changes.
 SCHEMA = 4
@@ -30,17 +30,18 @@ ENV = {"workloads": "TVM_SUITE_WORKLOADS", "dtypes": "TVM_SUITE_DTYPES",
 
 
 #: The suite's code that determines a measurement: a change to it (a fix in a schedule, a target, a
-#: metric) measures every combination again rather than reading what the old code computed.
+#: metric) measures every combination again rather than reading what the old code computed; a change
+#: of a comment or docstring does not (cache.source_digest).
 _MEASURING_CODE = ("compat.py", "cache.py", "core/workloads.py", "core/models.py", "core/reference.py",
                    "core/metrics.py", "core/bounds.py", "core/schedules.py", "core/tuning.py",
-                   "core/measurement.py", "core/record.py", "targets/*.py", "targets/*.c")
+                   "core/measurement.py", "core/entries.py", "core/record.py", "targets/*.py", "targets/*.c")
 
 
 @lru_cache(maxsize=None)
 def suite_code() -> str:
     root = Path(__file__).resolve().parents[1]
     files = sorted(p for pattern in _MEASURING_CODE for p in root.glob(pattern))
-    return cache.digest({p.relative_to(root).as_posix(): cache.file_digest(p) for p in files})
+    return cache.digest({p.relative_to(root).as_posix(): cache.source_digest(p) for p in files})
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,11 +137,11 @@ class Grid:
         """asv's ``params``, in the order of ``PARAM_NAMES``."""
         return [self.workloads, self.dtypes, self.targets, self.orders]
 
-    def for_need(self, need, against_default: bool = False) -> Grid | None:
+    def for_need(self, need: Need, against_default: bool = False) -> Grid | None:
         """The part of the grid whose combinations can give what a benchmark ``need``s (e.g.
         latency: native targets only), without ``default`` for comparisons against it; None when
         nothing is left. Saves asv a process per combination that could only be skipped."""
-        names = [t for t in self.targets if _CAN[need](targets.get(t))]
+        names = [t for t in self.targets if need.can(targets.get(t))]
         orders = [o for o in self.orders if not (against_default and o == "default")]
         return Grid(self.workloads, self.dtypes, names, orders) if names and orders else None
 
@@ -150,18 +151,6 @@ class Grid:
 
 
 PARAM_NAMES = ["workload", "dtype", "target", "order"]
-
-_CAN = {
-    Need.RECORD: lambda t: True,
-    Need.OUTPUT: lambda t: t.mode in (Mode.NATIVE, Mode.EMULATED),
-    Need.LATENCY: lambda t: t.mode is Mode.NATIVE,
-    Need.EMULATED: lambda t: t.mode is Mode.EMULATED,
-    Need.COUNTS: lambda t: t.mode is Mode.EMULATED and t.codegen,
-    Need.EFFICIENCY: lambda t: t.mode is Mode.EMULATED and t.codegen,
-    Need.CODEGEN: lambda t: t.codegen,
-    Need.ASSEMBLY: lambda t: t.codegen,
-    Need.IEEE_TWIN: lambda t: t.ieee_twin,
-}
 
 
 def _split(value: str) -> list[str] | None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import enum
 from dataclasses import asdict, dataclass, field, fields
 
+from suite.targets.base import Mode
+
 
 class Status(str, enum.Enum):
     OK = "ok"
@@ -136,34 +138,37 @@ _FIELD_TYPES = {"workload": _text, "dtype": _text, "target": _text, "order": _te
 
 
 class Need(enum.Enum):
-    """What a benchmark needs from a record besides status ok."""
+    """What a benchmark needs from a record besides status ok, declared once per need: which
+    targets can give it (``can``: the benchmark grid leaves the others out, see
+    :meth:`suite.core.combo.Grid.for_need`), whether a record has it (``has``) and, when not, the
+    skip reason (``missing``)."""
 
-    RECORD = "record"
-    OUTPUT = "output"
-    LATENCY = "latency"
-    EMULATED = "emulated"
-    COUNTS = "counts"
-    EFFICIENCY = "efficiency"
-    CODEGEN = "codegen"
-    ASSEMBLY = "assembly"
-    IEEE_TWIN = "ieee_twin"
+    RECORD = ("record", lambda t: True, lambda r: True, "-")
+    OUTPUT = ("output", lambda t: t.mode in (Mode.NATIVE, Mode.EMULATED), lambda r: r.has_output,
+              "{target} is compile-only: no output to measure")
+    LATENCY = ("latency", lambda t: t.mode is Mode.NATIVE, lambda r: r.kind is Kind.LATENCY,
+               "{target} does not run natively: no latency (see bench_codegen)")
+    EMULATED = ("emulated", lambda t: t.mode is Mode.EMULATED, lambda r: r.kind is Kind.EMULATED,
+                "{target} is not an emulated target")
+    COUNTS = ("counts", lambda t: t.mode is Mode.EMULATED and t.codegen, lambda r: r.counts is not None,
+              "{target} counts no executed packets (not an emulated Hexagon target)")
+    EFFICIENCY = ("efficiency", lambda t: t.mode is Mode.EMULATED and t.codegen,
+                  lambda r: bool((r.counts or {}).get("packet_floor")),
+                  "no HVX packet floor: not a conv2d or dense, or not counted")
+    CODEGEN = ("codegen", lambda t: t.codegen, lambda r: r.codegen is not None,
+               "{target} has no Hexagon compile metrics")
+    ASSEMBLY = ("assembly", lambda t: t.codegen, lambda r: "instructions" in (r.codegen or {}),
+                "{target} keeps no assembly to count instructions in")
+    IEEE_TWIN = ("ieee_twin", lambda t: t.ieee_twin, lambda r: r.twin_metrics is not None,
+                 "{target} has no IEEE twin (it runs no HVX floating-point model)")
 
-
-_NEEDS = {
-    Need.RECORD: (lambda r: True, "-"),
-    Need.OUTPUT: (lambda r: r.has_output, "{target} is compile-only: no output to measure"),
-    Need.LATENCY: (lambda r: r.kind is Kind.LATENCY,
-                   "{target} does not run natively: no latency (see bench_codegen)"),
-    Need.EMULATED: (lambda r: r.kind is Kind.EMULATED, "{target} is not an emulated target"),
-    Need.COUNTS: (lambda r: r.counts is not None, "{target} counts no executed packets (not an emulated Hexagon target)"),
-    Need.EFFICIENCY: (lambda r: bool((r.counts or {}).get("packet_floor")),
-                      "no HVX packet floor: not a conv2d or dense, or not counted"),
-    Need.CODEGEN: (lambda r: r.codegen is not None, "{target} has no Hexagon compile metrics"),
-    Need.ASSEMBLY: (lambda r: "instructions" in (r.codegen or {}),
-                    "{target} keeps no assembly to count instructions in"),
-    Need.IEEE_TWIN: (lambda r: r.twin_metrics is not None,
-                     "{target} has no IEEE twin (it runs no HVX floating-point model)"),
-}
+    def __new__(cls, value: str, can, has, missing: str):
+        need = object.__new__(cls)
+        need._value_ = value
+        need.can = can  #: (Target) -> whether its records can have it
+        need.has = has  #: (Record) -> whether this record has it
+        need.missing = missing  #: the skip reason of a record without it ({target}: its name)
+        return need
 
 
 class CombinationFailed(RuntimeError):
@@ -180,7 +185,6 @@ def outcome(record: Record, need: Need = Need.RECORD) -> Record:
     if record.status is Status.FAILED:
         raise CombinationFailed(f"{record.workload} {record.dtype} {record.target} {record.order} "
                                 f"failed: {record.reason}")
-    has, why = _NEEDS[need]
-    if not has(record):
-        raise NotImplementedError(why.format(target=record.target))
+    if not need.has(record):
+        raise NotImplementedError(need.missing.format(target=record.target))
     return record

@@ -44,6 +44,10 @@ class NotTunable(UserError):
 class Kernel(abc.ABC):
     """A compiled workload bound to its inputs, ready to run and time."""
 
+    #: What the last call executed, exactly (QEMU's execution counters: packets, instructions,
+    #: hvx_instructions), on the targets that count it (emulated Hexagon); None elsewhere.
+    counts: dict | None = None
+
     @abc.abstractmethod
     def run(self) -> None: ...
 

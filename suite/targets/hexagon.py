@@ -238,7 +238,7 @@ class HexagonEmuTarget(HexagonTarget):
 
     def identity(self) -> dict:
         # No tool is run here: identity() must stay cheap (asv processes look records up by it).
-        return {**super().identity(), "harness": cache.digest(HARNESS_SOURCE.read_text()),
+        return {**super().identity(), "harness": cache.source_digest(HARNESS_SOURCE),
                 "emulator": "qemu-hexagon"}
 
     def build(self, func, path: Path) -> None:
@@ -259,8 +259,7 @@ class HexagonEmuTarget(HexagonTarget):
 
 def harness_object(arch: str) -> Path:
     """The harness compiled for ``arch``, cached by the source and the clang version."""
-    source = HARNESS_SOURCE.read_text()
-    key = {"source": source, "clang": tool_version("clang"), "arch": arch}
+    key = {"source": cache.source_digest(HARNESS_SOURCE), "clang": tool_version("clang"), "arch": arch}
     where = cache.entry("hexagon-harness", arch, key)
     if not cache.load_entry(where, ("harness.o",)):
         def compile_to(tmp):
@@ -461,7 +460,6 @@ class EmulatedKernel(Kernel):
         digest = hashlib.sha256(self.elf.read_bytes() + self.stdin + who).hexdigest()[:24]
         self.where = cache.root() / "hexagon-run" / digest
         self.emulated_s: float | None = None
-        self.counts: dict | None = None
 
     def run(self) -> None:
         self.output()

@@ -30,11 +30,11 @@ from functools import lru_cache
 from pathlib import Path
 
 from suite import cache, compat
-from suite.targets import hexagon, hexagon_tune, hvx_rewrite
+from suite.targets import hexagon, hexagon_tune, hvx_toolchain
 from suite.targets.base import Mode, NotTunable
 
 QEMU_ENV, QEMU_CPU_ENV = "TVM_SUITE_QEMU_HEXAGON", "TVM_SUITE_QEMU_HEXAGON_CPU"
-_SOURCES = (hexagon.HARNESS_SOURCE, *hvx_rewrite.MODEL_SOURCES, hvx_rewrite.VECTOR_SOURCE, Path(hvx_rewrite.__file__))
+_SOURCES = (hexagon.HARNESS_SOURCE, *hvx_toolchain.MODEL_SOURCES, hvx_toolchain.VECTOR_SOURCE, *hvx_toolchain.REWRITER)
 
 
 @lru_cache(maxsize=None)
@@ -93,14 +93,14 @@ class HexagonQfTarget(_BuiltLikeTheTag):
         return None
 
     def identity(self) -> dict:
-        return {**super().identity(), "model": {p.name: cache.digest(p.read_text()) for p in _SOURCES},
+        return {**super().identity(), "model": {p.name: cache.source_digest(p) for p in _SOURCES},
                 "emulator": "qemu-hexagon"}
 
     def build(self, func, path: Path) -> None:
         """Object and assembly as the tag builds them; the rewritten, linked ELF beside them."""
         hexagon.require_tools(("clang", "ld.lld"), self.name)
         asm = self._build_object(func, path)
-        stats = hvx_rewrite.build_qfloat_elf(asm, path.with_suffix(".elf"), self.arch, tvm_object=path)
+        stats = hvx_toolchain.build_qfloat_elf(asm, path.with_suffix(".elf"), self.arch, tvm_object=path)
         cache.write_json(path.with_suffix(".rewrite.json"), stats)
 
     def codegen_metrics(self, path: Path) -> dict:
@@ -134,7 +134,7 @@ class HexagonQemuTarget(_BuiltLikeTheTag):
         return hexagon.missing_tools_reason(("clang", "ld.lld"), self.name)
 
     def identity(self) -> dict:
-        return {**super().identity(), "harness": cache.digest(hexagon.HARNESS_SOURCE.read_text()),
+        return {**super().identity(), "harness": cache.source_digest(hexagon.HARNESS_SOURCE),
                 **hexagon.emulator_identity(self.emulator() or ("none",))}
 
     def build(self, func, path: Path) -> None:

@@ -20,7 +20,7 @@ the record beside the packets (``candidates_emulated_s``), and the runner logs b
 - builder: MetaSchedule's ``LocalBuilder`` (a process per candidate, with a timeout) building with
   the target's TVM target as a replayed trace is built (:func:`build_candidate`); its
   export writes the assembly, rewrites the HVX FP instructions, assembles and links the static ELF
-  (:func:`suite.targets.hvx_rewrite.build_qfloat_elf`) in a temporary directory: the artifact. A
+  (:func:`suite.targets.hvx_toolchain.build_qfloat_elf`) in a temporary directory: the artifact. A
   candidate that does not build, or that the rewrite refuses, is a builder error;
 - runner (:class:`EmulatorMeasure`): that ELF under the target's ``qemu-hexagon`` on the
   workload's own inputs; returns the packets executed (in MetaSchedule's ``run_secs``, which only
@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from suite import compat
-from suite.targets import hexagon, hvx_rewrite
+from suite.targets import hexagon, hvx_toolchain
 
 #: Seconds one candidate may take to build (TVM + LLVM, rewrite, assemble, link): scalar fp16
 #: code of heavily unrolled candidates takes LLVM minutes.
@@ -72,7 +72,7 @@ def export_elf(module, arch: str) -> str:
     asm = where / "kernel.s"
     compat.write_module_file(module, asm, "s")
     compat.write_module_file(module, where / "kernel.o", "o")
-    stats = hvx_rewrite.build_qfloat_elf(asm.read_text(), where / "kernel.elf", arch, tvm_object=where / "kernel.o")
+    stats = hvx_toolchain.build_qfloat_elf(asm.read_text(), where / "kernel.elf", arch, tvm_object=where / "kernel.o")
     (where / "rewrite.json").write_text(json.dumps(stats))
     return str(where / "kernel.elf")
 
@@ -147,7 +147,7 @@ def tuning_options(target, inputs=None, output_shape=None, dtype=None, check=Non
     ``measure_module``: (packets, emulated CPU seconds) of an IRModule measured as a candidate is."""
     # Built once here rather than by the builder processes at once.
     hexagon.harness_object(target.arch)
-    hvx_rewrite.model_object(target.arch)
+    hvx_toolchain.model_object(target.arch)
     measure = EmulatorMeasure(("qemu-hexagon", "-cpu", target.arch), inputs, output_shape, dtype, check)
     build = functools.partial(build_candidate, mcpu=f"hexagon{target.arch}", mattr=list(target.mattr),
                               llvm_options=list(target.llvm_options))

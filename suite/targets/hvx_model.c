@@ -5,7 +5,7 @@
  * as __qfm_arith says. The harness sets it from its input (hexagon_harness.c), so one ELF runs
  * under either model: the same kernel code, the same packets; only the arithmetic differs.
  *
- * Freestanding, integer-only; compiled with the models' flags (hvx_rewrite.MODEL_FLAGS).
+ * Freestanding, integer-only; compiled with the models' flags (hvx_toolchain.MODEL_FLAGS).
  */
 
 /* Scratch memory for the rewritten code: saved scalar context and vector operands/results.

@@ -9,9 +9,9 @@
  * below, or to the IEEE twin's in ieee_model.c). Compile with
  *   clang --target=hexagon-unknown-linux-musl -mcpu=hexagonv68 -O2 -ffreestanding -fno-builtin
  *         -nostdlib -G0 -mllvm -disable-hexagon-hwloops -c qfloat_model.c
- * (hvx_rewrite.model_object() compiles the three files so and links them into one object)
+ * (hvx_toolchain.model_object() compiles the three files so and links them into one object)
  * (-G0: no GP-relative data; no hardware loops, so SA0/LC0/SA1/LC1 of the caller survive a call;
- * hvx_rewrite.model_object() checks the object's disassembly for both).
+ * hvx_toolchain.model_object() checks the object's disassembly for both).
  *
  * Every qf_* function takes pointers to 128-byte vectors: u, v (sources) and d (destination).
  * A "pair" (Vdd / Vuu) is 256 bytes: register v[0] then v[1].

@@ -1,0 +1,102 @@
+"""The cache entries of measurements, and the records of measurements a cluster lost.
+
+A combination's entry (:attr:`suite.core.combo.Combo.entry`) holds ``record.json`` (a
+:class:`~suite.core.record.Record`, sealed) beside the files its ``parts`` name with their sha256:
+the compiled kernel, ``output.npy`` and, on targets with an IEEE twin, ``ieee_twin.npy``. It is
+assembled in a staging directory and published with one rename, so a missing or damaged part makes
+the whole entry count as absent and be measured again, never a wrong number.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from suite import cache
+from suite.core.combo import Combo
+from suite.core.record import Record, Status
+
+RECORD_FILE, OUTPUT_FILE, TWIN_FILE = "record.json", "output.npy", "ieee_twin.npy"
+
+
+def cached(combo: Combo, verify=()) -> Record | None:
+    """The record of a complete cache entry, or None (absent, a part missing, or a part named in
+    ``verify`` not the bytes the record vouches for). Looking a record up stats its parts; the
+    parts a caller reads (``output.npy``, the kernel) are checked by their sha256 when read."""
+    found = cache.read_sealed_json(combo.entry / RECORD_FILE)
+    if found is None:  # absent, or damaged
+        return None
+    try:
+        record = Record.from_json(found)
+    except ValueError:
+        return None
+    if record.ids != combo.ids:
+        return None
+    for name, digest in record.parts.items():
+        if not (combo.entry / name).is_file():
+            return None
+        if name in verify and cache.file_digest(combo.entry / name) != digest:
+            return None
+    return record
+
+
+def publish(combo: Combo, record: Record, staged: Path, arrays: dict[str, np.ndarray | None]) -> None:
+    """Publish the entry assembled in ``staged`` (the build's files) with ``arrays`` (file name ->
+    an output, or None) and ``record``, which vouches for every file by its sha256 (``parts``). A
+    record that is not ok keeps no files beside it."""
+    for name, array in arrays.items():
+        if array is not None:
+            cache.write_array(staged / name, array)
+    if not record.ok:
+        shutil.rmtree(staged)
+        staged.mkdir()
+    record.parts = {p.name: cache.file_digest(p) for p in sorted(staged.iterdir()) if p.is_file()}
+    cache.write_sealed_json(staged / RECORD_FILE, record.to_json())
+    cache.publish_dir(staged, combo.entry)
+
+
+# ----------------------------------------------------------------------------- measured on a cluster
+
+#: The reason of a record whose measurement was lost with the cluster workers that ran it (they died
+#: more often than the scheduler allows, see suite.core.cluster): a failure of the run that lost it,
+#: not data about TVM, so the next run measures it again (forget_lost).
+LOST = "lost on the cluster: "
+
+
+def is_lost(record: Record | None) -> bool:
+    return record is not None and record.status is Status.FAILED and record.reason.startswith(LOST)
+
+
+def forget_lost(combo: Combo) -> bool:
+    """Remove the entry of a combination whose measurement was lost on a cluster; True if removed.
+    A lost record holds no measurement, so nothing measured is lost."""
+    if not is_lost(cached(combo)):
+        return False
+    cache.remove_dir(combo.entry)
+    return True
+
+
+def publish_measured(combo: Combo, record: Record, files: dict[str, bytes]) -> Record:
+    """Publish an entry measured elsewhere (a cluster worker): its record and the bytes of the
+    files the record vouches for. An intact entry already here is kept as it is (and returned);
+    files that are not the bytes the record names are refused (ValueError)."""
+    if record.ids != combo.ids:
+        raise ValueError(f"a record of {' '.join(record.ids)} is not one of {combo.label}")
+    if set(files) != set(record.parts):
+        raise ValueError(f"{combo.label}: files {sorted(files)} are not the parts {sorted(record.parts)}")
+    for name, data in files.items():
+        if Path(name).name != name or hashlib.sha256(data).hexdigest() != record.parts[name]:
+            raise ValueError(f"{combo.label}: {name} is not the file its record names")
+    if (kept := cached(combo)) is not None and not is_lost(kept):
+        return kept
+    staged = cache.staging_dir(combo.entry)
+    try:
+        for name, data in files.items():
+            (staged / name).write_bytes(data)
+        publish(combo, record, staged, {})
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)  # gone already once published
+    return record
