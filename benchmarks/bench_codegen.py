@@ -11,15 +11,10 @@ from .common import ComboBenchmark
 
 
 class HexagonCodegen(ComboBenchmark):
-    """The object: compile success, code size, compile time (every Hexagon target)."""
+    """The object: code size and compile time (asv), compile success and the instruction counts of
+    the assembly where the target keeps it (kept beside asv's results: no lower-is-better)."""
 
     need = "CODEGEN"
-
-
-class HexagonInstructions(ComboBenchmark):
-    """Instruction counts read from the generated assembly (the compile-only qfloat targets keep it)."""
-
-    need = "ASSEMBLY"
 
 
 class HexagonEmulated(ComboBenchmark):
@@ -27,12 +22,8 @@ class HexagonEmulated(ComboBenchmark):
 
 
 class HexagonCounts(ComboBenchmark):
-    """Packets, instructions and HVX instructions the emulated kernel executed (exact)."""
+    """Packets and instructions the emulated kernel executed, exact (asv); its HVX instructions and,
+    for a conv2d or dense, its HVX efficiency (kept beside asv's results)."""
 
     need = "COUNTS"
 
-
-class HexagonEfficiency(ComboBenchmark):
-    """The HVX packet floor of a conv2d or dense over the packets executed."""
-
-    need = "EFFICIENCY"

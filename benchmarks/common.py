@@ -88,7 +88,8 @@ class ComboBenchmark:
         if tracked is not None:
             module = cls.__module__.rsplit(".", 1)[-1]
             for metric in tracked.of_class(module, cls.__name__):
-                setattr(cls, metric.method, _track(metric))
+                if metric.in_asv:  # the others are kept beside asv's results (see setup)
+                    setattr(cls, metric.method, _track(metric))
 
     def setup(self, workload, dtype, target, order):
         if not SUITE:
@@ -108,7 +109,8 @@ class ComboBenchmark:
             self.values = self.read()
         except errors.Skipped as err:
             raise NotImplementedError(str(err)) from None
-        # What this class's track_* methods report, kept for readers to check asv's values against.
+        # Every value of this class's metrics: asv's track_* values, for readers to check asv's against,
+        # and the metrics asv cannot read right (suite.tracked), which readers take from here.
         module, name = type(self).__module__.rsplit(".", 1)[-1], type(self).__name__
         runstore.note_values(f"{module}.{name}", self.combo.ids,
                              {m.name: float(self.values[m.key]) for m in tracked.of_class(module, name)

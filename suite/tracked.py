@@ -1,10 +1,18 @@
 """What the asv benchmarks track: every metric declared once.
 
-Each metric names the asv benchmark that records it (``module.Class.method``), the key of its
-value in what that benchmark class reads (a record's values, see
-:meth:`suite.core.record.Record.values`), its unit, and which direction is worse. The benchmark
-classes in ``benchmarks/`` get their ``track_*`` methods from this table, and results, report and
-gate read it to know what each asv result means, so no second list exists anywhere.
+Each metric names the benchmark class that computes it and its asv name
+(``module.Class.track_name``), the key of its value in what that class reads (a record's values,
+see :meth:`suite.core.record.Record.values`), its unit, and which direction is worse.
+
+asv reads every value as lower-is-better and compares values by a factor (``asv compare``, its
+Regressions page): a higher-is-better value (GFLOP/s) would be reported as a regression when it
+improves, a signed one (a bias shift of -0.18) as changed when compared with itself, one without a
+direction (instruction counts) as worse when it grows. So only the metrics where higher is worse
+are asv benchmarks (:attr:`Metric.in_asv`); the others are computed by the same classes and kept
+beside asv's results (``runs/<machine>/<commit>/values/``, sealed), where the report and the gate
+read them: asv's views show what asv can read right, and the gate is the authority on the rest.
+The benchmark classes in ``benchmarks/`` get their ``track_*`` methods from this table, and results,
+report and gate read it to know what each value means, so no second list exists anywhere.
 
 No TVM here: asv benchmark processes import this to build their classes.
 """
@@ -24,6 +32,11 @@ class Metric:
     unit: str
     doc: str
     worse: str | None  #: "higher" or "lower" is worse; None: information, no direction
+
+    @property
+    def in_asv(self) -> bool:
+        """An asv benchmark: lower is better, as asv reads every value (see the module's docstring)."""
+        return self.worse == HIGHER
 
     @property
     def module(self) -> str:
@@ -104,15 +117,15 @@ METRICS: tuple[Metric, ...] = (
        "Bytes of executable sections of the object."),
     _m("compile_seconds", "bench_codegen.HexagonCodegen.track_compile_seconds", "compile_s", "seconds",
        "Wall seconds to schedule and build (noisy on a shared machine)."),
-    _m("qfloat_instructions", "bench_codegen.HexagonInstructions.track_qfloat_instructions", "qfloat_total",
+    _m("qfloat_instructions", "bench_codegen.HexagonCodegen.track_qfloat_instructions", "qfloat_total",
        "instructions", "HVX qfloat instructions: qf16/qf32 arithmetic and hf/sf <-> qf conversions.", worse=None),
-    _m("qfloat_arith", "bench_codegen.HexagonInstructions.track_qfloat_arith", "qfloat_arith", "instructions",
+    _m("qfloat_arith", "bench_codegen.HexagonCodegen.track_qfloat_arith", "qfloat_arith", "instructions",
        "HVX qfloat arithmetic (vmpy/vadd/vsub giving qf16/qf32).", worse=None),
-    _m("qfloat_convert", "bench_codegen.HexagonInstructions.track_qfloat_convert", "qfloat_convert",
+    _m("qfloat_convert", "bench_codegen.HexagonCodegen.track_qfloat_convert", "qfloat_convert",
        "instructions", "Conversions between qfloat and IEEE vectors.", worse=None),
-    _m("hvx_fp_vector_instructions", "bench_codegen.HexagonInstructions.track_hvx_fp_vector_instructions",
+    _m("hvx_fp_vector_instructions", "bench_codegen.HexagonCodegen.track_hvx_fp_vector_instructions",
        "hvx_fp_vector", "instructions", "Instructions on HVX vectors of hf/sf/qf16/qf32.", worse=None),
-    _m("scalar_fp_instructions", "bench_codegen.HexagonInstructions.track_scalar_fp_instructions", "scalar_fp",
+    _m("scalar_fp_instructions", "bench_codegen.HexagonCodegen.track_scalar_fp_instructions", "scalar_fp",
        "instructions", "Scalar floating-point instructions (sf*/df*, convert_*).", worse=None),
     _m("emulated_seconds", "bench_codegen.HexagonEmulated.track_emulated_seconds", "emulated_s",
        "seconds (emulated)", "Guest-measured seconds of the kernel call under qemu-hexagon (not hardware latency)."),
@@ -125,7 +138,7 @@ METRICS: tuple[Metric, ...] = (
        "Instructions the kernel call executed (constant extenders and nops are none)."),
     _m("hvx_instructions", "bench_codegen.HexagonCounts.track_hvx_instructions", "hvx_instructions",
        "instructions", "HVX instructions the kernel call executed.", worse=None),
-    _m("hvx_efficiency", "bench_codegen.HexagonEfficiency.track_hvx_efficiency", "hvx_efficiency", "fraction",
+    _m("hvx_efficiency", "bench_codegen.HexagonCounts.track_hvx_efficiency", "hvx_efficiency", "fraction",
        "The fewest packets HVX's two multiply resources allow for the conv2d or dense (packet_floor) over "
        "the packets executed: 1 is the machine's limit.", worse=LOWER),
     # The PyTorch peer: bench_peer
@@ -138,7 +151,8 @@ METRICS: tuple[Metric, ...] = (
 )
 
 BY_NAME = {m.name: m for m in METRICS}
-BY_BENCHMARK = {m.benchmark: m for m in METRICS}
+#: asv benchmark name -> metric, of the metrics asv records
+BY_BENCHMARK = {m.benchmark: m for m in METRICS if m.in_asv}
 
 
 def get(name: str) -> Metric:

@@ -26,7 +26,7 @@ from suite.history import dashboard
 pytestmark = pytest.mark.slow
 
 CHROMIUM = Path("/usr/bin/chromium")
-GRAPH = "bench_latency.Throughput.track_gflops"
+GRAPH = "bench_latency.Throughput.track_latency_median"
 #: The CDN files asv pins that npm has byte for byte; the flot files and stupidtable are served
 #: from other builds, with their integrity recomputed.
 SAME_BYTES = {

@@ -131,6 +131,7 @@ def test_run_on_emulated_target_records_emulated_time_and_no_failures(cli, tmp_p
     def skipped(name):  # asv stores a skipped parameter combination as NaN
         return results[name][0][0] is None or math.isnan(results[name][0][0])
 
-    assert skipped("bench_codegen.HexagonInstructions.track_qfloat_instructions")
+    # qfloat instruction counts (kept beside asv's results: no direction) are no asv benchmark
+    assert not any(name.endswith("track_qfloat_instructions") for name in results)
     # latency is not even a parameter of an emulated-only run: Throughput has no combination to time
     assert "bench_latency.Throughput.track_latency_median" not in results

@@ -152,13 +152,8 @@ class Need(enum.Enum):
                 "{target} is not an emulated target")
     COUNTS = ("counts", lambda t: t.mode is Mode.EMULATED and t.codegen, lambda r: r.counts is not None,
               "{target} counts no executed packets (not an emulated Hexagon target)")
-    EFFICIENCY = ("efficiency", lambda t: t.mode is Mode.EMULATED and t.codegen,
-                  lambda r: bool((r.counts or {}).get("packet_floor")),
-                  "no HVX packet floor: not a conv2d or dense, or not counted")
     CODEGEN = ("codegen", lambda t: t.codegen, lambda r: r.codegen is not None,
                "{target} has no Hexagon compile metrics")
-    ASSEMBLY = ("assembly", lambda t: t.codegen, lambda r: "instructions" in (r.codegen or {}),
-                "{target} keeps no assembly to count instructions in")
     IEEE_TWIN = ("ieee_twin", lambda t: t.ieee_twin, lambda r: r.twin_metrics is not None,
                  "{target} has no IEEE twin (it runs no HVX floating-point model)")
 

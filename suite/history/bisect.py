@@ -46,6 +46,9 @@ def run_bisect(tvm_repo: Path, range_spec: str, ids, metric_name: str, out_dir: 
     metric = tracked.get_or_fail(metric_name)
     if metric.worse is None:
         raise UserError(f"metric {metric_name} has no worse direction: nothing to bisect")
+    if not metric.in_asv:  # asv find searches asv's benchmarks, which are lower-is-better
+        raise UserError(f"metric {metric_name} is higher-is-better, and asv records only lower-is-better "
+                        f"metrics; bisect {'latency' if metric_name == 'gflops' else 'packets'} instead")
     if reason := targets.get(ids[2]).unavailable():  # every commit would skip it: no verdict
         raise UserError(f"cannot bisect on {ids[2]} here: {reason}")
     repo = releases.check_repo(tvm_repo)
@@ -71,8 +74,6 @@ def _bisect(repo, range_spec, ids, metric, out_dir, env_dir, thresholds, git_mir
     offset = ready.log.stat().st_size
     args = ["find", f"{start}^..{hashes[-1]}" if _has_parent(repo, start) else f"{start}..{hashes[-1]}",
             f"^{re.escape(metric.benchmark)}\\(", *ready.machine_args, "--show-stderr"]  # parameterized: name(params)
-    if metric.worse == tracked.LOWER:
-        args.append("--invert")
     status = driver.asv(ready.config, *args, log=ready.log, phase="asv find")
     text = ready.log.read_text(errors="replace")[offset:]
     tested = list(dict.fromkeys(git.git(repo, "rev-parse", h) for h in _TESTED.findall(text)))

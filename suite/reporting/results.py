@@ -336,10 +336,21 @@ def load(results_dir, tvm_repo=None) -> History:
     hashes = sorted(asv_dates.keys() | {r.commit_hash for _m, r, _p in loaded})
     side = {(r.commit_hash, m): runstore.load(runstore.Place(run_dir, m, r.commit_hash)) for m, r, _p in loaded}
     _verify(values, side, sources)
+    _add_kept_values(values, side)
     commits, note, commit_url, repo = _commits(results_dir, tvm_repo, hashes, asv_dates)
     return History(results_dir, tuple(commits), values, tuple(sorted(set(machines))), tuple(files), note,
                    commit_url, repo if repo is not None and not _versions_repo(repo, results_dir) else None,
                    side, runstore.load_remeasured(run_dir), recovered)
+
+
+def _add_kept_values(values, side: dict) -> None:
+    """The metrics asv does not record (suite.tracked: not lower-is-better) from what each run kept."""
+    for (commit, machine), kept in side.items():
+        for (ids, benchmark_class), reported in kept.values.items():
+            for name, value in reported.items():
+                metric = tracked.BY_NAME.get(name)
+                if metric is not None and not metric.in_asv and f"{metric.module}.{metric.cls}" == benchmark_class:
+                    values.setdefault(name, {}).setdefault(Series(*ids, machine=machine), {})[commit] = value
 
 
 def _verify(values, side: dict, sources: dict) -> None:
