@@ -102,8 +102,12 @@ def warm_cache(grid: Grid, place: runstore.Place, log=print, cluster: str | None
                   if cluster is None and ahead.worth_it(combos) else None)
         for combo in combos:
             t0 = time.perf_counter()
-            if helper is not None:
+            if helper is not None and helper.taken_back is None:
                 helper.wait(combo)
+                if helper.taken_back is not None:  # said once: the rest is measured here
+                    print(f"tvm-suite: {helper.taken_back}: ended; its work is measured here", file=sys.stderr,
+                          flush=True)
+                    log(f"  {helper.taken_back}: ended; its work is measured here")
             record = records[combo] = measurement.measure(combo)
             measure_s += time.perf_counter() - t0
             if record.ok and record.kind is Kind.LATENCY:

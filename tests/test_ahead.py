@@ -58,3 +58,26 @@ def test_a_helper_is_worth_it_for_more_than_one_combination():
     combos = _combos()
     assert ahead.worth_it(combos) is (len(os.sched_getaffinity(0)) > 1)
     assert not ahead.worth_it(combos[:1])
+
+
+@pytest.mark.parametrize("how", ["stopped", "no progress"])
+def test_a_stopped_or_wedged_helper_is_ended_and_its_work_taken_back(fresh_cache, monkeypatch, how):
+    """kill -STOP the helper: the suite does not wait on it for as long as it stays stopped. A
+    helper whose processes use no CPU for STALL_S seconds (here told it is sleeping, not stopped)
+    is wedged, and taken back the same way."""
+    import signal
+
+    combos = _combos()
+    helper = ahead.MeasureAhead(combos)
+    os.kill(helper._process.pid, signal.SIGSTOP)
+    if how == "no progress":
+        monkeypatch.setattr(ahead, "_state", lambda pid: "S")
+        monkeypatch.setattr(ahead, "STALL_S", 2.0)
+    started = time.perf_counter()
+    helper.wait(combos[0])
+    waited = time.perf_counter() - started
+    assert waited < (2 if how == "stopped" else 5), waited
+    assert helper.taken_back.endswith("is stopped" if how == "stopped" else "made no progress for 2 s")
+    assert helper._process.poll() is not None  # ended, not left stopped
+    helper.wait(combos[1])  # the rest: at once
+    assert measurement.measure(combos[1]).ok
