@@ -332,13 +332,18 @@ def _machine_name(value: str) -> str:
     return value
 
 
-def _positive(value: str) -> int:
+#: The most trials a tuning takes: MetaSchedule counts them in a C++ int32 (and a million trials of
+#: seconds each is years of tuning).
+MAX_TRIALS = 1_000_000
+
+
+def _trials(value: str) -> int:
     try:
         number = int(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{number} is not at least 1")
+    if not 1 <= number <= MAX_TRIALS:
+        raise argparse.ArgumentTypeError(f"{number} is not between 1 and {MAX_TRIALS:,}")
     return number
 
 
@@ -388,7 +393,7 @@ def _add_tune(sub) -> None:
     p.add_argument("--target", default="llvm", help=", ".join(targets.names()))
     p.add_argument("--dtype", required=True, help=", ".join(workloads.DTYPES))
     p.add_argument("--workload", type=_names, help="comma-separated ids or model names (default: seed + resnet50)")
-    p.add_argument("--trials", type=_positive, default=64, help="MetaSchedule trials per workload (at least 1)")
+    p.add_argument("--trials", type=_trials, default=64, help="MetaSchedule trials per workload, 1 to 1,000,000 (default: %(default)s)")
     p.add_argument("--skip-existing", action="store_true",
                    help="keep workloads whose record was tuned by this target's measure")
     p.set_defaults(func=cmd_tune)
