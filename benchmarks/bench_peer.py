@@ -10,5 +10,9 @@ timing = safe_import("suite.core.timing")
 class PyTorchPeer(ComboBenchmark):
     need = "LATENCY"
 
+    @staticmethod
+    def runs_here() -> bool:
+        return peers is not None and peers.available()
+
     def read(self):
         return peers.ratios_for_asv(self.combo, timing.for_asv(self.combo).median)

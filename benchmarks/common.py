@@ -75,6 +75,10 @@ class ComboBenchmark:
     version = "2"
     need = "RECORD"
     against_default = False  #: compares with the default order: default itself is left out
+    #: What the class needs on this machine besides the grid (None: nothing): a class whose
+    #: ``runs_here()`` is False has no benchmarks in this run, rather than a process per combination
+    #: that could only be skipped.
+    runs_here = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -82,7 +86,7 @@ class ComboBenchmark:
             # Only the combinations that can give what the class needs: no process per combination
             # that could only be skipped (a class with none left has no benchmarks in this run).
             grid = GRID.for_need(record.Need[cls.need], cls.against_default)
-            if grid is None:
+            if grid is None or (cls.runs_here is not None and not cls.runs_here()):
                 return
             cls.params = grid.params()
         if tracked is not None:

@@ -71,12 +71,17 @@ def discover(targets, orders="default,tuned"):
 def test_benchmarks_are_exactly_the_declared_metrics_asv_reads_right():
     """asv's own discovery finds one benchmark per declared lower-is-better metric, and nothing
     else: no higher-is-better, signed or direction-less value, which asv would misread."""
+    from suite.core import peers
+
     found = discover("llvm,hexagon-v68,hexagon-v68-emu,hexagon-v68-qf")
-    assert set(found) == {m.benchmark for m in tracked.METRICS if m.worse == tracked.HIGHER}
+    asv_reads = {m.benchmark for m in tracked.METRICS if m.worse == tracked.HIGHER}
+    if not peers.available():  # no PyTorch: the peer's benchmarks are not in the run at all
+        asv_reads = {b for b in asv_reads if not b.startswith("bench_peer.")}
+    assert set(found) == asv_reads
     for name in ("gflops", "bias_shift", "mean_signed_error", "error_ratio_z", "hvx_efficiency", "qfloat_arith"):
         assert tracked.get(name).benchmark not in found, name
     for metric in tracked.METRICS:
-        if metric.in_asv:
+        if metric.benchmark in asv_reads:
             assert found[metric.benchmark][0] == metric.unit, metric
 
 
