@@ -57,6 +57,9 @@ def write_conf(out_dir: Path, name: str, repo: Path, **overrides) -> Path:
 
 
 _PERCENT = re.compile(r"^\[\s*(\d+(?:\.\d+)?)%\]")
+#: What of asv's progress line is shown: the benchmark it is at (asv's tables and "For parameters"
+#: lines share the prefix, and are not shown).
+_BENCHMARK = re.compile(r"^(?:\.\.\.)?[\w.]*\.(?:track|time|mem|peakmem)_\w+")
 
 
 def asv(config: Path, *args: str, log: Path, phase: str | None = None) -> int:
@@ -65,6 +68,7 @@ def asv(config: Path, *args: str, log: Path, phase: str | None = None) -> int:
     lines) is shown on the terminal."""
     args = ["-m", "asv", "--config", str(config), *args]
     shown = Progress(phase, 100.0, counted=False) if phase else None
+    label = ""
     with log.open("a") as handle:
         handle.write(f"$ {sys.executable} {' '.join(args)}\n")
         handle.flush()
@@ -81,7 +85,9 @@ def asv(config: Path, *args: str, log: Path, phase: str | None = None) -> int:
                 handle.write(line)
                 found = _PERCENT.match(line.strip())
                 if shown and found and "···" in line:
-                    shown.update(float(found.group(1)), line.strip().split("···")[-1].strip())
+                    benchmark = _BENCHMARK.match(line.strip().split("···")[-1].strip())
+                    label = benchmark.group(0) if benchmark else label
+                    shown.update(float(found.group(1)), label)
             status = process.wait()
         except BaseException:
             children.end(process)
