@@ -459,7 +459,7 @@ class _InputArguments:
         if shapes != self.shapes:
             local_runner = importlib.import_module(meta_schedule().__name__ + ".runner.local_runner")
             return local_runner.default_alloc_argument(device, args_info, alloc_repeat)
-        with np_load(self.path) as data:
+        with _np_load(self.path) as data:
             arrays = [data[f"arg{i}"] for i in range(len(data.files))]
         made = []
         for _ in range(alloc_repeat):
@@ -487,7 +487,7 @@ class _CheckedEvaluator:
         return runner_utils.run_evaluator_common(rt_mod, device, evaluator_config, repeated_args)
 
 
-def np_load(path):
+def _np_load(path):
     import numpy
 
     return numpy.load(path, allow_pickle=False)

@@ -228,12 +228,18 @@ def _tune(workload_id: str, dtype: str, target, trials: int, log) -> dict:
     by_packets = target.tuning_measure == "packets"
     # Read before the search (the lock keeps it as it is); only a deterministic measure compares it.
     previous = _previous_trace(target, dtype, workload_id) if by_packets else None
-    try:
-        found = search(func, target, trials, inputs, workload.output_shape, dtype, check,
-                       f"{target.name}-{dtype}-{workload_id}")
-        first_refusal = check.first_refusal
+    try:  # the check stays until the record is written: the record replaced is measured with it
+        return _record(workload_id, dtype, target, trials, log, search(
+            func, target, trials, inputs, workload.output_shape, dtype, check, f"{target.name}-{dtype}-{workload_id}"),
+            check, previous)
     finally:
         check.remove()
+
+
+def _record(workload_id: str, dtype: str, target, trials: int, log, found: Search, check, previous) -> dict:
+    """The record of a search (and of the record it replaces, where the measure compares them)."""
+    by_packets = target.tuning_measure == "packets"
+    first_refusal = check.first_refusal
     measured, logs, elapsed = found.measured, found.logs, found.seconds
     record = {
         "workload": workload_id,
