@@ -117,6 +117,8 @@ def _outcome_lines(outcome: TargetOutcome) -> list[str]:
         timing = f" (built and run in {seconds.get('before', 0):.1f} s + {seconds.get('after', 0):.1f} s)"
     lines.append(f"{name} {j.kind}: {j.summary}{timing}")
     f = j.figures
+    if j.kind == verdict.EQUIVALENT and "before_bound_fraction" in f:
+        lines.append(" " * 11 + f"both use {f['before_bound_fraction']:.3g} of the rounding bound")
     if "after_bound_fraction" in f:
         bits = [f"bound fraction before {f['before_bound_fraction']:.3g}, after {f['after_bound_fraction']:.3g}"]
         if "twin_after_bound_fraction" in f:

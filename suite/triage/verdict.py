@@ -113,11 +113,16 @@ class Bound:
         return bounds.bound_fractions(y, e.value, e.magnitude, e.k, e.dtype, self.lam)["prob_bound_fraction"]
 
     def beyond(self, y) -> np.ndarray:
+        """Elements beyond the bound (an element without one, after a floor or round, never is)."""
         e = self.expected
         with np.errstate(invalid="ignore", over="ignore"):
             error = np.abs(y.astype(np.float64) - e.value)
-            exact_finite = np.isfinite(e.value)
-            return exact_finite & ((error > self.limit * self.gamma * e.magnitude) | ~np.isfinite(error))
+            judged = np.isfinite(e.value) & ~np.isnan(e.magnitude)
+            return judged & ((error > self.limit * self.gamma * e.magnitude) | ~np.isfinite(error))
+
+    def unbounded(self) -> int:
+        """Output elements without a rounding bound (computed through floor, ceil, round...)."""
+        return int(np.count_nonzero(np.isnan(self.expected.magnitude)))
 
     def of(self, index) -> float:
         return float(self.limit * self.gamma * self.expected.magnitude[index])
@@ -129,7 +134,12 @@ def judge(expected: Expected, before: np.ndarray, after: np.ndarray, twin_before
     with the IEEE twin's outputs of the same builds where the target has one."""
     thresholds = thresholds or rules.load_thresholds()
     if same_bits(before, after):
-        return Judgement(EQUIVALENT, f"after's output is before's, bit for bit ({after.size:,} elements)")
+        figures = {}
+        if expected.magnitude is not None:  # how close the shared output is to the exact value
+            figures = {"accumulation_length": expected.k,
+                       "before_bound_fraction": Bound(expected, thresholds).fraction(before)}
+        return Judgement(EQUIVALENT, f"after's output is before's, bit for bit ({after.size:,} elements)", None,
+                         figures)
     if expected.magnitude is None:
         return _judge_exact(expected, before, after)
     return _judge_float(expected, before, after, twin_before, twin_after, thresholds)
@@ -182,6 +192,9 @@ def _judge_float(expected, before, after, twin_before, twin_after, thresholds) -
                "before_bound_fraction": bound.fraction(before), "after_bound_fraction": bound.fraction(after),
                **_divergence(after, before), **_shift(after, before, expected.value)}
     notes = []
+    if unbounded := bound.unbounded():
+        notes.append(f"{unbounded:,} of {after.size:,} elements have no rounding bound (the program rounds to "
+                     "integers on the way: floor, ceil, round): the verdict is the other elements'")
     before_beyond = bound.beyond(before)
     if before_beyond.any():
         at = _index(int(np.argmax(before_beyond)), before.shape)
