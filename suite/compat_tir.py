@@ -565,7 +565,7 @@ def translate(func, name: str) -> ir.Program:
     translator = _Translator()
     params = tuple(translator.buf(b, param=True) for b in _param_buffers(func))
     body = translator.stmt(func.body)
-    return ir.Program(name, params, body, script(func, name))
+    return ir.Program(name, params, body)
 
 
 def signature(func) -> list[tuple[str, tuple[int, ...], str]]:

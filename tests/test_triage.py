@@ -529,3 +529,23 @@ def test_a_trace_as_json_and_as_printed(cli, tmp_path):
         status, report = triage(cli, CASES / "matmul.py", "--trace", tmp_path / trace)
         assert status == 0 and report["verdict"] == "EQUIVALENT", report
         assert report["targets"][0]["figures"]["before_bound_fraction"] < 1
+
+
+def test_no_target_that_runs_here_is_no_verdict(cli):
+    """Skipped targets are said with their reason; with none left there is no verdict (exit 1)."""
+    status, report = triage(cli, CASES / "matmul.py", CASES / "matmul.py", "--target", "hexagon-v68")
+    assert status == 1 and report["verdict"] is None
+    (outcome,) = report["targets"]
+    assert outcome["status"] == "skipped" and "compile-only" in outcome["reason"]
+    done = cli("triage", str(CASES / "matmul.py"), str(CASES / "matmul.py"), "--target", "hexagon-v68")
+    assert done.stdout.startswith("NO VERDICT: no target ran both programs (hexagon-v68: hexagon-v68 is compile-only")
+
+
+def test_inputs_from_a_file_and_ranges(cli, tmp_path):
+    """--inputs NAME=FILE.npy gives one input's values; a range the others'; UNDEFINED still
+    needs no compile, and the reference says which inputs it ran on."""
+    np.save(tmp_path / "a.npy", np.full(16, 3, dtype="int32"))
+    status, report = triage(cli, CASES / "shift32.py", CASES / "shift32.py", "--inputs", f"A={tmp_path / 'a.npy'}")
+    assert status == 13 and report["inputs"] == [f"A from {tmp_path / 'a.npy'}"]
+    status, report = triage(cli, CASES / "stencil_oob.py", CASES / "stencil_oob.py", "--inputs", "0:1")
+    assert status == 13 and report["inputs"] == ["A uniform [0, 1)"]

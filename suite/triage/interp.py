@@ -101,18 +101,6 @@ class Finding:
                 "iteration": self.iteration, "count": self.count}
 
 
-KINDS = {
-    "out_of_bounds_read": "reads out of bounds",
-    "out_of_bounds_write": "writes out of bounds",
-    "uninitialized_read": "reads an element nothing wrote",
-    "shift_out_of_range": "shifts by the type's width or more (or a negative amount)",
-    "signed_overflow": "overflows a signed integer",
-    "division_by_zero": "divides by zero",
-    "conversion_overflow": "converts a float to an integer type it does not fit",
-    "output_not_written": "never writes part of its output",
-}
-
-
 @dataclass
 class Result:
     """What the interpreter computed: the output (float64, or int64/bool), its magnitude and
@@ -123,7 +111,6 @@ class Result:
     magnitude: np.ndarray | None
     roundings: np.ndarray | None
     findings: list[Finding]
-    demanded: dict | None = None
 
     @property
     def k(self) -> int:
@@ -212,9 +199,7 @@ class Interpreter:
         magnitude = roundings = None
         if st.kind == "f":
             magnitude, roundings = st.m.reshape(shape), st.d.reshape(shape)
-        demanded = ({b.name: self.demand.get(id(b)) for b in self.program.params}
-                    if self.demand is not None else None)
-        return Result(st.v.reshape(shape), magnitude, roundings, list(self.findings.values()), demanded)
+        return Result(st.v.reshape(shape), magnitude, roundings, list(self.findings.values()))
 
     def exec(self, stmt: ir.Stmt) -> None:
         kind = type(stmt)
@@ -652,9 +637,8 @@ class Interpreter:
     def _select(self, expr: ir.Select):
         cond = self._bool(self.eval(expr.cond))
         if isinstance(cond, bool):
-            if not expr.lazy:  # T.Select evaluates both sides
-                other = self.eval(expr.b if cond else expr.a)
-                del other
+            if not expr.lazy:  # T.Select evaluates both sides: the other side's loads are checked too
+                self.eval(expr.b if cond else expr.a)
             return self.eval(expr.a if cond else expr.b)
         saved = self.mask
         try:
@@ -691,18 +675,9 @@ class Interpreter:
         if op in ir.COMPARISONS:
             a, b = self.materialize(a), self.materialize(b)
             return _compare(op, a, b)
-        if isinstance(a, (int, Affine)) and isinstance(b, (int, Affine)) and op in ("add", "sub", "mul"):
-            if op == "mul" and not (isinstance(a, int) or isinstance(b, int)):
-                pass
-            else:
-                if op == "add":
-                    result = (a.plus(b) if isinstance(a, Affine) else (b.plus(a) if isinstance(b, Affine) else a + b))
-                elif op == "sub":
-                    neg = b.times(-1) if isinstance(b, Affine) else -b
-                    result = a.plus(neg) if isinstance(a, Affine) else (neg.plus(a) if isinstance(neg, Affine) else a + neg)
-                else:
-                    result = a.times(b) if isinstance(a, Affine) else (b.times(a) if isinstance(b, Affine) else a * b)
-                return self._fit(result, dtype, op)
+        affine = isinstance(a, (int, Affine)) and isinstance(b, (int, Affine))
+        if affine and (op in ("add", "sub") or op == "mul" and (isinstance(a, int) or isinstance(b, int))):
+            return self._fit(_affine_op(op, a, b), dtype, op)
         a, b = self.materialize(a), self.materialize(b)
         kind, bits = ir.kind_of(dtype), ir.bits_of(dtype)
         if op in ("add", "sub", "mul"):
@@ -890,6 +865,15 @@ class Interpreter:
 
 
 # ----------------------------------------------------------------------------- helpers
+
+def _affine_op(op: str, a, b):
+    """``a op b`` for ints and Affine values (``mul``: one of them an int)."""
+    if op == "sub":
+        op, b = "add", (b.times(-1) if isinstance(b, Affine) else -b)
+    if op == "add":
+        return a.plus(b) if isinstance(a, Affine) else b.plus(a) if isinstance(b, Affine) else a + b
+    return a.times(b) if isinstance(a, Affine) else b.times(a) if isinstance(b, Affine) else a * b
+
 
 _OP_WORDS = {"add": "an addition", "sub": "a subtraction", "mul": "a multiplication", "div": "a division",
              "mod": "a remainder", "floordiv": "a floor division", "floormod": "a floor remainder"}

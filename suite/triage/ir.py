@@ -12,21 +12,8 @@ Expressions: :class:`Const`, :class:`Var`, :class:`Load`, :class:`Binary`, :clas
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-#: Binary operators. ``div``/``mod`` are TIR's Div/Mod: true division for floats, C's truncating
-#: division for integers; ``floordiv``/``floormod`` round toward minus infinity.
-BINARY_OPS = frozenset({
-    "add", "sub", "mul", "div", "mod", "floordiv", "floormod", "min", "max", "pow",
-    "eq", "ne", "lt", "le", "gt", "ge", "and", "or",
-    "shl", "shr", "bitand", "bitor", "bitxor",
-})
-#: Unary operators: arithmetic, logic and the math functions the interpreter knows.
-UNARY_OPS = frozenset({
-    "neg", "not", "bitnot", "abs", "exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt",
-    "tanh", "sigmoid", "erf", "sin", "cos", "floor", "ceil", "round", "nearbyint", "trunc",
-    "isnan", "isinf", "isfinite",
-})
 COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
 
 
@@ -224,12 +211,11 @@ class Nop(Stmt):
 
 @dataclass(eq=False)
 class Program:
-    """One PrimFunc: its name, parameter buffers in order, body and TVMScript text."""
+    """One PrimFunc: its name, parameter buffers in order, and body."""
 
     name: str
     params: tuple[Buf, ...]
     body: Stmt
-    script: str = field(default="", repr=False)
 
     def written_params(self) -> list[Buf]:
         """The parameters some store writes, in parameter order."""
