@@ -507,6 +507,19 @@ def checking_runner(inputs, output_shape, dtype: str, check, timeout_s: float = 
                                  f_run_evaluator=_CheckedEvaluator(check, shapes))
 
 
+def record_schedule(record):
+    """The schedule of a MetaSchedule tuning record, its trace applied as ``compile_tir`` applies
+    the best one (postprocessors kept)."""
+    sch = schedule_namespace().Schedule(record.workload.mod)
+    record.trace.apply_to_schedule(sch, remove_postproc=False)
+    return sch
+
+
+def record_arguments(record) -> list:
+    """[(dtype, shape), ...] of the parameters a tuning record's candidate was measured with."""
+    return [(str(a[1]), [int(d) for d in a[2]]) for a in (attr_to_python(i.as_json()) for i in record.args_info)]
+
+
 def tuning_space(kind: str):
     """MetaSchedule's design space with the schedule rules, postprocessors and mutators that TVM
     selects for targets of ``kind`` ("llvm", "cuda", "hexagon"), whatever the kind of the target

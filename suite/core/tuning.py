@@ -188,7 +188,15 @@ class Search:
 
 def search(func, target, trials: int, inputs, output_shape, dtype: str, check, label: str) -> Search:
     """MetaSchedule's search for the best schedule of ``func`` on ``target`` (``trials`` trials),
-    every candidate's output judged by ``check`` (an :class:`OutputCheck`) before it is measured."""
+    every candidate's output judged by ``check`` (an :class:`OutputCheck`).
+
+    The runner checks a candidate whose parameters are the function's. MetaSchedule measures some
+    llvm candidates with their weights' layout rewritten (RewriteLayout: the weights arrive
+    transformed, and the runner, which has them in their own layout only, cannot check the
+    output); before a schedule is chosen, such a candidate is checked as the ``tuned`` order will
+    run it, its trace replayed and built by the target (the rewrite inside the function), and
+    refused like any other; the next best one is tried then. So no record holds a candidate
+    whose output was not checked."""
     ms = compat.meta_schedule()
     module = compat.tvm().IRModule({"main": func.with_attr("global_symbol", "main")})
     tvm_target = target.tuning_target()
@@ -202,21 +210,42 @@ def search(func, target, trials: int, inputs, output_shape, dtype: str, check, l
             num_trials_per_iter=min(16, trials), seed=0, **options,
         )
         records = database.get_all_tuning_records()
-        # Queried with the module as tune_tir stored it (it adds attributes, e.g. noalias, that a
-        # function parsed from TVMScript may lack, and compile_tir would not find it).
-        schedule = ms.tir_integration.compile_tir(database, records[0].workload.mod if records else module,
-                                                  tvm_target)
         runs = [r for r in records if r.run_secs]
         if target.tuning_measure == "packets":  # the runner's own list: a count of packets may exceed 1e9
             measured = sorted(beside)
+            # Queried with the module as tune_tir stored it (it adds attributes, e.g. noalias, that a
+            # function parsed from TVMScript may lack, and compile_tir would not find it).
+            schedule = ms.tir_integration.compile_tir(database, records[0].workload.mod if records else module,
+                                                      tvm_target)
         else:  # MetaSchedule's seconds, where a failure reads 1e10
-            measured = [s for s in sorted(min(float(s) for s in r.run_secs) for r in runs) if s < FAILED_RUN_S]
+            schedule, seconds = _checked_best(runs, target, inputs, output_shape, dtype, check)
+            measured = sorted(seconds)
         logs = _keep_logs(Path(work_dir), label)
     if schedule is None:
         raise UserError(f"MetaSchedule found no valid schedule for {label} in {trials} trials"
                         + (f" ({check.refused} candidate(s) refused: CHANGED)" if check.refused else ""))
     return Search(schedule.mod["main"], _plain(schedule.trace.as_json()), measured, len(runs) - len(measured),
                   check.refused, check.checked, logs, time.perf_counter() - started, module, measure_module)
+
+
+def _checked_best(runs, target, inputs, output_shape, dtype: str, check):
+    """(The schedule of the fastest candidate whose output was checked, the seconds of every
+    candidate that ran and was not refused); see :func:`search`."""
+    shapes = [(str(a.dtype), [int(d) for d in a.shape]) for a in inputs] + [(dtype, [int(d) for d in output_shape])]
+    seconds = {id(r): min(float(s) for s in r.run_secs) for r in runs}
+    ranked = sorted((r for r in runs if seconds[id(r)] < FAILED_RUN_S), key=lambda r: seconds[id(r)])
+    refused = set()
+    for record in ranked:
+        schedule = compat.record_schedule(record)
+        if compat.record_arguments(record) != shapes:  # measured with rewritten weights: check it as replayed
+            with tempfile.TemporaryDirectory(prefix="tvm-suite-replay-") as where:
+                path = Path(where) / target.KERNEL_FILE
+                target.build(target.prepare(schedule.mod["main"], "tuned"), path)
+                if check(target.load(path, inputs, output_shape, dtype).output()):
+                    refused.add(id(record))
+                    continue
+        return schedule, [seconds[id(r)] for r in ranked if id(r) not in refused]
+    return None, []
 
 
 def _tune(workload_id: str, dtype: str, target, trials: int, log) -> dict:
@@ -270,8 +299,9 @@ def _record(workload_id: str, dtype: str, target, trials: int, log, found: Searc
     record["trace_sha256"] = trace_digest(record["trace"])
     path = trace_path(target.name, dtype, workload_id)
     cache.write_json(path, record)
-    refused = (f", {found.refused} of {found.checked} checked refused ({first_refusal})" if found.refused
-               else f", {found.checked} checked against the reference, none refused")
+    refused = (f", {found.refused} of {found.checked} outputs checked refused ({first_refusal})" if found.refused
+               else f", {found.checked} outputs checked against the reference (by the runner, or replayed where "
+                    "MetaSchedule rewrote the weights' layout), none refused")
     log(f"tuned {workload_id} {dtype} {target.name}: {trials} trials in {elapsed:.0f} s, "
         f"{len(measured)} ran{refused}, {best} -> {path} (MetaSchedule's logs, with the reason of each failed "
         f"candidate: {logs})")
