@@ -54,8 +54,10 @@ class Request:
             targets.get(name)  # UnknownTarget lists the valid ones
         if self.tune is not None and self.tune < 1:
             raise UserError(f"--tune {self.tune}: give at least 1 trial")
-        if self.repro is not None and self.repro.is_dir():
-            raise UserError(f"--repro {self.repro} is a directory; give the path of the script to write")
+        if self.repro is not None and (self.repro.is_dir() or not self.repro.parent.is_dir()):
+            raise UserError(f"--repro {self.repro}: {'a directory' if self.repro.is_dir() else 'its directory does not exist'}"
+                            "; give the path of the script to write")
+        self.targets = list(dict.fromkeys(self.targets))
         inputs_mod.parse(self.inputs)
 
     def after_words(self) -> str:
