@@ -435,7 +435,7 @@ class OutputCheck:
         return problem
 
     def _beyond(self, output, ref, magnitude) -> str | None:
-        from suite.reporting import rules
+        from suite.reporting import thresholds
         from suite.triage import verdict
 
         if output.shape != ref.shape:
@@ -447,7 +447,7 @@ class OutputCheck:
             index = tuple(int(i) for i in np.unravel_index(int(np.argmax(wrong)), ref.shape))
             return (f"CHANGED: output{list(index)} = {output[index].item()}, exact {ref[index].item()} "
                     f"({int(wrong.sum()):,} of {ref.size:,} integer elements differ)")
-        bound = verdict.Bound(verdict.Expected(ref, magnitude, self.k, "output", self.dtype), rules.load_thresholds())
+        bound = verdict.Bound(verdict.Expected(ref, magnitude, self.k, "output", self.dtype), thresholds.load())
         beyond = bound.beyond(output)
         if not beyond.any():
             return None

@@ -53,7 +53,7 @@ class Report:
     @property
     def exit_status(self) -> int:
         found = self.verdict
-        return verdict.EXIT_STATUS[found] if found else verdict.NO_VERDICT
+        return int(verdict.EXIT_STATUS[found] if found else verdict.NOTHING_RAN)
 
     def to_json(self) -> dict:
         return {

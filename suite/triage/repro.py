@@ -105,13 +105,9 @@ def _script(program, before_script, after_script, arrays, spec, expected, index,
     exact = expected.value[index]
     bound = None
     if floats:
-        from suite.core import bounds
-        from suite.reporting import rules
+        from suite.reporting import thresholds
 
-        thresholds = rules.load_thresholds()
-        bound = (thresholds["bound"]["max_fraction"] * bounds.gamma_tilde(expected.k, expected.dtype,
-                                                                          thresholds["bound"]["lambda"])
-                 * float(expected.magnitude[index]))
+        bound = verdict.Bound(expected, thresholds.load()).of(index)
     lines = []
     for position, param in enumerate(params):
         if region is None:

@@ -2,11 +2,11 @@
 statuses, and the rules, which are the suite's own (nothing here is a second copy of them):
 
 - the rounding bound: ``suite.core.bounds`` (gamma~_K(lambda) * m, Higham & Mary's probabilistic
-  bound, lambda and the limit from ``reports/thresholds.toml`` [bound]);
+  bound, lambda and the limit from ``reports/thresholds.toml`` [bound], ``suite.reporting.thresholds``);
 - how two outputs' errors compare: ``suite.core.metrics`` (``error_shift``: error ratio and bias
   shift; ``divergence``: differing elements, ULP distance);
 - when such a change is a mark, and whether the arithmetic or the schedule caused it:
-  ``suite.reporting.rules`` (``shift_rules``, the IEEE twin's judgement), [divergence] thresholds.
+  ``suite.reporting.rules`` (``shift_rules``, ``cause``: the IEEE twin's judgement), [divergence].
 
 Kinds, from the least to the most serious (a triage over several targets reports the most
 serious one, naming the targets):
@@ -29,15 +29,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from suite.core import bounds, metrics
+from suite.errors import ExitCode
 from suite.reporting import rules
+from suite.reporting import thresholds as thresholds_file
 
 EQUIVALENT, REORDERED, ARITHMETIC, CHANGED, UNDEFINED = "EQUIVALENT", "REORDERED", "ARITHMETIC", "CHANGED", "UNDEFINED"
 #: Least serious first.
 KINDS = (EQUIVALENT, REORDERED, ARITHMETIC, CHANGED, UNDEFINED)
-#: ``tvm-suite triage``'s exit status per verdict; 1: no verdict (nothing ran), 2: bad input,
-#: 130/143: interrupted.
-EXIT_STATUS = {EQUIVALENT: 0, REORDERED: 10, ARITHMETIC: 11, CHANGED: 12, UNDEFINED: 13}
-NO_VERDICT = 1
+#: ``tvm-suite triage``'s exit status per verdict (``suite.errors.ExitCode``); no target built and
+#: ran both programs: NOT_READY (1); bad input: 2; interrupted: 130/143.
+EXIT_STATUS = {EQUIVALENT: ExitCode.OK, REORDERED: ExitCode.REORDERED, ARITHMETIC: ExitCode.ARITHMETIC,
+               CHANGED: ExitCode.CHANGED, UNDEFINED: ExitCode.UNDEFINED}
+NOTHING_RAN = ExitCode.NOT_READY
 
 
 def most_serious(kinds) -> str:
@@ -102,10 +105,10 @@ class Bound:
     """The rounding bound of one output: per element gamma~_K(lambda) * m, beyond which no
     summation order explains an error."""
 
-    def __init__(self, expected: Expected, thresholds: dict):
+    def __init__(self, expected: Expected, thresholds: thresholds_file.Thresholds):
         self.expected = expected
-        self.lam = thresholds["bound"]["lambda"]
-        self.limit = thresholds["bound"]["max_fraction"]
+        self.lam = thresholds.bound.lam
+        self.limit = thresholds.bound.max_fraction
         self.gamma = bounds.gamma_tilde(expected.k, expected.dtype, self.lam)
 
     def fraction(self, y) -> float:
@@ -129,10 +132,10 @@ class Bound:
 
 
 def judge(expected: Expected, before: np.ndarray, after: np.ndarray, twin_before: np.ndarray | None = None,
-          twin_after: np.ndarray | None = None, thresholds: dict | None = None) -> Judgement:
+          twin_after: np.ndarray | None = None, thresholds: thresholds_file.Thresholds | None = None) -> Judgement:
     """The verdict on ``after`` against ``before`` (the two programs' outputs on one target),
     with the IEEE twin's outputs of the same builds where the target has one."""
-    thresholds = thresholds or rules.load_thresholds()
+    thresholds = thresholds or thresholds_file.load()
     if same_bits(before, after):
         figures = {}
         if expected.magnitude is not None:  # how close the shared output is to the exact value
@@ -226,21 +229,21 @@ def _judge_float(expected, before, after, twin_before, twin_after, thresholds) -
                    f"{first['bound']:.4g} (gamma~_{expected.k}(lambda={bound.lam:g}) x {first['magnitude']:.4g}, "
                    f"{expected.dtype}); {int(beyond.sum()):,} of {after.size:,} elements beyond it")
         return Judgement(CHANGED, summary, first, figures, notes)
-    divergence = thresholds["divergence"]
-    crossed = rules.shift_rules(figures, divergence)
+    crossed = rules.shift_rules(figures, thresholds)
     words = (f"after's error is {figures['error_ratio']:.3f}x before's, bias shift {figures['bias_shift']:+.3f}; "
              f"{figures['differ_fraction']:.1%} of elements differ")
     if has_twin:
-        qfloat_marked = crossed or bound.beyond(after).any()
-        twin_crossed = rules.shift_rules(figures, divergence, "twin_")
+        marks = crossed + (["prob_bound_fraction"] if bound.beyond(after).any() else [])
+        causes = {mark: rules.cause(mark, figures, thresholds) for mark in marks}
         twin_words = (f"with IEEE rounding (the twin) {figures['twin_error_ratio']:.3f}x, bias shift "
                       f"{figures['twin_bias_shift']:+.3f}")
-        if qfloat_marked and not twin_crossed:
-            why = ", ".join(crossed) if crossed else "beyond the rounding bound"
+        if marks and all(c is rules.Cause.ARITHMETIC for c in causes.values()):
+            why = ", ".join("beyond the rounding bound" if m == "prob_bound_fraction" else m for m in marks)
             return Judgement(ARITHMETIC, f"qfloat: {words} (marked: {why}); {twin_words}, not marked: the "
                                          "arithmetic, not the schedule", None, figures, notes)
-        if qfloat_marked:
-            notes.append(f"the IEEE twin's error shifted as well ({', '.join(twin_crossed)}), within the rounding "
+        if marks:
+            notes.append(f"marked ({', '.join(marks)}), and the IEEE twin's error shifted as well "
+                         f"({', '.join(rules.shift_rules(figures, thresholds, 'twin_'))}), within the rounding "
                          "bound: a summation order that rounds worse, not arithmetic")
         return Judgement(REORDERED, f"both within the rounding bound (K = {expected.k}, {expected.dtype}): {words}; "
                                     f"{twin_words}", None, figures, notes)
