@@ -503,7 +503,7 @@ def _add_triage(sub) -> None:
     p.add_argument("--schedule", type=_path, metavar="FILE",
                    help="Python calling schedule primitives on `sch` (tvm.tir.Schedule spelling accepted)")
     p.add_argument("--trace", type=_path, metavar="FILE", help="a MetaSchedule trace (JSON, or printed as Python)")
-    p.add_argument("--tune", type=_positive, metavar="N", help="tune BEFORE with MetaSchedule, N trials per target, "
+    p.add_argument("--tune", type=_trials, metavar="N", help="tune BEFORE with MetaSchedule, N trials per target (1 to 1,000,000), "
                                                                 "each candidate checked against the reference")
     p.add_argument("--target", action="append", type=_names, metavar="T",
                    help=f"run on T (repeatable or comma-separated; default llvm): {', '.join(targets.names())}")
