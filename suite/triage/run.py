@@ -237,12 +237,14 @@ def _tuned(before, target, trials: int, arrays: dict, params, output: ir.Buf, ex
 
 @contextlib.contextmanager
 def _stdout_to_stderr():
-    """File descriptor 1 pointed at 2 for the block (C++ and Python writers alike)."""
+    """Standard output sent to standard error for the block: file descriptor 1 (C++ writers) and
+    ``sys.stdout`` (Python's, and the logging handlers MetaSchedule makes meanwhile)."""
     sys.stdout.flush()
     saved = os.dup(1)
     os.dup2(2, 1)
     try:
-        yield
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
     finally:
         sys.stdout.flush()
         os.dup2(saved, 1)
