@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_cli
 
 from suite import compat, compat_tir, targets
 from suite.core import reference, tuning, workloads
@@ -476,8 +477,10 @@ def test_tune_runner_refuses_a_changed_candidate_and_times_a_good_one(tmp_path):
 
 
 @pytest.mark.slow
-def test_triage_tune_checks_every_candidate(cli):
-    status, report = triage(cli, CASES / "matmul.py", "--tune", "4")
+def test_triage_tune_checks_every_candidate():
+    # A process of its own: MetaSchedule's logging setup fails on pytest's log-capture handlers once
+    # a tuning has run in the test process (TVM 0.27 s_tir/meta_schedule/logging.py).
+    status, report = triage(run_cli, CASES / "matmul.py", "--tune", "4")
     (llvm,) = report["targets"]
     assert llvm["tuning"]["checked"] == llvm["tuning"]["measured"] + llvm["tuning"]["refused"] >= 1
     assert status in (0, 10) and llvm["verdict"] in ("EQUIVALENT", "REORDERED")
