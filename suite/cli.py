@@ -295,6 +295,20 @@ def _stdout_lost(err: OSError, status: int | None) -> None:
         pass
 
 
+# ----------------------------------------------------------------------------- triage
+
+
+def cmd_triage(args) -> int:
+    from suite.triage import run
+
+    request = run.Request(before=args.before, after=args.after, schedule=args.schedule, trace=args.trace,
+                          tune=args.tune, targets=[t for ts in args.target or [["llvm"]] for t in ts],
+                          inputs=args.inputs, func=args.function, repro=args.repro)
+    report = run.triage(request, log=lambda line: print(f"triage: {line}", file=sys.stderr, flush=True))
+    say(json.dumps(report.to_json(), indent=1) if args.json else report.text(), report.exit_status)
+    return report.exit_status
+
+
 # ----------------------------------------------------------------------------- main
 
 
@@ -467,10 +481,47 @@ def _add_gate(sub) -> None:
     p.set_defaults(func=cmd_gate)
 
 
+TRIAGE_EPILOG = """verdicts and exit statuses:
+  0   EQUIVALENT  after's output is before's, bit for bit
+  10  REORDERED   they differ, both within the rounding bound of the exact value (another summation order)
+  11  ARITHMETIC  qfloat target: the pair is marked, the same pair with IEEE rounding (the twin) is not
+  12  CHANGED     the after program computes something else (an integer difference, or an error beyond any
+                  summation order): first wrong element, values, bound; a reproducer script is written
+  13  UNDEFINED   the before program itself is undefined (out-of-bounds access, read of unwritten memory,
+                  shift by >= the width, signed overflow, division by zero): where
+  1   no verdict (no target could build and run both programs); 2 bad input; 130/143 interrupted"""
+
+
+def _add_triage(sub) -> None:
+    p = sub.add_parser("triage", help="a verdict on a report of TVM computing different numbers before and after "
+                                      "scheduling (exit 0 EQUIVALENT, 10 REORDERED, 11 ARITHMETIC, 12 CHANGED, "
+                                      "13 UNDEFINED)",
+                       epilog=TRIAGE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("before", type=_path, metavar="BEFORE", help="TVMScript file: a PrimFunc or an IRModule")
+    p.add_argument("after", type=_path, metavar="AFTER", nargs="?",
+                   help="TVMScript file of the scheduled program (or give --schedule, --trace or --tune)")
+    p.add_argument("--schedule", type=_path, metavar="FILE",
+                   help="Python calling schedule primitives on `sch` (tvm.tir.Schedule spelling accepted)")
+    p.add_argument("--trace", type=_path, metavar="FILE", help="a MetaSchedule trace (JSON, or printed as Python)")
+    p.add_argument("--tune", type=_trials, metavar="N", help="tune BEFORE with MetaSchedule, N trials per target (1 to 1,000,000), "
+                                                                "each candidate checked against the reference")
+    p.add_argument("--target", action="append", type=_names, metavar="T",
+                   help=f"run on T (repeatable or comma-separated; default llvm): {', '.join(targets.names())}")
+    p.add_argument("--inputs", metavar="SPEC", help="LO:HI, NAME=LO:HI or NAME=FILE.npy, comma-separated "
+                                                    "(default: floats uniform in [-1, 1), fixed seeds)")
+    p.add_argument("--func", dest="function", metavar="NAME", help="the PrimFunc to compare, where a file holds several")
+    p.add_argument("--repro", type=_path, metavar="PATH",
+                   help="where a CHANGED verdict's reproducer goes (default: ./triage_repro_<func>.py, never "
+                        "replacing a file)")
+    p.add_argument("--json", action="store_true", help="the report as JSON (verdict, exit_status, per target)")
+    p.set_defaults(func=cmd_triage)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="tvm-suite", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_add_list, _add_measure, _add_tune, _add_run, _add_history, _add_bisect, _add_report, _add_gate):
+    for add in (_add_list, _add_measure, _add_tune, _add_run, _add_history, _add_bisect, _add_report, _add_gate,
+                _add_triage):
         add(sub)
     return parser
 

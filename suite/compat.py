@@ -445,6 +445,81 @@ def local_builder(timeout_s: float = 60.0, f_build=tuning_build, f_export=None):
     return ms.builder.LocalBuilder(f_build=f_build, f_export=f_export, timeout_sec=timeout_s)
 
 
+class _InputArguments:
+    """MetaSchedule's ``f_alloc_argument`` that gives a candidate the workload's own inputs (saved
+    in ``path``, a .npz of arrays in parameter order) and an output to fill; a candidate whose
+    parameters are not those (a rewritten layout) gets MetaSchedule's random ones."""
+
+    def __init__(self, path: str, shapes: list):
+        self.path, self.shapes = path, shapes
+
+    def __call__(self, device, args_info, alloc_repeat):
+        info = [attr_to_python(a) for a in args_info]
+        shapes = [(str(a[1]), [int(d) for d in a[2]]) for a in info]
+        if shapes != self.shapes:
+            local_runner = importlib.import_module(meta_schedule().__name__ + ".runner.local_runner")
+            return local_runner.default_alloc_argument(device, args_info, alloc_repeat)
+        with _np_load(self.path) as data:
+            arrays = [data[f"arg{i}"] for i in range(len(data.files))]
+        made = []
+        for _ in range(alloc_repeat):
+            made.append([to_device(a, device) for a in arrays] + [empty(self.shapes[-1][1], self.shapes[-1][0], device)])
+        return made
+
+
+class _CheckedEvaluator:
+    """MetaSchedule's ``f_run_evaluator`` that runs a candidate once on the workload's inputs
+    and raises when ``check(output)`` finds it wrong (the candidate's failure), then times it as
+    MetaSchedule's default evaluator does."""
+
+    def __init__(self, check, shapes: list):
+        self.check, self.shapes = check, shapes
+
+    def __call__(self, rt_mod, device, evaluator_config, repeated_args):
+        args = repeated_args[0]
+        if [(str(a.dtype), [int(d) for d in a.shape]) for a in args] == self.shapes:
+            rt_mod[rt_mod.entry_name](*args)
+            device.sync()
+            problem = self.check(args[-1].numpy())
+            if problem:
+                raise RuntimeError(f"refused: {problem}")
+        runner_utils = importlib.import_module(meta_schedule().__name__ + ".runner.utils")
+        return runner_utils.run_evaluator_common(rt_mod, device, evaluator_config, repeated_args)
+
+
+def _np_load(path):
+    import numpy
+
+    return numpy.load(path, allow_pickle=False)
+
+
+def checking_runner(inputs, output_shape, dtype: str, check, timeout_s: float = 60.0):
+    """MetaSchedule's LocalRunner (a worker process, a timeout) whose candidates run on
+    ``inputs`` first and are refused when ``check(output)`` (picklable, with a ``directory`` to
+    keep the inputs in) returns a problem; the others are timed as usual."""
+    import numpy
+
+    path = str(Path(check.directory) / "inputs.npz")
+    numpy.savez(path, **{f"arg{i}": numpy.ascontiguousarray(a) for i, a in enumerate(inputs)})
+    shapes = [(str(a.dtype), [int(d) for d in a.shape]) for a in inputs] + [(dtype, [int(d) for d in output_shape])]
+    ms = meta_schedule()
+    return ms.runner.LocalRunner(timeout_sec=timeout_s, f_alloc_argument=_InputArguments(path, shapes),
+                                 f_run_evaluator=_CheckedEvaluator(check, shapes))
+
+
+def record_schedule(record):
+    """The schedule of a MetaSchedule tuning record, its trace applied as ``compile_tir`` applies
+    the best one (postprocessors kept)."""
+    sch = schedule_namespace().Schedule(record.workload.mod)
+    record.trace.apply_to_schedule(sch, remove_postproc=False)
+    return sch
+
+
+def record_arguments(record) -> list:
+    """[(dtype, shape), ...] of the parameters a tuning record's candidate was measured with."""
+    return [(str(a[1]), [int(d) for d in a[2]]) for a in (attr_to_python(i.as_json()) for i in record.args_info)]
+
+
 def tuning_space(kind: str):
     """MetaSchedule's design space with the schedule rules, postprocessors and mutators that TVM
     selects for targets of ``kind`` ("llvm", "cuda", "hexagon"), whatever the kind of the target

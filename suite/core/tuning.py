@@ -7,7 +7,10 @@ trace, and the databases once committed took 0.1-1.2 MB a layer (17.6 MB for 71 
 target says how candidates are built and measured (:meth:`suite.targets.base.Target.tuning_options`): on llvm and cuda MetaSchedule's own local
 runner times them on this machine; on ``hexagon-v68-qf`` they run under the emulator and the
 measure is packets executed (``tuning_measure``, kept in the record, with each candidate's emulated
-seconds beside). Benchmarks never tune: the
+seconds beside). Every candidate's output is checked against the float64 reference before it is
+measured (:class:`OutputCheck`): on llvm and cuda a candidate whose output lies beyond the
+rounding bound of any summation order (``tvm-suite triage``'s CHANGED) is refused, a runner error
+MetaSchedule never picks, and the record counts them (``candidates_refused``). Benchmarks never tune: the
 ``tuned`` loop order replays the committed trace on the installed TVM, so every TVM commit compiles
 the same schedule and a change in results is the compiler's doing. A target may replay the records
 of others (``records_from``, in order of preference: per workload the first that has a record,
@@ -25,6 +28,7 @@ import shutil
 import socket
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -159,36 +163,113 @@ def tune(workload_id: str, dtype: str, target, trials: int, log=print) -> dict:
         return _tune(workload_id, dtype, target, trials, log)
 
 
-def _tune(workload_id: str, dtype: str, target, trials: int, log) -> dict:
+@dataclass
+class Search:
+    """What one MetaSchedule search found: the best schedule's PrimFunc and trace, the measures
+    of the candidates that ran (sorted; (packets, emulated s) pairs where the target measures
+    packets), how many failed and how many of those the output check refused, where its logs
+    are kept, and the tuned module and ``measure_module`` a record needs to compare itself."""
+
+    func: object
+    trace: list
+    measured: list
+    failed: int
+    refused: int
+    checked: int
+    logs: Path
+    seconds: float
+    module: object
+    measure_module: object = None
+
+    @property
+    def best(self):
+        return self.measured[0] if self.measured else None
+
+
+def search(func, target, trials: int, inputs, output_shape, dtype: str, check, label: str) -> Search:
+    """MetaSchedule's search for the best schedule of ``func`` on ``target`` (``trials`` trials),
+    every candidate's output judged by ``check`` (an :class:`OutputCheck`).
+
+    The runner checks a candidate whose parameters are the function's. MetaSchedule measures some
+    llvm candidates with their weights' layout rewritten (RewriteLayout: the weights arrive
+    transformed, and the runner, which has them in their own layout only, cannot check the
+    output); before a schedule is chosen, such a candidate is checked as the ``tuned`` order will
+    run it, its trace replayed and built by the target (the rewrite inside the function), and
+    refused like any other; the next best one is tried then. So no record holds a candidate
+    whose output was not checked."""
     ms = compat.meta_schedule()
-    workload = workloads.get(workload_id)
-    func = workloads.prim_func(workload, dtype)
     module = compat.tvm().IRModule({"main": func.with_attr("global_symbol", "main")})
     tvm_target = target.tuning_target()
-    inputs = workloads.make_inputs(workload, dtype)
-    options = target.tuning_options(inputs, workload.output_shape, dtype,
-                                    check=_output_check(lambda: reference.evaluate(workload.chain, inputs)))
+    options = target.tuning_options(inputs, output_shape, dtype, check=check)
     beside = options.pop("measured", None)      # the runner's (packets, emulated s) per candidate
-    by_packets = target.tuning_measure == "packets"
     measure_module = options.pop("measure_module", None)
-    # Read before the search (the lock keeps it as it is); only a deterministic measure compares it.
-    previous = _previous_trace(target, dtype, workload_id) if by_packets else None
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tvm-suite-tune-") as work_dir:
         database = ms.tune_tir(
             module, tvm_target, work_dir, max_trials_global=trials,
             num_trials_per_iter=min(16, trials), seed=0, **options,
         )
-        schedule = ms.tir_integration.compile_tir(database, module, tvm_target)
-        if schedule is None:
-            raise UserError(f"MetaSchedule found no valid schedule for {workload_id} in {trials} trials")
-        runs = [r for r in database.get_all_tuning_records() if r.run_secs]
-        if by_packets:  # the runner's own list of what ran: a count of packets may well exceed 1e9
+        records = database.get_all_tuning_records()
+        runs = [r for r in records if r.run_secs]
+        if target.tuning_measure == "packets":  # the runner's own list: a count of packets may exceed 1e9
             measured = sorted(beside)
+            # Queried with the module as tune_tir stored it (it adds attributes, e.g. noalias, that a
+            # function parsed from TVMScript may lack, and compile_tir would not find it).
+            schedule = ms.tir_integration.compile_tir(database, records[0].workload.mod if records else module,
+                                                      tvm_target)
         else:  # MetaSchedule's seconds, where a failure reads 1e10
-            measured = [s for s in sorted(min(float(s) for s in r.run_secs) for r in runs) if s < FAILED_RUN_S]
-        logs = _keep_logs(Path(work_dir), f"{target.name}-{dtype}-{workload_id}")
-    elapsed = time.perf_counter() - started
+            schedule, seconds = _checked_best(runs, target, inputs, output_shape, dtype, check)
+            measured = sorted(seconds)
+        logs = _keep_logs(Path(work_dir), label)
+    if schedule is None:
+        raise UserError(f"MetaSchedule found no valid schedule for {label} in {trials} trials"
+                        + (f" ({check.refused} candidate(s) refused: CHANGED)" if check.refused else ""))
+    return Search(schedule.mod["main"], _plain(schedule.trace.as_json()), measured, len(runs) - len(measured),
+                  check.refused, check.checked, logs, time.perf_counter() - started, module, measure_module)
+
+
+def _checked_best(runs, target, inputs, output_shape, dtype: str, check):
+    """(The schedule of the fastest candidate whose output was checked, the seconds of every
+    candidate that ran and was not refused); see :func:`search`."""
+    shapes = [(str(a.dtype), [int(d) for d in a.shape]) for a in inputs] + [(dtype, [int(d) for d in output_shape])]
+    seconds = {id(r): min(float(s) for s in r.run_secs) for r in runs}
+    ranked = sorted((r for r in runs if seconds[id(r)] < FAILED_RUN_S), key=lambda r: seconds[id(r)])
+    refused = set()
+    for record in ranked:
+        schedule = compat.record_schedule(record)
+        if compat.record_arguments(record) != shapes:  # measured with rewritten weights: check it as replayed
+            with tempfile.TemporaryDirectory(prefix="tvm-suite-replay-") as where:
+                path = Path(where) / target.KERNEL_FILE
+                target.build(target.prepare(schedule.mod["main"], "tuned"), path)
+                if check(target.load(path, inputs, output_shape, dtype).output()):
+                    refused.add(id(record))
+                    continue
+        return schedule, [seconds[id(r)] for r in ranked if id(r) not in refused]
+    return None, []
+
+
+def _tune(workload_id: str, dtype: str, target, trials: int, log) -> dict:
+    workload = workloads.get(workload_id)
+    func = workloads.prim_func(workload, dtype)
+    inputs = workloads.make_inputs(workload, dtype)
+    check = OutputCheck.of(reference.evaluate(workload.chain, inputs), reference.evaluate_magnitude(workload.chain, inputs),
+                           reference.accumulation_length(workload.chain), dtype, gross=target.ieee_twin)
+    by_packets = target.tuning_measure == "packets"
+    # Read before the search (the lock keeps it as it is); only a deterministic measure compares it.
+    previous = _previous_trace(target, dtype, workload_id) if by_packets else None
+    try:  # the check stays until the record is written: the record replaced is measured with it
+        return _record(workload_id, dtype, target, trials, log, search(
+            func, target, trials, inputs, workload.output_shape, dtype, check, f"{target.name}-{dtype}-{workload_id}"),
+            check, previous)
+    finally:
+        check.remove()
+
+
+def _record(workload_id: str, dtype: str, target, trials: int, log, found: Search, check, previous) -> dict:
+    """The record of a search (and of the record it replaces, where the measure compares them)."""
+    by_packets = target.tuning_measure == "packets"
+    first_refusal = check.first_refusal
+    measured, logs, elapsed = found.measured, found.logs, found.seconds
     record = {
         "workload": workload_id,
         "dtype": dtype,
@@ -199,16 +280,18 @@ def _tune(workload_id: str, dtype: str, target, trials: int, log) -> dict:
         "measure": target.tuning_measure,
         "measure_is": MEASURES[target.tuning_measure],
         "candidates_measured": len(measured),
-        "candidates_failed": len(runs) - len(measured),
+        "candidates_failed": found.failed,
+        "candidates_checked": found.checked,
+        "candidates_refused": found.refused,
     }
-    trace = _plain(schedule.trace.as_json())
+    trace = found.trace
     if by_packets:
         record.update(best_packets=measured[0][0] if measured else None,
                       best_emulated_s=measured[0][1] if measured else None,
                       candidates_packets=[p for p, _ in measured], candidates_emulated_s=[s for _, s in measured])
         best = f"best {measured[0][0]:,} packets ({measured[0][1]:.4g} s emulated)" if measured else "no candidate ran"
         if previous is not None and measured:
-            trace, best = _against_previous(previous, module, measure_module, record, trace, best, log)
+            trace, best = _against_previous(previous, found.module, found.measure_module, record, trace, best, log)
     else:
         record.update(best_measured_s=measured[0] if measured else None, candidates_s=measured)
         best = f"best {measured[0]:.4g} s measured" if measured else "no candidate ran"
@@ -216,8 +299,11 @@ def _tune(workload_id: str, dtype: str, target, trials: int, log) -> dict:
     record["trace_sha256"] = trace_digest(record["trace"])
     path = trace_path(target.name, dtype, workload_id)
     cache.write_json(path, record)
+    refused = (f", {found.refused} of {found.checked} outputs checked refused ({first_refusal})" if found.refused
+               else f", {found.checked} outputs checked against the reference (by the runner, or replayed where "
+                    "MetaSchedule rewrote the weights' layout), none refused")
     log(f"tuned {workload_id} {dtype} {target.name}: {trials} trials in {elapsed:.0f} s, "
-        f"{len(measured)} ran, {best} -> {path} (MetaSchedule's logs, with the reason of each failed "
+        f"{len(measured)} ran{refused}, {best} -> {path} (MetaSchedule's logs, with the reason of each failed "
         f"candidate: {logs})")
     return record
 
@@ -304,6 +390,103 @@ def _output_check(make_reference):
         return None
 
     return check
+
+
+class OutputCheck:
+    """A candidate's output judged against the float64 reference, picklable (MetaSchedule runs it
+    in its runner's worker process): ``check(output)`` is None, or the problem, which the runner
+    raises as that candidate's failure. Each judgement is appended to ``checked.jsonl`` in the
+    check's directory, so the tuning process can count the checked and the refused.
+
+    On IEEE targets (llvm, cuda) the rule is ``tvm-suite triage``'s CHANGED: an element beyond the
+    rounding bound of any summation order (``suite.triage.verdict.Bound``: gamma~_K(lambda) * m,
+    lambda and the limit of ``reports/thresholds.toml``). On the qfloat targets (``gross``),
+    whose arithmetic is not IEEE's, the bound does not apply, and the rule stays the one the
+    Hexagon runner has (:func:`_output_check`: not finite, or off by 10% of max|ref|)."""
+
+    def __init__(self, directory: str, k: int, dtype: str, gross: bool):
+        self.directory, self.k, self.dtype, self.gross = directory, k, dtype, gross
+
+    @classmethod
+    def of(cls, reference_value, magnitude, k: int, dtype: str, gross: bool = False) -> "OutputCheck":
+        directory = tempfile.mkdtemp(prefix="tvm-suite-check-")
+        floats = magnitude is not None  # an integer output has no bound: it must match exactly
+        np.save(Path(directory) / "reference.npy", np.asarray(reference_value, dtype=np.float64 if floats else None),
+                allow_pickle=False)
+        if floats:
+            np.save(Path(directory) / "magnitude.npy", np.asarray(magnitude, dtype=np.float64), allow_pickle=False)
+        return cls(directory, int(k), dtype, gross)
+
+    def _arrays(self):
+        found = _CHECK_ARRAYS.get(self.directory)
+        if found is None:
+            where = Path(self.directory)
+            magnitude = where / "magnitude.npy"
+            found = _CHECK_ARRAYS[self.directory] = (
+                np.load(where / "reference.npy", allow_pickle=False),
+                np.load(magnitude, allow_pickle=False) if magnitude.exists() else None)
+        return found
+
+    def __call__(self, output) -> str | None:
+        ref, magnitude = self._arrays()
+        problem = _output_check(lambda: ref)(output) if self.gross else self._beyond(np.asarray(output), ref, magnitude)
+        with open(Path(self.directory) / "checked.jsonl", "a") as log:
+            log.write(json.dumps({"problem": problem}) + "\n")
+        return problem
+
+    def _beyond(self, output, ref, magnitude) -> str | None:
+        from suite.reporting import thresholds
+        from suite.triage import verdict
+
+        if output.shape != ref.shape:
+            return f"output shape {output.shape}, expected {ref.shape}"
+        if magnitude is None:
+            wrong = output != ref
+            if not wrong.any():
+                return None
+            index = tuple(int(i) for i in np.unravel_index(int(np.argmax(wrong)), ref.shape))
+            return (f"CHANGED: output{list(index)} = {output[index].item()}, exact {ref[index].item()} "
+                    f"({int(wrong.sum()):,} of {ref.size:,} integer elements differ)")
+        bound = verdict.Bound(verdict.Expected(ref, magnitude, self.k, "output", self.dtype), thresholds.load())
+        beyond = bound.beyond(output)
+        if not beyond.any():
+            return None
+        index = tuple(int(i) for i in np.unravel_index(int(np.argmax(beyond)), ref.shape))
+        return (f"CHANGED: output{list(index)} = {float(output[index]):.6g}, exact {float(ref[index]):.6g}, "
+                f"beyond the rounding bound {bound.of(index):.4g} of any summation order "
+                f"({int(beyond.sum()):,} of {ref.size:,} elements)")
+
+    def _checked(self) -> list:
+        try:
+            text = (Path(self.directory) / "checked.jsonl").read_text()
+        except OSError:
+            return []
+        return [json.loads(line)["problem"] for line in text.splitlines() if line.strip()]
+
+    def _refusals(self) -> list[str]:
+        return [problem for problem in self._checked() if problem]
+
+    @property
+    def checked(self) -> int:
+        """How many outputs were checked (candidates whose parameters are not the workload's, a
+        rewritten layout, run on random inputs unchecked)."""
+        return len(self._checked())
+
+    @property
+    def refused(self) -> int:
+        return len(self._refusals())
+
+    @property
+    def first_refusal(self) -> str | None:
+        found = self._refusals()
+        return found[0] if found else None
+
+    def remove(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+#: Reference arrays of the checks this process ran, by directory (a runner worker checks many candidates).
+_CHECK_ARRAYS: dict = {}
 
 
 def _tensorizes(trace) -> bool:

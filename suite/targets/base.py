@@ -132,8 +132,13 @@ class Target(abc.ABC):
         """The arguments of ``tune_tir`` that make and measure candidates for this target (builder,
         runner, design space), given the workload's ``inputs``, output and a ``check(output) ->
         problem | None`` for runners that see the output. Default: MetaSchedule's local runner on
-        this machine, and the rules of the target's own kind."""
-        return {"builder": compat.local_builder()}
+        this machine, and the rules of the target's own kind; with a ``check`` and the inputs, the
+        runner first runs each candidate on those inputs and refuses it (a runner error) when the
+        check finds its output wrong (:class:`suite.core.tuning.OutputCheck`)."""
+        options = {"builder": compat.local_builder()}
+        if check is not None and inputs is not None:
+            options["runner"] = compat.checking_runner(inputs, output_shape, dtype, check)
+        return options
 
     def check_order(self, order: str) -> None:
         if self.orders is not None and order not in self.orders:

@@ -1,0 +1,577 @@
+"""TVMScript and TIR for ``tvm-suite triage``: the compat layer's half that reads programs.
+
+Part of the compat layer with :mod:`suite.compat` (every TVM object here comes through it; no
+other module touches TVM): TVMScript text as reports paste it, in the installed release's
+spelling or the older one (:func:`modernize`), parsed to PrimFuncs; schedules and MetaSchedule
+traces applied to them; and a PrimFunc translated into the suite's own representation
+(:mod:`suite.triage.ir`) that the interpreter evaluates without TVM.
+
+TIR's classes moved between releases (0.27: buffers are variables with a ``BufferType``, loads
+are ``TensorLoad`` with a ``source``, arithmetic lives in ``tvm.ir.prim``, parameters are the
+buffers; before: ``BufferLoad.buffer``, ``PrimFunc.buffer_map``), so nodes are recognized by
+class name and read through the attribute each release has. Checked on 0.27.0.post1.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+from suite import compat
+from suite.errors import UserError, first_line
+from suite.triage import ir
+
+
+class NotTVMScript(UserError):
+    """A file that is not TVMScript (or a schedule, or a trace) this TVM can read (one line)."""
+
+
+class Unsupported(UserError):
+    """A construct the triage interpreter does not evaluate (one line, naming it)."""
+
+
+# ----------------------------------------------------------------------------- older spelling
+# What reports of 2022-2024 wrote, and what the installed TVM calls it. Each rule applies only
+# where the installed TVM lacks the old name and has the new one (see spelling_rules()).
+
+#: (regex, replacement, the name the installed T must lack, the name it must have)
+_SCRIPT_RENAMES = (
+    (r"\bT\.block\(", "T.sblock(", "block", "sblock"),
+    (r"\bT\.block_attr\(", "T.sblock_attr(", "block_attr", "sblock_attr"),
+)
+_SCHEDULE_RENAMES = (
+    (r"\btvm\.tir\.Schedule\b", "tvm.s_tir.Schedule"),
+    (r"\btvm\.tir\.schedule\.", "tvm.s_tir.schedule."),
+    (r"\btvm\.meta_schedule\b", "tvm.s_tir.meta_schedule"),
+    (r"\btvm\.tir\.", "tvm.tirx."),
+    (r"\.get_block\(", ".get_sblock("),
+    (r"^(\s*)from tvm import tir\s*$", r"\1from tvm import tirx as tir"),
+    (r"\btir\.Schedule\b", "s_tir.Schedule"),
+)
+
+
+def spelling_rules() -> dict:
+    """Which rewrites the installed TVM needs: ``script`` (regex, replacement) pairs for
+    TVMScript, ``schedule`` pairs for schedule scripts, and ``s_tir``: whether ``T.prim_func``
+    takes ``s_tir=True`` (0.27: functions with blocks must say so)."""
+    parser = compat.tvm().script.parser.tirx
+    script = [(old, new) for old, new, gone, present in _SCRIPT_RENAMES
+              if not hasattr(parser, gone) and hasattr(parser, present)]
+    noalias = compat.tir().__name__.endswith("tirx")
+    if noalias:
+        script.append((r"([\"'])tir\.noalias\1", r'\1tirx.noalias\1'))
+    has_sblock = hasattr(compat.schedule_namespace().Schedule, "get_sblock")
+    schedule = [(old, new) for old, new in _SCHEDULE_RENAMES
+                if has_sblock or "sblock" not in new and "s_tir" not in new]
+    return {"script": script, "schedule": schedule, "s_tir": "s_tir" in _prim_func_parameters()}
+
+
+def _prim_func_parameters() -> tuple[str, ...]:
+    import inspect
+
+    return tuple(inspect.signature(compat.tvm().script.parser.tirx.prim_func).parameters)
+
+
+def modernize(text: str, rules: dict) -> str:
+    """TVMScript of any spelling the rules know, in the installed release's, line for line (line
+    numbers stay those of the file, for error messages):
+
+    - ``T.Buffer[(shape), "dtype"]`` (2022-2023) becomes ``T.Buffer((shape), "dtype")``;
+    - the renames of ``rules["script"]`` (``T.block`` -> ``T.sblock``, ``"tir.noalias"`` ->
+      ``"tirx.noalias"``...);
+    - ``@T.prim_func`` gains ``s_tir=True`` where ``rules["s_tir"]`` says the installed TVM needs it
+      for functions with blocks (harmless for those without);
+    - ``@tvm.script.ir_module`` becomes ``@I.ir_module``.
+    """
+    text = _subscripts_to_calls(text, r"\b(?:T|tir)\.Buffer\[")
+    for old, new in rules["script"]:
+        text = re.sub(old, new, text)
+    text = re.sub(r"@tvm\.script\.ir_module\b", "@I.ir_module", text)
+    if rules["s_tir"]:
+        text = re.sub(r"@(T|tir)\.prim_func\b(?!\s*\()", r"@\1.prim_func(s_tir=True)", text)
+        text = re.sub(r"@(T|tir)\.prim_func\(((?:(?!s_tir)[^)\n])*)\)",
+                      lambda m: f"@{m.group(1)}.prim_func({m.group(2) + ', ' if m.group(2).strip() else ''}s_tir=True)",
+                      text)
+    return text
+
+
+def modernize_schedule(text: str, rules: dict) -> str:
+    """A schedule script (``tvm.tir.Schedule``, ``sch.get_block``...) in the installed spelling."""
+    for old, new in rules["schedule"]:
+        text = re.sub(old, new, text, flags=re.MULTILINE)
+    return text
+
+
+def _subscripts_to_calls(text: str, opening: str) -> str:
+    """``X[...]`` -> ``X(...)`` for every match of ``opening`` (which ends with the ``[``)."""
+    out, position = [], 0
+    for match in re.finditer(opening, text):
+        if match.start() < position:
+            continue
+        depth, end = 1, match.end()
+        while end < len(text) and depth:
+            depth += {"[": 1, "(": 1, "{": 1, "]": -1, ")": -1, "}": -1}.get(text[end], 0)
+            end += 1
+        if depth:  # unbalanced: leave it to the parser to say where
+            break
+        out += [text[position:match.end() - 1], "(", text[match.end():end - 1], ")"]
+        position = end
+    return "".join(out) + text[position:]
+
+
+# ----------------------------------------------------------------------------- parsing
+
+
+def _decorator_names(node) -> list[str]:
+    return [ast.unparse(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list]
+
+
+def _is_prim_func(node) -> bool:
+    return isinstance(node, ast.FunctionDef) and any(n.endswith("prim_func") for n in _decorator_names(node))
+
+
+def _is_relax_function(node) -> bool:
+    return isinstance(node, ast.FunctionDef) and any(n.split(".")[-1] == "function" and n.split(".")[0] in
+                                                     ("R", "relax") for n in _decorator_names(node))
+
+
+def _is_module(node) -> bool:
+    return isinstance(node, ast.ClassDef) and any(n.endswith("ir_module") for n in _decorator_names(node))
+
+
+def _first_line(node) -> int:
+    return min([node.lineno] + [d.lineno for d in node.decorator_list])
+
+
+def read_text(path: Path, what: str) -> str:
+    try:
+        return Path(path).read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{what} {path} does not exist") from None
+    except IsADirectoryError:
+        raise UserError(f"{what} {path} is a directory, not a file") from None
+    except UnicodeDecodeError:
+        raise NotTVMScript(f"{path}: not a text file (not UTF-8)") from None
+    except OSError as err:
+        raise UserError(f"{what} {path}: unreadable ({err.strerror or err})") from None
+
+
+def parse_file(path: Path) -> tuple[dict, dict]:
+    """The PrimFuncs of a TVMScript file, by name, and facts about it (``modules``: the names of
+    its ``@I.ir_module`` classes; ``dropped``: Relax functions left out). The file may hold
+    other Python (imports, a schedule) around the decorated definitions; only those are read.
+    Relax functions in a module (a ``main`` calling the PrimFunc) are dropped: the triage
+    compares PrimFuncs."""
+    text = read_text(path, "TVMScript file")
+    modern = modernize(text, spelling_rules())
+    try:
+        tree = ast.parse(modern)
+    except SyntaxError as err:
+        raise NotTVMScript(f"{path}:{err.lineno}: not TVMScript (not even Python: {err.msg})") from None
+    lines = modern.splitlines(keepends=True)
+    found = [node for node in tree.body if _is_prim_func(node) or _is_module(node)]
+    if not found:
+        raise NotTVMScript(f"{path}: not TVMScript: no @T.prim_func function or @I.ir_module class in it")
+    funcs, facts = {}, {"modules": [], "dropped": []}
+    for node in found:
+        keep = [True] * len(lines)
+        if isinstance(node, ast.ClassDef):
+            facts["modules"].append(node.name)
+            for item in node.body:
+                if _is_relax_function(item):
+                    facts["dropped"].append(item.name)
+                    for line in range(_first_line(item) - 1, item.end_lineno):
+                        keep[line] = False
+        start = _first_line(node) - 1
+        source = "".join("\n" if i < start or i >= node.end_lineno or not keep[i] else lines[i]
+                         for i in range(node.end_lineno))
+        parsed = _from_source(source, path)
+        for name, func in _prim_funcs(parsed, node.name):
+            if name in funcs:
+                raise NotTVMScript(f"{path}: two PrimFuncs named {name!r}")
+            funcs[name] = func
+    if not funcs:
+        raise NotTVMScript(f"{path}: its modules hold no PrimFunc (only Relax functions: {', '.join(facts['dropped'])})")
+    return funcs, facts
+
+
+def _from_source(source: str, path: Path):
+    tvm = compat.tvm()
+    try:
+        return tvm.script.from_source(source)
+    except Exception as err:  # DiagnosticError, ParserError, TVMError...: one line with the place
+        message = str(err)
+        place = re.search(r"-->\s*<str>:(\d+):(\d+)", message)
+        errors = [line.strip()[len("error:"):].strip() for line in message.splitlines()
+                  if line.strip().startswith("error:")]
+        reason = errors[0] if errors else first_line(err)
+        reason = reason.split(". If this is deliberate")[0]
+        where = f"{path}:{place.group(1)}" if place else str(path)
+        if "well-formed" in message:
+            detail = [line.strip() for line in message.splitlines() if line.strip().startswith("Traceback:")]
+            reason += f" ({detail[0][len('Traceback:'):].strip()})" if detail else ""
+        raise NotTVMScript(f"{where}: not TVMScript the installed TVM {compat.installed_version()} reads: "
+                           f"{reason}") from None
+
+
+def _prim_funcs(parsed, fallback_name: str):
+    """(name, PrimFunc) of a parsed PrimFunc or IRModule."""
+    tir = compat.tir()
+    if isinstance(parsed, tir.PrimFunc):
+        yield fallback_name, parsed
+        return
+    for global_var, func in parsed.functions.items():
+        if isinstance(func, tir.PrimFunc):
+            yield global_var.name_hint, func
+
+
+def pick(funcs: dict, name: str | None, path: Path) -> tuple[str, object]:
+    """The PrimFunc named ``name`` of a file's, or its only one."""
+    if name is not None:
+        if name not in funcs:
+            raise UserError(f"{path} has no PrimFunc {name!r}; it has {', '.join(sorted(funcs))}")
+        return name, funcs[name]
+    if len(funcs) > 1:
+        raise UserError(f"{path} holds {len(funcs)} PrimFuncs ({', '.join(sorted(funcs))}): name one with --func")
+    return next(iter(funcs.items()))
+
+
+# ----------------------------------------------------------------------------- schedules and traces
+
+
+def apply_schedule(func, name: str, path: Path, module_names=()) -> object:
+    """``func`` after a schedule script: Python calling schedule primitives on ``sch`` (a
+    ``Schedule`` of a module holding ``func`` under ``name``), as reports write it: it may create
+    ``sch`` itself from ``mod`` (``sch = tvm.tir.Schedule(mod)``), or define
+    ``apply_trace(sch)`` (the form MetaSchedule prints its traces in). Returns the PrimFunc."""
+    text = modernize_schedule(read_text(path, "schedule"), spelling_rules())
+    try:
+        code = compile(text, str(path), "exec")
+    except SyntaxError as err:
+        raise NotTVMScript(f"{path}:{err.lineno}: not a schedule script (not Python: {err.msg})") from None
+    tvm = compat.tvm()
+    named = re.findall(r"func_name\s*=\s*[\"']([^\"']+)[\"']", text)
+    key = "main" if named and all(n == "main" for n in named) else name
+    module = tvm.IRModule({key: func})
+    sch = compat.schedule_namespace().Schedule(module)
+    if hasattr(sch, "work_on"):  # get_sblock("name") without func_name finds it
+        sch.work_on(key)
+    namespace = {"__name__": "__triage_schedule__", "tvm": tvm, "mod": module, "sch": sch,
+                 "T": tvm.script.parser.tirx, "tir": compat.tir(), "s_tir": compat.schedule_namespace(),
+                 **{module_name: module for module_name in module_names}}
+    schedule_class = compat.schedule_namespace().Schedule
+    try:
+        exec(code, namespace)  # the user's own schedule, as they would run it
+        made = namespace.get("sch")
+        if not isinstance(made, schedule_class):
+            made = next((v for v in namespace.values() if isinstance(v, schedule_class)), sch)
+        if made is sch and callable(namespace.get("apply_trace")):
+            namespace["apply_trace"](sch)
+    except Exception as err:
+        line = _script_line(err, str(path))
+        raise UserError(f"{path}{f':{line}' if line else ''}: the schedule fails: {first_line(err)}") from None
+    return _function_of(made.mod, key)
+
+
+def _script_line(err: BaseException, filename: str) -> int | None:
+    tb, line = err.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _function_of(module, key: str):
+    tir = compat.tir()
+    funcs = [(gv.name_hint, f) for gv, f in module.functions.items() if isinstance(f, tir.PrimFunc)]
+    for name, func in funcs:
+        if name == key:
+            return func
+    return funcs[0][1]
+
+
+def read_trace(path: Path):
+    """A MetaSchedule trace in JSON: the trace itself (``[instructions, decisions]``), a suite
+    tuning record (``{"trace": ...}``) or a line of MetaSchedule's database
+    (``[workload, [trace, run_secs, ...]]``); None when the file is not JSON (a trace printed as
+    Python, which :func:`apply_schedule` runs)."""
+    text = read_text(path, "trace")
+    try:
+        value = json.loads(text)
+    except ValueError:
+        first = text.strip().splitlines()[0] if text.strip() else ""
+        try:
+            value = json.loads(first)  # a database file: one record per line
+        except ValueError:
+            return None
+    if isinstance(value, dict) and isinstance(value.get("trace"), list):
+        return value["trace"]
+    if (isinstance(value, list) and len(value) == 2 and isinstance(value[0], int) and isinstance(value[1], list)
+            and value[1] and isinstance(value[1][0], list)):
+        return value[1][0]
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(part, list) for part in value):
+        return value
+    raise NotTVMScript(f"{path}: JSON, but not a MetaSchedule trace ([instructions, decisions]), a database "
+                       "record or a suite tuning record")
+
+
+def apply_trace(func, trace, path: Path):
+    """``func`` after a JSON trace (its ``get_sblock`` names the function ``main``)."""
+    sch = compat.schedule(func)
+    try:
+        compat.apply_trace(trace, sch)
+    except Exception as err:
+        raise UserError(f"{path}: the trace does not apply to the before program: {first_line(err)}") from None
+    return sch.mod["main"]
+
+
+def script(func, name: str) -> str:
+    """The installed TVM's TVMScript of ``func``, named ``name``."""
+    text = func.script()
+    return re.sub(r"^def \w+\(", f"def {name}(", text, count=1, flags=re.MULTILINE)
+
+
+def binds_threads(func) -> bool:
+    """Whether a loop of ``func`` is bound to GPU threads (it is scheduled for a GPU already)."""
+    pending = [func.body]
+    while pending:
+        node = pending.pop()
+        kind = type(node).__name__
+        if kind == "For" and int(node.kind) == 4:  # ForKind.THREAD_BINDING
+            return True
+        if kind == "SeqStmt":
+            pending.extend(node.seq)
+        elif kind in ("BlockRealize", "SBlockRealize"):
+            pending.append(node.block)
+        elif kind == "IfThenElse":
+            pending.extend(n for n in (node.then_case, node.else_case) if n is not None)
+        else:
+            pending.extend(n for n in (getattr(node, "init", None), getattr(node, "body", None)) if n is not None)
+    return False
+
+
+# ----------------------------------------------------------------------------- translation
+
+
+def _dtype(node) -> str:
+    dtype = getattr(node, "dtype", None)
+    if dtype is None:
+        dtype = getattr(getattr(node, "ty", None), "dtype", None)
+    text = str(dtype)
+    if text in ("", "None", "handle"):
+        raise Unsupported(f"an expression without a scalar type: {node}")
+    return text
+
+
+def _int(value, what: str) -> int:
+    if isinstance(value, int):
+        return value
+    if type(value).__name__ == "IntImm":
+        return int(value.value)
+    raise Unsupported(f"{what} {value} is not a constant: the interpreter needs static shapes")
+
+
+_BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Mod": "mod", "FloorDiv": "floordiv",
+           "FloorMod": "floormod", "Min": "min", "Max": "max", "EQ": "eq", "NE": "ne", "LT": "lt", "LE": "le",
+           "GT": "gt", "GE": "ge", "And": "and", "Or": "or", "LShift": "shl", "RShift": "shr",
+           "BitwiseAnd": "bitand", "BitwiseOr": "bitor", "BitwiseXor": "bitxor"}
+_CALL_BINARY = {"shift_left": "shl", "shift_right": "shr", "bitwise_and": "bitand", "bitwise_or": "bitor",
+                "bitwise_xor": "bitxor", "pow": "pow", "powf": "pow", "truncdiv": "div", "truncmod": "mod",
+                "floordiv": "floordiv", "floormod": "floormod"}
+_CALL_UNARY = {"fabs": "abs", "bitwise_not": "bitnot", "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2",
+               "log1p": "log1p", "sqrt": "sqrt", "rsqrt": "rsqrt", "tanh": "tanh", "sigmoid": "sigmoid",
+               "erf": "erf", "sin": "sin", "cos": "cos", "floor": "floor", "ceil": "ceil", "round": "round",
+               "nearbyint": "nearbyint", "trunc": "trunc", "isnan": "isnan", "isinf": "isinf",
+               "isfinite": "isfinite"}
+_FOR_KINDS = {0: "serial", 1: "parallel", 2: "vectorized", 3: "unrolled", 4: "thread_binding"}
+
+
+class _Translator:
+    """TVM TIR nodes -> :mod:`suite.triage.ir`, variables and buffers kept as one object each."""
+
+    def __init__(self):
+        self.vars: dict[int, ir.Var] = {}
+        self.bufs: dict[int, ir.Buf] = {}
+        self.block: str = "root"
+
+    @staticmethod
+    def _key(node) -> int:
+        return node.__chandle__() if hasattr(node, "__chandle__") else id(node)
+
+    def var(self, node) -> ir.Var:
+        key = self._key(node)
+        if key not in self.vars:
+            self.vars[key] = ir.Var(str(getattr(node, "name", None) or getattr(node, "name_hint", "v")), _dtype(node))
+        return self.vars[key]
+
+    def buf(self, node, param: bool = False) -> ir.Buf:
+        key = self._key(node)
+        if key in self.bufs:
+            return self.bufs[key]
+        name = str(getattr(node, "name", "buffer"))
+        shape = tuple(_int(d, f"the extent of {name}") for d in node.shape)
+        strides = [_int(s, f"a stride of {name}") for s in (node.strides or [])]
+        if strides and strides != _row_major(shape):
+            raise Unsupported(f"buffer {name} has strides {strides}: only row-major buffers are interpreted")
+        offset = getattr(node, "elem_offset", 0)
+        if _int(offset if offset is not None else 0, f"the offset of {name}") != 0:
+            raise Unsupported(f"buffer {name} starts at element offset {offset}")
+        scope = node.scope() if callable(getattr(node, "scope", None)) else str(getattr(node, "scope", "global"))
+        made = ir.Buf(name, shape, str(node.dtype), param=param, scope=str(scope))
+        self.bufs[key] = made
+        return made
+
+    # -- expressions
+
+    def expr(self, node) -> ir.Expr:
+        kind = type(node).__name__
+        if kind == "IntImm":
+            dtype = _dtype(node)
+            return ir.Const(bool(node.value) if dtype == "bool" else int(node.value), dtype)
+        if kind == "FloatImm":
+            return ir.Const(float(node.value), _dtype(node))
+        if kind in ("Var", "SizeVar"):
+            return self.var(node)
+        if kind in ("BufferLoad", "TensorLoad"):
+            buffer = node.buffer if hasattr(node, "buffer") else node.source
+            return ir.Load(self.buf(buffer), tuple(self.expr(i) for i in node.indices))
+        if kind in _BINARY:
+            return ir.Binary(_BINARY[kind], self.expr(node.a), self.expr(node.b), _dtype(node))
+        if kind == "Not":
+            return ir.Unary("not", self.expr(node.a), "bool")
+        if kind == "BitwiseNot":
+            return ir.Unary("bitnot", self.expr(node.a), _dtype(node))
+        if kind == "Cast":
+            return ir.Cast(_dtype(node), self.expr(node.value))
+        if kind == "Select":
+            return ir.Select(self.expr(node.condition), self.expr(node.true_value), self.expr(node.false_value),
+                             _dtype(node), lazy=False)
+        if kind == "Let":
+            return ir.Let(self.var(node.var), self.expr(node.value), self.expr(node.body))
+        if kind == "Call":
+            return self.call(node)
+        raise Unsupported(f"the interpreter does not evaluate {kind} expressions ({node}) in block {self.block!r}")
+
+    def call(self, node) -> ir.Expr:
+        op = str(getattr(node.op, "name", node.op)).rsplit(".", 1)[-1]
+        args = list(node.args)
+        dtype = _dtype(node)
+        if op == "if_then_else":
+            return ir.Select(*(self.expr(a) for a in args), dtype, lazy=True)
+        if op in ("likely", "assume") and len(args) == 1:
+            return self.expr(args[0])
+        if op in _CALL_BINARY and len(args) == 2:
+            return ir.Binary(_CALL_BINARY[op], self.expr(args[0]), self.expr(args[1]), dtype)
+        if op in _CALL_UNARY and len(args) == 1:
+            return ir.Unary(_CALL_UNARY[op], self.expr(args[0]), dtype)
+        raise Unsupported(f"the interpreter does not evaluate T.{op}(...) (in block {self.block!r})")
+
+    # -- statements
+
+    def stmt(self, node) -> ir.Stmt:
+        kind = type(node).__name__
+        if kind == "SeqStmt":
+            return self.seq(list(node.seq))
+        if kind == "For":
+            step = getattr(node, "step", None)
+            if step is not None and _int(step, "a loop step") != 1:
+                raise Unsupported(f"loop {node.loop_var} has step {step}")
+            return ir.For(self.var(node.loop_var), self.expr(node.min), self.expr(node.extent), self.stmt(node.body),
+                          _FOR_KINDS.get(int(node.kind), "serial"))
+        if kind in ("BlockRealize", "SBlockRealize"):
+            return self.block_realize(node)
+        if kind == "BufferStore":
+            return ir.Store(self.buf(node.buffer), tuple(self.expr(i) for i in node.indices), self.expr(node.value))
+        if kind == "IfThenElse":
+            orelse = node.else_case
+            return ir.If(self.expr(node.condition), self.stmt(node.then_case),
+                         self.stmt(orelse) if orelse is not None else None)
+        if kind == "LetStmt" and getattr(node, "body", None) is not None:
+            return ir.LetStmt(self.var(node.var), self.expr(node.value), self.stmt(node.body))
+        if kind == "AttrStmt":
+            if str(node.attr_key) in ("thread_extent", "virtual_thread"):
+                raise Unsupported("GPU thread launches (lowered TIR): give the program before GPU scheduling")
+            return self.stmt(node.body)
+        if kind == "Evaluate":
+            if type(node.value).__name__ in ("IntImm", "FloatImm"):
+                return ir.Nop()
+            raise Unsupported(f"the interpreter does not evaluate T.evaluate({node.value})")
+        if kind == "AssertStmt":
+            return ir.Nop()  # asserts check arguments; the interpreter's inputs satisfy them
+        raise Unsupported(f"the interpreter does not evaluate {kind} statements (in block {self.block!r})")
+
+    def seq(self, items: list) -> ir.Stmt:
+        """A sequence; 0.27's flat ``Bind``/``AllocBuffer`` scope over the statements after them."""
+        out = []
+        for index, node in enumerate(items):
+            kind = type(node).__name__
+            if kind in ("Bind", "LetStmt") and getattr(node, "body", None) is None:
+                return ir.Seq((*out, ir.LetStmt(self.var(node.var), self.expr(node.value),
+                                                self.seq(items[index + 1:]))))
+            if kind == "AllocBuffer":
+                return ir.Seq((*out, ir.Alloc(self.buf(node.buffer), self.seq(items[index + 1:]))))
+            if kind == "DeclBuffer":
+                raise Unsupported("DeclBuffer (a buffer over another's data) is not interpreted")
+            out.append(self.stmt(node))
+        return ir.Seq(tuple(out))
+
+    def block_realize(self, node) -> ir.Stmt:
+        block = node.block
+        outer, self.block = self.block, str(block.name_hint)
+        try:
+            if list(block.match_buffers):
+                raise Unsupported(f"block {self.block!r} matches buffers (match_buffer): not interpreted")
+            iters = tuple(ir.IterVar(self.var(iv.var), self.expr(iv.dom.min), self.expr(iv.dom.extent),
+                                     compat.iter_kind(iv)) for iv in block.iter_vars)
+            predicate = self.expr(node.predicate)
+            if isinstance(predicate, ir.Const) and predicate.value:
+                predicate = None
+            allocs = tuple(self.buf(b) for b in block.alloc_buffers)
+            init = self.stmt(block.init) if block.init is not None else None
+            return ir.Block(self.block, iters, tuple(self.expr(v) for v in node.iter_values), predicate, init,
+                            self.stmt(block.body), allocs)
+        finally:
+            self.block = outer
+
+
+def _row_major(shape: tuple[int, ...]) -> list[int]:
+    strides, running = [], 1
+    for extent in reversed(shape):
+        strides.append(running)
+        running *= extent
+    return list(reversed(strides))
+
+
+def _param_buffers(func) -> list:
+    buffer_map = getattr(func, "buffer_map", None)
+    if buffer_map is not None:
+        found = []
+        for param in func.params:
+            if param not in buffer_map:
+                raise Unsupported(f"parameter {param} is a scalar: the interpreter takes buffer parameters only")
+            found.append(buffer_map[param])
+        return found
+    for param in func.params:
+        if type(getattr(param, "ty", None)).__name__ != "BufferType":
+            raise Unsupported(f"parameter {param} is a scalar: the interpreter takes buffer parameters only")
+    return list(func.params)
+
+
+def translate(func, name: str) -> ir.Program:
+    """The suite's own representation of a PrimFunc (Unsupported naming what it cannot hold)."""
+    translator = _Translator()
+    params = tuple(translator.buf(b, param=True) for b in _param_buffers(func))
+    body = translator.stmt(func.body)
+    return ir.Program(name, params, body)
+
+
+def signature(func) -> list[tuple[str, tuple[int, ...], str]]:
+    """(name, shape, dtype) of each buffer parameter of ``func``."""
+    found = []
+    for buffer in _param_buffers(func):
+        name = str(getattr(buffer, "name", "buffer"))
+        found.append((name, tuple(_int(d, f"the extent of {name}") for d in buffer.shape), str(buffer.dtype)))
+    return found

@@ -1,0 +1,165 @@
+"""The inputs a triage runs both programs on: drawn from fixed seeds, or as ``--inputs`` says.
+
+``--inputs SPEC``: comma-separated items, each ``LO:HI`` (the range of every input) or
+``NAME=LO:HI`` (one parameter's) or ``NAME=FILE.npy`` (one parameter's values). Floats are drawn
+uniformly from [LO, HI), integers from the integers in [LO, HI); without a range, floats come
+from [-1, 1) (mean zero, which the probabilistic rounding bound assumes: see
+``suite.core.bounds``), signed integers from [-8, 8), unsigned ones from [0, 16). Each
+parameter has its own generator, seeded by its name and position (crc32), so the same program
+and spec always get the same inputs; values are rounded to the parameter's dtype, and the
+reference evaluates those rounded values.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from suite.errors import UserError
+from suite.triage import ir
+
+DEFAULT_RANGES = {"f": (-1.0, 1.0), "i": (-8, 8), "u": (0, 16), "b": (0, 2)}
+
+
+class BadInputs(UserError):
+    """An ``--inputs`` spec that cannot be used (one line, naming the item)."""
+
+
+@dataclass(frozen=True)
+class Spec:
+    default: tuple[float, float] | None
+    ranges: dict          # name -> (lo, hi)
+    files: dict           # name -> Path
+
+    def describe(self, param: ir.Buf) -> str:
+        if param.name in self.files:
+            return f"{param.name} from {self.files[param.name]}"
+        lo, hi = self.range_of(param)
+        what = "uniform" if ir.kind_of(param.dtype) == "f" else "integers in"
+        return f"{param.name} {what} [{_number(lo)}, {_number(hi)})"
+
+    def range_of(self, param: ir.Buf) -> tuple:
+        return self.ranges.get(param.name) or self.default or DEFAULT_RANGES[ir.kind_of(param.dtype)]
+
+
+def _number(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def parse(text: str | None) -> Spec:
+    """The ``--inputs`` spec (checked before any work: BadInputs names the item)."""
+    default, ranges, files = None, {}, {}
+    if text is None:
+        return Spec(None, {}, {})
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if not items:
+        raise BadInputs(f"--inputs {text!r} says nothing (LO:HI, NAME=LO:HI or NAME=FILE.npy, comma-separated)")
+    for item in items:
+        name, _, value = item.rpartition("=")
+        name = name.strip()
+        if value.strip().endswith(".npy"):
+            if not name:
+                raise BadInputs(f"--inputs item {item!r}: a file needs the parameter it is for (NAME=FILE.npy)")
+            path = Path(value.strip()).expanduser().absolute()
+            if not path.is_file():
+                raise BadInputs(f"--inputs item {item!r}: {path} is not a file")
+            files[name] = path
+            continue
+        bounds = _range(item, value)
+        if name:
+            ranges[name] = bounds
+        elif default is None:
+            default = bounds
+        else:
+            raise BadInputs(f"--inputs gives two ranges for every input ({text!r})")
+    return Spec(default, ranges, files)
+
+
+def _range(item: str, value: str) -> tuple:
+    parts = value.split(":")
+    if len(parts) != 2:
+        raise BadInputs(f"--inputs item {item!r} is not LO:HI, NAME=LO:HI or NAME=FILE.npy")
+    try:
+        lo, hi = (float(p) for p in parts)
+    except ValueError:
+        raise BadInputs(f"--inputs item {item!r}: {value!r} is not two numbers LO:HI") from None
+    if not (np.isfinite(lo) and np.isfinite(hi)) or lo >= hi:
+        raise BadInputs(f"--inputs item {item!r}: the range [{lo:g}, {hi:g}) is empty or not finite")
+    as_ints = all(p.strip().lstrip("+-").isdigit() for p in parts)
+    return (int(lo), int(hi)) if as_ints else (lo, hi)
+
+
+def check(spec: Spec, params: list[ir.Buf]) -> None:
+    """Every name the spec gives is an input of the program."""
+    names = {p.name for p in params}
+    unknown = sorted((set(spec.ranges) | set(spec.files)) - names)
+    if unknown:
+        raise BadInputs(f"--inputs names {', '.join(unknown)}, which the program does not read; its inputs: "
+                        f"{', '.join(sorted(names)) or 'none'}")
+
+
+def make(spec: Spec, params: list[ir.Buf]) -> dict[str, np.ndarray]:
+    """The input arrays, by parameter name, in each parameter's dtype."""
+    check(spec, params)
+    arrays = {}
+    for position, param in enumerate(params):
+        if param.name in spec.files:
+            arrays[param.name] = _load(spec.files[param.name], param)
+            continue
+        kind = ir.kind_of(param.dtype)
+        rng = np.random.default_rng(zlib.crc32(f"{param.name}/{position}".encode()))
+        lo, hi = spec.range_of(param)
+        if kind == "f":
+            values = rng.uniform(lo, hi, size=param.shape)
+        elif kind == "b":
+            values = rng.integers(0, 2, size=param.shape) != 0
+        else:
+            lo, hi = int(np.ceil(lo)), int(np.ceil(hi))
+            if hi <= lo:
+                raise BadInputs(f"--inputs range for {param.name} holds no integer")
+            info = np.iinfo(np.dtype(param.dtype))
+            if lo < info.min or hi - 1 > info.max:
+                raise BadInputs(f"--inputs range [{lo}, {hi}) does not fit {param.name}'s {param.dtype}")
+            values = rng.integers(lo, hi, size=param.shape)
+        arrays[param.name] = np.asarray(values).astype(numpy_dtype(param.dtype))
+    return arrays
+
+
+def recipe(spec: Spec, param: ir.Buf, position: int) -> str | None:
+    """The numpy expression that draws one input as :func:`make` does (None for a file), for a
+    reproducer script to make the same array without the suite."""
+    if param.name in spec.files:
+        return None
+    seed = zlib.crc32(f"{param.name}/{position}".encode())
+    kind = ir.kind_of(param.dtype)
+    lo, hi = spec.range_of(param)
+    if kind == "f":
+        draw = f"np.random.default_rng({seed}).uniform({float(lo)!r}, {float(hi)!r}, size={tuple(param.shape)})"
+    elif kind == "b":
+        draw = f"(np.random.default_rng({seed}).integers(0, 2, size={tuple(param.shape)}) != 0)"
+    else:
+        draw = (f"np.random.default_rng({seed}).integers({int(np.ceil(lo))}, {int(np.ceil(hi))}, "
+                f"size={tuple(param.shape)})")
+    return f"{draw}.astype({param.dtype!r})"
+
+
+def _load(path: Path, param: ir.Buf) -> np.ndarray:
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as err:
+        raise BadInputs(f"--inputs {param.name}={path}: not a .npy array ({str(err).splitlines()[0]})") from None
+    if tuple(array.shape) != tuple(param.shape):
+        raise BadInputs(f"--inputs {param.name}={path}: shape {tuple(array.shape)}, the program's "
+                        f"{param.name} is {tuple(param.shape)}")
+    return array.astype(numpy_dtype(param.dtype))
+
+
+def numpy_dtype(dtype: str) -> np.dtype:
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        raise UserError(f"triage cannot hold {dtype} values in numpy (supported: float16/32/64, "
+                        "int8-64, uint8-64, bool)") from None

@@ -1,0 +1,206 @@
+"""The reproducer of a CHANGED verdict: a standalone Python script (numpy and the installed TVM,
+nothing of the suite) that builds both programs and shows the wrong element.
+
+Its inputs are the smallest region that shows it: the elements the wrong output element reads
+(:func:`suite.triage.interp.dependencies`, from the before program), every other input element
+0. The after program may read elsewhere, so the script is run once here: where the zeros hide the
+difference, it is written again with the whole inputs, generated in the script from the same
+seeds as the triage's.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from suite import cache
+from suite.triage import inputs as inputs_mod
+from suite.triage import interp, ir, verdict
+
+#: Input elements a script embeds at most; beyond, it generates the inputs from their seeds.
+MAX_EMBEDDED = 20_000
+RUN_TIMEOUT_S = 600
+
+
+def write(program: ir.Program, before_script: str, after_script: str, arrays: dict, spec, expected: verdict.Expected,
+          index: tuple, path: Path | None, found_on: str) -> dict:
+    """Write the reproducer of output element ``index`` (at ``path``, or a new
+    ``triage_repro_<function>.py`` here) and run it; what it is and shows, for the report."""
+    path = path or _new_path(Path.cwd() / f"triage_repro_{program.name}.py")
+    output = program.written_params()[-1]
+    params = [p for p in program.params if p is not output]
+    needed = interp.dependencies(program, arrays, index)
+    region = {p.name: needed[p.name] for p in params}
+    total = sum(int(m.sum()) for m in region.values())
+    facts = {"path": str(path), "output_index": list(index), "found_on": found_on,
+             "region": {name: _box(mask) for name, mask in region.items()}}
+    attempts = [("region", region)] if total <= MAX_EMBEDDED else []
+    attempts.append(("whole", None))
+    for kind, chosen in attempts:
+        text = _script(program, before_script, after_script, arrays, spec, expected, index, output, params, chosen,
+                       found_on)
+        cache.write_text(path, text)
+        shows, printed = _run(path)
+        facts.update(inputs=kind, shows=shows, printed=printed)
+        if shows:
+            break
+    where = ", ".join(_region_words(name, box) for name, box in facts["region"].items())
+    element = f"{output.name}[{', '.join(map(str, index))}]"
+    inputs_words = (f"the inputs {element} reads ({where}), the rest 0" if facts["inputs"] == "region"
+                    else "the whole inputs (the region alone hides it)")
+    shown = ("shows the difference on llvm with the installed TVM (run here: exit 1)" if facts["shows"] else
+             f"does not show it on llvm with the installed TVM ({facts['printed'] or 'no output'}); "
+             f"it was found on {found_on}")
+    facts["summary"] = f"{element} from {inputs_words}; python {path.name} {shown}"
+    return facts
+
+
+def _new_path(path: Path) -> Path:
+    """``path``, or ``<stem>_2.py``, ``_3``... where it exists: a reproducer never replaces another."""
+    candidate, number = path, 2
+    while candidate.exists():
+        candidate = path.with_name(f"{path.stem}_{number}{path.suffix}")
+        number += 1
+    return candidate
+
+
+def _box(mask: np.ndarray) -> dict:
+    found = np.argwhere(mask)
+    if not len(found):
+        return {"elements": 0, "box": None}
+    return {"elements": int(len(found)), "box": [[int(lo), int(hi) + 1] for lo, hi in zip(found.min(0), found.max(0))]}
+
+
+def _region_words(name: str, box: dict) -> str:
+    """``A[0, 0:32] (32 elements)``: the bounding box of the elements read, and how many."""
+    if not box["box"]:
+        return f"{name}: none"
+    ranges = ", ".join(f"{lo}:{hi}" if hi - lo > 1 else f"{lo}" for lo, hi in box["box"])
+    return f"{name}[{ranges}] ({box['elements']:,} element{'s' if box['elements'] != 1 else ''})"
+
+
+def _literal(value) -> str:
+    value = float(value)
+    return repr(value) if np.isfinite(value) else f"float({str(value)!r})"
+
+
+def _generator(param: ir.Buf, position: int, array: np.ndarray, spec) -> str:
+    """How the script makes the whole of one input: the triage's own draw (checked to give the
+    same array), else the values themselves."""
+    recipe = inputs_mod.recipe(spec, param, position)
+    if recipe is not None and np.array_equal(eval(recipe, {"np": np}), array):  # our own expression
+        return recipe
+    kind = ir.kind_of(param.dtype)
+    values = ", ".join(_literal(v) if kind == "f" else str(int(v)) for v in array.reshape(-1))
+    return f"np.array([{values}], {param.dtype!r}).reshape({tuple(param.shape)})"
+
+
+def _script(program, before_script, after_script, arrays, spec, expected, index, output, params, region,
+            found_on) -> str:
+    element = f"{output.name}[{', '.join(map(str, index))}]"
+    floats = expected.magnitude is not None
+    exact = expected.value[index]
+    bound = None
+    if floats:
+        from suite.reporting import thresholds
+
+        bound = verdict.Bound(expected, thresholds.load()).of(index)
+    lines = []
+    for position, param in enumerate(params):
+        if region is None:
+            lines.append(f"    {param.name!r}: {_generator(param, position, arrays[param.name], spec)},")
+            continue
+        where = np.argwhere(region[param.name])
+        values = arrays[param.name][region[param.name]]
+        kind = ir.kind_of(param.dtype)
+        listed = ", ".join(_literal(v) if kind == "f" else str(int(v)) for v in values)
+        lines.append(f"    {param.name!r}: region({tuple(param.shape)}, {param.dtype!r}, "
+                     f"{[list(map(int, w)) for w in where]}, [{listed}]),")
+    inputs_doc = ("Only the input elements it reads hold values; every other input element is 0."
+                  if region is not None else "The inputs are the triage's whole inputs, from the same seeds.")
+    judge_doc = (f"No summation order moves a {expected.dtype} result more than BOUND = gamma~_K(lambda) x m "
+                 f"(K = {expected.k}) from the exact value." if floats else
+                 f"{expected.dtype} results must match the exact value exactly.")
+    exact_literal = _literal(exact) if floats else str(int(exact)) if not isinstance(exact, (bool, np.bool_)) else str(bool(exact))
+    return f'''#!/usr/bin/env python3
+"""Reproducer written by `tvm-suite triage` (tvm-accuracy-suite): the after program computes
+{element} differently from the before program ({program.name}; found on {found_on}).
+
+{inputs_doc}
+EXACT is the before program's value there in exact arithmetic (the suite's TIR interpreter).
+{judge_doc}
+
+Run it with the TVM that showed the difference: python {{this file}}. It builds both programs
+for this CPU (llvm), prints the three values and exits 1 when the after program is wrong.
+"""
+
+import sys
+
+import numpy as np
+import tvm
+
+BEFORE = r\'\'\'
+{before_script.strip()}
+\'\'\'
+
+AFTER = r\'\'\'
+{after_script.strip()}
+\'\'\'
+
+INDEX = {tuple(int(i) for i in index)!r}
+EXACT = {exact_literal}
+BOUND = {repr(float(bound)) if bound is not None else None}
+OUTPUT = ({output.name!r}, {tuple(output.shape)!r}, {output.dtype!r})
+
+
+def region(shape, dtype, where, values):
+    array = np.zeros(shape, dtype)
+    if where:
+        array[tuple(np.array(where).T)] = np.array(values, dtype)
+    return array
+
+
+INPUTS = {{
+{chr(10).join(lines)}
+}}
+
+
+def run(source):
+    func = tvm.script.from_source(source)
+    cpu = tvm.target.codegen.llvm_get_system_cpu()
+    try:
+        target = tvm.target.Target({{"kind": "llvm", "mcpu": cpu}})
+    except Exception:  # releases before 0.27 take the string form
+        target = tvm.target.Target(f"llvm -mcpu={{cpu}}")
+    build = getattr(getattr(tvm, "tirx", None), "build", None) or tvm.build
+    module = build(tvm.IRModule({{"main": func.with_attr("global_symbol", "main")}}), target=target)
+    device = tvm.cpu(0)
+    tensor = getattr(tvm.runtime, "tensor", None) or tvm.nd.array
+    out = tensor(np.zeros(OUTPUT[1], OUTPUT[2]), device)
+    module["main"](*[tensor(array, device) for array in INPUTS.values()], out)
+    return out.numpy()[INDEX].item()
+
+
+before, after = run(BEFORE), run(AFTER)
+print(f"{{OUTPUT[0]}}{{list(INDEX)}}: before {{before!r}}, after {{after!r}}, exact {{EXACT!r}}"
+      + (f", bound {{BOUND:.4g}}" if BOUND is not None else ""))
+if BOUND is None:
+    wrong = after != EXACT and after != before
+else:
+    wrong = not abs(float(after) - EXACT) <= BOUND
+print("the after program is wrong here" if wrong else "the difference does not show here")
+sys.exit(1 if wrong else 0)
+'''
+
+
+def _run(path: Path) -> tuple[bool, str]:
+    """Run the written script: (whether it shows the difference, what it printed first)."""
+    try:
+        done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return False, f"it ran past {RUN_TIMEOUT_S} s"
+    printed = (done.stdout.strip().splitlines() or done.stderr.strip().splitlines()[-1:] or [""])[0]
+    return done.returncode == 1 and "wrong" in done.stdout, printed

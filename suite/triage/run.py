@@ -1,0 +1,251 @@
+"""A triage from the files a report pastes to a verdict: read, evaluate exactly, compile and run
+on each target, judge, and with CHANGED write a reproducer."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from suite import compat, compat_tir, targets
+from suite.errors import Skipped, UserError, first_line
+from suite.targets.base import Mode
+from suite.triage import inputs as inputs_mod
+from suite.triage import interp, ir, repro, verdict
+from suite.triage.report import Report, TargetOutcome
+
+
+@dataclass
+class Request:
+    """What ``tvm-suite triage`` was asked (paths already absolute)."""
+
+    before: Path
+    after: Path | None = None
+    schedule: Path | None = None
+    trace: Path | None = None
+    tune: int | None = None
+    targets: list[str] = field(default_factory=lambda: ["llvm"])
+    inputs: str | None = None
+    func: str | None = None
+    repro: Path | None = None
+
+    def check(self) -> None:
+        """Everything that can be checked before any work (one-line UserErrors)."""
+        given = [name for name, value in (("AFTER", self.after), ("--schedule", self.schedule),
+                                           ("--trace", self.trace), ("--tune", self.tune)) if value is not None]
+        if not given:
+            raise UserError("give the after program: AFTER (a TVMScript file), --schedule FILE, --trace FILE "
+                            "or --tune N")
+        if len(given) > 1:
+            raise UserError(f"give one after program, not {' and '.join(given)}")
+        for path, what in ((self.before, "before program"), (self.after, "after program"),
+                           (self.schedule, "schedule"), (self.trace, "trace")):
+            if path is not None and not path.is_file():
+                raise UserError(f"{what} {path} {'is not a file' if path.exists() else 'does not exist'}")
+        if not self.targets:
+            raise UserError("--target names no target")
+        for name in self.targets:
+            targets.get(name)  # UnknownTarget lists the valid ones
+        if self.tune is not None and self.tune < 1:
+            raise UserError(f"--tune {self.tune}: give at least 1 trial")
+        if self.repro is not None and (self.repro.is_dir() or not self.repro.parent.is_dir()):
+            raise UserError(f"--repro {self.repro}: {'a directory' if self.repro.is_dir() else 'its directory does not exist'}"
+                            "; give the path of the script to write")
+        self.targets = list(dict.fromkeys(self.targets))
+        inputs_mod.parse(self.inputs)
+
+    def after_words(self) -> str:
+        if self.after is not None:
+            return str(self.after)
+        if self.schedule is not None:
+            return f"the before program after the schedule {self.schedule}"
+        if self.trace is not None:
+            return f"the before program after the trace {self.trace}"
+        return f"the before program tuned by MetaSchedule ({self.tune} trials per target)"
+
+
+def triage(request: Request, log=lambda line: None) -> Report:
+    request.check()
+    spec = inputs_mod.parse(request.inputs)
+    funcs, facts = compat_tir.parse_file(request.before)
+    name, before = compat_tir.pick(funcs, request.func, request.before)
+    after = None if request.tune is not None else _after(request, name, before, facts)
+    program = _program(before, name, request.before)
+    output = program.written_params()[-1]
+    params = [p for p in program.params if p is not output]
+    if after is not None:
+        _same_signature(before, after, request)
+    arrays = inputs_mod.make(spec, params)
+    started = time.perf_counter()
+    try:
+        result = interp.evaluate(program, arrays)
+    except interp.Unevaluable as err:
+        raise UserError(f"the interpreter cannot evaluate {request.before}: {err}") from None
+    floats = ir.kind_of(output.dtype) == "f"
+    report = Report(
+        function=name, before=str(request.before), after=request.after_words(),
+        output=f"{output.name} {'x'.join(map(str, output.shape))} {output.dtype}",
+        inputs=[spec.describe(p) for p in params],
+        reference={"seconds": time.perf_counter() - started,
+                   "arithmetic": "float64" if floats else "integers",
+                   "accumulation_length": result.k if floats else None},
+        findings=result.findings)
+    if facts["dropped"]:
+        report.notes.append(f"left out of {request.before}: the Relax function(s) {', '.join(facts['dropped'])}")
+    if result.findings:
+        return report
+    expected = verdict.Expected(result.output, result.magnitude if floats else None, result.k, output.name,
+                                output.dtype)
+    with tempfile.TemporaryDirectory(prefix="tvm-suite-triage-") as work:
+        for target_name in request.targets:
+            target = targets.get(target_name)
+            tuning = None
+            after_here = after
+            if request.tune is not None:
+                if reason := _not_runnable(target):
+                    report.outcomes.append(TargetOutcome(target.name, "skipped", reason))
+                    continue
+                log(f"tuning {name} for {target.name}: {request.tune} trials")
+                after_here, tuning = _tuned(before, target, request.tune, arrays, params, output, expected)
+            log(f"building and running both programs on {target.name}")
+            outcome = _run_target(target, before, after_here, [arrays[p.name] for p in params], output, expected,
+                                  Path(work))
+            outcome.tuning = tuning
+            report.outcomes.append(outcome)
+        changed = [o for o in report.outcomes if o.judgement is not None and o.judgement.kind == verdict.CHANGED]
+        if changed:
+            first = changed[0]
+            after_func = after if after is not None else first.after_func
+            log("writing the reproducer")
+            report.reproducer = repro.write(program, compat_tir.script(before, name), compat_tir.script(after_func, name),
+                                            arrays, spec, expected, tuple(first.judgement.first["index"]),
+                                            request.repro, first.target)
+    return report
+
+
+def _program(before, name: str, path: Path) -> ir.Program:
+    program = compat_tir.translate(before, name)
+    written = program.written_params()
+    if not written:
+        raise UserError(f"{path}: {name} writes none of its parameters: it has no output to compare")
+    if len(written) > 1 or written[-1] is not program.params[-1]:
+        raise UserError(f"{path}: {name} writes {', '.join(b.name for b in written)}; triage compares programs "
+                        "whose one output is their last parameter")
+    if ir.kind_of(program.params[-1].dtype) == "f" and program.params[-1].dtype not in ("float16", "float32", "float64"):
+        raise UserError(f"{path}: its output is {program.params[-1].dtype}; triage judges float16, float32 and "
+                        "float64 outputs (and integers)")
+    return program
+
+
+def _after(request: Request, name: str, before, facts):
+    if request.after is not None:
+        funcs, _ = compat_tir.parse_file(request.after)
+        if request.func is not None or name in funcs:
+            return compat_tir.pick(funcs, request.func or name, request.after)[1]
+        return compat_tir.pick(funcs, None, request.after)[1]
+    if request.schedule is not None:
+        return compat_tir.apply_schedule(before, name, request.schedule, facts["modules"])
+    trace = compat_tir.read_trace(request.trace)
+    if trace is None:  # printed as Python: a schedule script
+        return compat_tir.apply_schedule(before, name, request.trace, facts["modules"])
+    return compat_tir.apply_trace(before, trace, request.trace)
+
+
+def _same_signature(before, after, request: Request) -> None:
+    ours, theirs = compat_tir.signature(before), compat_tir.signature(after)
+    plain = lambda sig: [(shape, dtype) for _, shape, dtype in sig]  # noqa: E731
+    if plain(ours) != plain(theirs):
+        show = lambda sig: ", ".join(f"{n} {'x'.join(map(str, s))} {d}" for n, s, d in sig)  # noqa: E731
+        raise UserError(f"the after program's parameters ({show(theirs)}) are not the before program's "
+                        f"({show(ours)}): {request.after_words()}")
+
+
+def _not_runnable(target) -> str | None:
+    if target.mode is Mode.COMPILE_ONLY:
+        return f"{target.name} is compile-only here: nothing runs its code (try hexagon-v68-qf)"
+    return target.unavailable()
+
+
+def _prepare(target, func):
+    """The function as the target builds it: GPU targets schedule an unbound function with
+    their default rules (dlight), and take one bound to threads as it is."""
+    if target.name == "cuda":
+        return target.prepare(func, "tuned" if compat_tir.binds_threads(func) else "default")
+    return target.prepare(func, "default")
+
+
+def _run_target(target, before, after, input_list, output: ir.Buf, expected: verdict.Expected,
+                work: Path) -> TargetOutcome:
+    if reason := _not_runnable(target):
+        return TargetOutcome(target.name, "skipped", reason)
+    outputs, twins, seconds = {}, {}, {}
+    for side, func in (("before", before), ("after", after)):
+        started = time.perf_counter()
+        path = work / target.name / side / target.KERNEL_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            target.build(_prepare(target, func), path)
+        except (UserError, compat.TVMUnavailable):
+            raise
+        except Skipped as err:
+            return TargetOutcome(target.name, "skipped", str(err))
+        except Exception as err:
+            return TargetOutcome(target.name, "failed", f"the {side} program does not build: {first_line(err)}")
+        try:
+            kernel = target.load(path, input_list, output.shape, output.dtype)
+            outputs[side] = np.asarray(kernel.output())
+            if target.ieee_twin:
+                rewritten = (target.codegen_metrics(path) or {}).get("rewritten")
+                twins[side] = outputs[side] if rewritten == 0 else np.asarray(
+                    target.load_ieee_twin(path, input_list, output.shape, output.dtype).output())
+        except (UserError, compat.TVMUnavailable):
+            raise
+        except Skipped as err:
+            return TargetOutcome(target.name, "skipped", str(err))
+        except Exception as err:
+            return TargetOutcome(target.name, "failed", f"the {side} program does not run: {first_line(err)}")
+        seconds[side] = time.perf_counter() - started
+    judgement = verdict.judge(expected, outputs["before"], outputs["after"], twins.get("before"), twins.get("after"))
+    return TargetOutcome(target.name, "ok", judgement=judgement, seconds=seconds, after_func=after)
+
+
+def _tuned(before, target, trials: int, arrays: dict, params, output: ir.Buf, expected: verdict.Expected):
+    """The before program tuned by MetaSchedule for ``target``, each candidate checked against the
+    reference (:func:`suite.core.tuning.search`); (the best PrimFunc, what the search did)."""
+    from suite.core import tuning
+
+    check = tuning.OutputCheck.of(expected.value, expected.magnitude, expected.k, output.dtype,
+                                  gross=target.ieee_twin)
+    try:
+        with _stdout_to_stderr():  # MetaSchedule prints its tables: stdout stays the report's (--json)
+            found = tuning.search(before, target, trials, [arrays[p.name] for p in params], output.shape,
+                                  output.dtype, check, f"triage-{target.name}-{output.dtype}")
+        first_refusal = check.first_refusal
+    finally:
+        check.remove()
+    return found.func, {"trials": trials, "measured": len(found.measured), "checked": found.checked,
+                        "refused": found.refused,
+                        "failed": found.failed - found.refused, "best": found.best,
+                        "first_refusal": first_refusal, "logs": str(found.logs)}
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    """Standard output sent to standard error for the block: file descriptor 1 (C++ writers) and
+    ``sys.stdout`` (Python's, and the logging handlers MetaSchedule makes meanwhile)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)

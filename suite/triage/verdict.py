@@ -1,0 +1,254 @@
+"""One verdict on two outputs of a program, against its exact value: the kinds, their exit
+statuses, and the rules, which are the suite's own (nothing here is a second copy of them):
+
+- the rounding bound: ``suite.core.bounds`` (gamma~_K(lambda) * m, Higham & Mary's probabilistic
+  bound, lambda and the limit from ``reports/thresholds.toml`` [bound], ``suite.reporting.thresholds``);
+- how two outputs' errors compare: ``suite.core.metrics`` (``error_shift``: error ratio and bias
+  shift; ``divergence``: differing elements, ULP distance);
+- when such a change is a mark, and whether the arithmetic or the schedule caused it:
+  ``suite.reporting.rules`` (``shift_rules``, ``cause``: the IEEE twin's judgement), [divergence].
+
+Kinds, from the least to the most serious (a triage over several targets reports the most
+serious one, naming the targets):
+
+- EQUIVALENT: the after program's output is the before program's, bit for bit.
+- REORDERED: they differ, and both lie within the rounding bound of the exact value for their
+  accumulation length: what another order of the same sums does.
+- ARITHMETIC: on a target with an IEEE twin (qfloat), the pair is marked by the divergence rules
+  (or the after output leaves the bound), and the same pair computed with IEEE rounding is not.
+- CHANGED: the after program computes something else: an integer output differs, or a float
+  output (the IEEE twin's, on a qfloat target) lies beyond any summation order's rounding error.
+- UNDEFINED: the before program itself is undefined (:mod:`suite.triage.interp`'s findings).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from suite.core import bounds, metrics
+from suite.errors import ExitCode
+from suite.reporting import rules
+from suite.reporting import thresholds as thresholds_file
+
+EQUIVALENT, REORDERED, ARITHMETIC, CHANGED, UNDEFINED = "EQUIVALENT", "REORDERED", "ARITHMETIC", "CHANGED", "UNDEFINED"
+#: Least serious first.
+KINDS = (EQUIVALENT, REORDERED, ARITHMETIC, CHANGED, UNDEFINED)
+#: ``tvm-suite triage``'s exit status per verdict (``suite.errors.ExitCode``); no target built and
+#: ran both programs: NOT_READY (1); bad input: 2; interrupted: 130/143.
+EXIT_STATUS = {EQUIVALENT: ExitCode.OK, REORDERED: ExitCode.REORDERED, ARITHMETIC: ExitCode.ARITHMETIC,
+               CHANGED: ExitCode.CHANGED, UNDEFINED: ExitCode.UNDEFINED}
+NOTHING_RAN = ExitCode.NOT_READY
+
+
+def most_serious(kinds) -> str:
+    return max(kinds, key=KINDS.index)
+
+
+@dataclass
+class Expected:
+    """The exact output (float64, or int64/bool), its magnitude ``m`` and accumulation length
+    ``k`` (floats), and the output's name and dtype."""
+
+    value: np.ndarray
+    magnitude: np.ndarray | None
+    k: int
+    name: str
+    dtype: str
+
+
+@dataclass
+class Judgement:
+    kind: str
+    summary: str
+    first: dict | None = None
+    figures: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"verdict": self.kind, "summary": self.summary, "first_wrong": self.first,
+                "figures": {k: _plain(v) for k, v in self.figures.items()}, "notes": self.notes}
+
+
+def _plain(value):
+    if isinstance(value, (np.floating, float)):
+        value = float(value)
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    return value
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def _index(flat: int, shape) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.unravel_index(flat, shape))
+
+
+def _element(name: str, index) -> str:
+    return f"{name}[{', '.join(map(str, index))}]"
+
+
+def _number(value) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    return f"{float(value):.6g}"
+
+
+class Bound:
+    """The rounding bound of one output: per element gamma~_K(lambda) * m, beyond which no
+    summation order explains an error."""
+
+    def __init__(self, expected: Expected, thresholds: thresholds_file.Thresholds):
+        self.expected = expected
+        self.lam = thresholds.bound.lam
+        self.limit = thresholds.bound.max_fraction
+        self.gamma = bounds.gamma_tilde(expected.k, expected.dtype, self.lam)
+
+    def fraction(self, y) -> float:
+        e = self.expected
+        return bounds.bound_fractions(y, e.value, e.magnitude, e.k, e.dtype, self.lam)["prob_bound_fraction"]
+
+    def beyond(self, y) -> np.ndarray:
+        """Elements beyond the bound (an element without one, after a floor or round, never is)."""
+        e = self.expected
+        with np.errstate(invalid="ignore", over="ignore"):
+            error = np.abs(y.astype(np.float64) - e.value)
+            judged = np.isfinite(e.value) & ~np.isnan(e.magnitude)
+            return judged & ((error > self.limit * self.gamma * e.magnitude) | ~np.isfinite(error))
+
+    def unbounded(self) -> int:
+        """Output elements without a rounding bound (computed through floor, ceil, round...)."""
+        return int(np.count_nonzero(np.isnan(self.expected.magnitude)))
+
+    def of(self, index) -> float:
+        return float(self.limit * self.gamma * self.expected.magnitude[index])
+
+
+def judge(expected: Expected, before: np.ndarray, after: np.ndarray, twin_before: np.ndarray | None = None,
+          twin_after: np.ndarray | None = None, thresholds: thresholds_file.Thresholds | None = None) -> Judgement:
+    """The verdict on ``after`` against ``before`` (the two programs' outputs on one target),
+    with the IEEE twin's outputs of the same builds where the target has one."""
+    thresholds = thresholds or thresholds_file.load()
+    if same_bits(before, after):
+        figures = {}
+        if expected.magnitude is not None:  # how close the shared output is to the exact value
+            figures = {"accumulation_length": expected.k,
+                       "before_bound_fraction": Bound(expected, thresholds).fraction(before)}
+        return Judgement(EQUIVALENT, f"after's output is before's, bit for bit ({after.size:,} elements)", None,
+                         figures)
+    if expected.magnitude is None:
+        return _judge_exact(expected, before, after)
+    return _judge_float(expected, before, after, twin_before, twin_after, thresholds)
+
+
+def _judge_exact(expected: Expected, before, after) -> Judgement:
+    differs = before != after
+    flat = int(np.argmax(differs))
+    index = _index(flat, after.shape)
+    first = {"index": list(index), "before": _plain(before[index].item()), "after": _plain(after[index].item()),
+             "exact": _plain(expected.value[index].item()), "bound": 0}
+    wrong = after != expected.value
+    if _any_at(wrong):
+        flat = int(np.argmax(wrong))
+        index = _index(flat, after.shape)
+        first.update(index=list(index), before=_plain(before[index].item()), after=_plain(after[index].item()),
+                     exact=_plain(expected.value[index].item()))
+    count = int(np.count_nonzero(differs))
+    judgement = Judgement(CHANGED, f"{_element(expected.name, index)}: after {_number(first['after'])}, before "
+                                   f"{_number(first['before'])}, exact {_number(first['exact'])} "
+                                   f"({count:,} of {after.size:,} elements differ; {expected.dtype} results must "
+                                   "match exactly)", first, {"differ_fraction": count / after.size})
+    if _any_at(before != expected.value):
+        at = _index(int(np.argmax(before != expected.value)), before.shape)
+        judgement.notes.append(f"the before program's own output differs from the exact value too, at "
+                               f"{_element(expected.name, at)} ({_number(before[at].item())} for "
+                               f"{_number(expected.value[at].item())})")
+    return judgement
+
+
+def _any_at(mask) -> bool:
+    return bool(np.any(mask))
+
+
+def _shift(y, y_base, exact) -> dict:
+    return metrics.error_shift(y, y_base, exact)
+
+
+def _divergence(a, b) -> dict:
+    try:
+        return metrics.divergence(a, b)
+    except ValueError:  # float64 outputs: no ULP distance table in suite.core.metrics
+        differs = a != b
+        return {"differ_fraction": float(np.mean(differs)), "max_ulp_distance": math.nan}
+
+
+def _judge_float(expected, before, after, twin_before, twin_after, thresholds) -> Judgement:
+    bound = Bound(expected, thresholds)
+    figures = {"accumulation_length": expected.k, "lambda": bound.lam,
+               "before_bound_fraction": bound.fraction(before), "after_bound_fraction": bound.fraction(after),
+               **_divergence(after, before), **_shift(after, before, expected.value)}
+    notes = []
+    if unbounded := bound.unbounded():
+        notes.append(f"{unbounded:,} of {after.size:,} elements have no rounding bound (the program rounds to "
+                     "integers on the way: floor, ceil, round): the verdict is the other elements'")
+    before_beyond = bound.beyond(before)
+    if before_beyond.any():
+        at = _index(int(np.argmax(before_beyond)), before.shape)
+        notes.append(f"the before program's own output is beyond the rounding bound at {_element(expected.name, at)} "
+                     f"({_number(before[at])} for exact {_number(expected.value[at])}): this target does not "
+                     "compute the before program within rounding (or the inputs break the bound's assumption of "
+                     "mean-zero rounding errors: try --inputs with ranges around zero)")
+    has_twin = twin_before is not None and twin_after is not None
+    if has_twin:
+        figures.update({f"twin_{k}": v for k, v in _shift(twin_after, twin_before, expected.value).items()})
+        figures["twin_before_bound_fraction"] = bound.fraction(twin_before)
+        figures["twin_after_bound_fraction"] = bound.fraction(twin_after)
+        figures["twin_prob_bound_fraction"] = figures["twin_after_bound_fraction"]
+    checked = twin_after if has_twin else after
+    beyond = bound.beyond(checked)
+    if beyond.any():
+        index = _index(int(np.argmax(beyond)), after.shape)
+        first = {"index": list(index), "before": _plain(before[index].item()), "after": _plain(after[index].item()),
+                 "exact": _plain(float(expected.value[index])), "bound": bound.of(index),
+                 "magnitude": _plain(float(expected.magnitude[index]))}
+        error = abs(float(checked[index]) - float(expected.value[index]))
+        twin_words = ""
+        if has_twin:
+            first.update(twin_before=_plain(twin_before[index].item()), twin_after=_plain(twin_after[index].item()))
+            twin_words = (f" (with IEEE rounding, the twin: after {_number(twin_after[index])}, before "
+                          f"{_number(twin_before[index])})")
+        summary = (f"{_element(expected.name, index)}: after {_number(after[index])}, before {_number(before[index])}, "
+                   f"exact {_number(expected.value[index])}{twin_words}; |after - exact| = {error:.4g} > bound "
+                   f"{first['bound']:.4g} (gamma~_{expected.k}(lambda={bound.lam:g}) x {first['magnitude']:.4g}, "
+                   f"{expected.dtype}); {int(beyond.sum()):,} of {after.size:,} elements beyond it")
+        return Judgement(CHANGED, summary, first, figures, notes)
+    crossed = rules.shift_rules(figures, thresholds)
+    words = (f"after's error is {figures['error_ratio']:.3f}x before's, bias shift {figures['bias_shift']:+.3f}; "
+             f"{figures['differ_fraction']:.1%} of elements differ")
+    if has_twin:
+        marks = crossed + (["prob_bound_fraction"] if bound.beyond(after).any() else [])
+        causes = {mark: rules.cause(mark, figures, thresholds) for mark in marks}
+        twin_words = (f"with IEEE rounding (the twin) {figures['twin_error_ratio']:.3f}x, bias shift "
+                      f"{figures['twin_bias_shift']:+.3f}")
+        if marks and all(c is rules.Cause.ARITHMETIC for c in causes.values()):
+            why = ", ".join("beyond the rounding bound" if m == "prob_bound_fraction" else m for m in marks)
+            return Judgement(ARITHMETIC, f"qfloat: {words} (marked: {why}); {twin_words}, not marked: the "
+                                         "arithmetic, not the schedule", None, figures, notes)
+        if marks:
+            notes.append(f"marked ({', '.join(marks)}), and the IEEE twin's error shifted as well "
+                         f"({', '.join(rules.shift_rules(figures, thresholds, 'twin_'))}), within the rounding "
+                         "bound: a summation order that rounds worse, not arithmetic")
+        return Judgement(REORDERED, f"both within the rounding bound (K = {expected.k}, {expected.dtype}): {words}; "
+                                    f"{twin_words}", None, figures, notes)
+    if crossed:
+        notes.append(f"the error statistics shifted ({', '.join(crossed)}: beyond what the suite's divergence rules "
+                     "allow a reordering of IEEE sums), still within the rounding bound")
+    return Judgement(REORDERED, f"both within the rounding bound (K = {expected.k}, {expected.dtype}): {words}",
+                     None, figures, notes)
