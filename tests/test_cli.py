@@ -82,7 +82,7 @@ def test_empty_lists_and_bad_numbers_are_refused(cli, tmp_path):
                  ["tune", "--dtype", "float16", "--workload", ","],
                  ["history", "--tvm-repo", str(tmp_path), "--releases", ""]):
         assert_one_line_error(cli(*args), "names nothing")
-    assert_one_line_error(cli("tune", "--dtype", "float16", "--trials", "0"), "--trials", "0 is not at least 1")
+    assert_one_line_error(cli("tune", "--dtype", "float16", "--trials", "0"), "--trials", "0 is not between 1 and 1,000,000")
     assert_one_line_error(cli("run", "--out", ""), "--out", "an empty path")
 
 
