@@ -11,6 +11,7 @@ one rename (:func:`publish_dir`).
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import json
 import os
@@ -280,17 +281,34 @@ def _seal(value) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+@contextlib.contextmanager
+def writing(where: Path):
+    """Inside, a file system that refuses a write (full, read-only) is :class:`suite.errors.CannotWrite`
+    naming ``where``: for writers that write their own files (numpy, TVM) into a directory the suite
+    assembles (an entry, see :func:`store_entry`)."""
+    from suite.errors import CannotWrite
+
+    try:
+        yield
+    except CannotWrite:
+        raise
+    except OSError as err:  # numpy's short write has no errno: say what it means
+        raise CannotWrite(err.errno or 28, err.strerror or f"{err} (the file system is full?)",
+                          str(err.filename or where)) from None
+
+
 def store_entry(where: Path, files: dict) -> None:
     """Write the entry ``where``: ``files`` maps each file name to ``write(tmp_path)``; the files and
     their manifest are assembled beside it and published with one rename."""
-    staged = staging_dir(where)
-    try:
-        for name, write in files.items():
-            write(str(staged / name))
-        write_sealed_json(staged / MANIFEST, {name: file_digest(staged / name) for name in files})
-        publish_dir(staged, where)
-    finally:
-        shutil.rmtree(staged, ignore_errors=True)  # gone already once published
+    with writing(where):
+        staged = staging_dir(where)
+        try:
+            for name, write in files.items():
+                write(str(staged / name))
+            write_sealed_json(staged / MANIFEST, {name: file_digest(staged / name) for name in files})
+            publish_dir(staged, where)
+        finally:
+            shutil.rmtree(staged, ignore_errors=True)  # gone already once published
 
 
 def load_entry(where: Path, names) -> dict[str, Path] | None:

@@ -166,6 +166,7 @@ def cmd_tune(args) -> int:
     if reason := target.unavailable():  # no GPU, tools missing: one line before any work
         raise UserError(f"{target.name} cannot be tuned here: {reason}")
     target.tuning_target()  # NotTunable (one line) before any work
+    cache.ensure_dir(tuning.records_dir(target.name, args.dtype) / "traces", "the records directory")
     tuned, busy = [], []
     for wid in select_workloads(args.workload):
         if args.skip_existing and (measure := tuning.existing_measure(target.name, args.dtype, wid)):
@@ -181,8 +182,8 @@ def cmd_tune(args) -> int:
             continue
         except KeyboardInterrupt as err:
             done = f"{len(tuned)} record(s) written before it ({', '.join(tuned)})" if tuned else "no record written"
-            raise Interrupted.by(err, f"{wid} was not tuned (its temporary MetaSchedule directory removed); {done}") \
-                from None
+            raise Interrupted.by(err, f"{wid} was not tuned (its search ended, its temporary directory removed); "
+                                      f"{done}") from None
         tuned.append(wid)
     if busy:
         raise UserError(f"not tuned, another process was tuning them: {', '.join(busy)}; when it is done, "

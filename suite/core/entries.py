@@ -47,15 +47,16 @@ def publish(combo: Combo, record: Record, staged: Path, arrays: dict[str, np.nda
     """Publish the entry assembled in ``staged`` (the build's files) with ``arrays`` (file name ->
     an output, or None) and ``record``, which vouches for every file by its sha256 (``parts``). A
     record that is not ok keeps no files beside it."""
-    for name, array in arrays.items():
-        if array is not None:
-            cache.write_array(staged / name, array)
-    if not record.ok:
-        shutil.rmtree(staged)
-        staged.mkdir()
-    record.parts = {p.name: cache.file_digest(p) for p in sorted(staged.iterdir()) if p.is_file()}
-    cache.write_sealed_json(staged / RECORD_FILE, record.to_json())
-    cache.publish_dir(staged, combo.entry)
+    with cache.writing(combo.entry):
+        for name, array in arrays.items():
+            if array is not None:
+                cache.write_array(staged / name, array)
+        if not record.ok:
+            shutil.rmtree(staged)
+            staged.mkdir()
+        record.parts = {p.name: cache.file_digest(p) for p in sorted(staged.iterdir()) if p.is_file()}
+        cache.write_sealed_json(staged / RECORD_FILE, record.to_json())
+        cache.publish_dir(staged, combo.entry)
 
 
 # ----------------------------------------------------------------------------- measured on a cluster
@@ -92,10 +93,12 @@ def publish_measured(combo: Combo, record: Record, files: dict[str, bytes]) -> R
             raise ValueError(f"{combo.label}: {name} is not the file its record names")
     if (kept := cached(combo)) is not None and not is_lost(kept):
         return kept
-    staged = cache.staging_dir(combo.entry)
+    with cache.writing(combo.entry):
+        staged = cache.staging_dir(combo.entry)
     try:
-        for name, data in files.items():
-            (staged / name).write_bytes(data)
+        with cache.writing(combo.entry):
+            for name, data in files.items():
+                (staged / name).write_bytes(data)
         publish(combo, record, staged, {})
     finally:
         shutil.rmtree(staged, ignore_errors=True)  # gone already once published

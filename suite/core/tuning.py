@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from suite import cache, compat
+from suite import cache, children, compat
 from suite.core import reference, workloads
 from suite.errors import OrderNotApplicable, UserError, first_line
 
@@ -137,12 +137,13 @@ def tuning_lock(target_name: str, dtype: str, workload_id: str):
     """Held while one process tunes the record of (target, workload, dtype); TuningInProgress,
     naming the holder, when another process holds it. Without it two processes tuning the same
     record each write their best, and the last write wins even when it is the worse schedule. The
-    lock (flock, released by the kernel when its holder dies) is a file in the cache, named by the
-    record's path, so that it also covers a records directory of TVM_SUITE_TUNING_RECORDS."""
-    record = trace_path(target_name, dtype, workload_id).resolve()
-    locks = cache.root() / "tune-locks"
-    locks.mkdir(exist_ok=True)
-    with open(locks / f"{workload_id}-{cache.digest(str(record))}.lock", "a+") as lock:
+    lock (flock, released by the kernel when its holder dies) lies beside the record it protects
+    (``.<record>.lock`` in its directory, found through the directory's real path), so that any
+    two tunings of one record meet there, whatever their caches or their spelling of the path."""
+    path = trace_path(target_name, dtype, workload_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = path.parent.resolve() / path.name
+    with open(record.parent / f".{record.name}.lock", "a+") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -156,11 +157,50 @@ def tuning_lock(target_name: str, dtype: str, workload_id: str):
         yield
 
 
-def tune(workload_id: str, dtype: str, target, trials: int, log=print) -> dict:
+def tune(workload_id: str, dtype: str, target, trials: int) -> None:
     """Tune one workload with MetaSchedule and store its best trace in the records directory,
-    holding the record's :func:`tuning_lock` throughout."""
+    holding the record's :func:`tuning_lock` throughout.
+
+    The search runs in a process of its own (:func:`_child`), in a session of its own, with its
+    temporary files in a directory made here: MetaSchedule's process pools do not survive Ctrl-C
+    in the process that runs them (a segfault, its temporary directory left behind). Ctrl-C or
+    SIGTERM reach this process alone; it ends the search, whatever it was doing, and removes that
+    directory; the record is written whole by the search, or not at all."""
     with tuning_lock(target.name, dtype, workload_id):
-        return _tune(workload_id, dtype, target, trials, log)
+        work = Path(tempfile.mkdtemp(prefix="tvm-suite-tune-"))
+        try:
+            search_process = children.start_python(
+                ["-m", "suite.core.tuning", workload_id, dtype, target.name, str(trials), str(work / "failure.txt")],
+                env={**os.environ, "TMPDIR": str(work)})
+            try:
+                status = search_process.wait()
+            except BaseException:
+                children.end(search_process)
+                raise
+            failure = work / "failure.txt"
+            if failure.is_file():
+                raise UserError(failure.read_text().strip())
+            if status != 0:
+                how = f"signal {-status}" if status < 0 else f"exit {status}"
+                raise UserError(f"the MetaSchedule search of {workload_id} {dtype} {target.name} ended ({how}) "
+                                "without a record; its output above says how")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _child(argv: list[str]) -> int:
+    """``python -m suite.core.tuning WORKLOAD DTYPE TARGET TRIALS FAILURE_FILE``: the search of
+    :func:`tune`, in its process. An expected failure (a damaged record, say) is written, one
+    line, to FAILURE_FILE for the parent to say."""
+    from suite import targets
+
+    workload_id, dtype, target_name, trials, failure = argv
+    try:
+        _tune(workload_id, dtype, targets.get(target_name), int(trials), print)
+    except UserError as err:
+        Path(failure).write_text(str(err))
+        return 2
+    return 0
 
 
 @dataclass
@@ -511,3 +551,9 @@ def replay(func, workload_id: str, dtype: str, records):
     except Exception as err:  # the trace no longer applies on this TVM: news about this TVM
         raise TraceDoesNotApply(f"tuned trace does not apply: {first_line(err)}") from None
     return schedule.mod["main"]
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(_child(sys.argv[1:]))
