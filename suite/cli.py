@@ -20,6 +20,7 @@ from suite.core import measurement, schedules, timing, workloads
 from suite.core.combo import QUICK_ORDERS, Combo, Grid, select_workloads
 from suite.core.record import Kind
 from suite.errors import ExitCode, Interrupted, Skipped, UserError, signals_raise
+from suite.progress import Progress
 
 
 def _print_table(rows: list[list[str]], header: list[str]) -> None:
@@ -168,10 +169,14 @@ def cmd_tune(args) -> int:
     target.tuning_target()  # NotTunable (one line) before any work
     cache.ensure_dir(tuning.records_dir(target.name, args.dtype) / "traces", "the records directory")
     tuned, busy = [], []
-    for wid in select_workloads(args.workload):
+    chosen = select_workloads(args.workloads)
+    shown = Progress("tune", len(chosen))  # done/total and time left, on stderr beside MetaSchedule's output
+    for wid in chosen:
+        shown.update(shown.done, wid)
         if args.skip_existing and (measure := tuning.existing_measure(target.name, args.dtype, wid)):
             if measure == target.tuning_measure:
                 print(f"kept     {wid} (already tuned by {measure})")
+                shown.step(wid)
                 continue
             print(f"re-tune  {wid}: its record was tuned by {measure}, this target tunes by {target.tuning_measure}")
         try:
@@ -179,12 +184,15 @@ def cmd_tune(args) -> int:
         except tuning.TuningInProgress as err:  # the others are still worth tuning; said at the end
             print(f"busy     {err}")
             busy.append(wid)
+            shown.step(wid)
             continue
         except KeyboardInterrupt as err:
             done = f"{len(tuned)} record(s) written before it ({', '.join(tuned)})" if tuned else "no record written"
             raise Interrupted.by(err, f"{wid} was not tuned (its search ended, its temporary directory removed); "
                                       f"{done}") from None
         tuned.append(wid)
+        shown.step(wid)
+    shown.finish()
     if busy:
         raise UserError(f"not tuned, another process was tuning them: {', '.join(busy)}; when it is done, "
                         f"`--skip-existing` keeps its records")
@@ -202,7 +210,7 @@ def cmd_run(args) -> int:
     summary = run.run_installed(grid, quick=args.quick, out_dir=args.out, tvm_repo=args.tvm_repo,
                                 tvm_commit=args.tvm_commit, cluster=args.cluster, thresholds_path=args.thresholds,
                                 machine=args.machine)
-    say(summary.text)
+    say(json.dumps(summary.facts, indent=1) if args.json else summary.text, summary.exit_status)
     return summary.exit_status
 
 
@@ -220,13 +228,23 @@ def cmd_history(args) -> int:
     return summary.exit_status
 
 
+def cmd_check(args) -> int:
+    from suite import check
+
+    grid = Grid.of(args.workloads, args.dtypes, args.targets, args.orders or list(QUICK_ORDERS))
+    summary = check.run_check(args.tvm_repo, args.candidate, args.baseline, grid, args.out, env_dir=args.env_dir,
+                              git_mirrors=args.git_mirrors, machine=args.machine, thresholds_path=args.thresholds)
+    say(json.dumps(summary.facts, indent=1) if args.json else summary.text, summary.exit_status)
+    return summary.exit_status
+
+
 def cmd_bisect(args) -> int:
     from suite.history import bisect
 
     combo = Combo.resolve(args.workload, args.dtype, args.target, args.order)  # names checked first
     summary = bisect.run_bisect(args.tvm_repo, args.range, combo.ids, args.metric, args.out,
                                 env_dir=args.env_dir, git_mirrors=args.git_mirrors)
-    print(summary.text)
+    say(json.dumps(summary.facts, indent=1) if args.json else summary.text, summary.exit_status)
     return summary.exit_status
 
 
@@ -269,7 +287,7 @@ def cmd_gate(args) -> int:
     history, result = _judged(args, remeasure=None if args.no_remeasure else timing.remeasure)
     run.keep_remeasured(history, result)
     status = result.verdict.exit_code
-    say(gate.format_table(result, history), status)
+    say(json.dumps(result.as_dict(), indent=1) if args.json else gate.format_table(result, history), status)
     return status
 
 
@@ -363,141 +381,198 @@ def _trials(value: str) -> int:
 
 
 def _combination(p, dtype="float32", workload_help=None) -> None:
-    """Options naming one combination (measure, bisect)."""
-    p.add_argument("--workload", required=True, help=workload_help)
-    p.add_argument("--dtype", default=dtype, help=", ".join(workloads.DTYPES))
-    p.add_argument("--target", default="llvm", help=", ".join(targets.names()))
-    p.add_argument("--order", default="default", help=", ".join(schedules.ORDERS))
+    """Options naming one combination (measure, bisect): one value each."""
+    p.add_argument("--workload", required=True, help=workload_help or "a workload id (tvm-suite list)")
+    p.add_argument("--dtype", default=dtype, help=f"{', '.join(workloads.DTYPES)} (default: {dtype})")
+    p.add_argument("--target", default="llvm", help=f"{', '.join(targets.names())} (default: llvm)")
+    p.add_argument("--order", default="default", help=f"{', '.join(schedules.ORDERS)} (default: default)")
 
 
 def _grid(p, orders_default: str) -> None:
-    """Options narrowing the benchmark grid (run, history)."""
-    p.add_argument("--workloads", type=_names, help="comma-separated ids or model names (default: seed + resnet50)")
-    p.add_argument("--dtypes", type=_names, default=list(workloads.DTYPES), help=", ".join(workloads.DTYPES))
+    """Options narrowing the benchmark grid (run, history): comma-separated lists."""
+    p.add_argument("--workloads", type=_names, help="comma-separated ids or model names (default: seed,resnet50)")
+    p.add_argument("--dtypes", type=_names, default=list(workloads.DTYPES),
+                   help=f"comma-separated, of {', '.join(workloads.DTYPES)} (default: {','.join(workloads.DTYPES)})")
     p.add_argument("--orders", type=_names, help=f"comma-separated loop orders (default: {orders_default})")
     p.add_argument("--targets", type=_names, default=["llvm"],
-                   help=f"comma-separated targets (default: llvm; any of {', '.join(targets.names())})")
+                   help=f"comma-separated, of {', '.join(targets.names())} (default: llvm)")
 
 
-def _tvm_history(p) -> None:
-    """Options of the commands that build TVM commits (history, bisect)."""
+def _tvm_history(p, out_default: str) -> None:
+    """Options of the commands that build TVM commits (history, bisect, check)."""
     p.add_argument("--tvm-repo", type=_path, required=True, help="a clone of apache/tvm (a bare one will do)")
-    p.add_argument("--env-dir", type=_path, help="where asv keeps its environments (default: .asv/env-history)")
+    p.add_argument("--out", type=_path, default=out_default, help=f"results, logs, published HTML "
+                                                                  f"(default: {out_default})")
+    p.add_argument("--env-dir", type=_path, help="where asv keeps its environments (default: .asv/env-history; "
+                                                 "about 0.6 GB)")
     p.add_argument("--git-mirrors", type=_path, help=MIRRORS_HELP)
 
 
+def _machine(p) -> None:
+    p.add_argument("--machine", type=_machine_name, help="the machine asv files the results under, one series per "
+                                                         "machine (default: the host name)")
+
+
+def _json(p, what: str) -> None:
+    p.add_argument("--json", action="store_true", help=f"print {what} as JSON instead of the table")
+
+
+#: Every command's exit statuses (suite.errors.ExitCode), shown in its --help and in the docs.
+EXIT_CODES = {
+    "list": [(ExitCode.OK, "listed")],
+    "measure": [(ExitCode.OK, "measured"), (ExitCode.NOT_READY, "the combination failed to build or run, or was skipped")],
+    "tune": [(ExitCode.OK, "every record written (or kept by --skip-existing)")],
+    "run": [(ExitCode.OK, "READY"), (ExitCode.NOT_READY, "NOT READY: a check failed (a failed build is one)"),
+            (ExitCode.NO_VERDICT, "no verdict: data missing, or latency suspects that could not be timed again")],
+    "history": [(ExitCode.OK, "every commit measured"), (ExitCode.NOT_READY, "a commit did not install, or asv failed")],
+    "bisect": [(ExitCode.OK, "the first bad commit found"), (ExitCode.NOTHING_WORSENED, "nothing worsened over the range")],
+    "check": [(ExitCode.OK, "READY"), (ExitCode.NOT_READY, "NOT READY: a check failed (a failed build is one)"),
+              (ExitCode.NO_VERDICT, "no verdict: data missing, or latency suspects that could not be timed again")],
+    "report": [(ExitCode.OK, "the report written (its verdict is in it and on the last line)")],
+    "gate": [(ExitCode.OK, "READY"), (ExitCode.NOT_READY, "NOT READY: a check failed (a failed build is one)"),
+             (ExitCode.NO_VERDICT, "DATA MISSING, or NO VERDICT: latency suspects not timed again")],
+    "triage": [(ExitCode.OK, "EQUIVALENT: after's output is before's, bit for bit"),
+               (ExitCode.REORDERED, "REORDERED: both within the rounding bound of the exact value"),
+               (ExitCode.ARITHMETIC, "ARITHMETIC: qfloat marked, its IEEE twin not"),
+               (ExitCode.CHANGED, "CHANGED: the after program computes something else"),
+               (ExitCode.UNDEFINED, "UNDEFINED: the before program itself is undefined"),
+               (ExitCode.NOT_READY, "no verdict: no target could build and run both programs")],
+}
+#: What every command may end with besides its own.
+COMMON_EXITS = [(ExitCode.NO_VERDICT, "bad input, a missing tool, unreadable data (one line on stderr)"),
+                (ExitCode.SIGINT, "interrupted (Ctrl-C)"), (ExitCode.SIGTERM, "terminated (SIGTERM)")]
+
+
+def exit_codes(command: str) -> list[tuple[int, str]]:
+    """(status, meaning) of ``command``: its own, then the common ones (a status both use: both meanings)."""
+    common = dict(COMMON_EXITS)
+    own = [(int(c), f"{m}; or {common.pop(c)}" if c in common else m) for c, m in EXIT_CODES[command]]
+    return own + [(int(c), m) for c, m in common.items()]
+
+
+def _command(sub, name: str, summary: str, **kwargs) -> argparse.ArgumentParser:
+    """A subcommand whose --help ends with its exit statuses."""
+    epilog = "exit status:\n" + "\n".join(f"  {code:<4d}{meaning}" for code, meaning in exit_codes(name))
+    return sub.add_parser(name, help=summary, description=summary, epilog=epilog,
+                          formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+
+
 def _add_list(sub) -> None:
-    p = sub.add_parser("list", help="workload ids, shapes, FLOPs, occurrences")
-    p.add_argument("--model", help=f"one of: {', '.join(workloads.all_models())} (default: seed + resnet50)")
-    p.add_argument("--json", action="store_true")
+    p = _command(sub, "list", "workload ids, shapes, FLOPs, occurrences")
+    p.add_argument("--model", help=f"one of: {', '.join(workloads.all_models())} (default: seed and resnet50)")
+    _json(p, "the workloads")
     p.set_defaults(func=cmd_list)
 
 
 def _add_measure(sub) -> None:
-    p = sub.add_parser("measure", help="compile, run and print the metrics of one combination")
+    p = _command(sub, "measure", "compile, run and print the metrics of one combination")
     _combination(p)
     p.add_argument("--against", metavar="ORDER", help="also compare the output with this order's")
-    p.add_argument("--json", action="store_true")
+    _json(p, "the record")
     p.add_argument("--save-arrays", metavar="DIR", type=_path, help="write inputs, output and reference as .npy")
     p.set_defaults(func=cmd_measure)
 
 
 def _add_tune(sub) -> None:
-    p = sub.add_parser("tune", help="tune with MetaSchedule and store the records in the repository "
-                                    "(llvm, cuda: timed here; hexagon-v68-qf: packets executed under the emulator)")
-    p.add_argument("--target", default="llvm", help=", ".join(targets.names()))
+    p = _command(sub, "tune", "tune with MetaSchedule and store the records in the repository (llvm, cuda: timed "
+                              "here; hexagon-v68-qf: packets executed under the emulator)")
+    p.add_argument("--target", default="llvm", help=f"{', '.join(targets.names())} (default: llvm)")
     p.add_argument("--dtype", required=True, help=", ".join(workloads.DTYPES))
-    p.add_argument("--workload", type=_names, help="comma-separated ids or model names (default: seed + resnet50)")
-    p.add_argument("--trials", type=_trials, default=64, help="MetaSchedule trials per workload, 1 to 1,000,000 (default: %(default)s)")
+    p.add_argument("--workloads", "--workload", dest="workloads", type=_names,
+                   help="comma-separated ids or model names (default: seed,resnet50)")
+    p.add_argument("--trials", type=_trials, default=64,
+                   help="MetaSchedule trials per workload, 1 to 1,000,000 (default: %(default)s)")
     p.add_argument("--skip-existing", action="store_true",
                    help="keep workloads whose record was tuned by this target's measure")
     p.set_defaults(func=cmd_tune)
 
 
 def _add_run(sub) -> None:
-    p = sub.add_parser("run", help="the main job: run the asv suite on the installed TVM, keep results, give the "
-                                   "gate's verdict on it: exit 0 ready, 1 not ready, 2 no verdict or bad input")
+    p = _command(sub, "run", "the main job: run the asv suite on the installed TVM, keep the results, give the "
+                             "release gate's verdict on them")
     p.add_argument("--quick", action="store_true",
-                   help="orders default and tuned only, few timing repeats (every workload still runs)")
-    _grid(p, "all; quick: default,tuned")
-    p.add_argument("--out", type=_path, default=".asv", help="directory of asv results, environments and HTML")
-    p.add_argument("--tvm-repo", type=_path, help="a TVM clone whose tag v<version> names the installed TVM's commit")
-    p.add_argument("--tvm-commit", help="the TVM commit the installed TVM was built from")
+                   help="orders default and tuned only, few asv repeats (every workload still runs)")
+    _grid(p, "all; with --quick: default,tuned")
+    p.add_argument("--out", type=_path, default=".asv", help="asv results, report, HTML, logs (default: .asv)")
+    p.add_argument("--tvm-repo", type=_path, help="a TVM clone whose tag v<version> names the installed TVM's commit "
+                                                  "(default: a versions repository in --out)")
+    p.add_argument("--tvm-commit", help="the TVM commit the installed TVM was built from (needs --tvm-repo)")
     p.add_argument("--cluster", metavar="ADDRESS",
                    help="a Dask scheduler (tcp://HOST:8786) whose workers build, run and check every combination "
                         "not yet cached; latency is timed here (needs the cluster extra)")
     p.add_argument("--thresholds", type=_path, help="TOML thresholds of the verdict (default: reports/thresholds.toml)")
-    p.add_argument("--machine", type=_machine_name, help="the machine asv files the results under (default: the host "
-                                                     "name): one series per machine")
+    _machine(p)
+    _json(p, "the verdict, its checks and the combinations' counts")
     p.set_defaults(func=cmd_run)
 
 
 def _add_history(sub) -> None:
-    p = sub.add_parser("history", help="asv over commits of a TVM clone (releases or a range), published")
+    p = _command(sub, "history", "asv over commits of a TVM clone (releases or a range), published")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--releases", type=_names,
                        help="comma-separated apache-tvm releases, e.g. 0.25.0,0.26.0 (their tags)")
-    which.add_argument("--range", help="A..B: the commits after A up to B on B's first-parent line")
+    which.add_argument("--range", help="A..B: every commit after A up to B on B's first-parent line (each one a "
+                                       "source build unless a release: hours each)")
     _grid(p, "default,tuned")
     p.add_argument("--full", action="store_true", help="asv's own timing repeats instead of the quick ones")
-    p.add_argument("--out", type=_path, default="reports/history", help="results, asv log and published HTML")
-    p.add_argument("--machine", type=_machine_name, help="the machine asv files the results under (default: the host "
-                                                     "name)")
-    _tvm_history(p)
+    _machine(p)
+    _tvm_history(p, "reports/history")
     p.set_defaults(func=cmd_history)
 
 
 def _add_bisect(sub) -> None:
-    p = sub.add_parser("bisect", help="the first commit in A..B where a metric of one combination worsens "
-                                      "(asv find); exit 0 found, 3 nothing worsened")
+    p = _command(sub, "bisect", "the first commit in A..B where a metric of one combination worsens (asv find)")
     p.add_argument("--range", required=True, help="A..B: A good, B bad; the commits after A up to B")
     _combination(p, dtype="float16")
-    p.add_argument("--metric", required=True, help="a metric name, e.g. ulp_mean, latency, code_bytes")
-    p.add_argument("--out", type=_path, default=".asv/bisect", help="results, asv log (default: .asv/bisect)")
-    _tvm_history(p)
+    p.add_argument("--metric", required=True, help="a lower-is-better metric, e.g. ulp_mean, latency, code_bytes")
+    _tvm_history(p, ".asv/bisect")
+    _json(p, "the answer")
     p.set_defaults(func=cmd_bisect)
 
 
+def _add_check(sub) -> None:
+    p = _command(sub, "check", "release readiness of a TVM commit in one command: measure the baseline and the "
+                               "candidate (a release's wheel, else a source build; resumable), gate, report")
+    p.add_argument("candidate", metavar="CANDIDATE", help="a tag or commit of --tvm-repo")
+    p.add_argument("--baseline", help="a tag or commit (default: the newest apache-tvm release before the candidate)")
+    _grid(p, "default,tuned")
+    p.add_argument("--thresholds", type=_path, help="TOML thresholds of the verdict (default: reports/thresholds.toml)")
+    _machine(p)
+    _tvm_history(p, ".asv/check")
+    _json(p, "the verdict and its checks")
+    p.set_defaults(func=cmd_check)
+
+
 def _add_report(sub) -> None:
-    p = sub.add_parser("report", help="static HTML report (and report.json) of asv results over commits")
+    p = _command(sub, "report", "static HTML report (and report.json) of asv results over commits, the gate's "
+                                "verdict on the newest first")
     p.add_argument("--results", type=_path, required=True, help="asv results directory (e.g. .asv/results)")
-    p.add_argument("--out", type=_path, required=True, help="directory to write index.html and report.json to")
-    p.add_argument("--tvm-repo", type=_path, help="TVM clone whose history orders the commits")
+    p.add_argument("--out", type=_path, required=True, help="directory to write index.html and report.json to "
+                                                            "(not inside --results)")
+    p.add_argument("--tvm-repo", type=_path, help="TVM clone whose history orders the commits (default: the one the "
+                                                  "run named, else the dates asv stored)")
     p.add_argument("--thresholds", type=_path, help="TOML thresholds (default: reports/thresholds.toml)")
     p.add_argument("--baseline", help="baseline of the verdict on the newest commit (default: [latency] baseline)")
     p.set_defaults(func=cmd_report)
 
 
 def _add_gate(sub) -> None:
-    p = sub.add_parser("gate", help="release readiness of a commit: exit 0 ready, 1 not ready, 2 data missing, "
-                                    "no verdict or bad input")
+    p = _command(sub, "gate", "release readiness of a commit, from asv results")
     p.add_argument("--results", type=_path, required=True, help="asv results directory")
-    p.add_argument("--commit", required=True, help="candidate commit (hash, prefix or tag)")
+    p.add_argument("--commit", required=True, help="candidate commit (hash, prefix of 4 or more, or tag)")
     p.add_argument("--thresholds", type=_path, help="TOML thresholds (default: reports/thresholds.toml)")
-    p.add_argument("--baseline", help="baseline commit for latency (default: [latency] baseline)")
+    p.add_argument("--baseline", help="baseline commit (default: [latency] baseline: the previous commit with results)")
     p.add_argument("--no-remeasure", action="store_true",
-                   help="do not time latency suspects again: a suspect no earlier gate timed again is no verdict "
-                        "(exit 2)")
+                   help="do not time latency suspects again: a suspect no earlier gate timed again is no verdict")
     p.add_argument("--tvm-repo", type=_path, help="TVM clone whose history orders the commits")
+    _json(p, "the verdict and its checks")
     p.set_defaults(func=cmd_gate)
 
 
-TRIAGE_EPILOG = """verdicts and exit statuses:
-  0   EQUIVALENT  after's output is before's, bit for bit
-  10  REORDERED   they differ, both within the rounding bound of the exact value (another summation order)
-  11  ARITHMETIC  qfloat target: the pair is marked, the same pair with IEEE rounding (the twin) is not
-  12  CHANGED     the after program computes something else (an integer difference, or an error beyond any
-                  summation order): first wrong element, values, bound; a reproducer script is written
-  13  UNDEFINED   the before program itself is undefined (out-of-bounds access, read of unwritten memory,
-                  shift by >= the width, signed overflow, division by zero): where
-  1   no verdict (no target could build and run both programs); 2 bad input; 130/143 interrupted"""
-
-
 def _add_triage(sub) -> None:
-    p = sub.add_parser("triage", help="a verdict on a report of TVM computing different numbers before and after "
-                                      "scheduling (exit 0 EQUIVALENT, 10 REORDERED, 11 ARITHMETIC, 12 CHANGED, "
-                                      "13 UNDEFINED)",
-                       epilog=TRIAGE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _command(sub, "triage", "a verdict on a report of TVM computing different numbers before and after "
+                                "scheduling: EQUIVALENT, REORDERED, ARITHMETIC, CHANGED (a reproducer is written), "
+                                "UNDEFINED (the before program itself)")
     p.add_argument("before", type=_path, metavar="BEFORE", help="TVMScript file: a PrimFunc or an IRModule")
     p.add_argument("after", type=_path, metavar="AFTER", nargs="?",
                    help="TVMScript file of the scheduled program (or give --schedule, --trace or --tune)")
@@ -514,15 +589,22 @@ def _add_triage(sub) -> None:
     p.add_argument("--repro", type=_path, metavar="PATH",
                    help="where a CHANGED verdict's reproducer goes (default: ./triage_repro_<func>.py, never "
                         "replacing a file)")
-    p.add_argument("--json", action="store_true", help="the report as JSON (verdict, exit_status, per target)")
+    _json(p, "the verdict, its exit status and each target's findings")
     p.set_defaults(func=cmd_triage)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from importlib import metadata
+
     parser = _Parser(prog="tvm-suite", description=__doc__.splitlines()[0])
+    try:
+        version = metadata.version("tvm-accuracy-suite")
+    except metadata.PackageNotFoundError:  # run from a checkout without installing it
+        version = "not installed"
+    parser.add_argument("--version", action="version", version=f"tvm-suite {version}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_add_list, _add_measure, _add_tune, _add_run, _add_history, _add_bisect, _add_report, _add_gate,
-                _add_triage):
+    for add in (_add_list, _add_measure, _add_tune, _add_run, _add_check, _add_history, _add_bisect, _add_report,
+                _add_gate, _add_triage):
         add(sub)
     return parser
 

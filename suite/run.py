@@ -155,7 +155,12 @@ def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_com
         text += "\n\nfailed combinations (their results are asv failures, null):\n" + "\n".join(
             f"  {c.label}: {warm['records'][c].reason}" for c in failed)
     text += f"\nreport:  {report_dir / 'index.html'}\n{result.line()}"
-    return driver.RunSummary(text, result.verdict.exit_code)
+    counts = {s.value: sum(r.status is s for r in warm["records"].values()) for s in Status}
+    facts = {"commit": commit, "machine": machine, "results": str(out_dir / "results"),
+             "report": str(report_dir / "index.html"), "combinations": counts,
+             "failed": [{"combination": c.label, "reason": warm["records"][c].reason} for c in failed],
+             **result.as_dict()}
+    return driver.RunSummary(text, result.verdict.exit_code, facts)
 
 
 def _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster, machine) -> tuple[dict, dict]:
@@ -163,9 +168,9 @@ def _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster, mac
     HTML: (what was measured, how asv went)."""
     log_path = out_dir / "asv.log"
     # No commit links for the local versions repository: its hashes are not TVM's. The installed
-    # TVM is asv's environment "tvm-suite" (suite.history.asv_environment: a plugin, which asv imports
+    # TVM is asv's environment "tvm-suite" (suite.history.asv_plugin: a plugin, which asv imports
     # as a module only when its name starts with "."): one series per machine.
-    config = driver.write_conf(out_dir, "asv.installed.json", repo, plugins=[".suite.history.asv_environment"],
+    config = driver.write_conf(out_dir, "asv.installed.json", repo, plugins=[".suite.history.asv_plugin"],
                                **({} if tvm_repo is not None else {"show_commit_url": ""}))
     print(f"measuring {len(grid.workloads)} workloads x {len(grid.dtypes)} dtypes on apache-tvm "
           f"{compat.installed_version()} (cache: {measurement.cache.root()}; each combination in "

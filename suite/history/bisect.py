@@ -109,7 +109,11 @@ def _bisect(repo, range_spec, ids, metric, out_dir, env_dir, thresholds, git_mir
     else:
         lines.append(f"nothing worsened beyond the noise in {range_spec}: {answer.why}")
     lines.append(f"wall time {time.perf_counter() - t0:.0f} s; log {ready.log}; results {out_dir / 'results'}")
-    return driver.RunSummary("\n".join(lines), ExitCode.OK if answer.culprit else ExitCode.NOTHING_WORSENED)
+    status = ExitCode.OK if answer.culprit else ExitCode.NOTHING_WORSENED
+    facts = {"metric": metric.name, "combination": list(ids), "range": range_spec, "first_bad": answer.culprit,
+             "before": answer.before, "value_before": answer.value_before, "value_after": answer.value_after,
+             "why": answer.why, "tested": tested, "exit_status": int(status)}
+    return driver.RunSummary("\n".join(lines), status, facts)
 
 
 def _has_parent(repo: Path, commit: str) -> bool:

@@ -36,6 +36,7 @@ class ToolFailed(UserError):
 class RunSummary:
     text: str
     exit_status: int
+    facts: dict | None = None  #: what ``--json`` prints
 
 
 def write_conf(out_dir: Path, name: str, repo: Path, **overrides) -> Path:

@@ -96,6 +96,15 @@ class GateResult:
                  "remeasured": list(s.remeasured), "samples": s.samples, "runtime": s.runtime}
                 for s in self.slowdowns if s.remeasured is not None]
 
+    def as_dict(self) -> dict:
+        """The verdict and its checks, for scripts (``--json``) and report.json."""
+        verdict = self.verdict
+        return {"verdict": verdict.name, "exit_status": int(verdict.exit_code), "words": verdict.words,
+                "line": self.line(), "candidate": self.candidate.as_dict(),
+                "baseline": self.baseline.as_dict() if self.baseline else None, "first_commit": self.first_commit,
+                "notes": list(self.notes), "checks": [c.as_dict() for c in self.checks],
+                "thresholds": self.thresholds.source}
+
     def line(self) -> str:
         """The verdict in one line, as every command that gives it ends."""
         against = f" against {self.baseline.label}" if self.baseline else " (first commit with results)"
