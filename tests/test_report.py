@@ -245,3 +245,47 @@ def test_a_step_where_the_tuning_records_changed_is_not_blamed_on_tvm(cli, runs,
     assert changed["verdict"] == "records" and changed["records"] == ["llvm", "hexagon-v68-qf"]
     html = (tmp_path / "report" / "index.html").read_text()
     assert "hexagon-v68-qf at v9.9.0: the records changed, not TVM" in html
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium (/usr/bin/chromium)")
+@pytest.mark.parametrize("width", [390, 1400])
+def test_the_report_fits_the_window(cli, runs, tmp_path, width):
+    """At a phone's width (390 px) and a desktop's (1400 px) the page is never wider than its window:
+    every table scrolls in a box of its own. Chromium's windows are 500 px wide at least, so the report
+    is shown in a frame of the width, served over HTTP (one origin: the page can read the frame's
+    width). A screenshot of each is taken."""
+    import functools
+    import http.server
+    import threading
+
+    results, repo, _ = runs
+    out = tmp_path / "report"
+    assert cli("report", "--results", str(results), "--out", str(out), "--tvm-repo", str(repo)).returncode == 0
+    (tmp_path / "frame.html").write_text(
+        f'<!doctype html><html><body style="margin:0"><iframe id="f" src="report/index.html" '
+        f'style="width:{width}px;height:2400px;border:0"></iframe><script>'
+        'document.getElementById("f").addEventListener("load", function () {'
+        ' var d = this.contentDocument.documentElement;'
+        ' document.documentElement.setAttribute("data-frame-scroll-width", String(d.scrollWidth));'
+        ' document.documentElement.setAttribute("data-frame-width", String(d.clientWidth)); });'
+        "</script></body></html>")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(
+        http.server.SimpleHTTPRequestHandler, directory=str(tmp_path)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/frame.html"
+        common = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}", "--hide-scrollbars",
+                  f"--window-size={max(width, 500)},2400", "--virtual-time-budget=5000"]
+        dom = subprocess.run([*common, "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
+        shot = tmp_path / f"report-{width}.png"
+        subprocess.run([*common, f"--screenshot={shot}", url], capture_output=True, timeout=120, cwd=tmp_path)
+    finally:
+        server.shutdown()
+    root = re.search(r"<html[^>]*>", dom).group(0)
+    frame = int(re.search(r'data-frame-width="(\d+)"', root).group(1))
+    scroll = int(re.search(r'data-frame-scroll-width="(\d+)"', root).group(1))
+    assert frame <= width and scroll <= frame, root
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+    html = (out / "index.html").read_text()
+    assert str(results) not in html and str(repo) not in html  # no path of this machine in a page to publish

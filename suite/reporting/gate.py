@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 from suite import tracked
@@ -301,7 +302,7 @@ def divergence_check(history, thresholds, candidate, judged: rules.MarkJudgement
     notes = [m.line(multi) for m in marks if not m.fails]
     notes += [f"fixed: {where(m.series, multi)}: {m.metric} {m.value:.4g} at {m.commit.label}, {now:.4g} now"
               for m, now in judged.fixed]
-    notes += [f"stale acceptance in {thresholds.source}: {' '.join(a.ids)} is not marked here: remove it"
+    notes += [f"stale acceptance in {Path(thresholds.source).name}: {' '.join(a.ids)} is not marked here: remove it"
               for a in judged.stale]
     failing = tuple(m.line(multi) for m in marks if m.fails)
     counts = {words: sum(m.status is status for m in marks)

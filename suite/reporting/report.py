@@ -34,14 +34,17 @@ SUMMARY_METRICS = ("latency", "gflops", "packets", "hvx_efficiency", "ulp_mean",
                    "prob_bound_fraction", "accumulation_length", "nonfinite", "differ_fraction",
                    "max_ulp_distance", "error_ratio", "bias_shift", "exceeds_bound", "twin_error_ratio")
 CHART_METRICS = (
-    ("latency", "latency (ms)", 1e3),
-    ("packets", "packets executed (millions; Hexagon)", 1e-6),
+    ("latency", "latency (ms, log scale)", 1e3),
+    ("packets", "packets executed (millions, log scale; Hexagon)", 1e-6),
     ("ulp_mean", "ULP mean", 1.0),
     ("scaled_error", "scaled error (ULP of max|ref|)", 1.0),
     ("prob_bound_fraction", "probabilistic bound fraction", 1.0),
     ("error_ratio", "mean |err| over default's", 1.0),
     ("twin_error_ratio", "IEEE twin: mean |err| over default's", 1.0),
 )
+#: Charts drawn on a log scale: the orders of one workload differ by orders of magnitude (tuned kernels
+#: of 8-85 ms beside default ones of 200-900 ms would lie flat on a linear axis).
+LOG_SCALE = ("latency", "packets")
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22")
 
 
@@ -159,21 +162,25 @@ def _nice(value: float) -> str:
 
 
 def _chart(history, metric, title, scale, lines, marked_commits, width=330, height=170):
-    """Geometry of one inline SVG line chart: paths, points, axes (all in pixels)."""
+    """Geometry of one inline SVG line chart: paths, points, axes (all in pixels); a log scale for
+    the metrics of LOG_SCALE (positive values only)."""
     left, right, top, bottom = 60, 10, 22, 34
     n = len(history.commits)
-    pts = [[(i, v * scale) for i, v in enumerate(values) if res.finite(v)] for _label, _color, values in lines]
+    log = metric in LOG_SCALE
+    pts = [[(i, v * scale) for i, v in enumerate(values) if res.finite(v) and (v > 0 or not log)]
+           for _label, _color, values in lines]
     all_y = [y for series in pts for _i, y in series]
     if not all_y:
         return None
-    lo, hi = min(all_y), max(all_y)
+    axis = math.log10 if log else (lambda v: v)
+    lo, hi = axis(min(all_y)), axis(max(all_y))
     if hi == lo:
-        pad = abs(hi) * 0.1 or 1.0
+        pad = (abs(hi) * 0.1 or 1.0) if not log else 0.1
         lo, hi = lo - pad, hi + pad
     else:
         pad = (hi - lo) * 0.08
         lo, hi = lo - pad, hi + pad
-    if min(all_y) >= 0 and lo < 0:
+    if not log and min(all_y) >= 0 and lo < 0:
         lo = 0.0
     plot_w, plot_h = width - left - right, height - top - bottom
 
@@ -181,7 +188,7 @@ def _chart(history, metric, title, scale, lines, marked_commits, width=330, heig
         return left + (plot_w / 2 if n == 1 else plot_w * i / (n - 1))
 
     def y(v):
-        return top + plot_h * (1 - (v - lo) / (hi - lo))
+        return top + plot_h * (1 - (axis(v) - lo) / (hi - lo))
 
     drawn = []
     for (label, color, values), series in zip(lines, pts):
@@ -197,14 +204,17 @@ def _chart(history, metric, title, scale, lines, marked_commits, width=330, heig
             "points": [{"x": round(x(i), 1), "y": round(y(v), 1),
                         "title": f"{label} @ {history.commits[i].label}: {_nice(v)}"} for i, v in series],
         })
-    step = max(1, math.ceil(n / 5))
-    xticks = [{"x": round(x(i), 1), "label": history.commits[i].label[:12]}
+    # Labels whole (a tag such as v0.27.0.post1): as many as fit without overlapping, the last always.
+    widest = max(len(c.label) for c in history.commits) * 6 + 8
+    step = max(1, math.ceil(n / max(1, plot_w // widest + 1)))
+    xticks = [{"x": round(x(i), 1), "label": history.commits[i].label}
               for i in range(n) if i % step == 0 or i == n - 1]
-    if len(xticks) >= 2 and xticks[-1]["x"] - xticks[-2]["x"] < 40 and n - 1 != 0:
+    if len(xticks) >= 2 and xticks[-1]["x"] - xticks[-2]["x"] < widest and n - 1 != 0:
         xticks.pop(-2)
     for k, tick in enumerate(xticks):
         tick["anchor"] = "middle" if n == 1 else ("start" if k == 0 else ("end" if k == len(xticks) - 1 else "middle"))
-    yticks = [{"y": round(y(v), 1), "label": _nice(v)} for v in (lo, (lo + hi) / 2, hi)]
+    ticks = [lo, (lo + hi) / 2, hi]
+    yticks = [{"y": round(y(10 ** t if log else t), 1), "label": _nice(10 ** t if log else t)} for t in ticks]
     marks = [{"x": round(x(history.index(h)), 1), "label": history.commits[history.index(h)].label}
              for h in marked_commits]
     return {"title": title, "metric": metric, "width": width, "height": height, "left": left,
@@ -263,10 +273,12 @@ def compute(history: res.History, result: gate.GateResult) -> dict:
         "newest": newest.as_dict(),
         "previous": previous.as_dict() if previous else None,
         "summary": rows,
+        "summary_columns": [m for m in SUMMARY_METRICS if any(res.finite(r["values"].get(m)) for r in rows)],
         "summary_skipped": skipped,
         "divergence": _divergence_section(history, thresholds, result, marks),
         "regressions": find_regressions(history, thresholds),
-        "thresholds": thresholds.as_dict(),
+        # A published page names no path of this machine: the thresholds by their file's name.
+        "thresholds": {**thresholds.as_dict(), "source": Path(thresholds.source).name},
     }
 
 

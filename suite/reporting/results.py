@@ -309,7 +309,7 @@ def _order_by_git(repo: Path, hashes: list[str], asv_dates: dict[str, int]):
                     tags.setdefault(h, []).append(tag)
     else:
         ordered = []
-    note = f"commits ordered by the history of {repo} (git rev-list --topo-order --date-order)"
+    note = f"commits ordered by the history of the clone {repo.name} (git rev-list --topo-order --date-order)"
     for h in sorted(unknown, key=lambda x: asv_dates.get(x) or 0):
         date = asv_dates.get(h) or 0
         position = next((i for i, k in enumerate(ordered) if (dates.get(k) or 0) > date), len(ordered))
