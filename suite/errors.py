@@ -9,7 +9,7 @@ import signal
 
 
 class ExitCode(enum.IntEnum):
-    """Every exit status of ``tvm-suite``, named once (README lists them per command)."""
+    """Every exit status of ``tvm-suite``, named once (docs/exit-codes.md lists them per command)."""
 
     OK = 0  #: done; gate, run: READY
     NOT_READY = 1  #: gate, run: a check failed (a failed build included); measure: the combination failed

@@ -5,13 +5,11 @@ import os
 import subprocess
 from pathlib import Path
 
-from conftest import run_cli
+from conftest import made_once, run_cli
 
 WORKLOAD = "seed.conv2d_nhwc_7x7s2"
 #: K = 3*3*256 + 1 = 2305: K*u >= 1 in float16, so no rigorous bound exists for it.
 VACUOUS = "resnet50.conv2d_add_relu.14x14x256-k3s1-256"
-_made = {}
-
 
 def _git(repo, *args, date=None):
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
@@ -35,20 +33,21 @@ def two_commit_repo(repo: Path) -> list[str]:
 
 def two_commit_results(tmp_path_factory):
     """(results dir, repo, [old commit, new commit]) of two real asv runs (the seed conv2d and a
-    K = 2305 conv2d, fp16, default + tuned)."""
-    if "runs" in _made:
-        return _made["runs"]
-    base = tmp_path_factory.mktemp("asv-history")
-    repo = base / "tvm"
-    commits = two_commit_repo(repo)
-    _git(repo, "tag", "v9.9.0", commits[1])
-    out = base / "asv"
-    for commit in commits:
-        result = run_cli("run", "--quick", "--workloads", f"{WORKLOAD},{VACUOUS}", "--dtypes", "float16", "--out", str(out),
-                         "--tvm-repo", str(repo), "--tvm-commit", commit, env={"HOME": str(base)})
-        assert result.returncode == 0, result.stdout + result.stderr
-    _made["runs"] = (out / "results", repo, commits)
-    return _made["runs"]
+    K = 2305 conv2d, fp16, default + tuned), made once per test session. Tests change copies only."""
+
+    def make(base):
+        repo = base / "tvm"
+        commits = two_commit_repo(repo)
+        _git(repo, "tag", "v9.9.0", commits[1])
+        out = base / "asv"
+        for commit in commits:
+            result = run_cli("run", "--quick", "--workloads", f"{WORKLOAD},{VACUOUS}", "--dtypes", "float16",
+                             "--out", str(out), "--tvm-repo", str(repo), "--tvm-commit", commit, env={"HOME": str(base)})
+            assert result.returncode == 0, result.stdout + result.stderr
+        return [str(out / "results"), str(repo), commits]
+
+    results, repo, commits = made_once(tmp_path_factory, "asv-history", make)
+    return Path(results), Path(repo), commits
 
 
 #: The smallest fp16 conv2d of ResNet-50 (25.7 MFLOP): its Hexagon-tuned record is marked on the
@@ -58,20 +57,22 @@ QF_WORKLOAD = "resnet50.conv2d_add_relu.56x56x64-k1s1-64"
 
 def qf_two_commit_results(tmp_path_factory):
     """(run dir, repo, [old commit, new commit]) of two real asv runs on hexagon-v68-qf (the IEEE
-    twin included): QF_WORKLOAD, fp16, default + tuned; the same TVM build at both commits."""
-    if "qf" in _made:
-        return _made["qf"]
-    base = tmp_path_factory.mktemp("asv-qf-history")
-    repo = base / "tvm"
-    commits = two_commit_repo(repo)
-    out = base / "asv"
-    for commit in commits:
-        result = run_cli("run", "--quick", "--workloads", QF_WORKLOAD, "--dtypes", "float16", "--targets",
-                         "hexagon-v68-qf", "--out", str(out), "--tvm-repo", str(repo), "--tvm-commit", commit,
-                         env={"HOME": str(base)})
-        assert result.returncode == 0, result.stdout + result.stderr
-    _made["qf"] = (out, repo, commits)
-    return _made["qf"]
+    twin included): QF_WORKLOAD, fp16, default + tuned; the same TVM build at both commits. Made
+    once per test session."""
+
+    def make(base):
+        repo = base / "tvm"
+        commits = two_commit_repo(repo)
+        out = base / "asv"
+        for commit in commits:
+            result = run_cli("run", "--quick", "--workloads", QF_WORKLOAD, "--dtypes", "float16", "--targets",
+                             "hexagon-v68-qf", "--out", str(out), "--tvm-repo", str(repo), "--tvm-commit", commit,
+                             env={"HOME": str(base)})
+            assert result.returncode == 0, result.stdout + result.stderr
+        return [str(out), str(repo), commits]
+
+    out, repo, commits = made_once(tmp_path_factory, "asv-qf-history", make)
+    return Path(out), Path(repo), commits
 
 
 def place(run_dir: Path, commit: str):

@@ -4,7 +4,9 @@ dashboard libraries read offline, and `tvm-suite` run in this process (fast) or 
 own (where a process is what is tested: signals, a closed pipe, another interpreter)."""
 
 import contextlib
+import fcntl
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -26,12 +28,35 @@ ASSET_PLACES = [REPO_ROOT / ".ci" / "cache" / "asv-assets",
 TEST_CACHE_ENV = "TVM_SUITE_TEST_CACHE"
 
 
+def session_root(tmp_path_factory) -> Path:
+    """The directory of the whole test session: shared by pytest-xdist's workers (each has a
+    directory of its own below it), so what one worker made, the others find."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def made_once(tmp_path_factory, name: str, make):
+    """``make(directory)``'s JSON-able value, computed once per test session whatever the number
+    of xdist workers: the first worker to ask makes it under a lock, the others wait and read it."""
+    root = session_root(tmp_path_factory)
+    place, done = root / name, root / f"{name}.json"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(place, ignore_errors=True)  # what a failed attempt left
+            place.mkdir()
+            value = make(place)
+            done.write_text(json.dumps(value))
+    return json.loads(done.read_text())
+
+
 @pytest.fixture(scope="session", autouse=True)
 def suite_cache(tmp_path_factory):
-    """The TVM_SUITE_CACHE of the whole session (compiles are shared between tests): a new one, or
-    the one TVM_SUITE_TEST_CACHE names, kept between sessions."""
+    """The TVM_SUITE_CACHE of the whole session, shared by xdist's workers (compiles are shared
+    between tests; the cache publishes every entry atomically, for concurrent processes): a new
+    one, or the one TVM_SUITE_TEST_CACHE names, kept between sessions."""
     kept = os.environ.get(TEST_CACHE_ENV)
-    path = Path(kept).absolute() if kept else tmp_path_factory.mktemp("cache")
+    path = Path(kept).absolute() if kept else session_root(tmp_path_factory) / "cache"
     path.mkdir(parents=True, exist_ok=True)
     old = os.environ.get("TVM_SUITE_CACHE")
     os.environ["TVM_SUITE_CACHE"] = str(path)

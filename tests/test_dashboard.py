@@ -211,11 +211,11 @@ def test_the_dashboard_renders_in_headless_chromium_with_the_network_blocked(pub
     benchmarks = json.loads((published["out"] / "html" / "index.json").read_text())["benchmarks"]
     dom, log = chromium(site, tmp_path / "p1", "--dump-dom")
     assert ASV_ERROR not in dom and "<title>airspeed velocity of an unladen tvm</title>" in dom
-    assert len(re.findall(r'class="btn benchmark-container"', dom)) == len(benchmarks) == 13
+    assert len(re.findall(r'class="btn benchmark-container"', dom)) == len(benchmarks) == 8  # the lower-is-better metrics of a default order on llvm
     assert re.search(r'<canvas class="flot-base"', dom)  # the grid's small graphs
     assert "integrity" not in log and "Uncaught" not in log, log[-2000:]
 
-    # one benchmark's graph: flot draws it, its y axis labelled from the two GFLOP/s values measured
+    # one benchmark's graph: flot draws it, its y axis labelled from the two latencies measured
     dom, log = chromium(f"{site}#{GRAPH}", tmp_path / "p2", "--dump-dom")
     assert f'id="title">{GRAPH}</span>' in dom
     main = dom[dom.index('id="main-graph"'):dom.index('id="overview"')]
@@ -223,9 +223,9 @@ def test_the_dashboard_renders_in_headless_chromium_with_the_network_blocked(pub
     ticks = [float(t) for t in re.findall(r'class="flot-tick-label tickLabel"[^>]*>([-0-9.e+]+)</div>', main)]
     values = _values(published["out"], GRAPH)
     assert len(values) == 2 and len(ticks) >= 3, (values, ticks)
-    # the axis is fitted to the data (its labels rounded to the ticks' precision)
-    assert all(0.9 * min(values) <= t <= 1.1 * max(values) for t in ticks), (values, ticks)
-    assert min(ticks) <= max(values) and max(ticks) >= min(values), (values, ticks)
+    # the axis spans the data, labelled in milliseconds (asv's time axis takes the unit that fits)
+    ms = [1000 * v for v in values]
+    assert min(ticks) <= min(ms) and max(ms) <= max(ticks) <= 2 * max(ms), (ms, ticks)
     assert "Uncaught" not in log, log[-2000:]
 
     # the benchmark list, sorted by value, descending (stupidtable)

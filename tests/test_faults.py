@@ -234,13 +234,15 @@ def test_a_signal_during_the_search_ends_tune_cleanly(tmp_path, signum, moment):
     time.sleep(1)
     assert not list(tmp.glob("tvm-suite-tune-*")), list(tmp.iterdir())
     assert not list(records.rglob("*.json"))
-    leftovers = [p for p in Path("/proc").glob("[0-9]*") if _mentions(p, "suite.core.tuning")]
+    # This tuning's processes: the search's, with this test's TMPDIR (others may be tuning beside it).
+    leftovers = [p for p in Path("/proc").glob("[0-9]*")
+                 if _mentions(p, "cmdline", "suite.core.tuning") and _mentions(p, "environ", f"TMPDIR={tmp}\0")]
     assert not leftovers
 
 
-def _mentions(proc: Path, text: str) -> bool:
+def _mentions(proc: Path, name: str, text: str) -> bool:
     try:
-        return text.encode() in (proc / "cmdline").read_bytes()
+        return text.encode() in (proc / name).read_bytes()
     except OSError:
         return False
 

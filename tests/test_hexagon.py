@@ -126,7 +126,10 @@ def test_run_on_emulated_target_records_emulated_time_and_no_failures(cli, tmp_p
     assert results["bench_codegen.HexagonCodegen.track_code_bytes"][0][0] > 0
     packets = results["bench_codegen.HexagonCounts.track_packets"][0][0]
     assert f"{int(packets):,} pkts" in row and packets > 0
-    assert 0 <= results["bench_codegen.HexagonCounts.track_hvx_instructions"][0][0] <= packets * 4
+    # HVX instructions have no worse direction: kept beside asv's results, not an asv benchmark
+    assert "bench_codegen.HexagonCounts.track_hvx_instructions" not in results
+    (kept,) = (out / "runs").glob(f"*/*/values/{SMALL[0]}.float16.hexagon-v68-emu.default/bench_codegen.HexagonCounts.json")
+    assert 0 <= json.loads(kept.read_text())["hvx_instructions"] <= packets * 4
 
     def skipped(name):  # asv stores a skipped parameter combination as NaN
         return results[name][0][0] is None or math.isnan(results[name][0][0])

@@ -1,4 +1,5 @@
-"""ResNet-18 and ResNet-50 (batch 1, 224x224x3) written as Relax graphs, with no downloads.
+"""The models whose fused PrimFuncs are the suite's workloads, written as Relax graphs (no downloads):
+ResNet-18 and ResNet-50 (batch 1, 224x224x3), and whatever is added to :data:`MODELS`.
 
 Only the graph's structure matters to the suite (weights are inputs of the fused kernels,
 filled from fixed seeds later), so every weight is a function parameter.
@@ -8,26 +9,43 @@ Each convolution is conv2d + bias add (+ residual add) + relu, as in the torchvi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from suite import compat
 from suite.errors import UserError
 
-#: model name -> (blocks per stage, bottleneck?)
-ARCHITECTURES = {
-    "resnet18": ((2, 2, 2, 2), False),
-    "resnet50": ((3, 4, 6, 3), True),
-}
 LAYOUTS = ("NHWC", "NCHW")
-STAGE_WIDTHS = (64, 128, 256, 512)
-IMAGE = 224
-CLASSES = 1000
+
+
+@dataclass(frozen=True)
+class Model:
+    """A model: ``body(g, data)`` emits its layers into the graph builder ``g`` (a
+    :class:`GraphBuilder`) from the input ``data`` (1 x ``image`` x ``image`` x 3, or NCHW) and
+    returns the output; every weight is a parameter (``g.param``)."""
+
+    body: Callable
+    image: int = 224
+
+
+#: Every model the suite knows, by name; each in both layouts (``resnet50``, ``resnet50-nchw``).
+#: A model is added here (see docs/add-a-model.md), and its workloads follow: the suite fuses the
+#: graph, names each fused PrimFunc by its op chain and shapes, and computes its reference.
+MODELS: dict[str, Model] = {}
+
+
+def model(name: str, image: int = 224):
+    """Register the decorated ``body(g, data)`` as the model ``name``."""
+    def register(body):
+        MODELS[name] = Model(body, image)
+        return body
+    return register
 
 
 def model_names() -> list[str]:
-    """``resnet50`` (NHWC) and ``resnet50-nchw`` style names for every architecture and layout."""
+    """``resnet50`` (NHWC) and ``resnet50-nchw`` style names for every model and layout."""
     names = []
-    for arch in ARCHITECTURES:
-        names += [arch, f"{arch}-nchw"]
+    for name in MODELS:
+        names += [name, f"{name}-nchw"]
     return names
 
 
@@ -35,7 +53,7 @@ def parse_model_name(name: str) -> tuple[str, str]:
     """``resnet50-nchw`` -> (``resnet50``, ``NCHW``); raises ValueError listing valid names."""
     arch, _, layout = name.partition("-")
     layout = (layout or "nhwc").upper()
-    if arch not in ARCHITECTURES or layout not in LAYOUTS:
+    if arch not in MODELS or layout not in LAYOUTS:
         raise UnknownModel(f"unknown model {name!r}; valid models: {', '.join(model_names())}")
     return arch, layout
 
@@ -45,8 +63,10 @@ class UnknownModel(UserError, ValueError):
 
 
 @dataclass
-class _GraphBuilder:
-    """Emits ResNet layers into a Relax BlockBuilder; weights become parameters."""
+class GraphBuilder:
+    """Emits layers into a Relax BlockBuilder; weights become parameters. The ops are those the
+    suite's float64 reference evaluates (suite.core.reference): conv2d with bias add, residual add
+    and relu, max_pool2d, mean, and a dense layer (matmul + add)."""
 
     dtype: str
     layout: str
@@ -100,28 +120,47 @@ class _GraphBuilder:
             y = self.conv(h, width, cout, 3, 1, residual=shortcut)
         return y, cout
 
+    def max_pool(self, x, size=3, stride=2, padding=1):
+        return self.bb.emit(self.relax.op.nn.max_pool2d(x, size, stride, padding, layout=self.layout))
 
-def resnet(name: str, dtype: str = "float32"):
-    """The Relax IRModule of a ResNet named by :func:`model_names`, every tensor in ``dtype``."""
+    def global_mean(self, x):
+        """The mean over H x W (ResNet's global pooling)."""
+        return self.bb.emit(self.relax.op.mean(x, axis=[1, 2] if self.layout == "NHWC" else [2, 3]))
+
+    def dense(self, x, cin, cout):
+        """matmul + bias add (a classifier)."""
+        y = self.bb.emit(self.relax.op.matmul(x, self.param((cin, cout))))
+        return self.bb.emit(self.relax.op.add(y, self.param((1, cout))))
+
+
+def graph(name: str, dtype: str = "float32"):
+    """The Relax IRModule of a model named by :func:`model_names`, every tensor in ``dtype``."""
     arch, layout = parse_model_name(name)
-    depths, bottleneck = ARCHITECTURES[arch]
-    g = _GraphBuilder(dtype, layout)
-    op = g.relax.op
-    image = (1, IMAGE, IMAGE, 3) if layout == "NHWC" else (1, 3, IMAGE, IMAGE)
+    g = GraphBuilder(dtype, layout)
+    size = MODELS[arch].image
+    image = (1, size, size, 3) if layout == "NHWC" else (1, 3, size, size)
     data = g.relax.Var("data", compat.tensor_type(image, dtype))
-    spatial_axes = [1, 2] if layout == "NHWC" else [2, 3]
     with g.bb.function("main"):
         with g.bb.dataflow():
-            y = g.conv(data, 3, 64, 7, 2)
-            y = g.bb.emit(op.nn.max_pool2d(y, 3, 2, 1, layout=layout))
-            channels = 64
-            for stage, (blocks, width) in enumerate(zip(depths, STAGE_WIDTHS)):
-                for index in range(blocks):
-                    stride = 2 if index == 0 and stage > 0 else 1
-                    y, channels = g.block(y, channels, width, stride, bottleneck)
-            y = g.bb.emit(op.mean(y, axis=spatial_axes))
-            y = g.bb.emit(op.matmul(y, g.param((channels, CLASSES))))
-            y = g.bb.emit(op.add(y, g.param((1, CLASSES))))
-            output = g.bb.emit_output(y)
+            output = g.bb.emit_output(MODELS[arch].body(g, data))
         g.bb.emit_func_output(output, [data] + g.params)
     return g.bb.get()
+
+
+STAGE_WIDTHS = (64, 128, 256, 512)
+CLASSES = 1000
+
+
+def _resnet(depths, bottleneck, g: GraphBuilder, data):
+    """A ResNet (torchvision's layout of stages and blocks), batch 1, 1000 classes."""
+    y = g.max_pool(g.conv(data, 3, 64, 7, 2))
+    channels = 64
+    for stage, (blocks, width) in enumerate(zip(depths, STAGE_WIDTHS)):
+        for index in range(blocks):
+            stride = 2 if index == 0 and stage > 0 else 1
+            y, channels = g.block(y, channels, width, stride, bottleneck)
+    return g.dense(g.global_mean(y), channels, CLASSES)
+
+
+model("resnet18")(lambda g, data: _resnet((2, 2, 2, 2), False, g, data))
+model("resnet50")(lambda g, data: _resnet((3, 4, 6, 3), True, g, data))

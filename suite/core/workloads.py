@@ -221,7 +221,7 @@ def _bindings(func):
 
 def _extract(model: str, dtype: str) -> tuple[list[Workload], dict]:
     """Fuse ``model`` in ``dtype``; returns its workloads and their PrimFuncs by id."""
-    module = models.resnet(model, dtype)
+    module = models.graph(model, dtype)
     legalized, fused, final = _fuse(module)
     relax_calls = {b.var: b.value for b in _bindings(module["main"])}
     # LegalizeOps keeps every binding's var, so each legalized PrimFunc maps back to the
@@ -324,7 +324,10 @@ def catalog(model: str) -> list[Workload]:
     if model == SEED_MODEL:
         return [seed_workload()]
     models.parse_model_name(model)
-    where = cache.entry("catalog", model, {"model": model, "tvm": compat.build_id()})
+    # The graph (models.py) and how it is fused and named (this module) are in the key: a model
+    # added or changed is fused again.
+    code = {name: cache.source_digest(Path(__file__).with_name(name)) for name in ("models.py", "workloads.py")}
+    where = cache.entry("catalog", model, {"model": model, "tvm": compat.build_id(), "code": code})
     found = cache.load_entry(where, ("workloads.json",))
     stored = cache.read_json(found["workloads.json"]) if found else None
     if not isinstance(stored, list):  # absent or damaged: fused again
