@@ -216,29 +216,32 @@ def test_tune_command_writes_a_hexagon_record_that_replays(cli, records):
     assert record["best_packets"] == min(from_llvm["packets"], record["candidates_packets"][0])
     assert from_llvm["kept"] is (from_llvm["packets"] < record["candidates_packets"][0])
     assert ("llvm's record kept" if from_llvm["kept"] else "llvm's record: ") in done.stdout
+    # --skip-existing keeps a record tuned by packets ...
+    path = tuning.trace_path(QF, "float16", MEAN)
+    kept = cli("tune", "--target", QF, "--dtype", "float16", "--workload", MEAN, "--trials", "1", "--skip-existing")
+    assert kept.returncode == 0 and f"kept     {MEAN} (already tuned by packets)" in kept.stdout
+    assert json.loads(path.read_text()) == record
+    # ... and tunes again one tuned by emulated seconds (here holding llvm's trace, which builds in
+    # a quarter of the time of the candidate's), where the record it replaces competes, measured
+    # now as the candidates are.
+    llvm_trace = json.loads(llvm_record.read_text())["trace"]
     llvm_record.unlink()
-    # Tuned again: the record it replaces competes, measured now as the candidates are.
-    again = cli("tune", "--target", QF, "--dtype", "float16", "--workload", MEAN, "--trials", "1")
+    path.write_text(json.dumps({**record, "measure": "emulated", "trace": llvm_trace,
+                                "trace_sha256": tuning.trace_digest(llvm_trace)}))
+    record = json.loads(path.read_text())
+    again = cli("tune", "--target", QF, "--dtype", "float16", "--workload", MEAN, "--trials", "1", "--skip-existing")
     assert again.returncode == 0, again.stdout + again.stderr
-    second = json.loads(tuning.trace_path(QF, "float16", MEAN).read_text())
+    assert f"re-tune  {MEAN}: its record was tuned by emulated, this target tunes by packets" in again.stdout
+    second = json.loads(path.read_text())
+    assert second["measure"] == "packets"
     previous = second["previous_record"]
-    assert previous["target"] == QF and previous["packets"] == record["best_packets"]  # packets are deterministic
-    assert previous["trace_sha256"] == record["trace_sha256"] and previous["measure"] == "packets"
+    assert previous["target"] == QF and previous["packets"] == from_llvm["packets"]  # packets are deterministic
+    assert previous["trace_sha256"] == record["trace_sha256"] and previous["measure"] == "emulated"
     assert second["best_packets"] == min(previous["packets"], second["candidates_packets"][0])
     assert previous["kept"] is (previous["packets"] < second["candidates_packets"][0])
     if previous["kept"]:
         assert second["trace"] == record["trace"] and "the record it replaces kept" in again.stdout
     assert tuning.trace_digest(second["trace"]) == second["trace_sha256"]
-    # --skip-existing keeps a record tuned by packets, and re-tunes one tuned by emulated seconds.
-    path = tuning.trace_path(QF, "float16", MEAN)
-    kept = cli("tune", "--target", QF, "--dtype", "float16", "--workload", MEAN, "--trials", "1", "--skip-existing")
-    assert kept.returncode == 0 and f"kept     {MEAN} (already tuned by packets)" in kept.stdout
-    assert json.loads(path.read_text()) == second
-    path.write_text(json.dumps({**second, "measure": "emulated"}))
-    again = cli("tune", "--target", QF, "--dtype", "float16", "--workload", MEAN, "--trials", "1", "--skip-existing")
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert f"re-tune  {MEAN}: its record was tuned by emulated, this target tunes by packets" in again.stdout
-    assert json.loads(path.read_text())["measure"] == "packets"
     tuned = measurement.measure(Combo.resolve(MEAN, "float16", QF, "tuned"))
     assert tuned.ok, tuned.reason
     assert tuned.tuned_from == QF and tuned.emulated_s > 0

@@ -67,7 +67,7 @@ def gflops(combo: Combo, latency_s: float) -> float:
 
 def remeasure(series, timings: list[Timing], repeats: int = REPEATS) -> tuple[list[list[float]], str | None] | str:
     """Time the kernels of several timings of ``series`` (a combination: its ``ids``) again,
-    interleaved (A B A B ...), so that a change of machine load falls on all of them alike: (the
+    interleaved (A B, B A, A B ...), so that a change of machine load falls on all of them alike: (the
     new samples of each, :func:`other_runtime` of them), or why they cannot be timed here (a kernel
     gone from the cache, or one this runtime cannot load). This is the gate's ``remeasure``.
 
@@ -90,7 +90,10 @@ def remeasure(series, timings: list[Timing], repeats: int = REPEATS) -> tuple[li
     if not all(isinstance(k, ModuleKernel) for k in kernels):
         return f"{combo.target.name} kernels are not timed natively"
     samples = [[] for _ in kernels]
-    for _ in range(repeats):
-        for kernel, kept in zip(kernels, samples):
+    for round_ in range(repeats):
+        # A B, then B A: whatever the kernel timed first in a round gains or loses (a warmer cache,
+        # a load that starts mid-round) falls on each side alike.
+        pairs = list(zip(kernels, samples))
+        for kernel, kept in pairs if round_ % 2 == 0 else reversed(pairs):
             kept.extend(kernel.time(repeat=1, min_repeat_ms=MIN_REPEAT_MS))
     return samples, other_runtime(timings)
