@@ -67,9 +67,10 @@ def gflops(combo: Combo, latency_s: float) -> float:
 
 def remeasure(series, timings: list[Timing], repeats: int = REPEATS) -> tuple[list[list[float]], str | None] | str:
     """Time the kernels of several timings of ``series`` (a combination: its ``ids``) again,
-    interleaved (A B, B A, A B ...), so that a change of machine load falls on all of them alike: (the
-    new samples of each, :func:`other_runtime` of them), or why they cannot be timed here (a kernel
-    gone from the cache, or one this runtime cannot load). This is the gate's ``remeasure``.
+    interleaved (A B, B A, A B ...) and on the same arrays, so that a change of machine load, or of
+    where the arrays lie in memory, falls on all of them alike: (the new samples of each,
+    :func:`other_runtime` of them), or why they cannot be timed here (a kernel gone from the
+    cache, or one this runtime cannot load). This is the gate's ``remeasure``.
 
     A kernel built by another TVM (a release history: each commit's own wheel compiled it) is loaded
     into the installed TVM's runtime, which then times every side alike. What is re-timed is each
@@ -95,5 +96,5 @@ def remeasure(series, timings: list[Timing], repeats: int = REPEATS) -> tuple[li
         # a load that starts mid-round) falls on each side alike.
         pairs = list(zip(kernels, samples))
         for kernel, kept in pairs if round_ % 2 == 0 else reversed(pairs):
-            kept.extend(kernel.time(repeat=1, min_repeat_ms=MIN_REPEAT_MS))
+            kept.extend(kernel.time(repeat=1, min_repeat_ms=MIN_REPEAT_MS, arguments_of=kernels[0]))
     return samples, other_runtime(timings)
