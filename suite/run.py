@@ -274,11 +274,15 @@ def _summary_text(warm, commit, out_dir, filed: dict) -> str:
         else:
             lines.append(f"{head} {'':>61s}  {r.status.value}: {r.reason[:90]}")
     counts = {s: sum(r.status.value == s for r in records.values()) for s in ("ok", "skipped", "failed")}
+    legend = ("x torch: TVM latency / PyTorch's for the same layer (a CUDA-graph replay on the GPU, eager on the "
+              "CPU); x eager: / PyTorch with each op launched eagerly from Python" if warm["peer_ratio"] else
+              "x torch, x eager: TVM latency / PyTorch's; none in this run (they need PyTorch installed, a "
+              "native target and a layer the PyTorch peer covers)")
+    if any(" pkts " in line for line in lines):
+        legend += "; pkts: packets an emulated Hexagon kernel executed (exact, one per cycle at best; not time)"
     lines += [
         "",
-        "x torch: TVM latency / PyTorch's for the same layer (a CUDA-graph replay on the GPU, eager on the "
-        "CPU); x eager: / PyTorch with each op launched eagerly from Python; pkts: packets an emulated Hexagon "
-        "kernel executed (exact, one per cycle at best; not time)",
+        legend,
         f"combinations: {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} failed",
         _measure_phase_text(warm),
         f"asv run: {filed['asv_s']:.1f} s, exit {filed['asv_status']}; publish exit {filed['publish_status']}; "
