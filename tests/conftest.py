@@ -50,6 +50,12 @@ def made_once(tmp_path_factory, name: str, make):
     return json.loads(done.read_text())
 
 
+def pytest_collection_modifyitems(items):
+    """The longest tests first: pytest-xdist hands the first tests out one per worker in turn, so
+    they run side by side from the start instead of one of them ending the run alone."""
+    items.sort(key=lambda item: item.get_closest_marker("longest") is None)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def suite_cache(tmp_path_factory):
     """The TVM_SUITE_CACHE of the whole session, shared by xdist's workers (compiles are shared

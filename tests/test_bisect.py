@@ -27,6 +27,7 @@ def releases_on_main(tmp_path):
     return repo, c
 
 
+@pytest.mark.longest
 def test_bisect_names_the_first_bad_commit_and_says_when_nothing_worsened(cli, releases_on_main, tmp_path):
     import os
 

@@ -190,6 +190,7 @@ def test_runner_returns_packets_and_failures_are_runner_errors(tmp_path):
 
 @needs_v68_qemu
 @pytest.mark.slow
+@pytest.mark.longest
 def test_tune_command_writes_a_hexagon_record_that_replays(cli, records):
     # A process of its own: pytest 9 hangs its log-capture handlers on every non-propagating
     # logger, MetaSchedule's included, and MetaSchedule's logging setup fails on a handler

@@ -46,6 +46,7 @@ def results_by_commit(out):
     return found
 
 
+@pytest.mark.longest
 def test_history_installs_real_releases_and_publishes(cli, stand_in, tmp_path):
     repo, c = stand_in
     out = tmp_path / "history"

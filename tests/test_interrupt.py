@@ -118,3 +118,24 @@ def test_an_interrupted_run_keeps_the_last_complete_one(first_run, tmp_path, pha
     again = subprocess.run(_run_args(out, repo, commit), capture_output=True, text=True, env=_env(cache))
     assert again.returncode == 0, again.stdout + again.stderr
     _state(out, commit)
+
+
+def test_an_undone_run_sets_the_results_file_it_left_aside(first_run, tmp_path):
+    """A journal that knows of no earlier results (a run killed after asv wrote the commit's first
+    results file, or a journal wrong about it): the undo moves the file to results-archive/,
+    byte for byte, and says where; it never deletes it."""
+    out, _, commit, base = first_run
+    copy = tmp_path / "asv"
+    subprocess.run(["cp", "-a", str(out), str(copy)], check=True)
+    [results] = (copy / "results").glob(f"*/{commit[:8]}-*.json")
+    kept = results.read_bytes()
+    machine = results.parent.name
+    journal = copy / "runs" / f".journal-{commit}.json"
+    journal.write_text(json.dumps({"pid": 1, "commit": commit, "machine": machine, "state": "running",
+                                   "staging": f"runs/.staging-{commit}", "previous": {}}))
+    gate = subprocess.run([str(SUITE_BIN), "gate", "--results", str(copy / "results"), "--commit", commit,
+                           "--no-remeasure"], capture_output=True, text=True, env=_env(base / "cache"))
+    assert gate.returncode == 2 and "Traceback" not in gate.stderr, gate.stdout + gate.stderr
+    assert f"the results file it left is in {copy / 'results-archive' / machine}" in gate.stdout + gate.stderr
+    [aside] = (copy / "results-archive" / machine).glob(f"{results.stem}.undone-*.json")
+    assert aside.read_bytes() == kept and not results.exists() and not journal.exists()

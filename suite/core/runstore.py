@@ -609,15 +609,27 @@ def _undo(run_dir: Path, state: dict) -> str:
     """Put back the commit's results files as they were before the run; drop its staging."""
     commit = state["commit"]
     previous = {Path(run_dir) / k: Path(run_dir) / v for k, v in state["previous"].items()}
+    set_aside = []
     for result in _results_files(run_dir, state["machine"], commit):
         if result not in previous:  # asv wrote a file the commit did not have: the new run's
-            result.unlink()
+            set_aside.append(_set_aside(Path(run_dir), result))
     for result, copy in previous.items():
         cache.write_file(result, lambda tmp, copy=copy: shutil.copyfile(copy, tmp))
     shutil.rmtree(Path(run_dir) / state["staging"], ignore_errors=True)
     _journal_path(run_dir, commit).unlink(missing_ok=True)
     kept = "its previous results and side data are kept" if previous else "it had no results before: none kept"
+    if set_aside:
+        kept += f"; the results file it left is in {set_aside[0].parent}"
     return f"the run of {commit[:12]} did not complete: nothing of it was filed; {kept}"
+
+
+def _set_aside(run_dir: Path, result: Path) -> Path:
+    """Move a results file that an undone run leaves into results-archive/: never deleted, since
+    a journal may be wrong about what was there before."""
+    target = run_dir / "results-archive" / result.parent.name / f"{result.stem}.undone-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(result, target)
+    return target
 
 
 def _swap_in(run_dir: Path, machine: str, commit: str, staging: Path) -> None:

@@ -330,6 +330,15 @@ def load(results_dir, tvm_repo=None) -> History:
         raise ResultsError(f"results directory {results_dir} does not exist")
     run_dir = runstore.of_results(results_dir)
     recovered = tuple(runstore.recover(run_dir))  # refuses a run in progress
+    try:
+        return _load(results_dir, tvm_repo, run_dir, recovered)
+    except UserError as err:  # what recovery did is said all the same
+        if not recovered:
+            raise
+        raise type(err)(f"{err} (before that, recovered: {'; '.join(recovered)})") from None
+
+
+def _load(results_dir: Path, tvm_repo, run_dir: Path, recovered: tuple[str, ...]) -> History:
     runstore.check_idle(run_dir)
     loaded, files, machines = _read_results(results_dir)
     values, asv_dates, sources = _values(loaded)
