@@ -18,7 +18,7 @@ from suite import git
 from suite.core import timing
 from suite.core.combo import Grid
 from suite.errors import UserError
-from suite.history import commits as history, driver, releases
+from suite.history import commits as history, driver, releases, source_build
 from suite.reporting import gate, report, results
 from suite.reporting import thresholds as limits
 
@@ -27,6 +27,9 @@ from suite.reporting import thresholds as limits
 #: ccache holds about 3; the quick grid of ResNet-50 and the seed on llvm benchmarks in 3-5 minutes
 #: on a new TVM build).
 WHEEL_S, SOURCE_COLD_S, SOURCE_CACHED_S, BENCHMARK_S = 120, 90 * 60, 4 * 60, 5 * 60
+#: Objects a CPU + LLVM build of TVM compiles (613 at 0.26-0.27): ccache holding fewer cannot
+#: make the build a cached one.
+BUILD_OBJECTS = 500
 
 
 @dataclass(frozen=True)
@@ -69,10 +72,12 @@ def plan(repo: Path, sides: list[Side], out_dir: Path, grid: Grid) -> tuple[list
             how, seconds = (f"the wheel apache-tvm {side.release.version} with apache-tvm-ffi {side.release.ffi}",
                             WHEEL_S)
         else:
-            cached = (out_dir / "install-logs").is_dir() and any((out_dir / "install-logs").glob("*.build.json"))
+            objects = source_build.ccache_objects()
+            cached = objects >= BUILD_OBJECTS
             seconds = SOURCE_CACHED_S if cached else SOURCE_COLD_S
             how = ("a source build (TVM's CMake with LLVM; "
-                   + ("ccache holds earlier builds' objects" if cached else "the first one here: no ccache yet") + ")")
+                   + (f"ccache holds {objects:,} objects of earlier builds" if cached
+                      else "ccache holds no earlier build: a cold one") + ")")
         seconds += BENCHMARK_S * max(1, len(grid.combos()) // 132)
         total += seconds
         lines.append(f"{side.role:9s} {side.label} ({side.commit[:10]}): {how}, then {len(grid.combos())} "

@@ -238,6 +238,16 @@ def ccache_environment(checkout: Path, build_root: Path) -> dict:
             "CCACHE_MAXSIZE": os.environ.get("CCACHE_MAXSIZE", "20G")}
 
 
+def ccache_objects() -> int:
+    """How many objects ccache holds (0 without ccache)."""
+    ccache = shutil.which("ccache")
+    if not ccache:
+        return 0
+    text = subprocess.run([ccache, "--print-stats"], capture_output=True, text=True).stdout
+    stats = dict(line.split("\t", 1) for line in text.splitlines() if "\t" in line)
+    return int(stats.get("files_in_cache", 0))
+
+
 def ccache_stats(ccache: str | None) -> dict:
     """Hits and misses since the last ``ccache -z``."""
     if not ccache:
