@@ -150,6 +150,10 @@ METRICS: tuple[Metric, ...] = (
        "dispatch time; on the CPU the same as peer_ratio)."),
 )
 
+#: The metrics that vary between runs of one TVM build (timings). asv sees one number of each per
+#: commit: asv.conf.json's ``regressions_thresholds`` has asv report a step of these only from the
+#: gate's latency ratio up (the gate judges latency on its samples).
+TIMED = ("latency", "peer_ratio", "peer_ratio_eager", "compile_seconds", "emulated_seconds")
 BY_NAME = {m.name: m for m in METRICS}
 #: asv benchmark name -> metric, of the metrics asv records
 BY_BENCHMARK = {m.benchmark: m for m in METRICS if m.in_asv}

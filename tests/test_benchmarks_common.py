@@ -4,6 +4,7 @@ skipped because the suite cannot be imported says why."""
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -128,3 +129,16 @@ def test_a_benchmark_process_imports_tvm_only_to_note_a_missing_build(tmp_path):
     noted = json.loads((tmp_path / "runs" / "box" / "c0ffee0" / "build.json").read_text())
     assert noted["llvm"]["use_llvm"] and noted["tvm"]
     assert run() == ["False", "True"]  # every later one only reads
+
+
+def test_asv_reports_a_timing_step_from_the_gates_latency_ratio_up():
+    """asv sees one number per commit: a timing (latency, the PyTorch ratios) moves by a few
+    percent between runs of one build, so asv's Regressions page and compare list a step of one
+    only from the gate's latency ratio (the gate then judges it on the samples)."""
+    from suite import asvconf
+    from suite.reporting import thresholds
+
+    step = round(thresholds.load().latency.max_ratio - 1, 6)
+    expected = {re.escape(tracked.BY_NAME[name].benchmark): step for name in tracked.TIMED}
+    assert all(tracked.BY_NAME[name].in_asv for name in tracked.TIMED)
+    assert asvconf.read_conf()["regressions_thresholds"] == expected
