@@ -41,9 +41,38 @@ def die_with_parent() -> None:
 
 
 def end(process: subprocess.Popen) -> None:
-    """Stop the child and everything it started (its session), and reap it."""
+    """Stop the child and everything it started (its session), and reap it.
+
+    Every process of the session, not only the child's process group: asv runs each install
+    command in a process group of its own (to end it on a timeout), and a TVM source build there
+    (pip, cmake, ninja, the compilers) would go on for up to an hour after asv is gone."""
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    for pid in session_members(process.pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     process.wait()
+
+
+def session_members(sid: int) -> list[int]:
+    """The processes of session ``sid`` (Linux: the 6th field of /proc/PID/stat); none elsewhere."""
+    members = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return members
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()  # after "pid (comm)": state ppid pgrp session
+        except OSError:  # gone meanwhile
+            continue
+        if len(fields) > 3 and int(fields[3]) == sid:
+            members.append(int(name))
+    return members
