@@ -300,15 +300,15 @@ def writing(where: Path):
 def store_entry(where: Path, files: dict) -> None:
     """Write the entry ``where``: ``files`` maps each file name to ``write(tmp_path)``; the files and
     their manifest are assembled beside it and published with one rename."""
-    with writing(where):
-        staged = staging_dir(where)
-        try:
+    staged = staging_dir(where)
+    try:
+        with writing(where):
             for name, write in files.items():
                 write(str(staged / name))
             write_sealed_json(staged / MANIFEST, {name: file_digest(staged / name) for name in files})
             publish_dir(staged, where)
-        finally:
-            shutil.rmtree(staged, ignore_errors=True)  # gone already once published
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)  # gone already once published
 
 
 def load_entry(where: Path, names) -> dict[str, Path] | None:
@@ -327,9 +327,11 @@ def load_entry(where: Path, names) -> dict[str, Path] | None:
 
 
 def staging_dir(final: Path) -> Path:
-    """An empty directory beside ``final`` to assemble an entry in, for :func:`publish_dir`."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.tmp-"))
+    """An empty directory beside ``final`` to assemble an entry in, for :func:`publish_dir` (a file
+    system that refuses it: :class:`suite.errors.CannotWrite` naming ``final``)."""
+    with writing(final):
+        final.parent.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.tmp-"))
 
 
 def remove_dir(final: Path) -> None:

@@ -60,7 +60,7 @@ def default_baseline(repo: Path, candidate: str) -> str:
     return max(older)[1]
 
 
-def plan(repo: Path, sides: list[Side], out_dir: Path, grid: Grid) -> tuple[list[str], float]:
+def plan(sides: list[Side], out_dir: Path, grid: Grid) -> tuple[list[str], float]:
     """What the check will install and measure for each side, in words, and roughly how long (s)."""
     lines, total = [], 0.0
     for side in sides:
@@ -102,7 +102,7 @@ def run_check(tvm_repo: Path, candidate_name: str, baseline_name: str | None, gr
     for role, commit, name in (("baseline", baseline, baseline_name), ("candidate", candidate, candidate_name)):
         rel = releases.release_for_commit(repo, commit)
         sides.append(Side(role, commit, name or (rel.tag if rel else commit[:10]), rel))
-    lines, seconds = plan(repo, sides, out_dir, grid)
+    lines, seconds = plan(sides, out_dir, grid)
     print("\n".join(["release readiness check of " + sides[1].label + " against " + sides[0].label, *lines,
                      f"in all about {_minutes(seconds)} (on 2 cores); what is measured stays in {out_dir}, so an "
                      "interrupted check goes on where it stopped"]), flush=True)

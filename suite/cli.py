@@ -417,17 +417,18 @@ def _json(p, what: str) -> None:
     p.add_argument("--json", action="store_true", help=f"print {what} as JSON instead of the table")
 
 
+#: The exit statuses of a command that ends with the gate's verdict on what it measured.
+_VERDICT_EXITS = [(ExitCode.OK, "READY"), (ExitCode.NOT_READY, "NOT READY: a check failed (a failed build is one)"),
+                  (ExitCode.NO_VERDICT, "no verdict: data missing, or latency suspects that could not be timed again")]
 #: Every command's exit statuses (suite.errors.ExitCode), shown in its --help and in the docs.
 EXIT_CODES = {
     "list": [(ExitCode.OK, "listed")],
     "measure": [(ExitCode.OK, "measured"), (ExitCode.NOT_READY, "the combination failed to build or run, or was skipped")],
     "tune": [(ExitCode.OK, "every record written (or kept by --skip-existing)")],
-    "run": [(ExitCode.OK, "READY"), (ExitCode.NOT_READY, "NOT READY: a check failed (a failed build is one)"),
-            (ExitCode.NO_VERDICT, "no verdict: data missing, or latency suspects that could not be timed again")],
+    "run": _VERDICT_EXITS,
     "history": [(ExitCode.OK, "every commit measured"), (ExitCode.NOT_READY, "a commit did not install, or asv failed")],
     "bisect": [(ExitCode.OK, "the first bad commit found"), (ExitCode.NOTHING_WORSENED, "nothing worsened over the range")],
-    "check": [(ExitCode.OK, "READY"), (ExitCode.NOT_READY, "NOT READY: a check failed (a failed build is one)"),
-              (ExitCode.NO_VERDICT, "no verdict: data missing, or latency suspects that could not be timed again")],
+    "check": _VERDICT_EXITS,
     "report": [(ExitCode.OK, "the report written (its verdict is in it and on the last line)")],
     "gate": [(ExitCode.OK, "READY"), (ExitCode.NOT_READY, "NOT READY: a check failed (a failed build is one)"),
              (ExitCode.NO_VERDICT, "DATA MISSING, or NO VERDICT: latency suspects not timed again")],

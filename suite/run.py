@@ -155,7 +155,7 @@ def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_com
         text += "\n\nfailed combinations (their results are asv failures, null):\n" + "\n".join(
             f"  {c.label}: {warm['records'][c].reason}" for c in failed)
     text += f"\nreport:  {report_dir / 'index.html'}\n{result.line()}"
-    counts = {s.value: sum(r.status is s for r in warm["records"].values()) for s in Status}
+    counts = _status_counts(warm["records"])
     facts = {"commit": commit, "machine": machine, "results": str(out_dir / "results"),
              "report": str(report_dir / "index.html"), "combinations": counts,
              "failed": [{"combination": c.label, "reason": warm["records"][c].reason} for c in failed],
@@ -250,6 +250,11 @@ def keep_remeasured(history: results.History, result: gate.GateResult) -> None:
               f"{err.filename or history.run_dir}); the verdict stands", file=sys.stderr)
 
 
+def _status_counts(records: dict) -> dict[str, int]:
+    """How many of ``records`` (combination -> Record) are ok, skipped and failed."""
+    return {s.value: sum(r.status is s for r in records.values()) for s in Status}
+
+
 def _summary_text(warm, commit, out_dir, filed: dict) -> str:
     records = warm["records"]
     lines = ["", f"{'workload':52s} {'dtype':8s} {'target':15s} {'order':10s} {'ms':>9s} {'GFLOP/s':>8s} "
@@ -273,7 +278,7 @@ def _summary_text(warm, commit, out_dir, filed: dict) -> str:
             lines.append(f"{head} {'':>61s}  ok (compile-only)")
         else:
             lines.append(f"{head} {'':>61s}  {r.status.value}: {r.reason[:90]}")
-    counts = {s: sum(r.status.value == s for r in records.values()) for s in ("ok", "skipped", "failed")}
+    counts = _status_counts(records)
     legend = ("x torch: TVM latency / PyTorch's for the same layer (a CUDA-graph replay on the GPU, eager on the "
               "CPU); x eager: / PyTorch with each op launched eagerly from Python" if warm["peer_ratio"] else
               "x torch, x eager: TVM latency / PyTorch's; none in this run (they need PyTorch installed, a "

@@ -93,8 +93,7 @@ def publish_measured(combo: Combo, record: Record, files: dict[str, bytes]) -> R
             raise ValueError(f"{combo.label}: {name} is not the file its record names")
     if (kept := cached(combo)) is not None and not is_lost(kept):
         return kept
-    with cache.writing(combo.entry):
-        staged = cache.staging_dir(combo.entry)
+    staged = cache.staging_dir(combo.entry)
     try:
         with cache.writing(combo.entry):
             for name, data in files.items():

@@ -48,8 +48,7 @@ def measure(combo: Combo, verify=()) -> Record:
     if reason := combo.target.unavailable():
         # Not cached: measured once the target is usable here (tools installed, a GPU present).
         return Record(*combo.ids, status=Status.SKIPPED, reason=reason)
-    with cache.writing(combo.entry):
-        staged = cache.staging_dir(combo.entry)
+    staged = cache.staging_dir(combo.entry)
     try:
         built = build(combo, staged / combo.target.KERNEL_FILE)
         ran = run(built) if built.failure is None and combo.target.mode is not Mode.COMPILE_ONLY else None

@@ -623,11 +623,19 @@ def _undo(run_dir: Path, state: dict) -> str:
     return f"the run of {commit[:12]} did not complete: nothing of it was filed; {kept}"
 
 
+def archive_path(run_dir: Path, result: Path, why: str = "") -> Path:
+    """Where a copy of the asv results file ``result`` is kept in ``run_dir``'s results-archive/
+    (``why``: a word in its name, e.g. "undone"), its directory made."""
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    target = Path(run_dir) / "results-archive" / result.parent.name / f"{result.stem}.{why + '-' if why else ''}{stamp}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return target
+
+
 def _set_aside(run_dir: Path, result: Path) -> Path:
     """Move a results file that an undone run leaves into results-archive/: never deleted, since
     a journal may be wrong about what was there before."""
-    target = run_dir / "results-archive" / result.parent.name / f"{result.stem}.undone-{time.strftime('%Y%m%dT%H%M%S')}.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
+    target = archive_path(run_dir, result, "undone")
     os.replace(result, target)
     return target
 

@@ -91,10 +91,10 @@ def remeasure(series, timings: list[Timing], repeats: int = REPEATS) -> tuple[li
     if not all(isinstance(k, ModuleKernel) for k in kernels):
         return f"{combo.target.name} kernels are not timed natively"
     samples = [[] for _ in kernels]
+    pairs = list(zip(kernels, samples))
     for round_ in range(repeats):
         # A B, then B A: whatever the kernel timed first in a round gains or loses (a warmer cache,
         # a load that starts mid-round) falls on each side alike.
-        pairs = list(zip(kernels, samples))
         for kernel, kept in pairs if round_ % 2 == 0 else reversed(pairs):
             kept.extend(kernel.time(repeat=1, min_repeat_ms=MIN_REPEAT_MS, arguments_of=kernels[0]))
     return samples, other_runtime(timings)

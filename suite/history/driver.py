@@ -14,12 +14,12 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from suite import cache, children
 from suite.asvconf import BENCHMARKS, IMPORT_ROOT, read_conf
+from suite.core import runstore
 from suite.errors import UserError
 from suite.history import dashboard
 from suite.progress import Progress
@@ -141,10 +141,8 @@ def check_results(results_dir: Path) -> None:
 def archive_previous(results_dir: Path, commit: str, out_dir: Path) -> list[Path]:
     """Copy result files asv is about to update for ``commit``, so nothing is lost silently."""
     kept = []
-    stamp = time.strftime("%Y%m%dT%H%M%S")
     for path in Path(results_dir).glob(f"*/{commit[:8]}-*.json"):
-        target = out_dir / "results-archive" / path.parent.name / f"{path.stem}.{stamp}.json"
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target = runstore.archive_path(out_dir, path)
         shutil.copy2(path, target)
         kept.append(target)
     return kept

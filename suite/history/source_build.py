@@ -238,21 +238,22 @@ def ccache_environment(checkout: Path, build_root: Path) -> dict:
             "CCACHE_MAXSIZE": os.environ.get("CCACHE_MAXSIZE", "20G")}
 
 
+def _print_stats(ccache: str) -> dict[str, str]:
+    """``ccache --print-stats``: one ``name<TAB>value`` a line."""
+    text = subprocess.run([ccache, "--print-stats"], capture_output=True, text=True).stdout
+    return dict(line.split("\t", 1) for line in text.splitlines() if "\t" in line)
+
+
 def ccache_objects() -> int:
     """How many objects ccache holds (0 without ccache)."""
     ccache = shutil.which("ccache")
-    if not ccache:
-        return 0
-    text = subprocess.run([ccache, "--print-stats"], capture_output=True, text=True).stdout
-    stats = dict(line.split("\t", 1) for line in text.splitlines() if "\t" in line)
-    return int(stats.get("files_in_cache", 0))
+    return int(_print_stats(ccache).get("files_in_cache", 0)) if ccache else 0
 
 
 def ccache_stats(ccache: str | None) -> dict:
     """Hits and misses since the last ``ccache -z``."""
     if not ccache:
         return {}
-    text = subprocess.run([ccache, "--print-stats"], capture_output=True, text=True).stdout
-    stats = dict(line.split("\t", 1) for line in text.splitlines() if "\t" in line)
+    stats = _print_stats(ccache)
     keys = {"direct_cache_hit": "direct_hits", "preprocessed_cache_hit": "preprocessed_hits", "cache_miss": "misses"}
     return {name: int(stats[key]) for key, name in keys.items() if key in stats}
