@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from suite import git
+from suite import git, run
 from suite.core import timing
 from suite.core.combo import Grid
 from suite.errors import UserError
@@ -116,8 +116,6 @@ def run_check(tvm_repo: Path, candidate_name: str, baseline_name: str | None, gr
                             f"{out_dir / 'asv.log'}): no verdict\n{measured.text}")
     result = gate.evaluate(loaded, loaded.commits[loaded.index(candidate)], loaded.commits[loaded.index(baseline)],
                            thresholds, remeasure=timing.remeasure)
-    from suite import run
-
     run.keep_remeasured(loaded, result)
     report.make_report(loaded, result, out_dir / "report")
     text = "\n".join([measured.text, "", f"report: {out_dir / 'report' / 'index.html'}", "",
