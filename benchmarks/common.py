@@ -104,6 +104,8 @@ class ComboBenchmark:
         measurement.note_tvm_build()
         if measured.tuned_from:  # whose tuning record replayed, for the report
             runstore.note_records(self.combo.ids, measured.tuned_from)
+        if measured.code:  # the code identity: same or changed between commits (gate, report)
+            runstore.note_code(self.combo.ids, measured.code)
         try:
             self.record = record.outcome(measured, record.Need[self.need])
         except record.CombinationFailed as err:

@@ -82,13 +82,13 @@ def _planted(history, b):
         side, timings={**side.timings, SCALED: slower})})
 
 
-def _gate_pair(out, repo, a, b):
+def _gate_pair(out, repo, a, b, limits):
     """The A/A gates (re-measurement off and on) and the A/B gate of the pair (A, B)."""
     results_dir = out / "asv" / "results"
     base = ("gate", "--results", str(results_dir), "--commit", b, "--baseline", a, "--tvm-repo", str(repo))
     off, on = _suite(*base, "--no-remeasure"), _suite(*base)
     history = results.load(results_dir, repo)
-    ab = gate.evaluate_named(_planted(history, b), b, thresholds.load(), a)
+    ab = gate.evaluate_named(_planted(history, b), b, limits, a)
     latency = next(c for c in ab.checks if c.name.startswith("latency vs"))
     # The gate's detail lines read "<verdict>: <workload> <dtype> <target> <order>: <ratio>x, p ...".
     judged_slower = any(line.startswith(("slower:", "suspect:", "confirmed:")) and " ".join(SCALED) in line
@@ -110,6 +110,7 @@ def main(argv=None) -> int:
     parser.add_argument("--builds", choices=("cached", "beside"), default="cached")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
+    limits = thresholds.load()  # once, before the runs
     out = Path(args.out)
     repo = out / "tvm"
     repo.mkdir(parents=True)
@@ -141,7 +142,7 @@ def main(argv=None) -> int:
                 return 1
             print(f"run {len(walls)}/{len(commits)}: {walls[-1]:.1f} s", flush=True)
         shutil.rmtree(out / "asv" / runstore.RUNS / runstore.GATE, ignore_errors=True)
-        rows = [_gate_pair(out, repo, a, b) for a, b in zip(commits[::2], commits[1::2])]
+        rows = [_gate_pair(out, repo, a, b, limits) for a, b in zip(commits[::2], commits[1::2])]
     finally:
         for h in hogs:
             h.terminate()

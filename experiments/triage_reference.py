@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from suite import compat_tir
+from suite.triage import tvmscript
 from suite.core import reference, workloads
 from suite.triage import interp
 
@@ -27,7 +27,7 @@ TOLERANCE = 1e-12
 
 def measure(workload, dtype: str) -> dict:
     func = workloads.prim_func(workload, dtype)
-    program = compat_tir.translate(func, "main")
+    program = tvmscript.translate(func, "main")
     inputs = workloads.make_inputs(workload, dtype)
     names = [p.name for p in program.params[:-1]]
     started = time.perf_counter()

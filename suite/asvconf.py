@@ -1,5 +1,5 @@
 """Where the project's files are, the project's asv configuration, and the one reader of it
-(asv.conf.json has ``//`` comment lines) and of the configurations `tvm-suite run` and `history`
+(asv's own: asv.conf.json has ``//`` comment lines) and of the configurations `tvm-suite run` and `history`
 write beside their results.
 
 ``suite/project/`` holds the project files the suite reads at run time: asv.conf.json, the asv
@@ -10,8 +10,9 @@ installed suite (``pip install .``) finds them the same way.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from asv import util as asv_util
 
 from suite.errors import UserError
 
@@ -28,11 +29,10 @@ CHECKOUT = IMPORT_ROOT if (IMPORT_ROOT / "pyproject.toml").is_file() else None
 
 
 def read_conf(path: Path = ASV_CONF) -> dict:
-    """An asv configuration: asv.conf.json (with ``//`` comment lines) or one a run wrote."""
+    """An asv configuration: asv.conf.json (with ``//`` comment lines) or one a run wrote, read as asv
+    reads it (``asv.util.load_json``, JSON5: comments allowed)."""
     try:
-        text = "\n".join(line for line in Path(path).read_bytes().decode("utf-8").splitlines()
-                         if not line.strip().startswith("//"))
-        conf = json.loads(text)
+        conf = asv_util.load_json(str(path), js_comments=True)
     except (OSError, ValueError) as err:
         raise UserError(f"{path}: cannot read asv configuration ({str(err).splitlines()[0]})") from None
     except RecursionError:
@@ -49,12 +49,17 @@ def read_conf(path: Path = ASV_CONF) -> dict:
 def run_config(results_dir: Path) -> Path | None:
     """The configuration a `tvm-suite` run wrote beside ``results_dir`` (asv.installed.json,
     asv.history.json): the one whose results_dir is this directory (relative to the
-    configuration's own directory, where asv runs). One that cannot be read is an error naming it
-    (it says where the commits come from)."""
+    configuration's own directory, where asv runs); else, for the results of asv at the root of
+    this checkout (``.asv/root/results``), the project's asv.conf.json (its repo: ``./tvm``). One
+    that cannot be read is an error naming it (it says where the commits come from)."""
     for path in sorted(Path(results_dir).parent.glob("asv*.json")):
         where = read_conf(path).get("results_dir")
         if where and (path.parent / where).resolve() == Path(results_dir).resolve():
             return path
+    if CHECKOUT is not None and (CHECKOUT / "asv.conf.json").is_file():
+        where = read_conf(CHECKOUT / "asv.conf.json").get("results_dir")
+        if where and (CHECKOUT / where).resolve() == Path(results_dir).resolve():
+            return CHECKOUT / "asv.conf.json"
     return None
 
 

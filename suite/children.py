@@ -9,6 +9,7 @@ is dropped).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -46,33 +47,28 @@ def end(process: subprocess.Popen) -> None:
     Every process of the session, not only the child's process group: asv runs each install
     command in a process group of its own (to end it on a timeout), and a TVM source build there
     (pip, cmake, ninja, the compilers) would go on for up to an hour after asv is gone."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    for pid in session_members(process.pid):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    import psutil
+
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)  # the child's own group at once: it forks no more
+    for member in _session(process.pid):
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            member.kill()
     process.wait()
 
 
-def session_members(sid: int) -> list[int]:
-    """The processes of session ``sid`` (Linux: the 6th field of /proc/PID/stat); none elsewhere."""
+def _session(sid: int) -> list:
+    """The processes (psutil's) of session ``sid``."""
+    import psutil
+
     members = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return members
-    for name in entries:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()  # after "pid (comm)": state ppid pgrp session
-        except OSError:  # gone meanwhile
-            continue
-        if len(fields) > 3 and int(fields[3]) == sid:
-            members.append(int(name))
+    for proc in psutil.process_iter():
+        with contextlib.suppress(OSError):  # gone meanwhile
+            if os.getsid(proc.pid) == sid:
+                members.append(proc)
     return members
+
+
+def session_members(sid: int) -> list[int]:
+    """The pids of the processes of session ``sid``."""
+    return [proc.pid for proc in _session(sid)]

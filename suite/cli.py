@@ -8,12 +8,15 @@ stderr and a non-zero exit, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import sys
 from pathlib import Path
 
 import numpy as np
+from tabulate import tabulate
 
 from suite import cache, environ, targets
 from suite.core import measurement, schedules, timing, workloads
@@ -21,12 +24,6 @@ from suite.core.combo import QUICK_ORDERS, Combo, Grid, select_workloads
 from suite.core.record import Kind
 from suite.errors import ExitCode, Interrupted, Skipped, UserError, signals_raise
 from suite.progress import Progress
-
-
-def _print_table(rows: list[list[str]], header: list[str]) -> None:
-    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
-    for row in [header] + rows:
-        print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())
 
 
 # ----------------------------------------------------------------------------- list
@@ -39,15 +36,15 @@ def cmd_list(args) -> int:
         if model not in workloads.all_models():
             raise UserError(f"unknown model {model!r}; valid models: {', '.join(workloads.all_models())}")
         found += workloads.catalog(model)
-    if args.json:
-        print(json.dumps([w.summary() for w in found], indent=1))
-        return 0
+    if args.json:  # and the table for people, on stderr
+        say_json([w.summary() for w in found], 0)
     rows = [
         [w.id, " ".join("x".join(map(str, s)) for s in w.input_shapes), "x".join(map(str, w.output_shape)),
          f"{w.flops / 1e6:.1f}", str(w.occurrences)]
         for w in found
     ]
-    _print_table(rows, ["workload", "inputs", "output", "MFLOP", "occurrences"])
+    print(tabulate(rows, ["workload", "inputs", "output", "MFLOP", "occurrences"], tablefmt="plain",
+                   disable_numparse=True, colalign=["left", "left", "left", "right", "right"]))
     print(f"{len(found)} workloads")
     return 0
 
@@ -59,7 +56,10 @@ def cmd_measure(args) -> int:
     # Check every argument before any compile starts.
     combo = Combo.resolve(args.workload, args.dtype, args.target, args.order)
     if args.against:
+        from suite.reporting import rules, thresholds
+
         schedules.check_order(args.against)
+        limits = thresholds.load()  # once, and a bad thresholds file refused before any compile
     if args.save_arrays:
         cache.ensure_dir(args.save_arrays, "--save-arrays")
     if reason := combo.target.unavailable():  # tools missing, no GPU
@@ -72,19 +72,16 @@ def cmd_measure(args) -> int:
         median = float(np.median(samples))
         shown["latency"] = {"samples_s": samples, "median_s": median, "gflops": timing.gflops(combo, median)}
     if args.against and record.ok:
-        from suite.reporting import rules, thresholds
-
         try:
             found = measurement.divergence(combo, args.against)
-            shown["divergence"] = {**found, **rules.attribute(found, combo.target.name, thresholds.load())}
+            shown["divergence"] = {**found, **rules.attribute(found, combo.target.name, limits)}
         except Skipped as err:
             shown["divergence"] = {"against": args.against, "skipped": str(err)}
     if args.save_arrays:
         _save_arrays(args, combo, record)
-    if args.json:
-        print(json.dumps(shown, indent=1))
-    else:
-        _print_record(shown)
+    if args.json:  # and the record for people, on stderr
+        say_json(shown, 0 if record.ok else 1)
+    _print_record(shown)
     return 0 if record.ok else 1
 
 
@@ -161,26 +158,31 @@ def _save_arrays(args, combo: Combo, record) -> None:
 
 def cmd_tune(args) -> int:
     from suite.core import tuning
+    from suite.reporting import thresholds
 
     target = targets.get(args.target)
     workloads.check_dtype(args.dtype)
+    bound = thresholds.load().bound  # the rounding bound every candidate is checked against, read once
     if reason := target.unavailable():  # no GPU, tools missing: one line before any work
         raise UserError(f"{target.name} cannot be tuned here: {reason}")
     target.tuning_target()  # NotTunable (one line) before any work
-    cache.ensure_dir(tuning.records_dir(target.name, args.dtype) / "traces", "the records directory")
+    into, whose = _tune_destination(tuning, args.into_checkout)
+    written = cache.ensure_dir(tuning.records_dir(target.name, args.dtype, into) / "traces", "the records directory")
+    print(f"records go to {written}/ ({whose})", flush=True)
     tuned, busy = [], []
     chosen = select_workloads(args.workloads)
     shown = Progress("tune", len(chosen))  # done/total and time left, on stderr beside MetaSchedule's output
     for wid in chosen:
         shown.update(shown.done, wid)
-        if args.skip_existing and (measure := tuning.existing_measure(target.name, args.dtype, wid)):
+        if args.skip_existing and (measure := tuning.existing_measure(target.name, args.dtype, wid,
+                                                                      into if args.into_checkout else None)):
             if measure == target.tuning_measure:
                 print(f"kept     {wid} (already tuned by {measure})")
                 shown.step(wid)
                 continue
             print(f"re-tune  {wid}: its record was tuned by {measure}, this target tunes by {target.tuning_measure}")
         try:
-            tuning.tune(wid, args.dtype, target, args.trials)
+            tuning.tune(wid, args.dtype, target, args.trials, lam=bound.lam, limit=bound.max_fraction, root=into)
         except tuning.TuningInProgress as err:  # the others are still worth tuning; said at the end
             print(f"busy     {err}")
             busy.append(wid)
@@ -193,10 +195,33 @@ def cmd_tune(args) -> int:
         tuned.append(wid)
         shown.step(wid)
     shown.finish()
+    if tuned:
+        print(f"{len(tuned)} record(s) written to {written}/ ({whose})")
     if busy:
         raise UserError(f"not tuned, another process was tuning them: {', '.join(busy)}; when it is done, "
                         f"`--skip-existing` keeps its records")
     return 0
+
+
+def _tune_destination(tuning, into_checkout: bool) -> tuple[Path, str]:
+    """(the records directory `tune` writes, whose records they are, in words): the user's own by
+    default, the committed ones of this checkout with ``--into-checkout``."""
+    from suite import asvconf
+
+    named = os.environ.get(tuning.RECORDS_ENV)
+    if not into_checkout:
+        if named:
+            return tuning.user_records_root(), (f"{tuning.RECORDS_ENV}: the `tuned` order reads them in place of "
+                                                "the committed records")
+        return tuning.user_records_root(), ("yours: the `tuned` order replays them in place of the committed ones "
+                                            f"in {tuning.RECORDS_DIR}; --into-checkout writes those")
+    if asvconf.CHECKOUT is None:
+        raise UserError(f"--into-checkout: this suite is installed, not run from a source checkout: "
+                        f"{tuning.RECORDS_DIR} is no committed file (tune without it writes your own records)")
+    if named:
+        raise UserError(f"--into-checkout writes {tuning.RECORDS_DIR}, but {tuning.RECORDS_ENV}={named} is read in "
+                        "its place: unset it, or tune without --into-checkout")
+    return tuning.RECORDS_DIR, "the committed records of this checkout: review and commit them"
 
 
 # ----------------------------------------------------------------------------- run
@@ -210,7 +235,9 @@ def cmd_run(args) -> int:
     summary = run.run_installed(grid, quick=args.quick, out_dir=args.out, tvm_repo=args.tvm_repo,
                                 tvm_commit=args.tvm_commit, cluster=args.cluster, thresholds_path=args.thresholds,
                                 machine=args.machine)
-    say(json.dumps(summary.facts, indent=1) if args.json else summary.text, summary.exit_status)
+    say(summary.text, summary.exit_status)  # for people: on stderr with --json
+    if args.json:
+        say_json(summary.facts, summary.exit_status)
     return summary.exit_status
 
 
@@ -234,7 +261,9 @@ def cmd_check(args) -> int:
     grid = Grid.of(args.workloads, args.dtypes, args.targets, args.orders or list(QUICK_ORDERS))
     summary = check.run_check(args.tvm_repo, args.candidate, args.baseline, grid, args.out, env_dir=args.env_dir,
                               git_mirrors=args.git_mirrors, machine=args.machine, thresholds_path=args.thresholds)
-    say(json.dumps(summary.facts, indent=1) if args.json else summary.text, summary.exit_status)
+    say(summary.text, summary.exit_status)  # for people: on stderr with --json
+    if args.json:
+        say_json(summary.facts, summary.exit_status)
     return summary.exit_status
 
 
@@ -244,7 +273,9 @@ def cmd_bisect(args) -> int:
     combo = Combo.resolve(args.workload, args.dtype, args.target, args.order)  # names checked first
     summary = bisect.run_bisect(args.tvm_repo, args.range, combo.ids, args.metric, args.out,
                                 env_dir=args.env_dir, git_mirrors=args.git_mirrors)
-    say(json.dumps(summary.facts, indent=1) if args.json else summary.text, summary.exit_status)
+    say(summary.text, summary.exit_status)  # for people: on stderr with --json
+    if args.json:
+        say_json(summary.facts, summary.exit_status)
     return summary.exit_status
 
 
@@ -260,14 +291,17 @@ def _judged(args, remeasure):
     history = results.load(args.results, args.tvm_repo)
     for line in history.recovered:
         print(f"recovered: {line}", file=sys.stderr)
-    commit = getattr(args, "commit", None) or history.commits[-1].hash
+    commit = getattr(args, "commit", None)  # an empty name is refused by argparse (_commit_name), never "newest"
+    if commit is None:
+        commit = history.commits[-1].hash
     return history, gate.evaluate_named(history, commit, limits, args.baseline, remeasure)
 
 
 def cmd_report(args) -> int:
+    from suite.core import runstore
     from suite.reporting import report
 
-    report.check_out(args.out, args.results.parent)
+    report.check_out(args.out, runstore.of_results(args.results), args.results)  # links resolved, as load does
     history, result = _judged(args, remeasure=None)
     facts = report.make_report(history, result, args.out)
     d = facts["divergence"]
@@ -276,8 +310,8 @@ def cmd_report(args) -> int:
         f"newest {facts['newest']['label']})\n"
         f"first divergent commit: {first['label'] if first else 'none'}; last good: "
         f"{d['last_good']['label'] if d['last_good'] else 'none'}; {len(d['marks'])} marks, "
-        f"{len(facts['regressions'])} regressions\n{result.line()}")
-    return 0
+        f"{len(facts['regressions'])} regressions\n{result.line()}", result.verdict.exit_code)
+    return result.verdict.exit_code  # the verdict its last line gives
 
 
 def cmd_gate(args) -> int:
@@ -287,7 +321,9 @@ def cmd_gate(args) -> int:
     history, result = _judged(args, remeasure=None if args.no_remeasure else timing.remeasure)
     run.keep_remeasured(history, result)
     status = result.verdict.exit_code
-    say(json.dumps(result.as_dict(), indent=1) if args.json else gate.format_table(result, history), status)
+    say(gate.format_table(result, history), status)  # for people: on stderr with --json
+    if args.json:
+        say_json(result.as_dict(), status)
     return status
 
 
@@ -298,6 +334,44 @@ def say(text: str, status: int | None = None) -> None:
         print(text, flush=True)
     except OSError as err:
         _stdout_lost(err, status)
+
+
+#: The JSON document of a ``--json`` command, with its exit status: printed on stdout by
+#: :func:`_run` once the command's work is done.
+_json_document: list[tuple[str, int]] = []
+
+
+def say_json(value, status: int) -> None:
+    """The one JSON document a ``--json`` command prints on stdout: kept until its work is done
+    (:func:`_run`); meanwhile everything it prints for people goes to stderr
+    (:func:`_for_people_on_stderr`), so that stdout is that document alone."""
+    _json_document.append((json.dumps(value, indent=1), status))
+
+
+@contextlib.contextmanager
+def _for_people_on_stderr():
+    """While a ``--json`` command works, whatever it prints for people (the plan, progress,
+    tables, asv's, TVM's and child processes' output) goes to stderr: Python's ``sys.stdout``, and
+    file descriptor 1 where standard output is a real file."""
+    _json_document.clear()
+    saved = None
+    try:
+        sys.stdout.flush()
+        out_fd, err_fd = sys.stdout.fileno(), sys.stderr.fileno()
+        if out_fd != err_fd:
+            saved = os.dup(out_fd)
+            os.dup2(err_fd, out_fd)
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):  # in-process callers: a StringIO
+        saved = None
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.flush()
+        if saved is not None:
+            os.dup2(saved, out_fd)
+            os.close(saved)
 
 
 def _stdout_lost(err: OSError, status: int | None) -> None:
@@ -322,9 +396,11 @@ def cmd_triage(args) -> int:
 
     request = run.Request(before=args.before, after=args.after, schedule=args.schedule, trace=args.trace,
                           tune=args.tune, targets=[t for ts in args.target or [["llvm"]] for t in ts],
-                          inputs=args.inputs, func=args.function, repro=args.repro)
+                          inputs=args.inputs, func=args.function, repro=args.repro, max_memory=args.max_memory)
     report = run.triage(request, log=lambda line: print(f"triage: {line}", file=sys.stderr, flush=True))
-    say(json.dumps(report.to_json(), indent=1) if args.json else report.text(), report.exit_status)
+    say(report.text(), report.exit_status)  # for people: on stderr with --json
+    if args.json:
+        say_json(report.to_json(), report.exit_status)
     return report.exit_status
 
 
@@ -356,6 +432,13 @@ def _names(value: str) -> list[str]:
     if not names:
         raise argparse.ArgumentTypeError(f"{value!r} names nothing (give at least one, comma-separated)")
     return names
+
+
+def _commit_name(value: str) -> str:
+    """A commit named by hash (prefix) or tag; an empty name is an error, never the newest commit."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError(f"{value!r} names no commit (give a hash, a prefix of 4 or more, or a tag)")
+    return value.strip()
 
 
 def _machine_name(value: str) -> str:
@@ -427,9 +510,13 @@ EXIT_CODES = {
     "tune": [(ExitCode.OK, "every record written (or kept by --skip-existing)")],
     "run": _VERDICT_EXITS,
     "history": [(ExitCode.OK, "every commit measured"), (ExitCode.NOT_READY, "a commit did not install, or asv failed")],
-    "bisect": [(ExitCode.OK, "the first bad commit found"), (ExitCode.NOTHING_WORSENED, "nothing worsened over the range")],
+    "bisect": [(ExitCode.OK, "the first bad commit found"),
+               (ExitCode.NOTHING_WORSENED, "nothing worsened over the range (an answer, not a failure)")],
     "check": _VERDICT_EXITS,
-    "report": [(ExitCode.OK, "the report written (its verdict is in it and on the last line)")],
+    "report": [(ExitCode.OK, "READY (the report written; its last line gives the verdict)"),
+               (ExitCode.NOT_READY, "NOT READY: a check failed (the report written)"),
+               (ExitCode.NO_VERDICT, "DATA MISSING, or NO VERDICT: latency suspects not timed again (the report "
+                                     "written)")],
     "gate": [(ExitCode.OK, "READY"), (ExitCode.NOT_READY, "NOT READY: a check failed (a failed build is one)"),
              (ExitCode.NO_VERDICT, "DATA MISSING, or NO VERDICT: latency suspects not timed again")],
     "triage": [(ExitCode.OK, "EQUIVALENT: after's output is before's, bit for bit"),
@@ -437,7 +524,7 @@ EXIT_CODES = {
                (ExitCode.ARITHMETIC, "ARITHMETIC: qfloat marked, its IEEE twin not"),
                (ExitCode.CHANGED, "CHANGED: the after program computes something else"),
                (ExitCode.UNDEFINED, "UNDEFINED: the before program itself is undefined"),
-               (ExitCode.NOT_READY, "no verdict: no target could build and run both programs")],
+               (ExitCode.NO_VERDICT, "no verdict: no target could build and run both programs")],
 }
 #: What every command may end with besides its own.
 COMMON_EXITS = [(ExitCode.NO_VERDICT, "bad input, a missing tool, unreadable data (one line on stderr)"),
@@ -475,8 +562,9 @@ def _add_measure(sub) -> None:
 
 
 def _add_tune(sub) -> None:
-    p = _command(sub, "tune", "tune with MetaSchedule and store the records in the repository (llvm, cuda: timed "
-                              "here; hexagon-v68-qf: packets executed under the emulator)")
+    p = _command(sub, "tune", "tune with MetaSchedule and store the records in your records directory, which "
+                              "the tuned order replays before the committed ones (llvm, cuda: timed here; "
+                              "hexagon-v68-qf: packets executed under the emulator)")
     p.add_argument("--target", default="llvm", help=f"{', '.join(targets.names())} (default: llvm)")
     p.add_argument("--dtype", required=True, help=", ".join(workloads.DTYPES))
     p.add_argument("--workloads", "--workload", dest="workloads", type=_names,
@@ -485,6 +573,9 @@ def _add_tune(sub) -> None:
                    help="MetaSchedule trials per workload, 1 to 1,000,000 (default: %(default)s)")
     p.add_argument("--skip-existing", action="store_true",
                    help="keep workloads whose record was tuned by this target's measure")
+    p.add_argument("--into-checkout", action="store_true",
+                   help="write the committed records of this checkout (suite/tuning_records/) instead of yours "
+                        "($TVM_SUITE_TUNING_RECORDS, else ~/.local/share/tvm-suite/tuning_records)")
     p.set_defaults(func=cmd_tune)
 
 
@@ -494,7 +585,9 @@ def _add_run(sub) -> None:
     p.add_argument("--quick", action="store_true",
                    help="orders default and tuned only, few asv repeats (every workload still runs)")
     _grid(p, "all; with --quick: default,tuned")
-    p.add_argument("--out", type=_path, default=".asv", help="asv results, report, HTML, logs (default: .asv)")
+    p.add_argument("--out", type=_path, default=".asv",
+                   help="asv results, report, HTML, logs (default: .asv); an html/ there that tvm-suite did not "
+                        "publish is refused, never replaced")
     p.add_argument("--tvm-repo", type=_path, help="a TVM clone whose tag v<version> names the installed TVM's commit "
                                                   "(default: a versions repository in --out)")
     p.add_argument("--tvm-commit", help="the TVM commit the installed TVM was built from (needs --tvm-repo)")
@@ -534,8 +627,10 @@ def _add_bisect(sub) -> None:
 def _add_check(sub) -> None:
     p = _command(sub, "check", "release readiness of a TVM commit in one command: measure the baseline and the "
                                "candidate (a release's wheel, else a source build; resumable), gate, report")
-    p.add_argument("candidate", metavar="CANDIDATE", help="a tag or commit of --tvm-repo")
-    p.add_argument("--baseline", help="a tag or commit (default: the newest apache-tvm release before the candidate)")
+    p.add_argument("candidate", metavar="CANDIDATE", type=_commit_name, help="a tag or commit of --tvm-repo")
+    p.add_argument("--baseline", type=_commit_name,
+                   help="a tag or commit (default: the newest apache-tvm release before the candidate); an empty "
+                        "name is an error")
     _grid(p, "default,tuned")
     p.add_argument("--thresholds", type=_path, help="TOML thresholds of the verdict (default: reports/thresholds.toml)")
     _machine(p)
@@ -553,16 +648,19 @@ def _add_report(sub) -> None:
     p.add_argument("--tvm-repo", type=_path, help="TVM clone whose history orders the commits (default: the one the "
                                                   "run named, else the dates asv stored)")
     p.add_argument("--thresholds", type=_path, help="TOML thresholds (default: reports/thresholds.toml)")
-    p.add_argument("--baseline", help="baseline of the verdict on the newest commit (default: [latency] baseline)")
+    p.add_argument("--baseline", type=_commit_name,
+                   help="baseline of the verdict on the newest commit (default: [latency] baseline)")
     p.set_defaults(func=cmd_report)
 
 
 def _add_gate(sub) -> None:
     p = _command(sub, "gate", "release readiness of a commit, from asv results")
     p.add_argument("--results", type=_path, required=True, help="asv results directory")
-    p.add_argument("--commit", required=True, help="candidate commit (hash, prefix of 4 or more, or tag)")
+    p.add_argument("--commit", type=_commit_name, required=True,
+                   help="candidate commit (hash, prefix of 4 or more, or tag)")
     p.add_argument("--thresholds", type=_path, help="TOML thresholds (default: reports/thresholds.toml)")
-    p.add_argument("--baseline", help="baseline commit (default: [latency] baseline: the previous commit with results)")
+    p.add_argument("--baseline", type=_commit_name,
+                   help="baseline commit (default: [latency] baseline: the previous commit with results)")
     p.add_argument("--no-remeasure", action="store_true",
                    help="do not time latency suspects again: a suspect no earlier gate timed again is no verdict")
     p.add_argument("--tvm-repo", type=_path, help="TVM clone whose history orders the commits")
@@ -571,15 +669,23 @@ def _add_gate(sub) -> None:
 
 
 def _add_triage(sub) -> None:
+    from suite.triage import budget
+
     p = _command(sub, "triage", "a verdict on a report of TVM computing different numbers before and after "
                                 "scheduling: EQUIVALENT, REORDERED, ARITHMETIC, CHANGED (a reproducer is written), "
                                 "UNDEFINED (the before program itself)")
-    p.add_argument("before", type=_path, metavar="BEFORE", help="TVMScript file: a PrimFunc or an IRModule")
+    p.add_argument("before", type=_path, metavar="BEFORE",
+                   help="TVMScript file: a PrimFunc or an IRModule, read as data (none of it runs; Python "
+                        "that TVMScript does not need is refused)")
     p.add_argument("after", type=_path, metavar="AFTER", nargs="?",
-                   help="TVMScript file of the scheduled program (or give --schedule, --trace or --tune)")
+                   help="TVMScript file of the scheduled program, read as data (or give --schedule, --trace or --tune)")
     p.add_argument("--schedule", type=_path, metavar="FILE",
-                   help="Python calling schedule primitives on `sch` (tvm.tir.Schedule spelling accepted)")
-    p.add_argument("--trace", type=_path, metavar="FILE", help="a MetaSchedule trace (JSON, or printed as Python)")
+                   help="Python calling schedule primitives on `sch` (tvm.tir.Schedule spelling accepted). It is "
+                        "Python and RUNS, as you would run it (in a process of its own, whose exit is never a "
+                        "verdict): only give a schedule you trust; --trace with JSON runs nothing")
+    p.add_argument("--trace", type=_path, metavar="FILE",
+                   help="a MetaSchedule trace: JSON is data, applied without running anything (the safe way for "
+                        "an untrusted schedule); a trace printed as Python runs as --schedule does")
     p.add_argument("--tune", type=_trials, metavar="N", help="tune BEFORE with MetaSchedule, N trials per target (1 to 1,000,000), "
                                                                 "each candidate checked against the reference")
     p.add_argument("--target", action="append", type=_names, metavar="T",
@@ -588,8 +694,11 @@ def _add_triage(sub) -> None:
                                                     "(default: floats uniform in [-1, 1), fixed seeds)")
     p.add_argument("--func", dest="function", metavar="NAME", help="the PrimFunc to compare, where a file holds several")
     p.add_argument("--repro", type=_path, metavar="PATH",
-                   help="where a CHANGED verdict's reproducer goes (default: ./triage_repro_<func>.py, never "
-                        "replacing a file)")
+                   help="where a CHANGED verdict's reproducer goes, a path that does not exist yet (default: "
+                        "./triage_repro_<func>.py, or _2, _3... where that exists: never replacing a file)")
+    p.add_argument("--max-memory", type=budget.parse_size, metavar="SIZE", default=budget.DEFAULT_MAX_MEMORY,
+                   help=f"the most memory the inputs and the reference may take, checked before any is "
+                        f"allocated (K, M, G, T; default {budget.words(budget.DEFAULT_MAX_MEMORY)})")
     _json(p, "the verdict, its exit status and each target's findings")
     p.set_defaults(func=cmd_triage)
 
@@ -622,32 +731,44 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args) -> int:
-    """The command, with every expected way it can end as one line and an exit status (ExitCode)."""
+    """The command, with every expected way it can end as one line and an exit status (ExitCode).
+    With ``--json``, stdout is one JSON document: the command's, or ``{"error", "exit_status"}``
+    where it ended with an expected failure (the one line on stderr all the same)."""
+    as_json = getattr(args, "json", False)
     try:
         environ.resolve(args.command)  # the environment's paths, absolute and checked, before any work
-        return args.func(args)
+        if not as_json:
+            return args.func(args)
+        with _for_people_on_stderr():
+            status = args.func(args)
+        for text, shown in _json_document:
+            say(text, shown)
+        return status
     except UserError as err:
-        _error(str(err))
+        _error(str(err), as_json=as_json, status=err.exit_status)
         return err.exit_status
     except (Interrupted, KeyboardInterrupt) as err:
         stopped = Interrupted.by(err, INTERRUPTED.get(args.command,
                                                       "every file it wrote is whole; what it measured is in the cache"))
-        _error(f"interrupted ({stopped.signal_name}): {stopped}", prefix="tvm-suite: ")
+        _error(f"interrupted ({stopped.signal_name}): {stopped}", prefix="tvm-suite: ", as_json=as_json,
+               status=stopped.exit_code)
         return stopped.exit_code
     except BrokenPipeError as err:  # standard output closed under a command that was still printing
         _stdout_lost(err, None)
         return ExitCode.NO_VERDICT
     except OSError as err:  # the environment: a full disk, a read-only directory, a file gone
         where = f": {err.filename}" if err.filename else ""
-        _error(f"{err.strerror or err}{where}")
+        _error(f"{err.strerror or err}{where}", as_json=as_json, status=ExitCode.NO_VERDICT)
         return ExitCode.NO_VERDICT
 
 
-def _error(message: str, prefix: str = "tvm-suite: error: ") -> None:
+def _error(message: str, prefix: str = "tvm-suite: error: ", as_json: bool = False, status: int | None = None) -> None:
     try:
         print(f"{prefix}{message}", file=sys.stderr)
     except OSError:
         pass
+    if as_json:  # stdout stays one JSON document
+        say(json.dumps({"error": message, "exit_status": int(status)}, indent=1), status)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ class ExitCode(enum.IntEnum):
     NOT_READY = 1  #: gate, run: a check failed (a failed build included); measure: the combination failed
     NO_VERDICT = 2  #: bad input, a missing tool, data missing or unreadable, suspects not re-measured
     NOTHING_WORSENED = 3  #: bisect: the metric did not worsen over the range
-    # triage: EQUIVALENT is OK (0); no target built and ran both programs is NOT_READY (1)
+    # triage: EQUIVALENT is OK (0); no target built and ran both programs is NO_VERDICT (2)
     REORDERED = 10  #: triage: they differ, both within the rounding bound of the exact value
     ARITHMETIC = 11  #: triage: qfloat marked, its IEEE twin not
     CHANGED = 12  #: triage: the after program computes something else

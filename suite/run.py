@@ -11,20 +11,22 @@ hash to file the results under and to publish.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sys
 import time
 from pathlib import Path
 
 from asv import machine as asv_machine
+from tabulate import tabulate
 
 from suite import cache, compat, git
-from suite.core import ahead, entries, measurement, peers, runstore, timing
+from suite.core import ahead, entries, measurement, peers, runstore, timing, tuning
 from suite.core.combo import Grid
 from suite.core.runstore import COMMIT_ENV, MACHINE_ENV, RUN_DIR_ENV
 from suite.core.record import Kind, Status
 from suite.errors import Interrupted, Skipped, UserError, raise_if_signalled
-from suite.history import driver, releases
+from suite.history import dashboard, driver, releases
 from suite.progress import Progress, announce
 from suite.reporting import gate, report, results
 from suite.reporting import thresholds as limits
@@ -96,10 +98,10 @@ def warm_cache(grid: Grid, place: runstore.Place, log=print, cluster: str | None
 
         dask_cluster.measure_many(combos, cluster, log=log)
     announce("measure")
-    shown = Progress("measure", len(combos))
     with contextlib.ExitStack() as stack:
         helper = (stack.enter_context(ahead.MeasureAhead(combos))
                   if cluster is None and ahead.worth_it(combos) else None)
+        shown = stack.enter_context(Progress("measure", len(combos), costs=[c.cost for c in combos]))
         for combo in combos:
             t0 = time.perf_counter()
             if helper is not None and helper.taken_back is None:
@@ -124,7 +126,6 @@ def warm_cache(grid: Grid, place: runstore.Place, log=print, cluster: str | None
                         pass
             log(f"  {record.status.value:7s} {combo.label} ({time.perf_counter() - t0:.1f} s)")
             shown.step(combo.label)
-    shown.finish()
     return {"records": records, "latency": latency, "peer_ratio": ratios, "seconds": time.perf_counter() - started,
             "timing_s": timing_s, "measure_s": measure_s, "helper_s": helper.busy_s if helper else None}
 
@@ -142,6 +143,7 @@ def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_com
 
         dask_cluster.connect(cluster).close()
     cache.ensure_dir(out_dir, "--out")
+    dashboard.check_replaceable(out_dir / "html", "--out")  # asv publish replaces it whole: ours only
     repo, commit = installed_commit(out_dir, tvm_repo, tvm_commit)
     machine = machine or asv_machine.Machine.get_unique_machine_name()
     report_dir = out_dir / "report"
@@ -154,11 +156,15 @@ def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_com
     if failed:
         text += "\n\nfailed combinations (their results are asv failures, null):\n" + "\n".join(
             f"  {c.label}: {warm['records'][c].reason}" for c in failed)
+    if own := own_records(warm["records"]):
+        text += (f"\ntuned: {len(own)} combination(s) replayed your own tuning records "
+                 f"({tuning.user_records_root()}), not the committed ones")
     text += f"\nreport:  {report_dir / 'index.html'}\n{result.line()}"
     counts = _status_counts(warm["records"])
     facts = {"commit": commit, "machine": machine, "results": str(out_dir / "results"),
              "report": str(report_dir / "index.html"), "combinations": counts,
              "failed": [{"combination": c.label, "reason": warm["records"][c].reason} for c in failed],
+             "own_tuning_records": [c.label for c in own],
              **result.as_dict()}
     return driver.RunSummary(text, result.verdict.exit_code, facts)
 
@@ -208,7 +214,8 @@ def _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster, mac
         raise
     announce("asv publish")
     try:
-        publish_status, offline = driver.publish(config, out_dir / "html", log_path)
+        with dashboard.publishing(out_dir / "html"):  # the next run replaces it: this run published it
+            publish_status, offline = driver.publish(config, out_dir / "html", log_path)
     except KeyboardInterrupt as err:
         raise Interrupted.by(err, f"the run of {commit[:12]} was filed whole (results and side data); asv's HTML was "
                                   "not published (the next run publishes it)") from None
@@ -226,7 +233,7 @@ def _verdict(out_dir: Path, commit: str, tvm_repo, thresholds, report_dir: Path)
         history = results.load(out_dir / "results", tvm_repo)
         result = gate.evaluate_named(history, commit, thresholds, remeasure=timing.remeasure)
         keep_remeasured(history, result)
-        report.make_report(history, result, report_dir)
+        report.make_report(gate.with_remeasured(history, result), result, report_dir)
         raise_if_signalled()
     except UserError as err:
         raise type(err)(f"{filed}, but no verdict: {err}") from None
@@ -234,6 +241,18 @@ def _verdict(out_dir: Path, commit: str, tvm_repo, thresholds, report_dir: Path)
         raise Interrupted.by(err, f"{filed}; its verdict and report were not written (tvm-suite gate --results "
                                   f"{out_dir / 'results'} --commit {commit[:12]} gives the verdict)") from None
     return result
+
+
+def own_records(records: dict) -> list:
+    """The combinations of ``records`` whose ``tuned`` order replayed a record of the user's own
+    (tuning.user_records_root), not a committed one."""
+    own = []
+    for combo, record in records.items():
+        if combo.order == "tuned" and record.tuned_from:
+            path = tuning.trace_path(record.tuned_from, combo.dtype, combo.workload.id)
+            if tuning.RECORDS_DIR not in path.parents:
+                own.append(combo)
+    return own
 
 
 def keep_remeasured(history: results.History, result: gate.GateResult) -> None:
@@ -255,39 +274,58 @@ def _status_counts(records: dict) -> dict[str, int]:
     return {s.value: sum(r.status is s for r in records.values()) for s in Status}
 
 
+def _seconds(value: float) -> str:
+    """A duration to three significant digits in the unit that suits it: 850 ns, 12.3 µs, 1.23 ms."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if value >= scale * 0.9995 or unit == "ns":
+            text = f"{value / scale:#.3g}".rstrip(".")
+            return f"{text if 'e' not in text else f'{value / scale:.0f}'} {unit}"
+
+
+#: run's table: header, alignment of each column (the metrics are right-aligned numbers)
+_COLUMNS = (("workload", "left"), ("dtype", "left"), ("target", "left"), ("order", "left"), ("latency", "right"),
+            ("GFLOP/s", "right"), ("x torch", "right"), ("x eager", "right"), ("ULP mean", "right"),
+            ("scaled", "right"), ("bound", "right"), ("status", "left"))
+
+
 def _summary_text(warm, commit, out_dir, filed: dict) -> str:
     records = warm["records"]
-    lines = ["", f"{'workload':52s} {'dtype':8s} {'target':15s} {'order':10s} {'ms':>9s} {'GFLOP/s':>8s} "
-                 f"{'x torch':>7s} {'x eager':>7s} {'ULP mean':>9s} {'scaled':>8s} {'bound':>7s}  status"]
+    rows = []  # None: no value (a column with none in any row is left out)
     for combo, r in records.items():
-        wid, dtype, target, order = combo.ids
-        head = f"{wid:52s} {dtype:8s} {target:15s} {order:10s}"
         if r.has_output:
             m = r.metrics
             if combo in warm["latency"]:
                 latency, ratios = warm["latency"][combo], warm["peer_ratio"].get(combo, {})
-                timed = f"{latency * 1e3:9.3f} {timing.gflops(combo, latency):8.2f}"
-                versus = " ".join(f"{ratios[k]:7.2f}" if k in ratios else f"{'-':>7s}" for k in ("ratio", "eager_ratio"))
+                timed = [_seconds(latency), f"{timing.gflops(combo, latency):.2f}"]
+                versus = [f"{ratios[k]:.2f}" if k in ratios else "-" for k in ("ratio", "eager_ratio")]
             else:  # emulated: its time is not latency and has no throughput or peer; packets are exact
                 packets = (r.counts or {}).get("packets")
-                timed = f"{packets:>13,} pkts" if packets is not None else f"{'emulated':>18s}"
-                versus = f"{'-':>7s} {'-':>7s}"
-            lines.append(f"{head} {timed} {versus} "
-                         f"{m['ulp_mean']:9.3f} {m['scaled_error']:8.3f} {m['bound_fraction']:7.4f}  ok")
-        elif r.ok:
-            lines.append(f"{head} {'':>61s}  ok (compile-only)")
+                timed = [f"{packets:,} pkts" if packets is not None else "emulated", "-"]
+                versus = ["-", "-"]
+            bound = m["bound_fraction"]
+            versus = versus if warm["peer_ratio"] else [None, None]  # no PyTorch in this run: no columns
+            rows.append([*combo.ids, *timed, *versus, f"{m['ulp_mean']:.3f}", f"{m['scaled_error']:.3f}",
+                         "none" if math.isnan(bound) else f"{bound:.4f}", "ok"])
         else:
-            lines.append(f"{head} {'':>61s}  {r.status.value}: {r.reason[:90]}")
+            status = "ok (compile-only)" if r.ok else f"{r.status.value}: {r.reason[:90]}"
+            rows.append([*combo.ids, *[None] * 7, status])
+    kept = [i for i in range(len(_COLUMNS)) if any(row[i] is not None for row in rows)]
+    table = tabulate([["" if row[i] is None else row[i] for i in kept] for row in rows],
+                     [_COLUMNS[i][0] for i in kept], tablefmt="plain", disable_numparse=True,
+                     colalign=[_COLUMNS[i][1] for i in kept])
+    lines = ["", *(line.rstrip() for line in table.splitlines())]
     counts = _status_counts(records)
     legend = ("x torch: TVM latency / PyTorch's for the same layer (a CUDA-graph replay on the GPU, eager on the "
               "CPU); x eager: / PyTorch with each op launched eagerly from Python" if warm["peer_ratio"] else
-              "x torch, x eager: TVM latency / PyTorch's; none in this run (they need PyTorch installed, a "
-              "native target and a layer the PyTorch peer covers)")
-    if any(" pkts " in line for line in lines):
+              "x torch, x eager (TVM latency / PyTorch's): left out, none in this run (they need PyTorch installed, "
+              "a native target and a layer the PyTorch peer covers)")
+    if any(" pkts" in (row[4] or "") for row in rows):
         legend += "; pkts: packets an emulated Hexagon kernel executed (exact, one per cycle at best; not time)"
+    lines += ["", legend]
+    if any(row[10] == "none" for row in rows):
+        lines.append("bound: share of the rigorous rounding bound gamma_K*m used; none: no such bound exists "
+                     "(K*u >= 1: float16 accumulating 2048 or more terms)")
     lines += [
-        "",
-        legend,
         f"combinations: {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} failed",
         _measure_phase_text(warm),
         f"asv run: {filed['asv_s']:.1f} s, exit {filed['asv_status']}; publish exit {filed['publish_status']}; "

@@ -86,12 +86,18 @@ def place(run_dir: Path, commit: str):
 def plant(run_dir: Path, commit: str, benchmark: str, ids: tuple, value: float | None) -> None:
     """Set one value of ``commit`` as a run that measured it would have filed it (a planted change,
     for tests): in asv's results, and in the values its benchmark class reported (runs/<commit>/
-    values/), sealed again. A change to asv's results alone is damage, which readers refuse."""
+    values/), sealed again. A change to asv's results alone is damage, which readers refuse. A
+    deterministic metric (accuracy, code metrics) moves only where the kernel's code changed, so its
+    code identity is planted as changed too (the same code repeating another value is the suite's
+    own bug: suite.reporting.code_identity)."""
     import itertools
     import json
 
+    import hashlib
+
     from suite import tracked
     from suite.core import runstore
+    from suite.reporting import code_identity
 
     path = next(p for p in (run_dir / "results").glob("*/*.json")
                 if p.name != "machine.json" and json.loads(p.read_text())["commit_hash"] == commit)
@@ -109,6 +115,9 @@ def plant(run_dir: Path, commit: str, benchmark: str, ids: tuple, value: float |
         reported[metric.name] = value
     kept.parent.mkdir(parents=True, exist_ok=True)
     kept.write_text(json.dumps(reported))
+    code = place(run_dir, commit).file(runstore.relative("code", ids))
+    if metric.name in code_identity.DETERMINISTIC and code.exists():
+        code.write_text(hashlib.sha256(f"{code.read_text()} {metric.name}={value}".encode()).hexdigest())
     runstore.seal(place(run_dir, commit))
 
 

@@ -4,7 +4,6 @@ dashboard libraries read offline, and `tvm-suite` run in this process (fast) or 
 own (where a process is what is tested: signals, a closed pipe, another interpreter)."""
 
 import contextlib
-import fcntl
 import io
 import json
 import os
@@ -13,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import filelock
 import pytest
 
 SUITE_BIN = Path(sys.executable).parent / "tvm-suite"
@@ -40,8 +40,7 @@ def made_once(tmp_path_factory, name: str, make):
     of xdist workers: the first worker to ask makes it under a lock, the others wait and read it."""
     root = session_root(tmp_path_factory)
     place, done = root / name, root / f"{name}.json"
-    with open(root / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with filelock.FileLock(root / f"{name}.lock"):
         if not done.exists():
             shutil.rmtree(place, ignore_errors=True)  # what a failed attempt left
             place.mkdir()

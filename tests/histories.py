@@ -3,13 +3,19 @@
 A :class:`suite.reporting.results.History` is plain typed data; this builder fills one the way
 `results.load` would from a results directory, without asv, TVM or files: values per metric,
 combination and commit, and each commit's side data (timing samples, whose tuning records
-replayed, failure reasons, the build note).
+replayed, failure reasons, the build note). :meth:`Builder.write` files the same history on disk
+as `tvm-suite run` would (asv's results, and each commit's side data, sealed), so that the
+commands themselves can read it, in milliseconds too, without asv running or TVM compiling.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
+import math
 from pathlib import Path
 
+from suite import tracked
 from suite.core import runstore
 from suite.reporting import results as res
 
@@ -28,8 +34,10 @@ class Builder:
         self.machine = machine
         self.tags = tags or {}
         self.values: dict = {}
-        self.side = {c: {"timings": {}, "records": {}, "failures": {}, "maps": {}, "build": None} for c in commits}
+        self.side = {c: {"timings": {}, "records": {}, "failures": {}, "maps": {}, "code": {}, "build": None}
+                     for c in commits}
         self.remeasured: dict = {}
+        self.without_side: set[str] = set()
 
     def series(self, ids) -> res.Series:
         return res.Series(*ids, machine=self.machine)
@@ -54,6 +62,11 @@ class Builder:
         self.side[commit]["timings"][tuple(ids)] = kept
         return self.value("latency", ids, commit, kept.median)
 
+    def code(self, ids, commit: str, digest: str) -> Builder:
+        """The code identity of ``ids`` at ``commit`` (a sha256: what its kernel executes)."""
+        self.side[commit]["code"][tuple(ids)] = digest
+        return self
+
     def records(self, ids, commit: str, target: str) -> Builder:
         self.side[commit]["records"][tuple(ids)] = target
         return self
@@ -72,13 +85,86 @@ class Builder:
         self.remeasured[(baseline, candidate)] = entries
         return self
 
+    def unkept(self, *commits: str) -> Builder:
+        """Those commits have asv's results only, without the side data of a run (plain `asv run`,
+        or a results/ copied without its runs/): what asv does not keep is not there."""
+        self.without_side.update(commits)
+        return self
+
+    def _values_at(self, commit: str, as_loaded: bool = False) -> dict:
+        """Metric -> {series: value} of ``commit``; ``as_loaded``: as a loaded history holds it
+        (without side data, only what asv keeps)."""
+        return {metric: {s: per_commit[commit] for s, per_commit in per_series.items() if commit in per_commit}
+                for metric, per_series in self.values.items()
+                if not as_loaded or commit not in self.without_side or tracked.get(metric).in_asv}
+
     def history(self) -> res.History:
         commits = tuple(res.Commit(h, 1_780_000_000_000 + i * 86_400_000, tuple(self.tags.get(h, ())))
                         for i, h in enumerate(self.commits))
         run_dir = Path("/nonexistent/run")
         side = {(c, self.machine): runstore.SideData(c, True, run_dir / "runs" / self.machine / c,
                                                      timings=s["timings"], records=s["records"],
-                                                     failures=s["failures"], maps=s["maps"], build=s["build"])
+                                                     failures=s["failures"], maps=s["maps"], code=s.get("code", {}),
+                                                     build=s["build"])
+                if c not in self.without_side else runstore.SideData(c, False, run_dir / "runs" / self.machine / c)
                 for c, s in self.side.items()}
-        return res.History(run_dir / "results", commits, self.values, (self.machine,), (), "in memory", "", None,
+        values: dict = {}
+        for commit in self.commits:
+            for metric, per_series in self._values_at(commit, as_loaded=True).items():
+                for series, value in per_series.items():
+                    values.setdefault(metric, {}).setdefault(series, {})[commit] = value
+        return res.History(run_dir / "results", commits, values, (self.machine,), (), "in memory", "", None,
                            side, self.remeasured)
+
+    def write(self, run_dir: Path) -> Path:
+        """File this history in ``run_dir`` as `tvm-suite run` does: asv's results of each commit
+        (``results/<machine>/``: the metrics asv keeps; null for a failed benchmark, NaN for a
+        combination left out) and, but for commits marked :meth:`unkept`, its side data
+        (``runs/<machine>/<commit>/``: every value each benchmark class reported, timing samples,
+        records, failure reasons, build note), sealed. Returns the results directory."""
+        results = Path(run_dir) / "results"
+        machine_dir = results / self.machine
+        machine_dir.mkdir(parents=True, exist_ok=True)
+        (machine_dir / "machine.json").write_text(json.dumps(
+            {"machine": self.machine, "os": "Linux", "arch": "x86_64", "cpu": "test", "num_cpu": "2",
+             "ram": "1000", "version": 1}))
+        for i, commit in enumerate(self.commits):
+            by_metric = self._values_at(commit)
+            entries = {}
+            for metric, per_series in by_metric.items():
+                if not per_series or not tracked.get(metric).in_asv:
+                    continue
+                params = [list(dict.fromkeys(s.ids[k] for s in per_series)) for k in range(4)]
+                at = {tuple(s.ids): v for s, v in per_series.items()}
+                entries[tracked.get(metric).benchmark] = [
+                    [at.get(combo, math.nan) for combo in itertools.product(*params)],
+                    [[repr(p) for p in names] for names in params]]
+            (machine_dir / f"{commit[:8]}-tvm-suite-py3.11.json").write_text(json.dumps({
+                "commit_hash": commit, "env_name": "tvm-suite-py3.11", "date": 1_780_000_000_000 + i * 86_400_000,
+                "params": {"machine": self.machine, "python": "3.11"}, "python": "3.11", "requirements": {},
+                "env_vars": {}, "result_columns": res._ASV_COLUMNS, "results": entries, "durations": {},
+                "version": 2}))
+            if commit not in self.without_side:
+                self._write_side(runstore.Place(Path(run_dir), self.machine, commit), by_metric)
+        return results
+
+    def _write_side(self, place: runstore.Place, by_metric: dict) -> None:
+        kept = self.side[place.commit]
+        reported: dict = {}
+        for metric, per_series in by_metric.items():
+            of = tracked.get(metric)
+            for series, value in per_series.items():
+                if value is not None:  # a failed benchmark class reports nothing
+                    reported.setdefault((series.ids, f"{of.module}.{of.cls}"), {})[metric] = value
+        files = {runstore.values_relative(cls, ids): json.dumps(found) for (ids, cls), found in reported.items()}
+        files.update({runstore.relative("timings", ids): json.dumps(t.to_json()) for ids, t in kept["timings"].items()})
+        files.update({runstore.relative("records", ids): text for ids, text in kept["records"].items()})
+        files.update({runstore.relative("failures", ids): text for ids, text in kept["failures"].items()})
+        files.update({runstore.relative("code", ids): text for ids, text in kept.get("code", {}).items()})
+        if kept["build"] is not None:
+            files[runstore.BUILD] = json.dumps(kept["build"])
+        for relative, text in files.items():
+            place.file(relative).parent.mkdir(parents=True, exist_ok=True)
+            place.file(relative).write_text(text)
+        place.dir.mkdir(parents=True, exist_ok=True)
+        runstore.seal(place)

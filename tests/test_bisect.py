@@ -43,7 +43,7 @@ def test_bisect_names_the_first_bad_commit_and_says_when_nothing_worsened(cli, r
     assert 2 <= int(built) <= 2 + 2  # ceil(log2(2 commits)) + 2
 
     nothing = run(f"{c['c25']}..{c['c25p1']}", "nothing")
-    assert nothing.returncode == 3, nothing.stdout + nothing.stderr
+    assert nothing.returncode == 3, nothing.stdout + nothing.stderr  # an answer of its own (docs/exit-codes.md)
     assert f"nothing worsened beyond the noise in {c['c25']}..{c['c25p1']}" in nothing.stdout
 
 
@@ -85,7 +85,7 @@ def test_a_verdict_needs_measured_commits(tmp_path_factory, tmp_path):
     metric = tracked.get("ulp_mean")
     plant(run_dir, commits[1], metric.benchmark, ids, None)
     answer = bisect.judge(repo, run_dir, commits, commits[1], ids, metric, place(run_dir, commits[1]).machine)
-    assert answer.culprit is None and not answer.measured_nothing
+    assert answer.culprit is None and not answer.measured_nothing and answer.undecided  # no verdict: exit 2
     assert f"asv find named {commits[1][:10]}, which has no ulp_mean" in answer.why
     assert f"measured: {commits[0][:10]}" in answer.why
     plant(run_dir, commits[0], metric.benchmark, ids, None)

@@ -130,6 +130,7 @@ RUN_FILES = {
     "runs/*/*/maps/*.npz": ("gate", "report"),
     "runs/*/*/records/*.txt": ("gate", "report"),
     "runs/*/*/failures/*.txt": ("gate", "report"),
+    "runs/*/*/code/*.txt": ("gate", "report"),    # each kernel's code identity
     "runs/*/*/peers/*.json": ("gate", "report"),  # only where PyTorch is installed
     "runs/.gate/*.json": ("gate", "report"),      # re-measurements a gate or run kept (sealed)
     "runs/.lock": None,                           # the run directory's lock: its holder, in words
@@ -183,7 +184,8 @@ def test_damaged_run_files(llvm_run, capsys, tmp_path, pattern, how):
     readers = RUN_FILES[pattern]
     undamaged = {name: run(capsys, *argv) for name, argv in
                  _commands(base, repo, commits, marks, tmp_path / "clean").items()}
-    assert undamaged["gate"][0] == 1 and undamaged["report"][0] == 0   # the planted failure: not ready
+    # the planted failure: not ready; the report ends with the same verdict, and exits with it
+    assert undamaged["gate"][0] == 1 and undamaged["report"][0] == undamaged["gate"][0]
     relative = _candidate_file(base, pattern, commits[1])
     kinds = [how] if how != "fields" else json_damages(base / relative)
     for one in kinds:

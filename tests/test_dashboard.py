@@ -119,17 +119,20 @@ def test_a_run_serves_asv_libraries_from_the_html_directory_with_integrity_recom
 def test_a_plain_asv_publish_is_made_offline_by_the_module(published, libraries, tmp_path):
     """An asv user's `asv publish`, then `python -m suite.history.dashboard HTML_DIR`, with the
     packages unpacked as `npm install` lays out node_modules; without them: one line, exit 2,
-    the page untouched."""
+    the page untouched. (The suite's asv plugin does the same step inside `asv publish`: here it
+    has no packages, and says so in one line, the page as asv wrote it.)"""
     html = tmp_path / "html"
+    empty = tmp_path / "empty"
+    empty.mkdir()
     publish = subprocess.run([sys.executable, "-m", "asv", "--config", str(published["out"] / "asv.installed.json"),
-                              "publish", "--html-dir", str(html)], capture_output=True, text=True)
+                              "publish", "--html-dir", str(html)], capture_output=True, text=True,
+                             env={**os.environ, dashboard.ASSETS_ENV: str(empty)})
     assert publish.returncode == 0, publish.stdout + publish.stderr
+    assert f"tvm-suite: {html / 'index.html'} needs a network: " in publish.stdout + publish.stderr
     asv_page = (html / "index.html").read_bytes()
     assert b"https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.min.js" in asv_page
     module = [sys.executable, "-m", "suite.history.dashboard", str(html)]
 
-    empty = tmp_path / "empty"
-    empty.mkdir()
     missing = subprocess.run(module, capture_output=True, text=True, env={**os.environ, dashboard.ASSETS_ENV: str(empty)})
     assert missing.returncode == 2 and missing.stdout == ""
     assert missing.stderr.count("\n") == 1 and "needs a network" in missing.stderr, missing.stderr

@@ -86,13 +86,35 @@ def test_a_kept_re_measurement_speaks_for_the_samples_it_judged_only():
     assert judge(b.history()).verdict is Verdict.UNDECIDED
 
 
-def test_results_without_samples_fall_back_to_the_ratio_of_medians():
+def test_results_without_samples_are_data_missing_never_a_ratio_of_medians():
     b = Builder()
     for commit, latency in ((A, 0.01), (B, 0.02)):
         b.accurate(SEED, commit).value("latency", SEED, commit, latency)
-    result = judge(b.history())
-    assert result.verdict is Verdict.NOT_READY
-    assert check(result, "latency vs").details == (f"slower: {' '.join(SEED)}: 2.00x (no samples: ratio of medians only)",)
+    result = judge(b.history(), remeasure=lambda s, t: pytest.fail("nothing is judged, nothing timed again"))
+    latency = check(result, "latency vs")
+    assert result.verdict is Verdict.DATA_MISSING and latency.status is Status.MISSING
+    assert latency.worst == "1 without timing samples: not judged"
+    assert latency.details == (f"missing: {' '.join(SEED)}",)
+    # without the side data at all (plain `asv run`): the commits named, and how to get it
+    unkept = judge(two_runs(2.0).unkept(A, B).history())
+    latency = check(unkept, "latency vs")
+    assert unkept.verdict is Verdict.DATA_MISSING and latency.status is Status.MISSING
+    assert latency.details[0] == (f"no side data of {A[:10]} on testbox: /nonexistent/run/runs/testbox/{A} is missing "
+                                  "(timing samples, the values asv does not keep, records, build note)")
+    assert latency.details[-1] == gate.HOW_TO_KEEP and len(latency.details) == 3
+    assert report.find_regressions(two_runs(2.0).unkept(A, B).history(), DEFAULTS) == []
+
+
+def test_samples_that_cannot_reach_alpha_are_data_missing():
+    b = Builder()
+    for commit, scale in ((A, 1.0), (B, 3.0)):
+        b.accurate(SEED, commit).timing(SEED, commit, [s * scale for s in SAMPLES[:2]])
+    latency = check(judge(b.history()), "latency vs")
+    assert latency.status is Status.MISSING and latency.worst == "1 with too few samples: the check cannot fail: not judged"
+    assert latency.details == (f"cannot fail: {' '.join(SEED)}: latency.alpha = 0.01 is below 1/6 = 0.167, the smallest "
+                               "p-value of a one-sided Mann-Whitney test with 2 samples a side: the check could never "
+                               "fail",)
+    assert limits.smallest_p(5, 5) == 1 / 252 and limits.cannot_fail(0.004, 5, 5) is None
 
 
 def test_kernels_of_two_llvms_are_not_compared():
@@ -284,6 +306,8 @@ def test_a_baseline_newer_than_the_candidate_is_said():
     ('[divergence]\ndtypes = []\n', "divergence.dtypes must be a non-empty list of strings"),
     ("[accuracy.float16]\nulp_meen = 3\n", "unknown key 'accuracy.float16.ulp_meen'"),
     ("[latency]\nalpha = nan\n", "latency.alpha must be a finite number"),
+    ("[latency]\nalpha = 0.001\n", "latency.alpha = 0.001 is below 1/252 = 0.00397, the smallest p-value of a "
+                                   "one-sided Mann-Whitney test with 5 samples a side: the check could never fail"),
     ("a = " + "[" * 100 + "]" * 100 + "\n", "nested"),
 ])
 def test_thresholds_out_of_their_meaning_are_refused_naming_key_and_file(tmp_path, text, words):

@@ -4,6 +4,7 @@ kernels built for v68 with qfloat whose emulated output must equal the numpy mod
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -299,6 +300,100 @@ def test_same_kernel_gives_the_same_elf_in_any_working_directory(tmp_path, monke
         elves.append((tmp_path / name / "k.elf").read_bytes())
     assert elves[0] == elves[1]
     assert str(tmp_path).encode() not in elves[0]
+
+
+# ----------------------------------------------------------------------------- the model's own code, checked
+
+#: A compiled listing as clang writes it: labels, directives, comments, one instruction a line.
+LISTING = """\t.text
+\t.globl\tqf_add                          // -- Begin function qf_add
+qf_add:                                 // @qf_add
+// %bb.0:                               // loop0, usr and memcpy in a comment are no code
+\t{
+\t\tr1:0 = combine(r2,r3)
+\t\tp0 = cmp.gt(r1,#0); if (!p0.new) jump:nt .LBB0_2
+\t}
+\t{
+\t\tcall qf_round
+\t\tv1 = vmem(r0+#0)
+\t}
+\t{
+\t\tv1.w = vadd(v1.w,v2.w)
+\t\tjumpr r31
+\t}
+\t.size\tqf_add, .Lfunc_end0-qf_add
+"""
+
+
+def _refusal(name: str, code: str) -> str:
+    return re.escape(f"{name} code touches caller state: {code!r}")
+
+
+@pytest.mark.parametrize("code", ["loop0(.LBB0_3,r5)", "r2 = lc0", "sa1 = r3", "r0 = usr", "r1 = memw(gp+#8)",
+                                  "m0 = r2", "c8 = r0", "r0 = add(r1,r2):sat", "call memcpy", "jump memcpy",
+                                  "call:nt __hexagon_divsi3", "if (p0) jump:nt abort"])
+def test_the_models_code_may_not_touch_the_kernels_state(code):
+    """The model runs in the middle of the rewritten kernel, which keeps its hardware loops, GP,
+    saturation flag and every register a call may not clobber: a listing that touches them, or
+    calls what is not the models' own, is refused, naming the instruction."""
+    hvx_toolchain._check_listing("model.c", LISTING, hvx_toolchain._MODEL_FORBIDDEN)  # accepted as it is
+    listing = LISTING.replace("\t\tv1.w = vadd(v1.w,v2.w)\n", f"\t\tv1.w = vadd(v1.w,v2.w)\n\t\t{code}\n")
+    with pytest.raises(RuntimeError, match=_refusal("model.c", code)):
+        hvx_toolchain._check_listing("model.c", listing, hvx_toolchain._MODEL_FORBIDDEN)
+
+
+@pytest.mark.parametrize("code", ["vmem(r0+#0) = v0.new", "vmem(r1+#1):nt = v2", "vmemu(r3+#0) = v4",
+                                  "q0 = vcmp.eq(v1.w,v2.w)", "v1 = vmux(q3,v2,v3)"])
+def test_the_vector_model_may_not_store_vectors_or_touch_predicates(code):
+    hvx_toolchain._check_listing("vector_model.c", LISTING, hvx_toolchain._VECTOR_FORBIDDEN)  # a load is fine
+    listing = LISTING.replace("\t\tjumpr r31\n", f"\t\tjumpr r31\n\t\t{code}\n")
+    hvx_toolchain._check_listing("vector_model.c", listing, hvx_toolchain._MODEL_FORBIDDEN)  # the scalar rules allow it
+    with pytest.raises(RuntimeError, match=_refusal("vector_model.c", code)):
+        hvx_toolchain._check_listing("vector_model.c", listing, hvx_toolchain._VECTOR_FORBIDDEN)
+
+
+CLANG_REASON = hexagon.missing_tools_reason(("clang",), "compiling the qfloat model")
+
+
+@pytest.mark.skipif(CLANG_REASON is not None, reason=CLANG_REASON or "")
+def test_compiled_model_code_is_refused_or_accepted(tmp_path):
+    """What clang makes of C, with the model's own flags (:func:`hvx_toolchain.model_object`): a
+    call to memcpy, a hardware loop (without ``-disable-hexagon-hwloops``) and a vector store are
+    refused; the model's sources, compiled as the suite compiles them, are accepted."""
+    def listing(source, flags, hvx: bool) -> str:
+        """The listing of ``source`` (a file, or the name of one written here with the C given)."""
+        if isinstance(source, tuple):
+            (tmp_path / source[0]).write_text(source[1])
+            source = tmp_path / source[0]
+        out = tmp_path / f"{source.name}.s"
+        hexagon.check_run(hvx_toolchain._clang("v68", hvx) + flags + ["-S", str(source), "-o", str(out)],
+                          f"compiling {source.name}")
+        return out.read_text()
+
+    model, vector = hvx_toolchain.MODEL_FLAGS, hvx_toolchain.VECTOR_FLAGS
+    copy = listing(("copy.c", "void *memcpy(void *, const void *, unsigned long);\n"
+                              "void qf_copy(char *d, const char *s) { memcpy(d, s, 64); }\n"), model, False)
+    with pytest.raises(RuntimeError, match=r"^copy\.c code touches caller state: '(call|jump) memcpy'$"):
+        hvx_toolchain._check_listing("copy.c", copy, hvx_toolchain._MODEL_FORBIDDEN)
+    loop = "int qf_sum(const int *x, int n) { int s = 0; for (int i = 0; i < n; i++) s += 3 * x[i]; return s; }\n"
+    at = model.index("-disable-hexagon-hwloops")
+    hardware_loops = model[:at - 1] + model[at + 1:]  # without its "-mllvm -disable-hexagon-hwloops"
+    with pytest.raises(RuntimeError, match=r"^loop\.c code touches caller state: 'loop0\(\.LBB\w+,r\d+\)'$"):
+        hvx_toolchain._check_listing("loop.c", listing(("loop.c", loop), hardware_loops, False),
+                                     hvx_toolchain._MODEL_FORBIDDEN)
+    hvx_toolchain._check_listing("sum.c", listing(("sum.c", loop), model, False), hvx_toolchain._MODEL_FORBIDDEN)
+    store = listing(("store.c", "typedef int V __attribute__((__vector_size__(128)));\n"
+                                "void vq_add(V *p, const V *a, const V *b) { *p = *a + *b; }\n"), vector, True)
+    hvx_toolchain._check_listing("store.c", store, hvx_toolchain._MODEL_FORBIDDEN)
+    with pytest.raises(RuntimeError, match=r"^store\.c code touches caller state: 'vmem\(r0\+#0\)(:\w+)? = v\d+"):
+        hvx_toolchain._check_listing("store.c", store, hvx_toolchain._VECTOR_FORBIDDEN)
+    for source in hvx_toolchain.MODEL_SOURCES:
+        hvx_toolchain._check_listing(source.name, listing(source, model, False),
+                                     hvx_toolchain._MODEL_FORBIDDEN)
+    source = hvx_toolchain.VECTOR_SOURCE
+    text = listing(source, vector, True)
+    for forbidden in (hvx_toolchain._MODEL_FORBIDDEN, hvx_toolchain._VECTOR_FORBIDDEN):
+        hvx_toolchain._check_listing(source.name, text, forbidden)
 
 
 INT16_ADD_SHAPE = (4, 128)

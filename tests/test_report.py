@@ -70,7 +70,7 @@ def test_marks_name_first_divergent_commit(cli, runs, tmp_path):
     thresholds = llvm_marks_thresholds(tmp_path / "t.toml")
     result = cli("report", "--results", str(results), "--out", str(out), "--tvm-repo", str(repo),
                  "--thresholds", str(thresholds))
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr  # the marks fail the gate: report exits with its verdict
     facts = json.loads((out / "report.json").read_text())
     d = facts["divergence"]
     assert d["first_divergent"]["hash"] == commits[0] and d["last_good"] is None
@@ -189,7 +189,7 @@ def test_report_renders_in_headless_chromium(cli, runs, tmp_path):
     out = tmp_path / "report"
     thresholds = llvm_marks_thresholds(tmp_path / "t.toml")  # marks drawn too
     assert cli("report", "--results", str(results), "--out", str(out), "--tvm-repo", str(repo),
-               "--thresholds", str(thresholds)).returncode == 0
+               "--thresholds", str(thresholds)).returncode == 1  # NOT READY: the marks
     result = subprocess.run(
         [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
-from suite import compat, compat_tir, targets
+from suite import compat, targets
+from suite.triage import tvmscript
 from suite.core import reference, tuning, workloads
 from suite.triage import inputs as triage_inputs
 from suite.triage import interp, verdict
@@ -25,9 +26,9 @@ def program(tmp_path, text, name=None):
     """The suite's own TIR of a TVMScript text."""
     path = tmp_path / "program.py"
     path.write_text(text)
-    funcs, _ = compat_tir.parse_file(path)
-    name, func = compat_tir.pick(funcs, name, path)
-    return compat_tir.translate(func, name)
+    funcs, _ = tvmscript.parse_file(path)
+    name, func = tvmscript.pick(funcs, name, path)
+    return tvmscript.translate(func, name)
 
 
 def evaluate(prog, **arrays):
@@ -55,7 +56,7 @@ def test_interpreter_agrees_with_the_op_chain_reference(workload_id):
     """The PrimFunc as Relax legalized it (padding blocks, sentinel-initialized max, a mean by
     division) evaluated by the interpreter is the op chain's float64 value, to 1e-12."""
     workload = workloads.get(workload_id)
-    prog = compat_tir.translate(workloads.prim_func(workload, "float32"), "main")
+    prog = tvmscript.translate(workloads.prim_func(workload, "float32"), "main")
     inputs = workloads.make_inputs(workload, "float32")
     result = interp.evaluate(prog, {p.name: a for p, a in zip(prog.params, inputs)})
     expected = reference.evaluate(workload.chain, inputs)
@@ -177,6 +178,118 @@ def f(A: T.Buffer((16,), "int32"), B: T.Buffer((16,), "int32")):
     assert words in finding.message and "i=" in finding.message
 
 
+def integer_program(tmp_path, body, dtype, out=None):
+    return program(tmp_path, f"""
+@T.prim_func(s_tir=True)
+def f(A: T.Buffer((16,), "{dtype}"), B: T.Buffer((16,), "{out or dtype}")):
+    for i in range(16):
+        B[i] = {body}
+""")
+
+
+@pytest.mark.parametrize("body, dtype, out, expected", [
+    ("A[i] * T.int8(20)", "int8", None, lambda a: a * np.int8(20)),
+    ("T.Cast('int16', A[i] * T.int8(20))", "int8", "int16", lambda a: (a * np.int8(20)).astype("int16")),
+    ("A[i] * T.int16(5000)", "int16", None, lambda a: a * np.int16(5000)),
+    ("A[i] - T.uint8(5)", "uint8", None, lambda a: a - np.uint8(5)),
+    ("A[i] * T.uint16(9000)", "uint16", None, lambda a: a * np.uint16(9000)),
+])
+def test_narrow_integers_wrap_as_tvm_compiles_them(tmp_path, body, dtype, out, expected):
+    """Below 32 bits TVM's llvm code generation emits plain add/sub/mul (no nsw/nuw), which wrap:
+    an overflow there is a value, as numpy's wrapping arithmetic computes it, not undefined."""
+    a = (np.arange(-8, 8) if dtype.startswith("int") else np.arange(16)).astype(dtype)
+    with np.errstate(over="ignore"):
+        wanted = expected(a)
+    result = evaluate(integer_program(tmp_path, body, dtype, out), A=a)
+    assert not result.findings, [f.message for f in result.findings]
+    np.testing.assert_array_equal(result.output, wanted.astype(np.int64))
+
+
+@pytest.mark.parametrize("body, dtype, kind, words", [
+    ("A[i] - T.uint32(5)", "uint32", "unsigned_overflow", "a subtraction overflows uint32 (a value of -5; LLVM's nuw)"),
+    ("A[i] * T.uint32(536870912)", "uint32", "unsigned_overflow", "a multiplication overflows uint32"),
+    ("A[i] + T.int32(2147483643)", "int32", "signed_overflow", "an addition overflows int32"),
+    ("A[i] * T.int64(4611686018427387904)", "int64", "signed_overflow", "a multiplication overflows int64"),
+    ("T.truncdiv(A[i] - T.int8(120), T.int8(-1))", "int8", "signed_overflow", "of the most negative int8 by -1"),
+    ("T.shift_left(A[i], T.int8(8))", "int8", "shift_out_of_range", "shifts int8 by 8"),
+    ("T.floormod(A[i], A[i] - A[i])", "int16", "division_by_zero", "divides by zero"),
+])
+def test_wide_integer_overflow_is_undefined(tmp_path, body, dtype, kind, words):
+    """From 32 bits TVM emits nsw (signed) and nuw (unsigned): their overflow is poison. Shifts by
+    the width or more, division by zero and MIN / -1 are undefined at every width."""
+    a = (np.arange(-8, 8) if dtype.startswith("int") else np.arange(16)).astype(dtype)
+    result = evaluate(integer_program(tmp_path, body, dtype), A=a)
+    found = {f.kind: f.message for f in result.findings}
+    assert kind in found and words in found[kind], found
+
+
+def test_division_and_remainder_of_negatives_as_tvm_defines_them(tmp_path):
+    """Div, Mod, truncdiv and truncmod truncate (LLVM's sdiv, srem); floordiv and floormod round
+    towards minus infinity, the remainder taking the divisor's sign."""
+    a = np.arange(-8, 8).astype("int32")
+    for body, expected in (("A[i] // T.int32(-3)", np.floor_divide(a, -3)),
+                           ("A[i] % T.int32(-3)", np.mod(a, -3)),
+                           ("T.truncdiv(A[i], T.int32(-3))", np.trunc(a / -3).astype(int)),
+                           ("T.truncmod(A[i], T.int32(-3))", np.fmod(a, -3)),
+                           ("T.floordiv(A[i], T.int32(3))", np.floor_divide(a, 3)),
+                           ("T.floormod(A[i], T.int32(3))", np.mod(a, 3))):
+        result = evaluate(integer_program(tmp_path, body, "int32"), A=a)
+        assert not result.findings
+        np.testing.assert_array_equal(result.output, expected, err_msg=body)
+
+
+_REFERENCE_MATH = {"exp": np.exp, "exp2": np.exp2, "exp10": lambda x: 10.0 ** x, "log": np.log, "log2": np.log2,
+                   "log10": np.log10, "log1p": np.log1p, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x),
+                   "tanh": np.tanh, "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "sin": np.sin, "cos": np.cos,
+                   "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh,
+                   "cosh": np.cosh, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh}
+
+
+@pytest.mark.parametrize("name", sorted(_REFERENCE_MATH))
+def test_math_intrinsics_in_float64_with_their_bound_terms(tmp_path, name):
+    """Every math intrinsic TVM lowers on llvm is evaluated in float64 (its value to 1e-15), with
+    the roundings of the computation TVM lowers it to and a magnitude at least |f(x)|."""
+    x = np.linspace(0.05, 0.95, 16) + (1.5 if name == "acosh" else 0)
+    prog = program(tmp_path, f"""
+@T.prim_func(s_tir=True)
+def f(A: T.Buffer((16,), "float64"), B: T.Buffer((16,), "float64")):
+    for i in range(16):
+        B[i] = T.{name}(A[i])
+""")
+    result = evaluate(prog, A=x)
+    assert not result.findings
+    np.testing.assert_allclose(result.output, _REFERENCE_MATH[name](x), rtol=1e-15)
+    assert np.all(result.magnitude >= np.abs(result.output))
+    assert result.k == {"rsqrt": 2, "tan": 2, "sigmoid": 3, "exp10": 3, "atanh": 3, "tanh": 3}.get(name, 1)
+
+
+def test_tanh_and_atanh_bounds_cover_the_cancellation_of_tvms_formulas(tmp_path):
+    """TVM's tanh on llvm is (1 - exp(-2x)) / (1 + exp(-2x)), its atanh (log(1+x) - log(1-x)) / 2:
+    near 0 their error is of the size of 1, not of the result: the magnitude says so. atan2,
+    hypot, copysign and ldexp, and fma (as a multiplication and an addition) evaluate too."""
+    x = np.full(16, 1e-4)
+    for name in ("tanh", "atanh"):
+        prog = program(tmp_path, f"""
+@T.prim_func(s_tir=True)
+def f(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+    for i in range(16):
+        B[i] = T.{name}(A[i])
+""")
+        assert np.all(evaluate(prog, A=x.astype("float32")).magnitude >= 0.99), name
+    prog = program(tmp_path, """
+@T.prim_func(s_tir=True)
+def f(A: T.Buffer((16,), "float64"), B: T.Buffer((16,), "float64")):
+    for i in range(16):
+        B[i] = (T.atan2(A[i], T.float64(0.5)) + T.hypot(A[i], T.float64(2))
+                + T.copysign(T.float64(3), A[i] - T.float64(0.5)) + T.ldexp(A[i], 3) + T.fma(A[i], A[i], T.float64(1)))
+""")
+    a = np.linspace(0, 1, 16)
+    expected = np.arctan2(a, 0.5) + np.hypot(a, 2) + np.copysign(3, a - 0.5) + a * 8 + (a * a + 1)
+    result = evaluate(prog, A=a)
+    assert not result.findings
+    np.testing.assert_allclose(result.output, expected, rtol=1e-15)
+
+
 def test_reads_of_unwritten_elements_and_unwritten_outputs(tmp_path):
     prog = program(tmp_path, """
 @T.prim_func(s_tir=True)
@@ -280,8 +393,8 @@ def test_the_older_spelling_reads_as_the_installed_one(tmp_path):
     a Relax main with R.Tensor[...]) parses to the same PrimFunc as the installed spelling."""
     (tmp_path / "old.py").write_text(OLD_SPELLING)
     (tmp_path / "new.py").write_text(NEW_SPELLING)
-    old, facts = compat_tir.parse_file(tmp_path / "old.py")
-    new, _ = compat_tir.parse_file(tmp_path / "new.py")
+    old, facts = tvmscript.parse_file(tmp_path / "old.py")
+    new, _ = tvmscript.parse_file(tmp_path / "new.py")
     assert list(old) == ["scale"] and facts == {"modules": ["Scaled"], "dropped": ["main"]}
     assert old["scale"].script() == new["scale"].script()
 
@@ -293,13 +406,13 @@ def test_modernize_rewrites_line_for_line():
     text = ('@tvm.script.ir_module\nclass M:\n    @T.prim_func\n    def f(a: T.Buffer[(2, T.int64(3)), "int8"]):\n'
             '        T.func_attr({"tir.noalias": True})\n        with T.block("x"):\n            pass\n'
             '    @T.prim_func(private=True)\n    def g(): pass\n')
-    out = compat_tir.modernize(text, rules)
+    out = tvmscript.modernize(text, rules)
     assert out.count("\n") == text.count("\n")
     assert "@I.ir_module" in out and '@T.prim_func(s_tir=True)' in out and "@T.prim_func(private=True, s_tir=True)" in out
     assert 'T.Buffer((2, T.int64(3)), "int8")' in out and 'T.sblock("x")' in out and '"tirx.noalias"' in out
     schedule = "sch = tvm.tir.Schedule(mod)\nb = sch.get_block('C')\n"
     rules["schedule"] = [(r"\btvm\.tir\.Schedule\b", "tvm.s_tir.Schedule"), (r"\.get_block\(", ".get_sblock(")]
-    assert compat_tir.modernize_schedule(schedule, rules) == "sch = tvm.s_tir.Schedule(mod)\nb = sch.get_sblock('C')\n"
+    assert tvmscript.modernize_schedule(schedule, rules) == "sch = tvm.s_tir.Schedule(mod)\nb = sch.get_sblock('C')\n"
 
 
 def readme_seed_modules(tmp_path):
@@ -315,12 +428,96 @@ def readme_seed_modules(tmp_path):
 
 def test_the_seed_issue_modules_parse_and_differ_in_the_loop_order_only(tmp_path):
     before, after = readme_seed_modules(tmp_path)
-    ours = compat_tir.translate(compat_tir.parse_file(before)[0]["conv2d"], "conv2d")
-    theirs = compat_tir.translate(compat_tir.parse_file(after)[0]["conv2d"], "conv2d")
+    ours = tvmscript.translate(tvmscript.parse_file(before)[0]["conv2d"], "conv2d")
+    theirs = tvmscript.translate(tvmscript.parse_file(after)[0]["conv2d"], "conv2d")
     order = lambda prog: [s.var.name for s in __import__("suite.triage.ir", fromlist=["walk"]).walk(prog.body)  # noqa
                           if type(s).__name__ == "For"]
     assert order(ours) == ["i0", "i1", "i2", "i3", "i4", "i5", "i6"]
     assert order(theirs) == ["i0", "i1", "i2", "i4", "i3", "i5", "i6"]
+
+
+def test_what_tvm_prints_after_a_schedule_reads_back_as_checked_tvmscript(tmp_path):
+    """A schedule's after program comes back from its process as TVMScript, read as any file (the
+    allow-list of suite.triage.script_check first): what TVM prints after the common primitives
+    passes it, and parses to the same program."""
+    funcs = {n: next(iter(tvmscript.parse_file(CASES / n)[0].values())) for n in ("matmul.py", "rowsum.py")}
+
+    def loops(sch, block):
+        return sch.get_loops(compat.get_block(sch, block))
+
+    def split_reorder_parallel(sch):
+        i, j, _ = loops(sch, "C")
+        io, ii = sch.split(i, factors=[4, 8])
+        sch.reorder(j, io)
+        sch.parallel(j)
+        sch.unroll(ii)
+
+    def vectorize_annotate(sch):
+        i, j, _ = loops(sch, "C")
+        _, ji = sch.split(j, factors=[None, 8])
+        sch.vectorize(ji)
+        sch.annotate(i, "pragma_auto_unroll_max_step", 64)
+
+    def caches(sch):
+        block = compat.get_block(sch, "C")
+        local = sch.cache_write(block, 0, "local")
+        shared = sch.cache_read(block, 0, "shared")
+        i, j, _ = sch.get_loops(block)
+        sch.reverse_compute_at(local, j)
+        sch.compute_at(shared, i)
+
+    def rfactor(sch):
+        _, k = loops(sch, "S")
+        ko, _ = sch.split(k, factors=[32, 32])
+        sch.rfactor(ko, factor_axis=1)
+
+    def decompose_and_predicate(sch):
+        i, j, k = loops(sch, "C")
+        sch.split(j, factors=[3, None])
+        sch.decompose_reduction(compat.get_block(sch, "C"), k)
+
+    def bind_and_layout(sch):
+        i, j, _ = loops(sch, "C")
+        sch.bind(i, "blockIdx.x")
+        sch.bind(j, "threadIdx.x")
+        sch.transform_layout(compat.get_block(sch, "C"), ("write", 0), lambda a, b: (b, a))
+
+    for name, apply in (("matmul.py", split_reorder_parallel), ("matmul.py", vectorize_annotate),
+                        ("matmul.py", caches), ("rowsum.py", rfactor), ("matmul.py", decompose_and_predicate),
+                        ("matmul.py", bind_and_layout)):
+        sch = compat.schedule(funcs[name])
+        apply(sch)
+        printed = tmp_path / f"{apply.__name__}.py"
+        printed.write_text(tvmscript.script(sch.mod["main"], "f"))
+        read = tvmscript.parse_file(printed)[0]["f"]
+        assert tvmscript.same_program(read, sch.mod["main"]), apply.__name__
+        assert not tvmscript.same_program(read, funcs[name]), apply.__name__
+
+
+@pytest.mark.parametrize("text, words", [
+    ("A[0] = T.float32(2 ** 300)", "an integer constant of more than 256 bits"),
+    ("A[0] = T.float32(1 << (1 << 70))", "an integer constant of more than 256 bits"),
+    ("A[0] = T.float32(len('x'))", "a call to len(...)"),
+    ("A[0] = A.vload([0])", "a call to A.vload(...)"),
+    ("A[0] = T.float32('ab' * 3)", "arithmetic on a string"),
+    ("x = [1, 2]", "a list, tuple or dict bound to a name"),
+    ("A[0] = T.macro(A)", "a call to T.macro(...)"),
+    ("A[0] = T.float32(0) if True else T.float32(1)", "a conditional expression"),
+    ("A[0] = T.float32(T.int32.__class__)", "the attribute __class__"),
+    ("del A", "a del statement"),
+])
+def test_the_check_refuses_what_tvmscript_does_not_need(tmp_path, text, words):
+    """The allow-list of suite.triage.script_check, construct by construct (the faults of untrusted
+    input, end to end, are in test_faults_untrusted.py)."""
+    from suite.triage import script_check
+
+    source = f"@T.prim_func\ndef f(A: T.Buffer((4,), \"float32\")):\n    n = T.int32(3)\n    {text}\n"
+    tree = tvmscript.python_tree(source, tmp_path / "f.py", "TVMScript")
+    with pytest.raises(script_check.Refused, match=re.escape(f"f.py:4: {words}")):
+        script_check.check_file(tree, tmp_path / "f.py", tvmscript.script_namespaces())
+    allowed = source.replace(text, "A[0:2] = A[n % 4] * T.float32(-1.5) ** 2 + T.float32(2 ** 10)")
+    script_check.check_file(tvmscript.python_tree(allowed, tmp_path / "f.py", "TVMScript"), tmp_path / "f.py",
+                            tvmscript.script_namespaces())
 
 
 # ----------------------------------------------------------------------------- verdicts without compiling
@@ -410,6 +607,35 @@ def test_changed_integer_sign(cli, tmp_path):
     assert first["bound"] == 0 and first["before"] == first["exact"] != first["after"]
 
 
+INT8_WRAPS = """from tvm.script import tirx as T
+
+
+@T.prim_func(s_tir=True)
+def scale(A: T.Buffer((64,), "int8"), B: T.Buffer((64,), "int16")):
+    for i in range(64):
+        with T.sblock("B"):
+            vi = T.axis.spatial(64, i)
+            B[vi] = {value}
+"""
+
+
+@pytest.mark.slow
+def test_an_int8_overflow_that_changes_the_result_is_changed_not_undefined(cli, tmp_path):
+    """The before program multiplies in int8, which wraps on llvm (no nsw below 32 bits); the after
+    program widens first. The before program is defined, its exact value is the wrapped one (the
+    build agrees: no note that before differs from it), and the after program computes something
+    else: CHANGED."""
+    before, after = tmp_path / "before.py", tmp_path / "after.py"
+    before.write_text(INT8_WRAPS.format(value='T.Cast("int16", A[vi] * T.int8(20))'))
+    after.write_text(INT8_WRAPS.format(value='T.Cast("int16", A[vi]) * T.int16(20)'))
+    status, report = triage(cli, before, after, "--repro", tmp_path / "repro.py")
+    assert status == 12 and report["verdict"] == "CHANGED" and not report["undefined"], report
+    (llvm,) = report["targets"]
+    first = llvm["first_wrong"]
+    assert first["before"] == first["exact"] != first["after"] and not llvm["notes"], llvm
+    assert first["after"] == first["before"] + 256 or first["after"] == first["before"] - 256
+
+
 @pytest.mark.slow
 def test_reordered_rfactor_float16_sum_and_cuda_skipped_with_its_reason(cli):
     status, report = triage(cli, CASES / "rowsum.py", "--schedule", CASES / "rowsum_rfactor.py",
@@ -453,8 +679,8 @@ def test_the_seed_loop_swap_vectorized_is_qfloat_arithmetic_on_hexagon(cli):
 
 @pytest.mark.slow
 def test_tune_runner_refuses_a_changed_candidate_and_times_a_good_one(tmp_path):
-    funcs = {n: next(iter(compat_tir.parse_file(CASES / n)[0].values())) for n in ("matmul.py", "matmul_wrong_split.py")}
-    prog = compat_tir.translate(funcs["matmul.py"], "matmul")
+    funcs = {n: next(iter(tvmscript.parse_file(CASES / n)[0].values())) for n in ("matmul.py", "matmul_wrong_split.py")}
+    prog = tvmscript.translate(funcs["matmul.py"], "matmul")
     arrays = triage_inputs.make(triage_inputs.parse(None), list(prog.params[:2]))
     exact = interp.evaluate(prog, arrays)
     check = tuning.OutputCheck.of(exact.output, exact.magnitude, exact.k, "float32")
@@ -521,7 +747,7 @@ def test_bad_input_is_one_line_and_exit_2(cli, tmp_path):
 def test_a_trace_as_json_and_as_printed(cli, tmp_path):
     """A MetaSchedule trace, as JSON (``trace.as_json()``) and as TVM prints it (``def
     apply_trace(sch)``): a split and reorder of the output loops keeps each sum as it is."""
-    func = compat_tir.parse_file(CASES / "matmul.py")[0]["matmul"]
+    func = tvmscript.parse_file(CASES / "matmul.py")[0]["matmul"]
     sch = compat.schedule(func)
     i, j, _ = sch.get_loops(compat.get_block(sch, "C"))
     jo, _ = sch.split(j, factors=[4, 8])
@@ -535,9 +761,10 @@ def test_a_trace_as_json_and_as_printed(cli, tmp_path):
 
 
 def test_no_target_that_runs_here_is_no_verdict(cli):
-    """Skipped targets are said with their reason; with none left there is no verdict (exit 1)."""
+    """Skipped targets are said with their reason; with none left there is no verdict (exit 2, as
+    every command's no verdict)."""
     status, report = triage(cli, CASES / "matmul.py", CASES / "matmul.py", "--target", "hexagon-v68")
-    assert status == 1 and report["verdict"] is None
+    assert status == 2 and report["verdict"] is None
     (outcome,) = report["targets"]
     assert outcome["status"] == "skipped" and "compile-only" in outcome["reason"]
     done = cli("triage", str(CASES / "matmul.py"), str(CASES / "matmul.py"), "--target", "hexagon-v68")

@@ -1,8 +1,10 @@
-"""MetaSchedule tuning into the repository, and replay of committed traces as the `tuned` order."""
+"""MetaSchedule tuning into the user's records (the repository's only with --into-checkout), and
+replay of the records as the `tuned` order: the user's before the committed ones."""
 
 import json
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -16,8 +18,11 @@ MATMUL = "resnet50.matmul_add.2048-1000"
 
 @pytest.fixture
 def records(tmp_path, monkeypatch):
-    """A scratch records directory holding a copy of the committed fp32 matmul record."""
+    """A scratch records directory holding a copy of the committed fp32 matmul record (and no
+    records of the user's)."""
     committed = tuning.trace_path("llvm", "float32", MATMUL)
+    monkeypatch.delenv(tuning.RECORDS_ENV, raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     monkeypatch.setattr(tuning, "RECORDS_DIR", tmp_path / "records")
     copy = tuning.trace_path("llvm", "float32", MATMUL)
     copy.parent.mkdir(parents=True)
@@ -43,6 +48,38 @@ def test_missing_record_is_a_skip_with_the_command_to_make_it(records):
     func = workloads.prim_func(workloads.get(MATMUL), "float16")
     with pytest.raises(OrderNotApplicable, match="tvm-suite tune --target llvm --dtype float16"):
         schedules.apply(func, "tuned", MATMUL, "float16", "llvm")
+
+
+def test_a_record_of_the_users_replays_in_place_of_the_committed_one(records, tmp_path):
+    """The user's records (where `tune` writes) come first, per record; the committed one where
+    the user has none; TVM_SUITE_TUNING_RECORDS in place of both."""
+    assert tuning.record_roots() == (tmp_path / "data" / "tvm-suite" / "tuning_records", tmp_path / "records")
+    assert tuning.trace_path("llvm", "float32", MATMUL) == records
+    committed_key = Combo.resolve(MATMUL, "float32", "llvm", "tuned").key["schedule"]
+    mine = tuning.record_path("llvm", "float32", MATMUL, tuning.user_records_root())
+    mine.parent.mkdir(parents=True)
+    slowest = json.loads((Path(__file__).parent / "data" / "llvm-float32-matmul_add.2048-1000.slowest-candidate.json")
+                         .read_text())
+    record = json.loads(records.read_text())
+    record["trace"], record["trace_sha256"] = slowest["trace"], tuning.trace_digest(slowest["trace"])
+    mine.write_text(json.dumps(record))
+    assert tuning.trace_path("llvm", "float32", MATMUL) == mine
+    assert tuning.records_target("llvm", "float32", MATMUL) == "llvm"
+    assert Combo.resolve(MATMUL, "float32", "llvm", "tuned").key["schedule"] not in (None, committed_key)
+    assert tuning.existing_measure("llvm", "float32", MATMUL) == "latency"
+    assert tuning.existing_measure("llvm", "float16", MATMUL, tuning.RECORDS_DIR) is None
+
+
+def test_into_checkout_is_refused_where_it_would_not_be_read(tmp_path):
+    from conftest import run_cli
+
+    done = run_cli("tune", "--dtype", "float32", "--workload", "resnet50.mean.7x7x2048", "--trials", "2",
+                   "--into-checkout", env={tuning.RECORDS_ENV: str(tmp_path)})
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"tvm-suite: error: --into-checkout writes {tuning.RECORDS_DIR}, but {tuning.RECORDS_ENV}={tmp_path} is read "
+        "in its place: unset it, or tune without --into-checkout"]
+    assert not list(tmp_path.iterdir())
 
 
 def break_trace(path):
@@ -74,6 +111,8 @@ def test_tune_command_stores_the_trace_and_every_candidates_measure(cli, tmp_pat
     monkeypatch.setenv(tuning.RECORDS_ENV, str(tmp_path / "records"))
     done = cli("tune", "--dtype", "float32", "--workload", "resnet50.mean.7x7x2048", "--trials", "4")
     assert done.returncode == 0, done.stdout + done.stderr
+    written = tmp_path / "records" / "llvm" / "float32" / "traces"
+    assert f"records go to {written}/ ({tuning.RECORDS_ENV}: " in done.stdout
     trace = json.loads(tuning.trace_path("llvm", "float32", "resnet50.mean.7x7x2048").read_text())
     assert trace["trials"] == 4 and trace["trace"] and trace["best_measured_s"] > 0
     assert trace["candidates_measured"] == len(trace["candidates_s"]) >= 1

@@ -63,11 +63,16 @@ whole sweep below 1e-6: ``lambda_for(1e-6, SWEEP_ELEMENTS, K_MAX, float16)``
 fused workloads + the seed conv2d = 8.2e6 output elements per dtype, order
 and target; x 2 dtypes x 5 loop orders x 3 targets = 2.4e8, x4 margin) and
 K_MAX = 4608 + 2. It covers any sweep of up to 1.59e9 elements.
+
+:class:`Bound` judges a whole output (:class:`Expected`: exact value, m, K) against the bound, its
+lambda and limit given as numbers: ``tvm-suite triage``'s verdicts (``suite.triage.verdict``) and
+tuning's check of every candidate (``suite.core.tuning.OutputCheck``) use it.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -194,3 +199,46 @@ def bound_fractions(y, r, m, k: int, dtype, lam: float = DEFAULT_LAMBDA) -> dict
         "lambda": float(lam),
         "element_failure_probability": failure_probability(k, lam, unit_roundoff(dtype)),
     }
+
+
+@dataclass
+class Expected:
+    """The exact output (float64, or int64/bool), its magnitude ``m`` and accumulation length
+    ``k`` (floats), and the output's name and dtype."""
+
+    value: np.ndarray
+    magnitude: np.ndarray | None
+    k: int
+    name: str
+    dtype: str
+
+
+class Bound:
+    """The rounding bound of one output: per element ``limit`` x gamma~_K(lam) * m, beyond which no
+    summation order explains an error. ``lam`` and ``limit`` are plain numbers (``reports/thresholds.toml``
+    [bound] ``lambda`` and ``max_fraction``, which the caller loaded)."""
+
+    def __init__(self, expected: Expected, lam: float, limit: float):
+        self.expected = expected
+        self.lam = float(lam)
+        self.limit = float(limit)
+        self.gamma = gamma_tilde(expected.k, expected.dtype, self.lam)
+
+    def fraction(self, y) -> float:
+        e = self.expected
+        return bound_fractions(y, e.value, e.magnitude, e.k, e.dtype, self.lam)["prob_bound_fraction"]
+
+    def beyond(self, y) -> np.ndarray:
+        """Elements beyond the bound (an element without one, after a floor or round, never is)."""
+        e = self.expected
+        with np.errstate(invalid="ignore", over="ignore"):
+            error = np.abs(y.astype(np.float64) - e.value)
+            judged = np.isfinite(e.value) & ~np.isnan(e.magnitude)
+            return judged & ((error > self.limit * self.gamma * e.magnitude) | ~np.isfinite(error))
+
+    def unbounded(self) -> int:
+        """Output elements without a rounding bound (computed through floor, ceil, round...)."""
+        return int(np.count_nonzero(np.isnan(self.expected.magnitude)))
+
+    def of(self, index) -> float:
+        return float(self.limit * self.gamma * self.expected.magnitude[index])

@@ -277,13 +277,12 @@ def measure(combos, address: str, log=print) -> dict:
                           key=f"tvm-suite-{c.entry.name}", pure=False): c
             for c in combos
         }
-        shown = Progress("cluster", len(combos))
-        for future in distributed.as_completed(list(futures), loop=client.loop):
-            combo = futures.pop(future)
-            _collect(client, future, combo, allowed, counts, log)
-            future.release()
-            shown.step(combo.label)
-        shown.finish()
+        with Progress("cluster", len(combos)) as shown:  # in the order they complete: counted, not weighed
+            for future in distributed.as_completed(list(futures), loop=client.loop):
+                combo = futures.pop(future)
+                _collect(client, future, combo, allowed, counts, log)
+                future.release()
+                shown.step(combo.label)
     finally:
         client.close()
         quiet.setLevel(level)

@@ -75,6 +75,14 @@ class Combo:
     def label(self) -> str:
         return " ".join(self.ids)
 
+    @property
+    def cost(self) -> tuple[tuple[str, str], float]:
+        """What measuring it costs, roughly, for the time left of a phase (suite.progress): its
+        kind (target and dtype: an emulated target takes minutes where llvm takes seconds), whose
+        seconds so far are the rate, and its weight in that kind (a build's fixed share, plus its
+        FLOPs per 100 MFLOP: the reference, an emulation and the timing grow with them)."""
+        return (self.target.name, self.dtype), 1.0 + self.workload.flops / 1e8
+
     def with_order(self, order: str) -> Combo:
         return Combo(self.workload, self.dtype, self.target, schedules.check_order(order))
 

@@ -33,6 +33,7 @@ from suite.core.combo import SCHEMA, Combo
 from suite.core.entries import OUTPUT_FILE, TWIN_FILE
 from suite.core.record import Kind, Record, Status
 from suite.errors import Skipped, UserError, first_line
+from suite.targets import elf
 from suite.targets.base import Mode
 
 KIND_OF_MODE = {Mode.NATIVE: Kind.LATENCY, Mode.EMULATED: Kind.EMULATED, Mode.COMPILE_ONLY: Kind.COMPILE_ONLY}
@@ -116,6 +117,7 @@ class BuiltKernel:
     tuned_from: str | None = None  #: order tuned: the target whose tuning record was replayed
     compile_s: float | None = None
     codegen: dict | None = None  #: code size and instruction counts (Hexagon)
+    code: str | None = None  #: the code identity: digest of what the kernel executes (suite.targets.elf)
     failure: Failure | None = None
 
 
@@ -154,7 +156,12 @@ def build(combo: Combo, kernel_path: Path) -> BuiltKernel:
         return BuiltKernel(combo, kernel_path, tvm_version, tuned_from,
                            failure=Failure(Status.FAILED, f"build failed: {first_line(err)}"))
     compile_s = time.perf_counter() - started
-    return BuiltKernel(combo, kernel_path, tvm_version, tuned_from, compile_s, target.codegen_metrics(kernel_path))
+    try:
+        code = elf.code_digest(kernel_path)
+    except elf.NotELF:
+        code = None  # no identity: every comparison of its code says "unknown", never "same"
+    return BuiltKernel(combo, kernel_path, tvm_version, tuned_from, compile_s, target.codegen_metrics(kernel_path),
+                       code)
 
 
 def run(built: BuiltKernel) -> RunOutputs:
@@ -206,7 +213,7 @@ def score(built: BuiltKernel, ran: RunOutputs | None) -> Record:
                       flops=combo.workload.flops, tuned_from=built.tuned_from)
     built_fields = dict(kind=KIND_OF_MODE[combo.target.mode], tvm_version=built.tvm_version,
                         flops=combo.workload.flops, compile_s=built.compile_s, codegen=built.codegen,
-                        tuned_from=built.tuned_from)
+                        tuned_from=built.tuned_from, code=built.code)
     if ran is None:
         return Record(*combo.ids, status=Status.OK, reason="compile-only target", **built_fields)
     ref, mag = reference_arrays(combo.workload, combo.dtype)
@@ -251,14 +258,6 @@ def _require_output(combo: Combo, verify=(OUTPUT_FILE,)) -> Record:
 def output(combo: Combo) -> np.ndarray:
     """The saved output of a measured combination; Skipped when it has none."""
     return _part(combo, OUTPUT_FILE)
-
-
-def ieee_twin_output(combo: Combo) -> np.ndarray:
-    """The output of the combination's IEEE twin (:mod:`suite.targets.ieee_twin`); Skipped when
-    its target has none."""
-    if not combo.target.ieee_twin:
-        raise Skipped(f"{combo.target.name} has no IEEE twin")
-    return _part(combo, TWIN_FILE)
 
 
 def _part(combo: Combo, name: str) -> np.ndarray:

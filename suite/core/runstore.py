@@ -8,6 +8,8 @@ output directories, merge without a clash).
 - ``peers/``: the ratios to the PyTorch peer; ``maps/``: the difference maps of divergent ones;
 - ``failures/``: the reasons of failed combinations (asv keeps only a null);
 - ``records/``: for the ``tuned`` order, the target whose tuning record was replayed;
+- ``code/``: each combination's code identity (``suite.targets.elf.code_digest`` of its kernel):
+  between two commits a kernel's code is the same or changed;
 - ``build.json``: what the commit's TVM was built with (its LLVM, see ``suite.compat.llvm_build``).
 
 A complete run seals them with ``manifest.json`` (the sha256 of every file, sealed itself).
@@ -25,15 +27,13 @@ gives none).
 commit is copied first, and a journal (paths relative to the run directory) says how to undo.
 Interrupted (Ctrl-C, SIGTERM) the run undoes itself at once; killed, the next command that reads
 the run directory undoes it (:func:`recover`). While a run works in a directory it holds that
-directory's lock (:class:`RunLock`, an flock: it ends with its process, whatever its pid becomes);
-another run is refused, and a reader is told that a run is in progress rather than shown a
-half-written commit.
+directory's lock (:class:`RunLock`, filelock's flock: it ends with its process, whatever its pid
+becomes); another run is refused, and a reader is told that a run is in progress rather than shown
+a half-written commit.
 """
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import io
 import json
 import math
@@ -46,6 +46,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import filelock
 import numpy as np
 
 from suite import cache
@@ -53,7 +54,7 @@ from suite.errors import UserError
 
 RUN_DIR_ENV, COMMIT_ENV, MACHINE_ENV = "TVM_SUITE_RUN_DIR", "TVM_SUITE_COMMIT", "TVM_SUITE_MACHINE"
 KINDS = {"timings": ".json", "values": ".json", "peers": ".json", "maps": ".npz", "failures": ".txt",
-         "records": ".txt"}
+         "records": ".txt", "code": ".txt"}
 RUNS, BUILD, MANIFEST, GATE = "runs", "build.json", "manifest.json", ".gate"
 #: A git commit hash (SHA-1 or SHA-256), full or abbreviated: the only commit names paths are made of.
 COMMIT = re.compile(r"[0-9a-f]{7,64}")
@@ -109,9 +110,31 @@ def current() -> Place | None:
     return Place(Path(run_dir), check_machine(machine, MACHINE_ENV), check_commit(commit, "ASV_COMMIT"))
 
 
+def real_results(results_dir) -> Path:
+    """The one real path of an asv results directory, links resolved once: the results, the side
+    data beside them and every write guard follow it, so a results directory given through a
+    symbolic link is the directory it points to."""
+    return Path(results_dir).expanduser().resolve()
+
+
 def of_results(results_dir: Path) -> Path:
-    """The run directory of an asv results directory (its parent)."""
-    return Path(results_dir).parent
+    """The run directory of an asv results directory: the parent of its real path (the side data
+    lies beside the results a link points to, not beside the link)."""
+    return real_results(results_dir).parent
+
+
+def check_outside(path, results_dir, option: str) -> None:
+    """UserError (one line) when ``path``, links resolved, is or lies inside the results directory
+    ``results_dir`` or the side data of its run (``runs/``): every file there is read and checked
+    (asv's results against the sealed side data), so nothing the suite writes may go there."""
+    target = Path(path).expanduser().resolve()
+    results = real_results(results_dir)
+    for inside, words in ((results, "the results directory"), ((results.parent / RUNS).resolve(),
+                                                                 "the runs' sealed side data")):
+        if target == inside or inside in target.parents:
+            shown = f"{path} (that is {target})" if Path(path) != target else f"{path}"
+            raise UserError(f"{option} {shown} is inside {words} {inside}: asv and the suite read every file "
+                            "there; write elsewhere (e.g. beside it)")
 
 
 def relative(kind: str, ids) -> str:
@@ -129,10 +152,22 @@ def values_relative(benchmark_class: str, ids) -> str:
 # ----------------------------------------------------------------------------- what a run keeps
 
 
+class KeptSamples(str):
+    """What a ``remeasure`` answers where a suspect's kernel is gone from the cache and cannot be
+    rebuilt here (a history copied to another machine, which has not the TVM that built it): why, in
+    words. The suspect is then judged on its kept samples: slower by the latency rule there, it is
+    confirmed on them (FAIL), its line says so, and nothing is kept as a re-measurement (a machine
+    that has the kernels times them again), rather than leaving the verdict to a machine that may
+    never have them."""
+
+
 @dataclass(frozen=True)
 class Timing:
     samples_s: tuple[float, ...]
-    kernel: str  #: the kernel file that was timed (its cache entry), to time it again
+    #: the kernel file that was timed, by its name in the cache (``measure/<entry>/<file>``, relative
+    #: to the cache's root: a run directory names no path of its machine; older runs kept an absolute
+    #: path), to time it again; the entry's name holds the digest of its build (suite.core.timing)
+    kernel: str
     tvm: str  #: compat.build_id() of the TVM that timed it
 
     @property
@@ -199,6 +234,12 @@ def _json(data: bytes):
         raise ValueError(f"not JSON ({str(err).splitlines()[0]})") from None
 
 
+def _code(text: str) -> str:
+    if not re.fullmatch(r"[0-9a-f]{64}", text):
+        raise ValueError("not a code identity (a sha256 digest)")
+    return text
+
+
 def _text(data: bytes) -> str:
     try:
         text = data.decode("utf-8").strip()
@@ -223,6 +264,7 @@ class SideData:
     maps: dict = field(default_factory=dict)  #: ids -> {"channels", "hw"} arrays
     failures: dict = field(default_factory=dict)  #: ids -> reason
     records: dict = field(default_factory=dict)  #: ids -> target whose tuning record replayed
+    code: dict = field(default_factory=dict)  #: ids -> the kernel's code identity (sha256)
     build: dict | None = None
 
     def file(self, relative_path: str) -> Path:
@@ -257,7 +299,7 @@ def load(place: Place) -> SideData:
                if p.is_file() and p.name != MANIFEST and not p.name.startswith(".")}
     for extra in sorted(present - set(manifest)):
         raise DamagedRunData(f"{where / extra}: not a file the run of {commit[:12]} kept (not in its manifest)")
-    parsed = {kind: {} for kind in ("timings", "values", "peers", "maps", "failures", "records")}
+    parsed = {kind: {} for kind in ("timings", "values", "peers", "maps", "failures", "records", "code")}
     build = None
     for name, digest in sorted(manifest.items()):
         target = where / name
@@ -293,7 +335,7 @@ def _read_kept(target: Path, digest: str, commit: str) -> bytes:
 
 
 _PARSE = {"timings": lambda d: _timing(_json(d)), "peers": lambda d: _ratios(_json(d)), "maps": _maps,
-          "failures": _text, "records": _text}
+          "failures": _text, "records": _text, "code": lambda d: _code(_text(d))}
 
 
 def _parse_kept(name: str, data: bytes, where: Path) -> tuple[str, tuple, object]:
@@ -327,6 +369,12 @@ def note_failure(ids, reason: str) -> None:
 def note_records(ids, records_target: str) -> None:
     """Keep whose tuning record a ``tuned`` combination replayed (e.g. hexagon-v68-qf or llvm)."""
     _note(relative("records", ids), records_target)
+
+
+def note_code(ids, digest: str) -> None:
+    """Keep the combination's code identity: the gate tells a kernel whose code is the same from
+    one whose code changed."""
+    _note(relative("code", ids), digest)
 
 
 def note_values(benchmark_class: str, ids, values: dict) -> None:
@@ -427,39 +475,42 @@ def _remeasured_entry(entry) -> bool:
 _HELD: set[Path] = set()
 
 
+#: How long a run or a reader waits for the lock: another reader's probe holds it for a moment, a run
+#: for the whole run.
+_PROBE_S = 1.0
+
+
 class RunLock:
-    """The lock of a run directory, held by the one `tvm-suite` command that writes it (an flock of
-    ``runs/.lock``: released when its process ends, however it ends). The holder's pid, host,
-    commit and start time are written into the file for the message of the one refused."""
+    """The lock of a run directory, held by the one `tvm-suite` command that writes it (filelock's
+    FileLock of ``runs/.lock``, an flock: released when its process ends, however it ends). The
+    holder's pid, host, commit and start time are written into the file for the message of the one
+    refused."""
 
     def __init__(self, run_dir: Path, commit: str, command: str):
         self.run_dir, self.commit, self.command = Path(run_dir), commit, command
         self.path = self.run_dir / RUNS / ".lock"
-        self._fd = None
+        self._lock = None
 
     def __enter__(self) -> RunLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        info = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "commit": self.commit,
+                           "command": self.command, "started": time.strftime("%Y-%m-%d %H:%M:%S")}).encode()
+        lock = filelock.FileLock(self.path, timeout=_PROBE_S,
+                                 on_acquired=lambda fd: (os.ftruncate(fd, 0), os.pwrite(fd, info, 0)))
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as err:
-            os.close(fd)
-            if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                raise UserError(f"{self.run_dir} is in use by another run: {holder(self.path)}; "
-                                "wait for it to end, or give another --out") from None
-            raise
-        os.ftruncate(fd, 0)
-        os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "commit": self.commit,
-                                 "command": self.command, "started": time.strftime("%Y-%m-%d %H:%M:%S")}).encode())
-        self._fd = fd
+            lock.acquire()
+        except filelock.Timeout:
+            raise UserError(f"{self.run_dir} is in use by another run: {holder(self.path)}; "
+                            "wait for it to end, or give another --out") from None
+        self._lock = lock
         _HELD.add(self.run_dir.resolve())
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._fd is not None:
+        if self._lock is not None:
             _HELD.discard(self.run_dir.resolve())
-            os.close(self._fd)  # releases the flock
-            self._fd = None
+            self._lock.release()
+            self._lock = None
 
 
 def holder(lock_path: Path) -> str:
@@ -484,15 +535,15 @@ def check_idle(run_dir: Path) -> None:
         return
     except OSError as err:
         raise UserError(f"{lock}: cannot be read ({err.strerror or err})") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError as err:
-        if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-            raise UserError(f"a run is in progress in {run_dir}: {holder(lock)}; it is not judged half-written: "
-                            "wait for it to end") from None
-        raise
+    try:  # taken for a moment, on a descriptor opened to read (a read-only copy is read as well)
+        deadline = time.monotonic() + _PROBE_S
+        while not filelock.lock_descriptor(fd, blocking=False):
+            if time.monotonic() > deadline:
+                raise UserError(f"a run is in progress in {run_dir}: {holder(lock)}; it is not judged half-written: "
+                                "wait for it to end")
+            time.sleep(0.05)
     finally:
-        os.close(fd)
+        os.close(fd)  # releases it
 
 
 # ----------------------------------------------------------------------------- replacing a commit's data

@@ -19,6 +19,7 @@ from suite import cache, compat
 from suite.core import runstore, workloads
 from suite.core.combo import Combo
 from suite.core.runstore import Timing
+from suite.errors import Skipped, UserError, first_line
 from suite.targets.base import ModuleKernel
 
 #: Samples per timing. A one-sided Mann-Whitney test of two sets of n samples reaches at best
@@ -27,6 +28,8 @@ from suite.targets.base import ModuleKernel
 #: costs 40% more: timing is most of a cached run (the untuned kernels take 0.2-1.5 s a call).
 REPEATS = 5
 MIN_REPEAT_MS = 20
+#: The sides of a gate's re-measurement, in the order of its timings (suite.reporting.gate.Remeasure).
+SIDES = ("baseline", "candidate")
 
 
 def take(combo: Combo, repeats: int = REPEATS) -> Timing:
@@ -35,7 +38,56 @@ def take(combo: Combo, repeats: int = REPEATS) -> Timing:
 
     kernel = measurement.load_kernel(combo)
     samples = kernel.time(repeat=repeats, min_repeat_ms=MIN_REPEAT_MS)
-    return Timing(tuple(samples), str(combo.entry / combo.target.KERNEL_FILE), compat.build_id())
+    return Timing(tuple(samples), kernel_name(combo), compat.build_id())
+
+
+def kernel_name(combo: Combo) -> str:
+    """The kernel file of a measured combination by its name in the cache (``measure/<entry>/<file>``,
+    relative to the cache's root): what a timing keeps, so that a run directory names no path of
+    this machine and can be copied to another one."""
+    return (combo.entry / combo.target.KERNEL_FILE).relative_to(cache.root()).as_posix()
+
+
+def kernel_path(kept: Timing) -> Path | None:
+    """Where the kernel a timing names is in this machine's cache: its name under the cache's root.
+    A timing of an older run names it by an absolute path: that path where it still exists, else
+    its name (the entry and the file) under this cache. None for a name that is no cache entry's."""
+    path = Path(kept.kernel)
+    if path.is_absolute():
+        if path.is_file():
+            return path
+        path = Path(*path.parts[-3:])
+    if ".." in path.parts or len(path.parts) != 3:
+        return None
+    return cache.root() / path
+
+
+def _rebuilt(ids, kept: Timing) -> tuple[Path | None, str]:
+    """The kernel of ``kept`` (a timing of ``ids``) rebuilt into this cache from what the timing
+    keeps of its build: the TVM build that compiled it and its cache entry, whose name holds the
+    digest of everything the build depends on. It is rebuilt only where both are this machine's
+    now (the same TVM installed, the suite's code and tuning records the same): (its path, "") or
+    (None, why it cannot be rebuilt here)."""
+    from suite.core import measurement
+
+    entry = Path(kept.kernel).parts[-2] if len(Path(kept.kernel).parts) >= 2 else kept.kernel
+    installed = compat.build_id()
+    if kept.tvm != installed:
+        return None, f"built by TVM {kept.tvm}, the installed TVM is {installed}"
+    try:
+        combo = Combo.resolve(*ids)
+    except UserError as err:
+        return None, f"this suite has no such combination ({err})"
+    if combo.entry.name != entry:
+        return None, "this suite's build of it is another now (its code or the tuning records changed)"
+    try:
+        record = measurement.measure(combo)
+    except (UserError, Skipped) as err:
+        return None, f"rebuilding it failed ({first_line(err)})"
+    path = combo.entry / combo.target.KERNEL_FILE
+    if not record.ok or not path.is_file():
+        return None, f"rebuilding it failed ({record.reason or 'no kernel'})"
+    return path, ""
 
 
 def save(place: runstore.Place, combo: Combo, timing: Timing) -> None:
@@ -68,9 +120,15 @@ def gflops(combo: Combo, latency_s: float) -> float:
 def remeasure(series, timings: list[Timing], repeats: int = REPEATS) -> tuple[list[list[float]], str | None] | str:
     """Time the kernels of several timings of ``series`` (a combination: its ``ids``) again,
     interleaved (A B, B A, A B ...) and on the same arrays, so that a change of machine load, or of
-    where the arrays lie in memory, falls on all of them alike: (the new samples of each,
-    :func:`other_runtime` of them), or why they cannot be timed here (a kernel gone from the
-    cache, or one this runtime cannot load). This is the gate's ``remeasure``.
+    where the arrays lie in memory, falls on all of them alike: (the new samples of each, what was
+    done to time them: :func:`other_runtime`, kernels rebuilt), or why they cannot be timed here
+    (one this runtime cannot load). This is the gate's ``remeasure``.
+
+    A kernel gone from the cache (a run directory copied to another machine, a cache cleared) is
+    rebuilt from what its timing keeps of its build where the same TVM and suite are installed
+    (:func:`_rebuilt`), and the note says so; where it cannot be, the answer is a
+    :class:`suite.core.runstore.KeptSamples` saying why: the gate judges the suspect on its kept
+    samples.
 
     A kernel built by another TVM (a release history: each commit's own wheel compiled it) is loaded
     into the installed TVM's runtime, which then times every side alike. What is re-timed is each
@@ -78,14 +136,14 @@ def remeasure(series, timings: list[Timing], repeats: int = REPEATS) -> tuple[li
     installed one's. Every TVM the suite drives exports kernels through tvm-ffi 0.1
     (suite.history.releases), so their ``.so`` files load in one another's runtime: checked for
     kernels of 0.25.0 and 0.26.0 in 0.27.0's."""
-    gone = [t.kernel for t in timings if not Path(t.kernel).is_file()]
-    if gone:
-        return f"kernel {gone[0]} is gone from the cache"
+    found = _kernels(series.ids, timings)
+    if isinstance(found, str):
+        return found
+    paths, rebuilt = found
     combo = Combo.resolve(*series.ids)
     inputs = workloads.make_inputs(combo.workload, combo.dtype)
     try:
-        kernels = [combo.target.load(Path(t.kernel), inputs, combo.workload.output_shape, combo.dtype)
-                   for t in timings]
+        kernels = [combo.target.load(path, inputs, combo.workload.output_shape, combo.dtype) for path in paths]
     except Exception as err:  # noqa: BLE001 - TVM raises its own error types for a module it cannot load
         return f"this TVM cannot load the kernels ({type(err).__name__})"
     if not all(isinstance(k, ModuleKernel) for k in kernels):
@@ -97,4 +155,35 @@ def remeasure(series, timings: list[Timing], repeats: int = REPEATS) -> tuple[li
         # a load that starts mid-round) falls on each side alike.
         for kernel, kept in pairs if round_ % 2 == 0 else reversed(pairs):
             kept.extend(kernel.time(repeat=1, min_repeat_ms=MIN_REPEAT_MS, arguments_of=kernels[0]))
-    return samples, other_runtime(timings)
+    notes = [note for note in (rebuilt, other_runtime(timings)) if note]
+    return samples, "; ".join(notes) or None
+
+
+def _side(index: int, count: int) -> str:
+    return f"the {SIDES[index]}'s" if count == len(SIDES) else f"timing {index + 1}'s"
+
+
+def _kernels(ids, timings: list[Timing]):
+    """The kernel file of each timing in this cache, those gone rebuilt (:func:`_rebuilt`): (their
+    paths, what was rebuilt in words or ""), or a KeptSamples saying why one cannot be."""
+
+    paths = [kernel_path(t) for t in timings]
+    gone = [i for i, path in enumerate(paths) if path is None or not path.is_file()]
+    rebuilt, cannot = [], {}
+    for i in gone:
+        path = kernel_path(timings[i])
+        if path is None or not path.is_file():  # one build may serve both sides (the same TVM build)
+            path, why = _rebuilt(ids, timings[i])
+            if path is None:
+                cannot.setdefault(why, []).append(_side(i, len(timings)))
+                continue
+        paths[i] = path
+        rebuilt.append(_side(i, len(timings)))
+    if cannot:
+        return runstore.KeptSamples("; ".join(f"{' and '.join(sides)} kernel{'s are' if len(sides) > 1 else ' is'} gone from "
+                                     f"the cache and cannot be rebuilt here: {why}" for why, sides in cannot.items()))
+    if not rebuilt:
+        return paths, ""
+    tvm = ", ".join(sorted({timings[i].tvm for i in gone}))
+    return paths, (f"{' and '.join(rebuilt)} kernel{'s were' if len(rebuilt) > 1 else ' was'} gone from the cache: "
+                   f"rebuilt from the kept build facts (TVM {tvm})")

@@ -16,12 +16,18 @@ the same schedule and a change in results is the compiler's doing. A target may 
 of others (``records_from``, in order of preference: per workload the first that has a record,
 :func:`records_target`). A missing record is a skip with its reason; a trace that no longer
 applies is a failure of that TVM.
+
+Whose records: the committed ones (``suite/tuning_records/``, :data:`RECORDS_DIR`) and the
+user's own (:func:`user_records_root`: ``$XDG_DATA_HOME/tvm-suite/tuning_records``, by default
+``~/.local/share/...``), of the same layout. ``tvm-suite tune`` writes the user's; only
+``--into-checkout`` writes the committed ones. A record of the user's replays in place of the
+committed record of the same target, workload and dtype (:func:`record_roots`, :func:`trace_path`).
+``TVM_SUITE_TUNING_RECORDS`` names a directory read in place of both, and written by `tune`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -31,14 +37,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import filelock
 import numpy as np
 
 from suite import cache, children, compat
-from suite.core import reference, workloads
+from suite.core import bounds, reference, workloads
 from suite.errors import OrderNotApplicable, UserError, first_line
 
-#: The committed records; TVM_SUITE_TUNING_RECORDS names another directory of the same layout
-#: (a user's own records, or a test's).
+#: The committed records (the checkout's: only `tvm-suite tune --into-checkout` writes them);
+#: TVM_SUITE_TUNING_RECORDS names another directory of the same layout, read in their place and
+#: in place of the user's (:func:`record_roots`).
 RECORDS_DIR = Path(__file__).resolve().parent.parent / "tuning_records"
 RECORDS_ENV = "TVM_SUITE_TUNING_RECORDS"
 #: MetaSchedule's run_secs of a candidate whose build or run failed are 1e10 (a threshold for
@@ -68,12 +76,44 @@ class TraceDoesNotApply(RuntimeError):
     """A record exists but its trace no longer replays on this TVM: a build failure of that TVM."""
 
 
-def records_dir(target_name: str, dtype: str) -> Path:
-    return Path(os.environ.get(RECORDS_ENV) or RECORDS_DIR) / target_name / dtype
+def user_records_root() -> Path:
+    """Where `tvm-suite tune` writes by default: ``TVM_SUITE_TUNING_RECORDS`` where set, else the
+    user's records, ``$XDG_DATA_HOME/tvm-suite/tuning_records`` (``~/.local/share/...``), beside the
+    committed ones and preferred to them."""
+    named = os.environ.get(RECORDS_ENV)
+    if named:
+        return Path(named)
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "tvm-suite" / "tuning_records"
+
+
+def record_roots() -> tuple[Path, ...]:
+    """The directories whose records replay, the preferred first: ``TVM_SUITE_TUNING_RECORDS``
+    alone where set (in place of the others); else the user's records, then the committed ones."""
+    if os.environ.get(RECORDS_ENV):
+        return (Path(os.environ[RECORDS_ENV]),)
+    return (user_records_root(), RECORDS_DIR)
+
+
+def records_dir(target_name: str, dtype: str, root: Path | None = None) -> Path:
+    """The records of (target, dtype) under ``root`` (default: ``TVM_SUITE_TUNING_RECORDS``, else
+    the committed records)."""
+    return Path(root or os.environ.get(RECORDS_ENV) or RECORDS_DIR) / target_name / dtype
+
+
+def record_path(target_name: str, dtype: str, workload_id: str, root: Path | None = None) -> Path:
+    """The record of (target, dtype, workload) under ``root`` (see :func:`records_dir`)."""
+    return records_dir(target_name, dtype, root) / "traces" / f"{workload_id}.json"
 
 
 def trace_path(target_name: str, dtype: str, workload_id: str) -> Path:
-    return records_dir(target_name, dtype) / "traces" / f"{workload_id}.json"
+    """The record of (target, dtype, workload) that replays: in the first of :func:`record_roots`
+    that has it (the user's before the committed); where none has it, where the committed one
+    would be (or ``TVM_SUITE_TUNING_RECORDS``'s)."""
+    for root in record_roots():
+        path = record_path(target_name, dtype, workload_id, root)
+        if path.exists():
+            return path
+    return record_path(target_name, dtype, workload_id)
 
 
 def _names(records) -> tuple[str, ...]:
@@ -133,44 +173,55 @@ def _plain(value):
 
 
 @contextlib.contextmanager
-def tuning_lock(target_name: str, dtype: str, workload_id: str):
+def tuning_lock(target_name: str, dtype: str, workload_id: str, root: Path | None = None):
     """Held while one process tunes the record of (target, workload, dtype); TuningInProgress,
     naming the holder, when another process holds it. Without it two processes tuning the same
     record each write their best, and the last write wins even when it is the worse schedule. The
-    lock (flock, released by the kernel when its holder dies) lies beside the record it protects
+    lock (filelock's flock, released when its holder dies) lies beside the record it protects
     (``.<record>.lock`` in its directory, found through the directory's real path), so that any
-    two tunings of one record meet there, whatever their caches or their spelling of the path."""
-    path = trace_path(target_name, dtype, workload_id)
+    two tunings of one record meet there, whatever their caches or their spelling of the path.
+    ``root``: the records directory written (default: :func:`user_records_root`)."""
+    path = record_path(target_name, dtype, workload_id, root or user_records_root())
     path.parent.mkdir(parents=True, exist_ok=True)
     record = path.parent.resolve() / path.name
-    with open(record.parent / f".{record.name}.lock", "a+") as lock:
+    lock_path = record.parent / f".{record.name}.lock"
+    stamp = f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode()
+    lock = filelock.FileLock(lock_path, timeout=0,
+                             on_acquired=lambda fd: (os.ftruncate(fd, 0), os.pwrite(fd, stamp, 0)))
+    try:
+        lock.acquire()
+    except filelock.Timeout:
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.seek(0)
-            holder = lock.read().strip() or "another process"
-            raise TuningInProgress(f"{workload_id} {dtype} {target_name} is being tuned by {holder} "
-                                   f"(into {record})") from None
-        lock.truncate(0)
-        lock.write(f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}")
-        lock.flush()
+            holder = lock_path.read_text(errors="replace").strip() or "another process"
+        except OSError:
+            holder = "another process"
+        raise TuningInProgress(f"{workload_id} {dtype} {target_name} is being tuned by {holder} "
+                               f"(into {record})") from None
+    try:
         yield
+    finally:
+        lock.release()
 
 
-def tune(workload_id: str, dtype: str, target, trials: int) -> None:
-    """Tune one workload with MetaSchedule and store its best trace in the records directory,
-    holding the record's :func:`tuning_lock` throughout.
+def tune(workload_id: str, dtype: str, target, trials: int, *, lam: float, limit: float,
+         root: Path | None = None) -> Path:
+    """Tune one workload with MetaSchedule and store its best trace in the records directory
+    ``root`` (default: the user's, :func:`user_records_root`), holding the record's
+    :func:`tuning_lock` throughout; the record's path. ``lam`` and ``limit``: the rounding bound
+    every candidate's output is checked against (:class:`OutputCheck`; the thresholds' [bound]).
 
     The search runs in a process of its own (:func:`_child`), in a session of its own, with its
     temporary files in a directory made here: MetaSchedule's process pools do not survive Ctrl-C
     in the process that runs them (a segfault, its temporary directory left behind). Ctrl-C or
     SIGTERM reach this process alone; it ends the search, whatever it was doing, and removes that
     directory; the record is written whole by the search, or not at all."""
-    with tuning_lock(target.name, dtype, workload_id):
+    root = Path(root or user_records_root())
+    with tuning_lock(target.name, dtype, workload_id, root):
         work = Path(tempfile.mkdtemp(prefix="tvm-suite-tune-"))
         try:
             search_process = children.start_python(
-                ["-m", "suite.core.tuning", workload_id, dtype, target.name, str(trials), str(work / "failure.txt")],
+                ["-m", "suite.core.tuning", workload_id, dtype, target.name, str(trials), repr(float(lam)),
+                 repr(float(limit)), str(work / "failure.txt"), str(root)],
                 env={**os.environ, "TMPDIR": str(work)})
             try:
                 status = search_process.wait()
@@ -186,17 +237,19 @@ def tune(workload_id: str, dtype: str, target, trials: int) -> None:
                                 "without a record; its output above says how")
         finally:
             shutil.rmtree(work, ignore_errors=True)
+    return record_path(target.name, dtype, workload_id, root)
 
 
 def _child(argv: list[str]) -> int:
-    """``python -m suite.core.tuning WORKLOAD DTYPE TARGET TRIALS FAILURE_FILE``: the search of
-    :func:`tune`, in its process. An expected failure (a damaged record, say) is written, one
-    line, to FAILURE_FILE for the parent to say."""
+    """``python -m suite.core.tuning WORKLOAD DTYPE TARGET TRIALS LAMBDA LIMIT FAILURE_FILE ROOT``: the
+    search of :func:`tune`, in its process, its record written under ROOT. An expected failure (a
+    damaged record, say) is written, one line, to FAILURE_FILE for the parent to say."""
     from suite import targets
 
-    workload_id, dtype, target_name, trials, failure = argv
+    workload_id, dtype, target_name, trials, lam, limit, failure, root = argv
     try:
-        _tune(workload_id, dtype, targets.get(target_name), int(trials), print)
+        _tune(workload_id, dtype, targets.get(target_name), int(trials), float(lam), float(limit), print,
+              Path(root))
     except UserError as err:
         Path(failure).write_text(str(err))
         return 2
@@ -288,25 +341,29 @@ def _checked_best(runs, target, inputs, output_shape, dtype: str, check):
     return None, []
 
 
-def _tune(workload_id: str, dtype: str, target, trials: int, log) -> dict:
+def _tune(workload_id: str, dtype: str, target, trials: int, lam: float, limit: float, log,
+          root: Path | None = None) -> dict:
     workload = workloads.get(workload_id)
     func = workloads.prim_func(workload, dtype)
     inputs = workloads.make_inputs(workload, dtype)
     check = OutputCheck.of(reference.evaluate(workload.chain, inputs), reference.evaluate_magnitude(workload.chain, inputs),
-                           reference.accumulation_length(workload.chain), dtype, gross=target.ieee_twin)
+                           reference.accumulation_length(workload.chain), dtype, gross=target.ieee_twin,
+                           lam=lam, limit=limit)
     by_packets = target.tuning_measure == "packets"
     # Read before the search (the lock keeps it as it is); only a deterministic measure compares it.
     previous = _previous_trace(target, dtype, workload_id) if by_packets else None
     try:  # the check stays until the record is written: the record replaced is measured with it
         return _record(workload_id, dtype, target, trials, log, search(
             func, target, trials, inputs, workload.output_shape, dtype, check, f"{target.name}-{dtype}-{workload_id}"),
-            check, previous)
+            check, previous, root)
     finally:
         check.remove()
 
 
-def _record(workload_id: str, dtype: str, target, trials: int, log, found: Search, check, previous) -> dict:
-    """The record of a search (and of the record it replaces, where the measure compares them)."""
+def _record(workload_id: str, dtype: str, target, trials: int, log, found: Search, check, previous,
+            root: Path | None = None) -> dict:
+    """The record of a search (and of the record it replaces, where the measure compares them),
+    written under ``root`` (default: the user's records, :func:`user_records_root`)."""
     by_packets = target.tuning_measure == "packets"
     first_refusal = check.first_refusal
     measured, logs, elapsed = found.measured, found.logs, found.seconds
@@ -337,7 +394,7 @@ def _record(workload_id: str, dtype: str, target, trials: int, log, found: Searc
         best = f"best {measured[0]:.4g} s measured" if measured else "no candidate ran"
     record["trace"] = trace
     record["trace_sha256"] = trace_digest(record["trace"])
-    path = trace_path(target.name, dtype, workload_id)
+    path = record_path(target.name, dtype, workload_id, root or user_records_root())
     cache.write_json(path, record)
     refused = (f", {found.refused} of {found.checked} outputs checked refused ({first_refusal})" if found.refused
                else f", {found.checked} outputs checked against the reference (by the runner, or replayed where "
@@ -348,11 +405,13 @@ def _record(workload_id: str, dtype: str, target, trials: int, log, found: Searc
     return record
 
 
-def existing_measure(target_name: str, dtype: str, workload_id: str) -> str | None:
+def existing_measure(target_name: str, dtype: str, workload_id: str, root: Path | None = None) -> str | None:
     """What the record of (target, workload, dtype) was tuned by (its ``measure``: "latency",
     "packets", or "emulated" for Hexagon records ranked by the emulator's CPU seconds); None where
-    there is no record. A damaged record is an error naming it (DamagedRecord)."""
-    path = trace_path(target_name, dtype, workload_id)
+    there is no record: the record that replays (:func:`trace_path`), or with ``root`` the one
+    there. A damaged record is an error naming it (DamagedRecord)."""
+    path = trace_path(target_name, dtype, workload_id) if root is None else record_path(
+        target_name, dtype, workload_id, root)
     return read_record(path)[1].get("measure", "latency") if path.exists() else None
 
 
@@ -439,23 +498,26 @@ class OutputCheck:
     check's directory, so the tuning process can count the checked and the refused.
 
     On IEEE targets (llvm, cuda) the rule is ``tvm-suite triage``'s CHANGED: an element beyond the
-    rounding bound of any summation order (``suite.triage.verdict.Bound``: gamma~_K(lambda) * m,
-    lambda and the limit of ``reports/thresholds.toml``). On the qfloat targets (``gross``),
+    rounding bound of any summation order (``suite.core.bounds.Bound``: ``limit`` x gamma~_K(lam) * m,
+    ``lam`` and ``limit`` the numbers of ``reports/thresholds.toml`` [bound], which the command loaded
+    and passes; without them, the file's defaults: lambda 9.4, limit 1). On the qfloat targets (``gross``),
     whose arithmetic is not IEEE's, the bound does not apply, and the rule stays the one the
     Hexagon runner has (:func:`_output_check`: not finite, or off by 10% of max|ref|)."""
 
-    def __init__(self, directory: str, k: int, dtype: str, gross: bool):
+    def __init__(self, directory: str, k: int, dtype: str, gross: bool, lam: float, limit: float):
         self.directory, self.k, self.dtype, self.gross = directory, k, dtype, gross
+        self.lam, self.limit = lam, limit
 
     @classmethod
-    def of(cls, reference_value, magnitude, k: int, dtype: str, gross: bool = False) -> "OutputCheck":
+    def of(cls, reference_value, magnitude, k: int, dtype: str, gross: bool = False,
+           lam: float = bounds.DEFAULT_LAMBDA, limit: float = 1.0) -> "OutputCheck":
         directory = tempfile.mkdtemp(prefix="tvm-suite-check-")
         floats = magnitude is not None  # an integer output has no bound: it must match exactly
         np.save(Path(directory) / "reference.npy", np.asarray(reference_value, dtype=np.float64 if floats else None),
                 allow_pickle=False)
         if floats:
             np.save(Path(directory) / "magnitude.npy", np.asarray(magnitude, dtype=np.float64), allow_pickle=False)
-        return cls(directory, int(k), dtype, gross)
+        return cls(directory, int(k), dtype, gross, float(lam), float(limit))
 
     def _arrays(self):
         found = _CHECK_ARRAYS.get(self.directory)
@@ -475,9 +537,6 @@ class OutputCheck:
         return problem
 
     def _beyond(self, output, ref, magnitude) -> str | None:
-        from suite.reporting import thresholds
-        from suite.triage import verdict
-
         if output.shape != ref.shape:
             return f"output shape {output.shape}, expected {ref.shape}"
         if magnitude is None:
@@ -487,7 +546,7 @@ class OutputCheck:
             index = tuple(int(i) for i in np.unravel_index(int(np.argmax(wrong)), ref.shape))
             return (f"CHANGED: output{list(index)} = {output[index].item()}, exact {ref[index].item()} "
                     f"({int(wrong.sum()):,} of {ref.size:,} integer elements differ)")
-        bound = verdict.Bound(verdict.Expected(ref, magnitude, self.k, "output", self.dtype), thresholds.load())
+        bound = bounds.Bound(bounds.Expected(ref, magnitude, self.k, "output", self.dtype), self.lam, self.limit)
         beyond = bound.beyond(output)
         if not beyond.any():
             return None

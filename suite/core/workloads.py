@@ -123,14 +123,6 @@ def _roles(steps, inputs) -> None:
             item.setdefault("role", "activation")
 
 
-def _conv_like(chain) -> tuple[dict, list[int]] | None:
-    for step in chain["steps"]:
-        if step["op"] in ("conv2d", "max_pool2d"):
-            data = chain["inputs"][step["args"][0][1]]["shape"]
-            return step, data
-    return None
-
-
 def _hwc(shape, layout) -> tuple[int, int, int]:
     if layout.startswith("NC"):
         return shape[2], shape[3], shape[1]

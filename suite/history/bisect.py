@@ -38,6 +38,7 @@ class Answer:
     why: str
     tested: list[str]  #: commits asv find built and measured, in order
     measured_nothing: bool = False  #: no commit has a value: not a verdict
+    undecided: bool = False  #: the named commit cannot be judged (no value there, none before it): not a verdict
 
 
 def run_bisect(tvm_repo: Path, range_spec: str, ids, metric_name: str, out_dir: Path,
@@ -51,6 +52,7 @@ def run_bisect(tvm_repo: Path, range_spec: str, ids, metric_name: str, out_dir: 
                         f"metrics; bisect {'latency' if metric_name == 'gflops' else 'packets'} instead")
     if reason := targets.get(ids[2]).unavailable():  # every commit would skip it: no verdict
         raise UserError(f"cannot bisect on {ids[2]} here: {reason}")
+    thresholds = thresholds or limits.load()  # once, and a bad thresholds file refused before any build
     repo = releases.check_repo(tvm_repo)
     hashes = releases.resolve_range(repo, range_spec)
     start = releases.commit_of(repo, range_spec.split("..")[0])
@@ -106,13 +108,17 @@ def _bisect(repo, range_spec, ids, metric, out_dir, env_dir, thresholds, git_mir
         lines.append(f"first bad commit: {answer.culprit}  ({metric.name} {answer.value_before:.6g} at "
                      f"{answer.before[:10]} -> {answer.value_after:.6g}: {answer.why})")
         lines.append(git.git(repo, "log", "-1", "--format=  %h %an %ad%n  %s", "--date=short", answer.culprit))
+        status, verdict = ExitCode.OK, "first bad commit"
+    elif answer.undecided:
+        lines.append(f"no verdict over {range_spec}: {answer.why}")
+        status, verdict = ExitCode.NO_VERDICT, "no verdict"
     else:
         lines.append(f"nothing worsened beyond the noise in {range_spec}: {answer.why}")
+        status, verdict = ExitCode.NOTHING_WORSENED, "nothing worsened"
     lines.append(f"wall time {time.perf_counter() - t0:.0f} s; log {ready.log}; results {out_dir / 'results'}")
-    status = ExitCode.OK if answer.culprit else ExitCode.NOTHING_WORSENED
-    facts = {"metric": metric.name, "combination": list(ids), "range": range_spec, "first_bad": answer.culprit,
-             "before": answer.before, "value_before": answer.value_before, "value_after": answer.value_after,
-             "why": answer.why, "tested": tested, "exit_status": int(status)}
+    facts = {"verdict": verdict, "metric": metric.name, "combination": list(ids), "range": range_spec,
+             "first_bad": answer.culprit, "before": answer.before, "value_before": answer.value_before,
+             "value_after": answer.value_after, "why": answer.why, "tested": tested, "exit_status": int(status)}
     return driver.RunSummary("\n".join(lines), status, facts)
 
 
@@ -121,9 +127,9 @@ def _has_parent(repo: Path, commit: str) -> bool:
 
 
 def judge(repo: Path, out_dir: Path, ordered: list[str], named: str, ids, metric, machine: str,
-          thresholds=None) -> Answer:
+          thresholds: limits.Thresholds | None = None) -> Answer:
     """Whether the named commit made the metric worse than the commit before it in the range, on
-    ``machine``."""
+    ``machine``; latency by ``thresholds`` (the command's, loaded once: the other metrics need none)."""
     loaded = res.load(out_dir / "results", repo)
     values = {c.hash: loaded.value(metric.name, res.Series(*ids, machine=machine), c.hash) for c in loaded.commits}
     values = {h: v for h, v in values.items() if res.finite(v)}
@@ -134,18 +140,17 @@ def judge(repo: Path, out_dir: Path, ordered: list[str], named: str, ids, metric
         return Answer(None, None, None, None, why, [], measured_nothing=True)
     if named not in measured:
         return Answer(None, None, None, None, f"asv find named {named[:10]}, which has no {metric.name} (it failed "
-                      f"to build or run there; measured: {', '.join(h[:10] for h in measured)})", [])
-    if measured.index(named) == 0:
+                      f"to build or run there; measured: {', '.join(h[:10] for h in measured)})", [], undecided=True)
+    if measured.index(named) == 0:  # the range's good end itself: nothing after it worsened; else unknown
         return Answer(None, None, None, None, f"no commit before {named[:10]} has a {metric.name} to compare with "
-                      f"(measured: {', '.join(h[:10] for h in measured)})", [])
+                      f"(measured: {', '.join(h[:10] for h in measured)})", [], undecided=named != ordered[0])
     before = measured[measured.index(named) - 1]
     a, b = values[before], values[named]
     worse = b > a if metric.worse == tracked.HIGHER else b < a
     if metric.name == "latency":
-        thresholds = thresholds or limits.load()
         ta, tb = (loaded.kept(h, machine).timings.get(tuple(ids)) for h in (before, named))
         if ta is None or tb is None:
-            return Answer(None, before, a, b, "no timing samples to judge latency by", [])
+            return Answer(None, before, a, b, "no timing samples to judge latency by", [], undecided=True)
         ratio, p = tb.median / ta.median, rules.mann_whitney(ta.samples_s, tb.samples_s)
         worse = rules.slower(thresholds, ratio, p)
         why = (f"{ratio:.2f}x, Mann-Whitney p {p:.2g} (limits {thresholds.latency.max_ratio:g}x, "

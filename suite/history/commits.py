@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from asv import machine as asv_machine
+from tabulate import tabulate
 
 from suite import asvconf, cache, git
 from suite.core.combo import Grid
@@ -165,13 +166,12 @@ def _run_history(tvm_repo, commits, grid, quick, out_dir, env_dir, html_dir, git
     publish_status, offline = driver.publish(config, html_dir, log_path)
     installs = _install_seconds(out_dir / "install-logs", logs_before)
     install_s = sum(installs.values())
-    lines = ["", f"{'commit':14s} {'release':14s} {'install':>9s} {'ok':>5s} {'skipped':>8s} {'failed':>7s}  note"]
+    rows = []
     failed_install = False
     for c in commits:
         s = driver.result_counts(out_dir / "results", c.commit)
         if s is None:
-            lines.append(f"{c.commit[:12]:14s} {c.release or 'source':14s} {'':>9s} {'':>5s} {'':>8s} {'':>7s}  "
-                         "no results (see log)")
+            rows.append([c.commit[:12], c.release or "source", "", "", "", "", "no results (see log)"])
             continue
         installed = s["ok"] + s["skipped"] > 0
         failed_install |= not installed
@@ -180,8 +180,10 @@ def _run_history(tvm_repo, commits, grid, quick, out_dir, env_dir, html_dir, git
             note = (note + "; " if note else "") + "kept from an earlier run"
         # asv's "<build>" misses the install it does to discover benchmarks: install_tvm's log has it.
         build_s = installs.get(c.commit, s["build_s"])
-        lines.append(f"{c.commit[:12]:14s} {c.release or 'source':14s} {build_s:8.1f}s {s['ok']:5d} "
-                     f"{s['skipped']:8d} {s['failed']:7d}  {note}")
+        rows.append([c.commit[:12], c.release or "source", f"{build_s:.1f}s", s["ok"], s["skipped"], s["failed"], note])
+    table = tabulate(rows, ["commit", "release", "install", "ok", "skipped", "failed", "note"], tablefmt="plain",
+                     disable_numparse=True, colalign=["left", "left", "right", "right", "right", "right", "left"])
+    lines = ["", *(line.rstrip() for line in table.splitlines())]
     lines += [
         "",
         f"environment set-up (asv setup): {setup_s:.1f} s; TVM installs: {install_s:.1f} s; "

@@ -17,13 +17,18 @@ registry (``npm_config_registry``, else registry.npmjs.org), whose tarballs go t
     python -m suite.history.dashboard HTML_DIR              # a directory `asv publish` wrote
     python -m suite.history.dashboard --fetch-into DIR      # the tarballs, for TVM_SUITE_ASV_ASSETS
 
-The suite's own publishing (``tvm-suite run``, ``tvm-suite history``) calls :func:`make_offline`.
+The suite's own publishing (``tvm-suite run``, ``tvm-suite history``) calls :func:`make_offline`,
+and so does ``asv publish`` itself wherever the suite's asv plugin is loaded (asv at the root:
+suite.history.asv_plugin). ``asv publish`` removes its HTML directory whole: `tvm-suite run` leaves
+:data:`MARKER` in the directory it published, and refuses to publish over one without it
+(:func:`check_replaceable`), which holds someone else's files.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import hashlib
 import io
 import json
@@ -44,6 +49,9 @@ REGISTRY = "https://registry.npmjs.org/"
 #: Seconds to wait for the registry before calling the machine offline.
 NETWORK_TIMEOUT_S = 15
 VENDOR = "vendor"
+#: The file `tvm-suite run` leaves in the HTML directory it published: a later run replaces that
+#: directory (asv publish removes it whole); one without it holds someone else's files.
+MARKER = ".published-by-tvm-suite"
 
 
 @dataclass(frozen=True, eq=False)
@@ -436,6 +444,7 @@ def make_offline(html_dir: Path, network: bool | None = None) -> Offline:
         if not wanted:  # done before (or an asv without CDN scripts): the page's own hashes must hold
             problems = check(html_dir)
             done.problem = "; ".join(problems) if problems else None
+            done.served = _served_before(html_dir) if done.problem is None else []
             return done
         got, problem = obtain(sorted({p for p, _ in wanted.values()}, key=PACKAGES.index), network)
         if problem:
@@ -458,6 +467,56 @@ def make_offline(html_dir: Path, network: bool | None = None) -> Offline:
     except UserError as err:
         done.problem = str(err)
     return done
+
+
+def _served_before(html_dir: Path) -> list:
+    """What an earlier :func:`make_offline` served from ``html_dir`` (its ``vendor/assets.json``),
+    or nothing where it cannot be read."""
+    listed = cache.read_json(Path(html_dir) / VENDOR / "assets.json")
+    try:
+        return [Served(**entry) for entry in listed] if isinstance(listed, list) else []
+    except TypeError:
+        return []
+
+
+def _in_progress(html_dir: Path) -> Path:
+    """The file beside ``html_dir`` that says the suite is publishing into it (asv publish has
+    removed it, or is writing it): left by an interrupted publish, it makes the directory the
+    suite's all the same."""
+    return html_dir.parent / f".{html_dir.name}.publishing-by-tvm-suite"
+
+
+def check_replaceable(html_dir: Path, option: str = "--out") -> None:
+    """Refuse (a UserError naming it) an existing ``html_dir`` the suite did not publish: asv
+    publish removes the directory whole, and files of someone else's there would be lost. An empty
+    directory, one holding :data:`MARKER`, or one an interrupted publish of the suite's left, may
+    be replaced."""
+    html_dir = Path(html_dir)
+    if not html_dir.exists() and not html_dir.is_symlink():
+        return
+    if html_dir.is_dir() and not html_dir.is_symlink():
+        if (html_dir / MARKER).is_file() or _in_progress(html_dir).is_file() or not any(html_dir.iterdir()):
+            return
+        what = "holds files tvm-suite did not publish"
+    else:
+        what = "is not a directory tvm-suite published"
+    raise UserError(f"{option}: {html_dir} {what} (no {MARKER}), and asv publish would replace it whole: "
+                    f"move it away, or give another {option}")
+
+
+@contextlib.contextmanager
+def publishing(html_dir: Path):
+    """While the suite publishes into ``html_dir`` (checked by :func:`check_replaceable` first):
+    a file beside it says so, and once done :data:`MARKER` in it makes it the suite's for the next
+    run; an interrupted publish leaves the first, so the next run still replaces what it left."""
+    html_dir = Path(html_dir)
+    flag = _in_progress(html_dir)
+    _write(flag, b"tvm-suite run is publishing asv's HTML beside this file\n")
+    yield
+    if html_dir.is_dir():
+        _write(html_dir / MARKER, b"asv's HTML, published by tvm-suite run: the next run replaces this directory "
+                                  b"whole. Remove this file to keep the directory from it.\n")
+    flag.unlink(missing_ok=True)
 
 
 def _local_tag(match: re.Match, got: dict, done: Offline) -> str:

@@ -39,19 +39,28 @@ class RunSummary:
     facts: dict | None = None  #: what ``--json`` prints
 
 
+#: The keys of an asv configuration that name a directory asv reads: written relative to the
+#: directory asv runs in, wherever they are. The directories it writes are relative where they lie
+#: inside it (a history's environments elsewhere stay absolute: asv's install commands run in them).
+READ_KEYS, WRITTEN_KEYS = ("repo", "benchmark_dir"), ("results_dir", "html_dir", "env_dir")
+
+
 def write_conf(out_dir: Path, name: str, repo: Path, **overrides) -> Path:
     """The project's asv.conf.json for one run, as ``out_dir/name``: ``repo`` and asv's output
     directories under ``out_dir``, then ``overrides``. asv runs in ``out_dir`` (see :func:`asv`), so
-    what lies inside it is named relative to it: the directory can be moved or copied and still
-    works; the benchmarks are the suite's own (absolute), as is a TVM clone outside it."""
+    the directories it names are written relative to it (``results``, ``../tvm``, the suite's
+    benchmarks; see READ_KEYS): the configuration of `run` names no absolute path of this machine,
+    the output directory can be moved or copied, and what lies inside it still works there. The
+    file is written again by every run."""
     conf = read_conf()
     conf.update({"repo": str(repo), "benchmark_dir": str(BENCHMARKS), "results_dir": "results",
                  "html_dir": "html", "env_dir": "env"})
     conf.update(overrides)
     out = Path(out_dir).resolve()
-    for key in ("repo", "results_dir", "html_dir", "env_dir"):
+    for key in READ_KEYS + WRITTEN_KEYS:
         where = (out / conf[key]).resolve()
-        conf[key] = where.relative_to(out).as_posix() if where == out or out in where.parents else str(where)
+        inside = where == out or out in where.parents
+        conf[key] = Path(os.path.relpath(where, out)).as_posix() if inside or key in READ_KEYS else str(where)
     path = out_dir / name
     cache.write_text(path, json.dumps(conf, indent=1))
     return path
@@ -71,7 +80,7 @@ def asv(config: Path, *args: str, log: Path, phase: str | None = None) -> int:
     shown = Progress(phase, 100.0, counted=False) if phase else None
     label = ""
     with log.open("a") as handle:
-        handle.write(f"$ {sys.executable} {' '.join(args)}\n")
+        handle.write(f"$ {_logged(' '.join([sys.executable, *args]), config.parent)}\n")
         handle.flush()
         # asv drops PYTHONPATH from its benchmark processes unless it comes as ASV_PYTHONPATH: they
         # must import this very suite (its code is part of every cache key), wherever it is found.
@@ -91,11 +100,22 @@ def asv(config: Path, *args: str, log: Path, phase: str | None = None) -> int:
                     shown.update(float(found.group(1)), label)
             status = process.wait()
         except BaseException:
+            if shown:
+                shown.close()
             children.end(process)
             raise
     if shown:
         shown.finish()
     return status
+
+
+def _logged(line: str, run_dir: Path) -> str:
+    """A line for a log kept in ``run_dir``, naming no absolute path of this machine: the run
+    directory as ``.``, the interpreter by its name."""
+    line = line.replace(sys.executable, Path(sys.executable).name)
+    for where in dict.fromkeys((str(Path(run_dir).resolve()), str(Path(run_dir).absolute()))):
+        line = line.replace(where + os.sep, "").replace(where, ".")
+    return line
 
 
 def machine(config: Path, log: Path, name: str | None = None) -> list[str]:
@@ -114,7 +134,7 @@ def publish(config: Path, html_dir: Path, log: Path) -> tuple[int, dashboard.Off
     status = asv(config, "publish", log=log)
     offline = dashboard.make_offline(html_dir)
     with log.open("a") as handle:
-        handle.write(f"dashboard: {offline.line()}\n")
+        handle.write(f"dashboard: {_logged(offline.line(), config.parent)}\n")
     return status, offline
 
 

@@ -10,10 +10,17 @@ Exit status (:class:`suite.errors.ExitCode`): 0 READY; 1 NOT READY: a check fail
 combination failed to build or run at the candidate, or a slowdown reproduced; 2 DATA MISSING
 (no values to judge; missing data wins over a failure, so the gate is never "ready" by default)
 or NO VERDICT (latency suspects not timed again). Skipped combinations stay out of every check.
+
+A check never judges on less than it needs: where a commit has asv's results without the side
+data its run keeps (timing samples, the values asv does not keep, records, the build note), the
+checks that read it are DATA MISSING, naming what is missing and how to get it; a latency whose
+samples are too few for the test ever to reach alpha is DATA MISSING too, saying the check could
+not fail there. Never a ratio of medians, never "compared" on values that are not there.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,12 +28,18 @@ from typing import Callable
 
 from suite import tracked
 from suite.errors import ExitCode
+from suite.core import runstore
+from suite.reporting import code_identity
 from suite.reporting import results as res
 from suite.reporting import rules
 from suite.reporting.rules import Slowness, where
 from suite.reporting.thresholds import Thresholds
 
 FIRST_COMMIT = "first commit with results: nothing to compare"
+#: How to get what a commit's run keeps beside asv's results, where it is missing.
+HOW_TO_KEEP = ("plain `asv run` writes asv's results only, and a results/ copied without its runs/ leaves the side "
+               "data behind: measure the commit with `tvm-suite run` (or `history`, `check`), or copy runs/ beside "
+               "results/")
 
 
 class Status(str, enum.Enum):
@@ -113,8 +126,10 @@ class GateResult:
 
 
 #: Times both kernels of a suspect again: (series, [baseline's, candidate's kept timing]) ->
-#: (the new samples of each, where they were timed when not by their own TVM build, or None), or a
-#: reason (text) why they cannot be timed here.
+#: (the new samples of each, how they were timed when not simply by their own TVM build: kernels
+#: rebuilt, re-timed in another runtime; or None), or a reason (text) why they cannot be timed here:
+#: a :class:`suite.core.runstore.KeptSamples` where a kernel is gone and cannot be rebuilt (the suspect is then judged on
+#: its kept samples), any other text leaves it a suspect.
 Remeasure = Callable[[res.Series, list], "tuple[list[list[float]], str | None] | str"]
 
 
@@ -131,14 +146,48 @@ def failed_combinations(history: res.History, commit: str) -> dict[res.Series, l
     return {s: sorted(methods) for s, methods in sorted(failed.items(), key=lambda i: (i[0].ids, i[0].machine))}
 
 
+def unkept_lines(history: res.History, commits) -> tuple[str, ...]:
+    """Where the side data of ``commits`` (None: no commit) is missing, one line per commit and
+    machine, then how to get it; () where every one has it."""
+    lines = [f"no side data of {commit.label}{f' ({commit.short})' if commit.label != commit.short else ''} on "
+             f"{kept.where.parent.name}: {kept.where} is missing (timing samples, the values asv does not keep, "
+             "records, build note)"
+             for commit in dict.fromkeys(c for c in commits if c is not None) for kept in history.unkept(commit.hash)]
+    return (*lines, HOW_TO_KEEP) if lines else ()
+
+
+def _missing(name: str, limit: str, worst: str, history: res.History, commits, series=(), multi=False,
+             notes=()) -> Check:
+    """A check that cannot judge what it needs: DATA MISSING, naming the side data that is missing
+    (else the combinations that lack what the check reads) and how to get it."""
+    details = unkept_lines(history, commits) or tuple(f"missing: {where(s, multi)}" for s in series)
+    return Check(name, limit, Status.MISSING, worst, details, tuple(notes))
+
+
+def _labels(commits) -> str:
+    return " and ".join(dict.fromkeys(c.label for c in commits if c is not None))
+
+
+def measured(history: res.History, metric: str, commit: str) -> bool:
+    """Whether ``commit`` measured the benchmark class of ``metric``: a finite value of it, or of an
+    asv benchmark of the same class (its other values are in the run's side data)."""
+    of = tracked.get(metric)
+    names = [metric] + [m.name for m in tracked.of_class(of.module, of.cls) if m.in_asv]
+    return any(res.finite(per_commit.get(commit)) for name in names
+               for per_commit in history.values.get(name, {}).values())
+
+
 def failure_reason(history: res.History, commit: str, series: res.Series) -> str:
     return history.kept(commit, series.machine).failures.get(series.ids) or "reason in the asv log"
 
 
-def _max_check(history, commit, name, limit, series_filter, multi, value_of, unchecked_of=None) -> Check:
+def _max_check(history, commit, name, limit, series_filter, multi, value_of, unchecked_of=None,
+               incomplete_of=None) -> Check:
     """The largest ``value_of(series)`` at ``commit`` against ``limit``. Combinations whose value
-    cannot exist (``unchecked_of`` says why) are listed as not checked, never counted as passed."""
-    worst, over, seen, unchecked = None, [], 0, []
+    cannot exist (``unchecked_of`` says why) are listed as not checked, never counted as passed;
+    those measured without what the value is computed from (``incomplete_of`` says what) make the
+    check DATA MISSING."""
+    worst, over, seen, unchecked, incomplete = None, [], 0, [], []
     for series in history.series():
         if not series_filter(series):
             continue
@@ -147,6 +196,8 @@ def _max_check(history, commit, name, limit, series_filter, multi, value_of, unc
             why = unchecked_of(series, commit) if unchecked_of else None
             if why:
                 unchecked.append(f"not checked: {where(series, multi)}: {why}")
+            if incomplete_of and (lacking := incomplete_of(series, commit)):
+                incomplete.append((series, lacking))
             continue
         seen += 1
         if worst is None or value > worst[0]:
@@ -154,6 +205,10 @@ def _max_check(history, commit, name, limit, series_filter, multi, value_of, unc
         if value > limit:
             over.append(f"{where(series, multi)}: {value:.4g}")
     note = f"; {len(unchecked)} not checked" if unchecked else ""
+    if incomplete:
+        at = next(c for c in history.commits if c.hash == commit)
+        return _missing(name, f"<= {limit:g}", f"{len(incomplete)} measured without {incomplete[0][1]}", history,
+                        [at], [s for s, _ in incomplete], multi)
     if not seen:
         if unchecked:
             return Check(name, f"<= {limit:g}", Status.NOT_CHECKED, f"none checkable{note}", tuple(unchecked))
@@ -203,23 +258,26 @@ def other_llvm(history: res.History, candidate: res.Commit, baseline: res.Commit
             "kernels of two compilers are not compared")
 
 
-def _judge_suspects(history, baseline, candidate, thresholds, remeasure) -> tuple[list[rules.Slowdown], int]:
-    found, compared = rules.latency_changes(history, baseline, candidate, thresholds)
+def _judge_suspects(history, baseline, candidate, thresholds, remeasure,
+                    comparison: rules.LatencyComparison) -> list[rules.Slowdown]:
     judged = []
-    for s in found:
+    for s in comparison.found:
         if s.verdict is Slowness.SUSPECT:
             if remeasure is None:
                 s = rules.Slowdown(s.series, s.ratio, s.p, s.verdict, samples=s.samples, why="not timed again")
             else:
                 timings = [history.kept(c.hash, s.series.machine).timings[s.series.ids] for c in (baseline, candidate)]
                 again = remeasure(s.series, timings)
-                if isinstance(again, str):
+                if isinstance(again, runstore.KeptSamples):  # slower by the rule on them; not kept as a re-measurement
+                    s = rules.Slowdown(s.series, s.ratio, s.p, Slowness.CONFIRMED, samples=s.samples,
+                                       why=f"judged on the kept samples: {again}")
+                elif isinstance(again, str):
                     s = rules.Slowdown(s.series, s.ratio, s.p, s.verdict, samples=s.samples,
                                        why=f"cannot be timed again here: {again}")
                 else:
                     s = rules.remeasured(s, again[0], thresholds, again[1])
         judged.append(s)
-    return judged, compared
+    return judged
 
 
 def latency_check(history, candidate, baseline, why, thresholds, multi, remeasure) -> tuple[Check, list]:
@@ -232,7 +290,19 @@ def latency_check(history, candidate, baseline, why, thresholds, multi, remeasur
         return Check(name, limit, Status.NOT_CHECKED, FIRST_COMMIT, (why,) if why else ()), []
     if baseline.hash == candidate.hash:
         return Check(name, limit, Status.MISSING, "baseline is the candidate itself"), []
-    found, compared = _judge_suspects(history, baseline, candidate, thresholds, remeasure)
+    comparison = rules.latency_changes(history, baseline, candidate, thresholds)
+    if comparison.unsampled or comparison.unreachable:  # judged on nothing less than the samples
+        lacking = []
+        if comparison.unsampled:
+            lacking.append(f"{len(comparison.unsampled)} without timing samples")
+        if comparison.unreachable:
+            lacking.append(f"{len(comparison.unreachable)} with too few samples: the check cannot fail")
+        missing = _missing(name, limit, f"{', '.join(lacking)}: not judged", history,
+                           (baseline, candidate) if comparison.unsampled else (), comparison.unsampled, multi)
+        cannot = tuple(f"cannot fail: {where(s, multi)}: {why}" for s, why in comparison.unreachable)
+        return Check(name, limit, Status.MISSING, missing.worst, missing.details + cannot), list(comparison.found)
+    compared = comparison.compared
+    found = _judge_suspects(history, baseline, candidate, thresholds, remeasure, comparison)
     if not compared:
         return Check(name, limit, Status.MISSING,
                      f"no combination measured at both {candidate.label} and {baseline.label}"), []
@@ -245,6 +315,22 @@ def latency_check(history, candidate, baseline, why, thresholds, multi, remeasur
     worst += f", {passed} noisy or records" if passed else ""
     status = Status.FAIL if failing else Status.UNDECIDED if undecided else Status.PASS
     return Check(name, limit, status, f"{worst} of {compared}", details), found
+
+
+def code_check(history, candidate, baseline, multi) -> Check:
+    """Which kernels' code changed since the baseline (information: a change is no failure, but
+    it is what a latency step of the same code is not)."""
+    name = f"kernel code vs {baseline.label}" if baseline is not None else "kernel code vs baseline"
+    limit = "same or changed (information)"
+    if baseline is None:
+        return Check(name, limit, Status.NOT_CHECKED, FIRST_COMMIT)
+    found = code_identity.changes(history, baseline, candidate)
+    if not found.compared:
+        return Check(name, limit, Status.NOT_CHECKED, "no code identities kept at both commits (results of an "
+                                                      "older suite, or failed builds)")
+    unknown = f"; {found.unknown} unknown" if found.unknown else ""
+    return Check(name, limit, Status.PASS, f"{len(found.changed)} of {found.compared} changed{unknown}",
+                 notes=tuple(f"changed: {where(s, multi)}" for s in found.changed))
 
 
 def _change_ratio(change, before: float, now: float) -> float | None:
@@ -267,6 +353,12 @@ def change_checks(history, candidate, baseline, thresholds, multi) -> list[Check
         limit = ", ".join(parts)
         if baseline is None or baseline.hash == candidate.hash:
             checks.append(Check(name, limit, Status.NOT_CHECKED, FIRST_COMMIT if baseline is None else "no baseline"))
+            continue
+        unkept = [c for c in (baseline, candidate) if history.unkept(c.hash)]
+        if unkept and all(measured(history, metric, c.hash) for c in (baseline, candidate)):
+            # the values asv does not keep, whose tuning records replayed, the LLVM of each build
+            checks.append(_missing(name, limit, f"no side data at {_labels(unkept)}: {metric} and the records "
+                                                "and builds behind it not known", history, unkept))
             continue
         over, notes, seen = [], [], 0
         for series in history.series():
@@ -305,6 +397,13 @@ def divergence_check(history, thresholds, candidate, judged: rules.MarkJudgement
     notes += [f"stale acceptance in {Path(thresholds.source).name}: {' '.join(a.ids)} is not marked here: remove it"
               for a in judged.stale]
     failing = tuple(m.line(multi) for m in marks if m.fails)
+    lacking = {c: rules.divergence_incomplete(history, thresholds, c.hash) for c in (baseline, candidate)
+               if c is not None}
+    if any(lacking.values()):  # the rules read values asv does not keep: never "compared" without them
+        at = [c for c, series in lacking.items() if series]
+        series = list(dict.fromkeys(s for found in lacking.values() for s in found))
+        return _missing(name, limit, f"{len(series)} not compared: no {', '.join(rules.SHIFT_NEEDS[1:])} at "
+                                     f"{_labels(at)}", history, at, series, multi, notes)
     counts = {words: sum(m.status is status for m in marks)
               for status, words in ((rules.MarkStatus.NEW, "new"), (rules.MarkStatus.WORSE, "worse"),
                                     (rules.MarkStatus.KNOWN, "known"), (rules.MarkStatus.FIRST, "first"))}
@@ -331,6 +430,8 @@ def evaluate(history: res.History, candidate: res.Commit, baseline: res.Commit |
     results), every check of ``thresholds`` on the verified ``history``. Pure: no file is read
     or written; ``remeasure`` (see :data:`Remeasure`) is the only way out."""
     multi = len(history.machines) > 1
+    if baseline is not None and baseline.hash != candidate.hash:
+        code_identity.check_determinism(history, baseline, candidate)  # the suite's own bug: no verdict
     checks = []
     failed = failed_combinations(history, candidate.hash)
     checks.append(Check("combinations completed", "no failed build or run", Status.FAIL if failed else Status.PASS,
@@ -345,6 +446,7 @@ def evaluate(history: res.History, candidate: res.Commit, baseline: res.Commit |
                     for c in compared]
         slowdowns = []
     checks += compared
+    checks.append(code_check(history, candidate, baseline, multi))
 
     def values_of(metric):
         return lambda series, at: history.value(metric, series, at)
@@ -353,9 +455,15 @@ def evaluate(history: res.History, candidate: res.Commit, baseline: res.Commit |
         checks.append(_max_check(history, candidate.hash, f"{limit.metric} {limit.dtype}", limit.limit,
                                  lambda s, d=limit.dtype: s.dtype == d, multi, values_of(limit.metric)))
     bound = thresholds.bound
+
+    def without_k(series, at):  # the fraction at another lambda is rescaled by K, which asv does not keep
+        return ("accumulation_length (K), to rescale it to this lambda"
+                if res.finite(history.value("prob_bound_fraction", series, at)) else None)
+
     checks.append(_max_check(
         history, candidate.hash, f"probabilistic bound fraction (lambda {bound.lam:g})", bound.max_fraction,
-        lambda s: True, multi, lambda series, at: rules.prob_bound_value(history, series, at, thresholds)))
+        lambda s: True, multi, lambda series, at: rules.prob_bound_value(history, series, at, thresholds),
+        incomplete_of=without_k))
     checks.append(_max_check(history, candidate.hash, "rigorous bound fraction", bound.max_fraction, lambda s: True,
                              multi, values_of("bound_fraction"),
                              lambda series, at: rules.no_rigorous_bound(history, series, at)))
@@ -366,6 +474,17 @@ def evaluate(history: res.History, candidate: res.Commit, baseline: res.Commit |
     # a baseline newer than the candidate is allowed (a revert), and said
     notes = (baseline_note,) if baseline is not None and baseline_note else ()
     return GateResult(candidate, baseline, tuple(checks), judged, tuple(slowdowns), thresholds, notes)
+
+
+def with_remeasured(history: res.History, result: GateResult) -> res.History:
+    """``history`` with what ``result`` found by timing suspects again: a report rendered from it
+    shows the very samples the verdict was given on (its regressions agree with the gate: noisy,
+    confirmed), whether or not the re-measurement could be kept on disk."""
+    found = result.newly_remeasured()
+    if not found or result.baseline is None:
+        return history
+    return dataclasses.replace(history, remeasured={**history.remeasured,
+                                                    (result.baseline.hash, result.candidate.hash): found})
 
 
 def evaluate_named(history: res.History, commit_name: str, thresholds: Thresholds, baseline_name: str | None = None,
@@ -397,7 +516,7 @@ def format_table(result: GateResult, history: res.History, max_details: int = 8)
             if len(c.notes) > max_details * 4:
                 lines.append(f"  ... and {len(c.notes) - max_details * 4} more")
         listed = c.status in (Status.FAIL, Status.MISSING, Status.NOT_CHECKED, Status.UNDECIDED) or any(
-            d.startswith(("noisy", "records")) for d in c.details)
+            d.startswith(("noisy", "records", "same code")) for d in c.details)
         if c.details and listed:
             if c.details in shown:
                 lines[shown[c.details]] += f", {c.name}"

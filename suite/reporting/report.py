@@ -22,9 +22,10 @@ from pathlib import Path
 
 from suite import cache, tracked
 from suite.asvconf import REPORTS
+from suite.core import runstore
 from suite.errors import UserError
 from suite.reporting import results as res
-from suite.reporting import gate, maps, rules
+from suite.reporting import code_identity, gate, maps, rules
 from suite.reporting.rules import match
 from suite.reporting.thresholds import Thresholds
 
@@ -57,7 +58,8 @@ class ReportError(UserError):
 
 def find_regressions(history: res.History, thresholds: Thresholds) -> list[dict]:
     """Regressions between consecutive commits. Latency: the gate's rule on the timing samples
-    (rules.latency_changes), with the verdict of a re-measurement where a gate made one. Other
+    (rules.latency_changes), with the verdict of a re-measurement where a gate made one; a commit
+    without samples (no side data) is not judged, never on a ratio of medians. Other
     metrics (deterministic for a TVM build): asv's step detection, steps above [regressions]
     threshold (upward steps only). Either is *records* where the tuned order replayed other
     tuning records at the two commits (rules.records_changed)."""
@@ -65,8 +67,7 @@ def find_regressions(history: res.History, thresholds: Thresholds) -> list[dict]
 
     found = []
     for before, after in zip(history.commits, history.commits[1:]):
-        slower, _ = rules.latency_changes(history, before, after, thresholds)
-        for s in slower:
+        for s in rules.latency_changes(history, before, after, thresholds).found:
             found.append(_regression(history, s.series, "latency", before, after,
                                      history.value("latency", s.series, before.hash),
                                      history.value("latency", s.series, after.hash), s.verdict.value, s.p))
@@ -86,7 +87,7 @@ def find_regressions(history: res.History, thresholds: Thresholds) -> list[dict]
                     changed = rules.records_changed(history, s, good, bad)
                     found.append(_regression(history, s, metric, good, bad, value_before, value_after,
                                              "records" if changed else "step", None))
-    order = {"confirmed": 0, "slower": 1, "suspect": 2, "step": 3, "records": 4, "noisy": 5}
+    order = {"confirmed": 0, "suspect": 1, "step": 2, "records": 3, "noisy": 4}
     return sorted(found, key=lambda g: (order.get(g["verdict"], 5), -(g["ratio"] or 0)))
 
 
@@ -277,9 +278,19 @@ def compute(history: res.History, result: gate.GateResult) -> dict:
         "summary_skipped": skipped,
         "divergence": _divergence_section(history, thresholds, result, marks),
         "regressions": find_regressions(history, thresholds),
+        "code_changes": code_changes(history),
         # A published page names no path of this machine: the thresholds by their file's name.
         "thresholds": {**thresholds.as_dict(), "source": Path(thresholds.source).name},
     }
+
+
+def code_changes(history: res.History) -> list[dict]:
+    """Per commit, the kernels whose code changed since the previous commit with code identities
+    (suite.reporting.code_identity): where a latency step can be news at all."""
+    multi = len(history.machines) > 1
+    return [{"commit": c.commit.as_dict(), "baseline": c.baseline.as_dict() if c.baseline else None,
+             "changed": [rules.where(s, multi) for s in c.changed], "same": c.same, "unknown": c.unknown}
+            for c in code_identity.per_commit(history)]
 
 
 def _gate_section(result: gate.GateResult) -> dict:
@@ -292,7 +303,7 @@ def _gate_section(result: gate.GateResult) -> dict:
         "baseline": result.baseline.as_dict() if result.baseline else None,
         "first_commit": result.first_commit,
         "notes": list(result.notes),
-        "checks": [{**c.as_dict(), "noisy": any(d.startswith(("noisy", "records")) for d in c.details)}
+        "checks": [{**c.as_dict(), "noisy": any(d.startswith(("noisy", "records", "same code")) for d in c.details)}
                    for c in result.checks],
     }
 
@@ -440,14 +451,13 @@ def render_html(facts: dict, history: res.History, marks: list[dict]) -> str:
 REPORT_FILES = ("index.html", "report.json")
 
 
-def check_out(out: Path, run_dir: Path) -> None:
+def check_out(out: Path, run_dir: Path, results_dir: Path | None = None) -> None:
     """The report's files may go into ``out``: a directory (or none yet) outside the results it
-    reports on, where an index.html, if any, is an earlier report's (a report.json beside it).
-    Other files there are left alone."""
-    results = (run_dir / "results").resolve()
-    if out.resolve() == results or results in out.resolve().parents:
-        raise ReportError(f"--out {out} is inside the results directory {results}: asv and the suite read every "
-                          "file there; write the report elsewhere (e.g. beside it)")
+    reports on (``results_dir``, by default ``run_dir/results``) and outside the side data of their
+    runs (``runs/``), links resolved (:func:`suite.core.runstore.check_outside`), where an
+    index.html, if any, is an earlier report's (a report.json beside it). Other files there are
+    left alone."""
+    runstore.check_outside(out, results_dir if results_dir is not None else Path(run_dir) / "results", "--out")
     if out.exists() and not out.is_dir():
         raise ReportError(f"--out {out} is a file, not a directory")
     if (out / "index.html").exists() and not (out / "report.json").is_file():
@@ -472,7 +482,7 @@ def write_report(out, html: str, facts: dict) -> None:
 
 def make_report(history: res.History, result: gate.GateResult, out) -> dict:
     """Write the report of ``history`` with the gate's ``result`` into ``out``; its facts."""
-    check_out(Path(out), history.run_dir)
+    check_out(Path(out), history.run_dir, history.results_dir)
     facts = compute(history, result)
     html = render_html(facts, history, facts["divergence"]["marks"])
     write_report(out, html, facts)

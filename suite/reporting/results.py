@@ -113,6 +113,13 @@ class History:
         return (self.side.get((commit_hash, machine))
                 or runstore.SideData(commit_hash, False, self.run_dir / runstore.RUNS / machine / commit_hash))
 
+    def unkept(self, commit_hash: str) -> tuple[runstore.SideData, ...]:
+        """Where ``commit_hash`` has asv's results but no side data (results of a plain `asv run`,
+        or a ``results/`` copied without its ``runs/``): one entry per machine, naming where the
+        side data would be. The checks that need it are DATA MISSING there, never guessed."""
+        return tuple(kept for (commit, _machine), kept in sorted(self.side.items()) if commit == commit_hash
+                     and not kept.kept)
+
     def index(self, commit_hash: str) -> int:
         for i, commit in enumerate(self.commits):
             if commit.hash == commit_hash:
@@ -324,10 +331,11 @@ def _order_by_git(repo: Path, hashes: list[str], asv_dates: dict[str, int]):
 
 def load(results_dir, tvm_repo=None) -> History:
     """Every asv results file under ``results_dir`` and every file its runs kept, verified;
-    commits ordered by ``tvm_repo`` when given."""
-    results_dir = Path(results_dir)
-    if not results_dir.is_dir():
+    commits ordered by ``tvm_repo`` when given. Links are resolved once: a results directory given
+    through a symbolic link is read, with its side data, as the real directory it points to."""
+    if not Path(results_dir).is_dir():
         raise ResultsError(f"results directory {results_dir} does not exist")
+    results_dir = runstore.real_results(results_dir)
     run_dir = runstore.of_results(results_dir)
     recovered = tuple(runstore.recover(run_dir))  # refuses a run in progress
     try:
@@ -363,20 +371,27 @@ def _add_kept_values(values, side: dict) -> None:
 
 
 def _verify(values, side: dict, sources: dict) -> None:
-    """Every finite asv value of a commit with side data against the value its benchmark reported
+    """Every asv value of a commit with side data against the value its benchmark reported
     (``values/``), and asv's latency against the median of the sealed samples: a mismatch names
-    both files (ResultsError)."""
+    both files (ResultsError). asv's null (failed) or NaN (skipped) where the benchmark reported a
+    number is a mismatch too, never a failed or skipped combination."""
     for name, per_series in values.items():
         metric = tracked.get(name)
         benchmark_class = f"{metric.module}.{metric.cls}"
         for series, per_commit in per_series.items():
             for commit, value in per_commit.items():
                 kept = side[commit, series.machine]
-                if not kept.kept or not finite(value):
+                if not kept.kept:
                     continue
                 where = f"{sources[commit, series.machine]}: {metric.benchmark} of {' '.join(series.ids)}"
                 reported = kept.values.get((series.ids, benchmark_class), {}).get(name)
                 kept_file = kept.file(runstore.values_relative(benchmark_class, series.ids))
+                if not finite(value):
+                    if reported is not None and (value is None or finite(reported)):
+                        asv_says = "null (asv's mark of a failed benchmark)" if value is None else "NaN (skipped)"
+                        raise ResultsError(f"{where} is {asv_says}, but {kept_file} says {reported:.6g}: asv's "
+                                           "results and the run's side data disagree")
+                    continue
                 if reported is None:
                     raise ResultsError(f"{where} is {value:.6g}, but the run of {commit[:12]} kept no such value "
                                        f"({kept_file}): asv's results and the run's side data disagree")
@@ -384,9 +399,12 @@ def _verify(values, side: dict, sources: dict) -> None:
                     raise ResultsError(f"{where} is {value:.6g}, but {kept_file} says {reported:.6g}: asv's results "
                                        "and the run's side data disagree")
                 samples = kept.timings.get(series.ids)
-                if name == "latency" and samples is not None and not math.isclose(samples.median, value, rel_tol=1e-12):
-                    raise ResultsError(f"{where} is {value:.6g}, but the median of "
-                                       f"{kept.file(runstore.relative('timings', series.ids))} is {samples.median:.6g}: "
+                timings_file = kept.file(runstore.relative("timings", series.ids))
+                if name == "latency" and samples is None:  # a run keeps the samples of every latency it reports
+                    raise ResultsError(f"{where} is {value:.6g}, but the run of {commit[:12]} kept no timing samples "
+                                       f"({timings_file}): asv's latency and the run's side data disagree")
+                if name == "latency" and not math.isclose(samples.median, value, rel_tol=1e-12):
+                    raise ResultsError(f"{where} is {value:.6g}, but the median of {timings_file} is {samples.median:.6g}: "
                                        "asv's latency and the run's timing samples disagree")
 
 

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 from suite import cache
 from suite.core import bounds
+from suite.reporting import code_identity
 from suite.reporting import results as res
-from suite.reporting.thresholds import Acceptance, Thresholds
+from suite.reporting.thresholds import Acceptance, Thresholds, cannot_fail
 
 
 def match(value: str, patterns) -> bool:
@@ -189,18 +190,34 @@ def find_marks(history: res.History, thresholds: Thresholds) -> list[Mark]:
     return [m for commit in history.commits for m in marks_at(history, commit, thresholds)]
 
 
+#: What the error-shift rules read of a combination: asv keeps error_ratio, the run's side data the rest.
+SHIFT_NEEDS = ("error_ratio", "error_ratio_z", "bias_shift", "bias_shift_z")
+
+
 def divergence_series(history: res.History, thresholds: Thresholds, commit: str) -> list[res.Series]:
-    """Combinations the error-shift rules compare with ``default`` at ``commit``."""
+    """Combinations the error-shift rules compare with ``default`` at ``commit``: every value the
+    rules read is there."""
     return [s for s in history.series()
-            if _shift_ruled(s, thresholds) and res.finite(history.value("error_ratio", s, commit))]
+            if _shift_ruled(s, thresholds) and all(res.finite(history.value(m, s, commit)) for m in SHIFT_NEEDS)]
+
+
+def divergence_incomplete(history: res.History, thresholds: Thresholds, commit: str) -> list[res.Series]:
+    """Combinations measured against ``default`` at ``commit`` (asv has their error_ratio) whose
+    other values the rules read are missing (kept beside asv's results only: results without the
+    run's side data). They cannot be compared: never counted as compared, never as unmarked."""
+    return [s for s in history.series()
+            if _shift_ruled(s, thresholds) and res.finite(history.value("error_ratio", s, commit))
+            and not all(res.finite(history.value(m, s, commit)) for m in SHIFT_NEEDS)]
 
 
 def checked_commits(history: res.History, thresholds: Thresholds) -> list[str]:
-    """Commits with any value the marking rules look at."""
+    """Commits with any value the marking rules look at, and every value they read there: a commit
+    whose divergence values are incomplete (no side data) is not checked, so never "good"."""
     return [c.hash for c in history.commits
             if any(_ruled(s, thresholds) and (res.finite(history.value("prob_bound_fraction", s, c.hash))
                                               or res.finite(history.value("error_ratio", s, c.hash)))
-                   for s in history.series())]
+                   for s in history.series())
+            and not divergence_incomplete(history, thresholds, c.hash)]
 
 
 # ----------------------------------------------------------------------------- marks against a baseline
@@ -315,19 +332,21 @@ class Slowness(str, enum.Enum):
     CONFIRMED = "confirmed"  #: slower, and slower again when both kernels were timed again
     NOISY = "noisy"  #: slower in the kept samples, not when timed again
     SUSPECT = "suspect"  #: slower in the kept samples, not timed again
-    SLOWER = "slower"  #: results without samples: the ratio of medians is all there is
     RECORDS = "records"  #: the tuned order replayed other records at the two commits
+    #: the kernel's code is the same at both commits (suite.reporting.code_identity): noise by
+    #: construction, never a failure, never timed again
+    SAME_CODE = "same code"
 
     @property
     def fails(self) -> bool:
-        return self in (Slowness.CONFIRMED, Slowness.SLOWER)
+        return self is Slowness.CONFIRMED
 
 
 @dataclass(frozen=True)
 class Slowdown:
     series: res.Series
     ratio: float  #: candidate median / baseline median
-    p: float | None  #: one-sided Mann-Whitney U p-value; None without samples
+    p: float  #: one-sided Mann-Whitney U p-value of the kept samples
     verdict: Slowness
     remeasured: tuple[float, float] | None = None  #: (ratio, p) of the interleaved re-measurement
     samples: str | None = None  #: digest of the two sides' samples judged (a re-measurement speaks for these)
@@ -337,9 +356,21 @@ class Slowdown:
     def line(self, multi: bool) -> str:
         again = f"; re-measured {self.remeasured[0]:.2f}x, p {self.remeasured[1]:.2g}" if self.remeasured else ""
         again += f" ({self.runtime})" if self.runtime else ""
-        p = f", p {self.p:.2g}" if self.p is not None else " (no samples: ratio of medians only)"
         why = f" ({self.why})" if self.why else ""
-        return f"{self.verdict.value}: {where(self.series, multi)}: {self.ratio:.2f}x{p}{again}{why}"
+        return f"{self.verdict.value}: {where(self.series, multi)}: {self.ratio:.2f}x, p {self.p:.2g}{again}{why}"
+
+
+@dataclass(frozen=True)
+class LatencyComparison:
+    """Latency at a candidate against a baseline, judged on the kept timing samples only."""
+
+    found: tuple[Slowdown, ...]  #: slower by the latency rule (suspects until timed again)
+    compared: int  #: combinations judged on their samples
+    #: measured at both commits, without samples on a side (no side data): not judged, never a
+    #: ratio of medians
+    unsampled: tuple[res.Series, ...] = ()
+    #: (combination, why): samples too few for the test ever to reach alpha: not judged
+    unreachable: tuple[tuple[res.Series, str], ...] = ()
 
 
 def mann_whitney(before, after) -> float:
@@ -360,26 +391,28 @@ def samples_digest(before, after) -> str:
 
 
 def latency_changes(history: res.History, baseline: res.Commit, candidate: res.Commit,
-                    thresholds: Thresholds) -> tuple[list[Slowdown], int]:
+                    thresholds: Thresholds) -> LatencyComparison:
     """Combinations slower at ``candidate`` than at ``baseline`` by the latency rule, as found in
     the kept samples (suspects, not yet timed again; an earlier gate's re-measurement of the very
-    same samples applied), and how many combinations were compared."""
+    same samples applied), how many combinations were judged, and those that could not be: without
+    samples on a side (never judged on a ratio of medians), or with too few samples for the test
+    ever to reach alpha."""
     kept = {(tuple(e["ids"]), e.get("machine")): e for e in history.remeasured.get((baseline.hash, candidate.hash), [])}
-    found, compared = [], 0
+    found, compared, unsampled, unreachable = [], 0, [], []
     for series in history.series():
         now = history.value("latency", series, candidate.hash)
         before = history.value("latency", series, baseline.hash)
         if not (res.finite(now) and res.finite(before)) or before <= 0:
             continue
+        a, b = (history.kept(c.hash, series.machine).timings.get(series.ids) for c in (baseline, candidate))
+        if a is None or b is None:
+            unsampled.append(series)
+            continue
+        if why := cannot_fail(thresholds.latency.alpha, len(a.samples_s), len(b.samples_s)):
+            unreachable.append((series, why))
+            continue
         compared += 1
         changed = records_changed(history, series, baseline, candidate)
-        a, b = (history.kept(c.hash, series.machine).timings.get(series.ids) for c in (baseline, candidate))
-        if a is None or b is None:  # results without samples: the ratio of medians is all there is
-            if now / before > thresholds.latency.max_ratio:
-                verdict = Slowness.RECORDS if changed else Slowness.SLOWER
-                found.append(Slowdown(series, now / before, None, verdict,
-                                      why=records_words(changed, baseline, candidate) if changed else None))
-            continue
         ratio, p = b.median / a.median, mann_whitney(a.samples_s, b.samples_s)
         if not slower(thresholds, ratio, p):
             continue
@@ -387,12 +420,15 @@ def latency_changes(history: res.History, baseline: res.Commit, candidate: res.C
         if changed:
             found.append(Slowdown(series, ratio, p, Slowness.RECORDS, samples=digest,
                                   why=records_words(changed, baseline, candidate)))
+        elif code_identity.same_code(history, series, baseline.hash, candidate.hash):
+            found.append(Slowdown(series, ratio, p, Slowness.SAME_CODE, samples=digest,
+                                  why="the kernel's code is the same at both commits: noise, not timed again"))
         elif (e := kept.get((series.ids, series.machine))) is not None and e["samples"] == digest:
             found.append(Slowdown(series, ratio, p, Slowness(e["verdict"]), tuple(e["remeasured"]), digest,
                                   e.get("runtime")))
         else:
             found.append(Slowdown(series, ratio, p, Slowness.SUSPECT, samples=digest))
-    return found, compared
+    return LatencyComparison(tuple(found), compared, tuple(unsampled), tuple(unreachable))
 
 
 def remeasured(suspect: Slowdown, again: list[list[float]], thresholds: Thresholds,

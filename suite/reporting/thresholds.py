@@ -3,7 +3,9 @@
 The documented defaults are read first; a user's file overrides any key of them. Every value is
 checked for its type and for the range in which it means something (``0 < alpha < 1``, a ratio
 limit of at least 1, ...): a value outside it is a one-line error naming the key and the file,
-never a silent change of the verdict. The result is immutable: the gate and the report read the
+never a silent change of the verdict. No value may switch a check off: an ``alpha`` at or below
+the smallest p-value the latency test can give on the suite's samples (:func:`smallest_p` of
+``suite.core.timing.REPEATS`` a side) is refused, naming that floor. The result is immutable: the gate and the report read the
 same :class:`Thresholds` object and cannot disagree about a rule.
 """
 
@@ -225,6 +227,35 @@ def _merge(base: dict, extra: dict) -> dict:
     return merged
 
 
+def smallest_p(n_before: int, n_after: int) -> float:
+    """The smallest p-value the gate's latency test (an exact one-sided Mann-Whitney U test) can
+    give on ``n_before`` and ``n_after`` samples: every sample of one side above every sample of
+    the other, 1 / C(n_before + n_after, n_before). An alpha at or below it can never be reached."""
+    return 1 / math.comb(n_before + n_after, n_before)
+
+
+def cannot_fail(alpha: float, n_before: int, n_after: int) -> str | None:
+    """Why the latency test at ``alpha`` can never fail on ``n_before`` and ``n_after`` samples
+    (its smallest p-value is not below alpha), in words; None when it can."""
+    floor = smallest_p(n_before, n_after)
+    if alpha > floor:
+        return None
+    sides = f"{n_before} samples a side" if n_before == n_after else f"{n_before} and {n_after} samples"
+    return (f"latency.alpha = {alpha:g} is {'below' if alpha < floor else 'equal to'} "
+            f"1/{math.comb(n_before + n_after, n_before)} = {floor:.3g}, the smallest p-value of a one-sided "
+            f"Mann-Whitney test with {sides}: the check could never fail")
+
+
+def _latency(raw: dict, path: Path) -> Latency:
+    """[latency], its alpha reachable with the samples every run takes (and a re-measurement)."""
+    from suite.core.timing import REPEATS
+
+    found = Latency(**raw)
+    if why := cannot_fail(found.alpha, REPEATS, REPEATS):
+        raise ThresholdsError(f"{path}: {why}")
+    return found
+
+
 def _changes(raw: dict, path: Path) -> tuple[Change, ...]:
     found = []
     for metric, rule in sorted(raw.items()):
@@ -264,7 +295,7 @@ def load(path=None) -> Thresholds:
         raw = _merge(raw, _read_toml(Path(path)))
     div = raw["divergence"]
     return Thresholds(
-        latency=Latency(**raw["latency"]),
+        latency=_latency(raw["latency"], source),
         change=_changes(raw.get("change", {}), source),
         accuracy=tuple(AccuracyLimit(dtype, metric, limit) for dtype, limits in sorted(raw.get("accuracy", {}).items())
                        for metric, limit in sorted(limits.items())),

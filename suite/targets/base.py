@@ -7,8 +7,8 @@ capabilities say how its results are to be read, so no caller probes attributes:
   emulator: outputs and emulated seconds, never latency) or :attr:`Mode.COMPILE_ONLY` (code
   metrics only);
 - ``orders``: the loop orders it runs (None: all), with ``orders_note`` saying why not the others;
-- ``records_of``: whose tuning records its ``tuned`` order replays, in order of preference (its
-  own by default): per workload, the first of them that has a record;
+- ``records_from``: whose tuning records its ``tuned`` order replays, in order of preference (its
+  own by default; a target declares its tuple): per workload, the first of them that has a record;
 - ``tuning_options``/``tuning_measure``: how MetaSchedule builds and measures candidates for it,
   and what the measure is (latency, or packets executed under the emulator);
 - ``exclusive``: measured one combination at a time (a GPU: timings must not overlap);
@@ -97,7 +97,6 @@ class Target(abc.ABC):
     mode: Mode = Mode.NATIVE
     orders: tuple[str, ...] | None = None
     orders_note: str = ""
-    records_of: tuple[str, ...] = ()
     #: What MetaSchedule's measure of a candidate is when tuning for this target.
     tuning_measure: str = "latency"
     exclusive: bool = False
@@ -111,8 +110,9 @@ class Target(abc.ABC):
     @property
     def records_from(self) -> tuple[str, ...]:
         """The targets whose committed tuning records the ``tuned`` order replays, in order of
-        preference (see :func:`suite.core.tuning.records_target` for the choice per workload)."""
-        return tuple(dict.fromkeys(self.records_of)) or (self.name,)
+        preference (see :func:`suite.core.tuning.records_target` for the choice per workload): its
+        own here; a target that replays others' declares its tuple (``records_from = (...)``)."""
+        return (self.name,)
 
     @abc.abstractmethod
     def identity(self) -> dict:

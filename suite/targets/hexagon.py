@@ -16,7 +16,7 @@
 
 The ``tuned`` order of every Hexagon target replays, per workload, the committed records tuned for
 ``hexagon-v68-qf`` (MetaSchedule with TVM's Hexagon rules, candidates run under the emulator:
-:mod:`suite.targets.hexagon_tune`) where there is one, else the **llvm** records (``records_of``).
+:mod:`suite.targets.hexagon_tune`) where there is one, else the **llvm** records (``records_from``).
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ class HexagonTarget(Target):
     mode = Mode.COMPILE_ONLY
     codegen = True
     #: Records tuned on the emulated v68 (qfloat model) where there are some, else x86's.
-    records_of = ("hexagon-v68-qf", "llvm")
+    records_from = ("hexagon-v68-qf", "llvm")
     KERNEL_FILE = "kernel.o"
 
     def __init__(self, name: str, arch: str, mattr: list[str], llvm_options: list[str]):

@@ -1,7 +1,7 @@
 """``tvm-suite triage``: one verdict on a report that TVM computes different numbers after scheduling.
 
 - :mod:`suite.triage.ir`: the suite's own representation of a TensorIR PrimFunc;
-  :mod:`suite.compat_tir` reads TVMScript (either spelling), schedules and traces into it.
+  :mod:`suite.triage.tvmscript` reads TVMScript (either spelling), schedules and traces into it.
 - :mod:`suite.triage.interp`: the reference, the before program evaluated exactly with numpy
   (no TVM code generation), and the undefined behaviour it finds.
 - :mod:`suite.triage.inputs`: the inputs (fixed seeds, or ``--inputs``).

@@ -146,15 +146,49 @@ def recipe(spec: Spec, param: ir.Buf, position: int) -> str | None:
     return f"{draw}.astype({param.dtype!r})"
 
 
+#: numpy dtype kinds an input file may hold: bool, signed and unsigned integers, floats.
+NUMERIC_KINDS = "biuf"
+
+
 def _load(path: Path, param: ir.Buf) -> np.ndarray:
+    """The values of one input from a .npy file: mapped, not read, until its shape and dtype are
+    checked (a file of the wrong shape may be huge; strings, objects and records are no numbers)."""
     try:
-        array = np.load(path, allow_pickle=False)
+        array = _open(path)
     except (OSError, ValueError) as err:
         raise BadInputs(f"--inputs {param.name}={path}: not a .npy array ({str(err).splitlines()[0]})") from None
+    if not isinstance(array, np.ndarray):  # an .npz archive
+        raise BadInputs(f"--inputs {param.name}={path}: not a .npy array (an .npz archive of several)")
+    if array.dtype.kind not in NUMERIC_KINDS:
+        raise BadInputs(f"--inputs {param.name}={path}: its values are {array.dtype} ({_kind_words(array.dtype)}), "
+                        f"not numbers; {param.name} is {param.dtype}")
     if tuple(array.shape) != tuple(param.shape):
         raise BadInputs(f"--inputs {param.name}={path}: shape {tuple(array.shape)}, the program's "
                         f"{param.name} is {tuple(param.shape)}")
-    return array.astype(numpy_dtype(param.dtype))
+    try:
+        return np.array(array, dtype=numpy_dtype(param.dtype))
+    except (OSError, ValueError) as err:  # a file shorter than its header says
+        raise BadInputs(f"--inputs {param.name}={path}: unreadable ({str(err).splitlines()[0]})") from None
+
+
+def _open(path: Path):
+    """The array of a .npy file, memory-mapped; read whole where numpy cannot map it (an empty
+    array) and the file is small."""
+    try:
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    except ValueError:
+        if path.stat().st_size > SMALL_FILE:
+            raise
+        return np.load(path, allow_pickle=False)
+
+
+#: A .npy file read whole where it cannot be mapped (bytes).
+SMALL_FILE = 1 << 20
+
+
+def _kind_words(dtype: np.dtype) -> str:
+    return {"U": "strings", "S": "byte strings", "O": "Python objects", "V": "records", "c": "complex numbers",
+            "M": "dates", "m": "time spans"}.get(dtype.kind, dtype.kind)
 
 
 def numpy_dtype(dtype: str) -> np.dtype:

@@ -25,14 +25,24 @@ strided views of the buffers, without index arrays.
 Undefined behaviour found on the way (:class:`Finding`, the first instance of each kind and
 buffer, with the block, the index and the loop iteration): an out-of-bounds read or write, a read
 of an element nothing wrote (a block's own buffers and the output start unwritten), an integer
-shift by a negative amount or the type's width or more, a signed overflow (LLVM's ``nsw``), an
-integer or float division by zero, a float converted to an integer type it does not fit, an
-output element the program never writes.
+shift by a negative amount or the type's width or more, an overflow of a 32- or 64-bit addition,
+subtraction or multiplication (LLVM's ``nsw`` for signed, ``nuw`` for unsigned types), an integer
+or float division by zero, the most negative integer divided by -1, a float converted to an
+integer type it does not fit, an output element the program never writes.
+
+Integer semantics are TVM's on llvm (src/target/llvm/codegen_llvm.cc, ``DEFINE_CODEGEN_BINARY_OP``):
+int8, int16, uint8 and uint16 arithmetic wraps (plain ``add``/``sub``/``mul``), so an overflow
+there is a value, not undefined behaviour; TVM's constant folding wraps alike
+(src/arith/const_fold.h, ``GetFoldResultInt64Repr``). Division and remainder truncate (``Div``,
+``Mod``, ``T.truncdiv``: LLVM's ``sdiv``/``srem``); ``floordiv`` and ``floormod`` round towards
+minus infinity (the remainder takes the divisor's sign). Math intrinsics are evaluated in float64
+as TVM lowers them (``_MATH``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -682,12 +692,10 @@ class Interpreter:
         kind, bits = ir.kind_of(dtype), ir.bits_of(dtype)
         if op in ("add", "sub", "mul"):
             result = a + b if op == "add" else a - b if op == "sub" else a * b
-            if bits == 64 and not (isinstance(result, int)):
+            if bits == 64 and not (isinstance(result, int)):  # int64 arithmetic itself may wrap: estimate
                 estimate = (np.asarray(a, np.float64) + b if op == "add" else np.asarray(a, np.float64) - b
                             if op == "sub" else np.asarray(a, np.float64) * b)
-                if _any(np.abs(estimate) >= 2.0 ** 62):
-                    self._note_value("signed_overflow", np.abs(estimate) >= 2.0 ** 63,
-                                     f"{_OP_WORDS[op]} overflows {dtype}")
+                self._check_wide(estimate, dtype, op)
             return self._fit(result, dtype, op)
         if op in ("div", "mod", "floordiv", "floormod"):
             zero = b == 0
@@ -720,11 +728,35 @@ class Interpreter:
             return _wrap(fn(a, b), dtype)
         raise Unevaluable(f"integer {op}")
 
+    def _check_wide(self, estimate, dtype: str, op: str) -> None:
+        """64-bit results, from their float64 estimate (numpy's int64 arithmetic wraps silently)."""
+        if ir.kind_of(dtype) == "i":
+            if _any(np.abs(estimate) >= 2.0 ** 62):
+                self._note_value("signed_overflow", np.abs(estimate) >= 2.0 ** 63, f"{_OP_WORDS[op]} overflows {dtype}")
+            return
+        outside = (estimate < 0) | (estimate >= 2.0 ** 64)
+        if _any(outside):
+            self._note_value("unsigned_overflow", outside, f"{_OP_WORDS[op]} overflows {dtype} (LLVM's nuw)")
+        elif _any(estimate >= 2.0 ** 62):
+            raise Unevaluable(f"{dtype} values of 2^63 or more (the interpreter holds integers in int64)")
+
     def _fit(self, result, dtype: str, op: str):
-        """``result`` in ``dtype``: wrapped for unsigned types, checked for signed ones."""
+        """``result`` of an addition, subtraction or multiplication in ``dtype``, as TVM's llvm
+        code generation defines it (src/target/llvm/codegen_llvm.cc, DEFINE_CODEGEN_BINARY_OP):
+        below 32 bits LLVM's plain add/sub/mul, which wrap; from 32 bits ``nsw`` (signed) and
+        ``nuw`` (unsigned), whose overflow is poison: undefined behaviour, reported."""
         kind, bits = ir.kind_of(dtype), ir.bits_of(dtype)
-        if kind == "u":
+        if bits < 32:
             return _wrap(self.materialize(result), dtype)
+        if kind == "u":
+            values = self.materialize(result)
+            outside = (values < 0) | (values > (1 << bits) - 1)
+            if _any(outside):
+                self._note_value("unsigned_overflow", outside if not isinstance(values, int) else True,
+                                 f"{_OP_WORDS[op]} overflows {dtype} (a value of {_first(values, outside)}; "
+                                 "LLVM's nuw)")
+                values = _wrap(values, dtype)
+            return values
         lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
         if isinstance(result, (int, Affine)):
             low, high = self._affine_range(result)
@@ -797,6 +829,8 @@ class Interpreter:
                 v = np.power(a.v, b.v)
                 slope = np.abs(b.v * np.power(a.v, b.v - 1)) * a.mag() + np.abs(v * np.log(np.abs(a.v))) * b.mag()
             return FV(v, slope + np.abs(v), np.maximum(a.d, b.d) + 2)
+        if op in ("atan2", "hypot", "copysign", "ldexp"):
+            return _float_library(op, a, b if op != "ldexp" else self.materialize(b))
         raise Unevaluable(f"float {op}")
 
     def _unary(self, expr: ir.Unary):
@@ -822,11 +856,15 @@ class Interpreter:
                 fn = {"round": np.rint, "nearbyint": np.rint}.get(op, getattr(np, op, None))
                 v = fn(x)
                 return FV(v, np.full(np.shape(v), np.nan) if np.ndim(v) else np.nan, a.d)
-            v, slope = _MATH[op](np.asarray(x, dtype=np.float64))
-            if op in ("log", "log2", "sqrt", "rsqrt", "log1p") and _any(_MATH_DOMAIN[op](np.asarray(x))):
-                self._note_value("division_by_zero", _MATH_DOMAIN[op](np.asarray(x)),
-                                 f"T.{op} of a value outside its domain")
-            return FV(v, np.abs(slope) * a.mag() + np.abs(v), a.d + 1)
+            if op not in _MATH:
+                raise Unevaluable(f"T.{op}")
+            math = _MATH[op]
+            x = np.asarray(x, dtype=np.float64)
+            v, slope = math.fn(x)
+            if op in _MATH_DOMAIN and _any(_MATH_DOMAIN[op](x)):
+                self._note_value("division_by_zero", _MATH_DOMAIN[op](x), f"T.{op} of a value outside its domain")
+            own = np.abs(v) if math.scale is None else math.scale(x, v)
+            return FV(v, np.abs(slope) * a.mag() + own, a.d + math.roundings)
 
     def _cast(self, expr: ir.Cast):
         a = self.eval(expr.a)
@@ -948,6 +986,39 @@ def _representable(value: float, dtype: str) -> bool:
         return False
 
 
+@dataclass(frozen=True)
+class _Math:
+    """A math intrinsic as TVM's llvm lowering computes it, for the value and its rounding bound:
+    ``fn`` gives the exact function and its derivative (the argument's own error, ``m``, carried
+    through it), ``roundings`` the roundings of the computation (a libm call or LLVM intrinsic:
+    one; a formula TVM legalizes it to: one per operation on the longest path), ``scale`` the
+    magnitude those roundings scale with, given (x, f(x)) (default |f(x)|; a formula that
+    cancels, such as TVM's tanh, has errors of the size of its terms, not of its result)."""
+
+    fn: Callable
+    roundings: int = 1
+    scale: Callable | None = None
+
+
+def _float_library(op: str, a: FV, b) -> FV:
+    """atan2(y=a, x=b) and hypot (a libm call each: one rounding, the arguments' errors carried
+    through the partial derivatives); copysign and ldexp (``b`` an integer), which round nothing."""
+    if op == "copysign":
+        return FV(np.copysign(a.v, b.v), a.m, a.d)
+    if op == "ldexp":
+        scale = np.ldexp(1.0, b)
+        return FV(a.v * scale, None if a.m is None else a.m * scale, a.d)
+    with np.errstate(all="ignore"):
+        if op == "atan2":
+            v, r2 = np.arctan2(a.v, b.v), a.v * a.v + b.v * b.v
+            terms = np.where(r2 > 0, (np.abs(b.v) * a.mag() + np.abs(a.v) * b.mag()) / np.where(r2 > 0, r2, 1), 0.0)
+        else:
+            v = np.hypot(a.v, b.v)
+            terms = np.where(v > 0, (np.abs(a.v) * a.mag() + np.abs(b.v) * b.mag()) / np.where(v > 0, v, 1),
+                             a.mag() + b.mag())
+    return FV(v, terms + np.abs(v), np.maximum(a.d, b.d) + 1)
+
+
 def _sigmoid(x):
     s = 1.0 / (1.0 + np.exp(-x))
     return s, s * (1 - s)
@@ -959,23 +1030,49 @@ def _erf(x):
     return erf(x), 2 / math.sqrt(math.pi) * np.exp(-x * x)
 
 
+def _atanh_terms(x, v):
+    """TVM legalizes atanh on llvm to (log(1 + x) - log(1 - x)) * 0.5: each log carries the
+    rounding of its argument (1 + |x| in size) divided by that argument, and the subtraction
+    cancels (intrin_rule_llvm.cc, tirx.atanh)."""
+    return 0.5 * (np.abs(np.log1p(x)) + np.abs(np.log1p(-x)) + (1 + np.abs(x)) / np.abs(1 + x)
+                  + (1 + np.abs(x)) / np.abs(1 - x))
+
+
+_LN10 = math.log(10)
 _MATH = {
-    "exp": lambda x: (np.exp(x), np.exp(x)),
-    "exp2": lambda x: (np.exp2(x), math.log(2) * np.exp2(x)),
-    "log": lambda x: (np.log(x), 1 / x),
-    "log2": lambda x: (np.log2(x), 1 / (x * math.log(2))),
-    "log1p": lambda x: (np.log1p(x), 1 / (1 + x)),
-    "sqrt": lambda x: (np.sqrt(x), 0.5 / np.sqrt(x)),
-    "rsqrt": lambda x: (1 / np.sqrt(x), -0.5 * x ** -1.5),
-    "tanh": lambda x: (np.tanh(x), 1 - np.tanh(x) ** 2),
-    "sigmoid": _sigmoid,
-    "erf": _erf,
-    "sin": lambda x: (np.sin(x), np.cos(x)),
-    "cos": lambda x: (np.cos(x), -np.sin(x)),
+    # LLVM intrinsics and libm calls: one rounding each (intrin_rule_llvm.cc, intrin_rule.cc)
+    "exp": _Math(lambda x: (np.exp(x), np.exp(x))),
+    "exp2": _Math(lambda x: (np.exp2(x), math.log(2) * np.exp2(x))),
+    "log": _Math(lambda x: (np.log(x), 1 / x)),
+    "log2": _Math(lambda x: (np.log2(x), 1 / (x * math.log(2)))),
+    "log10": _Math(lambda x: (np.log10(x), 1 / (x * _LN10))),
+    "log1p": _Math(lambda x: (np.log1p(x), 1 / (1 + x))),
+    "sqrt": _Math(lambda x: (np.sqrt(x), 0.5 / np.sqrt(x))),
+    "erf": _Math(_erf),
+    "sin": _Math(lambda x: (np.sin(x), np.cos(x))),
+    "cos": _Math(lambda x: (np.cos(x), -np.sin(x))),
+    "asin": _Math(lambda x: (np.arcsin(x), 1 / np.sqrt(1 - x * x))),
+    "acos": _Math(lambda x: (np.arccos(x), -1 / np.sqrt(1 - x * x))),
+    "atan": _Math(lambda x: (np.arctan(x), 1 / (1 + x * x))),
+    "sinh": _Math(lambda x: (np.sinh(x), np.cosh(x))),
+    "cosh": _Math(lambda x: (np.cosh(x), np.sinh(x))),
+    "asinh": _Math(lambda x: (np.arcsinh(x), 1 / np.sqrt(x * x + 1))),
+    "acosh": _Math(lambda x: (np.arccosh(x), 1 / np.sqrt(x * x - 1))),
+    # formulas TVM legalizes to (intrin_rule.cc, intrin_rule_llvm.cc)
+    "rsqrt": _Math(lambda x: (1 / np.sqrt(x), -0.5 * x ** -1.5), roundings=2),  # 1 / sqrt(x)
+    "sigmoid": _Math(_sigmoid, roundings=3),  # 1 / (1 + exp(-x))
+    "tan": _Math(lambda x: (np.tan(x), 1 / np.cos(x) ** 2), roundings=2),  # sin(x) / cos(x)
+    "exp10": _Math(lambda x: (np.power(10.0, x), _LN10 * np.power(10.0, x)), roundings=3,  # exp(x * ln10)
+                   scale=lambda x, v: np.abs(v) * (1 + np.abs(x) * _LN10)),
+    "atanh": _Math(lambda x: (np.arctanh(x), 1 / (1 - x * x)), roundings=3, scale=_atanh_terms),
+    # (1 - exp(-2x)) / (1 + exp(-2x)) for x >= 0, its mirror below: errors of the size of 1, however small tanh(x)
+    "tanh": _Math(lambda x: (np.tanh(x), 1 - np.tanh(x) ** 2), roundings=3,
+                  scale=lambda x, v: np.maximum(np.abs(v), 1.0)),
 }
 _MATH_DOMAIN = {
-    "log": lambda x: x <= 0, "log2": lambda x: x <= 0, "log1p": lambda x: x <= -1,
-    "sqrt": lambda x: x < 0, "rsqrt": lambda x: x <= 0,
+    "log": lambda x: x <= 0, "log2": lambda x: x <= 0, "log10": lambda x: x <= 0, "log1p": lambda x: x <= -1,
+    "sqrt": lambda x: x < 0, "rsqrt": lambda x: x <= 0, "asin": lambda x: np.abs(x) > 1,
+    "acos": lambda x: np.abs(x) > 1, "acosh": lambda x: x < 1, "atanh": lambda x: np.abs(x) >= 1,
 }
 
 

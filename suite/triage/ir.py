@@ -1,6 +1,6 @@
 """The suite's own representation of a TensorIR PrimFunc: what the triage interpreter evaluates.
 
-Plain Python objects, no TVM: :mod:`suite.compat_tir` translates TVM's parsed TIR into them, so
+Plain Python objects, no TVM: :mod:`suite.triage.tvmscript` translates TVM's parsed TIR into them, so
 the interpreter (:mod:`suite.triage.interp`) shares no code with TVM's compiler. Variables and
 buffers compare by identity, as TIR's do.
 

@@ -10,6 +10,7 @@ seeds as the triage's.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from suite import cache
+from suite.errors import CannotWrite, UserError
 from suite.triage import inputs as inputs_mod
 from suite.triage import interp, ir, verdict
 
@@ -27,9 +29,9 @@ RUN_TIMEOUT_S = 600
 
 def write(program: ir.Program, before_script: str, after_script: str, arrays: dict, spec, expected: verdict.Expected,
           index: tuple, path: Path | None, found_on: str) -> dict:
-    """Write the reproducer of output element ``index`` (at ``path``, or a new
+    """Write the reproducer of output element ``index`` (at ``path``, which must not exist, or a new
     ``triage_repro_<function>.py`` here) and run it; what it is and shows, for the report."""
-    path = path or _new_path(Path.cwd() / f"triage_repro_{program.name}.py")
+    path = claim(path) if path is not None else claim_fresh(Path.cwd() / f"triage_repro_{program.name}.py")
     output = program.written_params()[-1]
     params = [p for p in program.params if p is not output]
     needed = interp.dependencies(program, arrays, index)
@@ -58,13 +60,34 @@ def write(program: ir.Program, before_script: str, after_script: str, arrays: di
     return facts
 
 
-def _new_path(path: Path) -> Path:
-    """``path``, or ``<stem>_2.py``, ``_3``... where it exists: a reproducer never replaces another."""
-    candidate, number = path, 2
-    while candidate.exists():
-        candidate = path.with_name(f"{path.stem}_{number}{path.suffix}")
-        number += 1
-    return candidate
+#: How many numbered names (``_2``, ``_3``...) the default reproducer name tries before refusing.
+MAX_NUMBERED = 1000
+
+
+def claim(path: Path) -> Path:
+    """``path``, created empty here and now (O_EXCL: no file there, nor one made since triage
+    checked); a UserError where something is there. The script then replaces only this claim."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    except FileExistsError:
+        raise UserError(f"--repro {path} exists: triage never replaces a file (give a new path)") from None
+    except OSError as err:
+        raise CannotWrite(err.errno, err.strerror, str(path)) from None
+    return path
+
+
+def claim_fresh(path: Path) -> Path:
+    """``path``, or ``<stem>_2.py``, ``_3``... the first that does not exist, claimed (:func:`claim`):
+    a reproducer never replaces a file, another reproducer included."""
+    for number in range(1, MAX_NUMBERED + 1):
+        candidate = path if number == 1 else path.with_name(f"{path.stem}_{number}{path.suffix}")
+        try:
+            return claim(candidate)
+        except UserError as err:
+            if isinstance(err, CannotWrite):
+                raise
+    raise UserError(f"{path} and {MAX_NUMBERED - 1} numbered names beside it exist; triage never replaces a file "
+                    "(give --repro PATH)")
 
 
 def _box(mask: np.ndarray) -> dict:

@@ -13,11 +13,13 @@ from pathlib import Path
 
 import numpy as np
 
-from suite import compat, compat_tir, targets
+from suite import compat, targets
+from suite.triage import tvmscript
 from suite.errors import Skipped, UserError, first_line
 from suite.targets.base import Mode
+from suite.triage import budget, interp, ir, repro, script_check, verdict
 from suite.triage import inputs as inputs_mod
-from suite.triage import interp, ir, repro, verdict
+from suite.triage import schedule as schedule_mod
 from suite.triage.report import Report, TargetOutcome
 
 
@@ -34,6 +36,7 @@ class Request:
     inputs: str | None = None
     func: str | None = None
     repro: Path | None = None
+    max_memory: int = budget.DEFAULT_MAX_MEMORY
 
     def check(self) -> None:
         """Everything that can be checked before any work (one-line UserErrors)."""
@@ -57,6 +60,8 @@ class Request:
         if self.repro is not None and (self.repro.is_dir() or not self.repro.parent.is_dir()):
             raise UserError(f"--repro {self.repro}: {'a directory' if self.repro.is_dir() else 'its directory does not exist'}"
                             "; give the path of the script to write")
+        if self.repro is not None and (self.repro.exists() or self.repro.is_symlink()):
+            raise UserError(f"--repro {self.repro} exists: triage never replaces a file (give a new path)")
         self.targets = list(dict.fromkeys(self.targets))
         inputs_mod.parse(self.inputs)
 
@@ -72,15 +77,25 @@ class Request:
 
 def triage(request: Request, log=lambda line: None) -> Report:
     request.check()
+    try:
+        return _triage(request, log)
+    except RecursionError:  # a backstop: script_check bounds the nesting of what is read
+        raise UserError(f"a program nested too deeply for triage ({request.before}, {request.after_words()}); "
+                        f"triage reads programs nested at most {script_check.MAX_DEPTH} levels") from None
+
+
+def _triage(request: Request, log) -> Report:
     spec = inputs_mod.parse(request.inputs)
-    funcs, facts = compat_tir.parse_file(request.before)
-    name, before = compat_tir.pick(funcs, request.func, request.before)
-    after = None if request.tune is not None else _after(request, name, before, facts)
+    funcs, facts = tvmscript.parse_file(request.before)
+    name, before = tvmscript.pick(funcs, request.func, request.before)
+    after = None if request.tune is not None else _after(request, name, before)
     program = _program(before, name, request.before)
     output = program.written_params()[-1]
     params = [p for p in program.params if p is not output]
     if after is not None:
         _same_signature(before, after, request)
+    inputs_mod.check(spec, params)
+    budget.check(program, request.max_memory, str(request.before))
     arrays = inputs_mod.make(spec, params)
     started = time.perf_counter()
     try:
@@ -123,14 +138,14 @@ def triage(request: Request, log=lambda line: None) -> Report:
             first = changed[0]
             after_func = after if after is not None else first.after_func
             log("writing the reproducer")
-            report.reproducer = repro.write(program, compat_tir.script(before, name), compat_tir.script(after_func, name),
+            report.reproducer = repro.write(program, tvmscript.script(before, name), tvmscript.script(after_func, name),
                                             arrays, spec, expected, tuple(first.judgement.first["index"]),
                                             request.repro, first.target)
     return report
 
 
 def _program(before, name: str, path: Path) -> ir.Program:
-    program = compat_tir.translate(before, name)
+    program = tvmscript.translate(before, name)
     written = program.written_params()
     if not written:
         raise UserError(f"{path}: {name} writes none of its parameters: it has no output to compare")
@@ -143,22 +158,42 @@ def _program(before, name: str, path: Path) -> ir.Program:
     return program
 
 
-def _after(request: Request, name: str, before, facts):
+def _after(request: Request, name: str, before):
     if request.after is not None:
-        funcs, _ = compat_tir.parse_file(request.after)
+        funcs, _ = tvmscript.parse_file(request.after)
         if request.func is not None or name in funcs:
-            return compat_tir.pick(funcs, request.func or name, request.after)[1]
-        return compat_tir.pick(funcs, None, request.after)[1]
-    if request.schedule is not None:
-        return compat_tir.apply_schedule(before, name, request.schedule, facts["modules"])
-    trace = compat_tir.read_trace(request.trace)
-    if trace is None:  # printed as Python: a schedule script
-        return compat_tir.apply_schedule(before, name, request.trace, facts["modules"])
-    return compat_tir.apply_trace(before, trace, request.trace)
+            return tvmscript.pick(funcs, request.func or name, request.after)[1]
+        return tvmscript.pick(funcs, None, request.after)[1]
+    path = request.schedule or request.trace
+    trace = tvmscript.read_trace(request.trace) if request.trace is not None else None
+    if trace is not None:  # JSON: data, applied here
+        after = tvmscript.apply_trace(before, trace, path)
+    else:  # Python (a schedule, or a trace printed as Python): run in a process of its own
+        schedule_mod.refuse_tvmscript(path, tvmscript.read_text(path, "schedule"))
+        after = _scheduled(request.before, name, path)
+    if tvmscript.same_program(before, after):
+        what = "schedule" if request.schedule is not None else "trace"
+        raise UserError(f"{path}: the {what} applies nothing: the program after it is the before program, and "
+                        "judging a program against itself says nothing (a schedule calls primitives on `sch`)")
+    return after
+
+
+def _scheduled(before_path: Path, name: str, path: Path):
+    """The PrimFunc a schedule script made, read back from its child process as TVMScript (data,
+    checked like any TVMScript file)."""
+    text = schedule_mod.apply(before_path, name, path)
+    with tempfile.TemporaryDirectory(prefix="tvm-suite-scheduled-") as work:
+        scheduled = Path(work) / f"{Path(path).stem}_applied.py"
+        scheduled.write_text(text, encoding="utf-8")
+        try:
+            funcs, _ = tvmscript.parse_file(scheduled)
+        except UserError as err:
+            raise UserError(f"{path}: the program the schedule made is not read back: {err}") from None
+    return tvmscript.pick(funcs, name if name in funcs else None, scheduled)[1]
 
 
 def _same_signature(before, after, request: Request) -> None:
-    ours, theirs = compat_tir.signature(before), compat_tir.signature(after)
+    ours, theirs = tvmscript.signature(before), tvmscript.signature(after)
     plain = lambda sig: [(shape, dtype) for _, shape, dtype in sig]  # noqa: E731
     if plain(ours) != plain(theirs):
         show = lambda sig: ", ".join(f"{n} {'x'.join(map(str, s))} {d}" for n, s, d in sig)  # noqa: E731
@@ -176,7 +211,7 @@ def _prepare(target, func):
     """The function as the target builds it: GPU targets schedule an unbound function with
     their default rules (dlight), and take one bound to threads as it is."""
     if target.name == "cuda":
-        return target.prepare(func, "tuned" if compat_tir.binds_threads(func) else "default")
+        return target.prepare(func, "tuned" if tvmscript.binds_threads(func) else "default")
     return target.prepare(func, "default")
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from suite.core import bounds, metrics
+from suite.core.bounds import Expected
 from suite.errors import ExitCode
 from suite.reporting import rules
 from suite.reporting import thresholds as thresholds_file
@@ -37,26 +38,14 @@ EQUIVALENT, REORDERED, ARITHMETIC, CHANGED, UNDEFINED = "EQUIVALENT", "REORDERED
 #: Least serious first.
 KINDS = (EQUIVALENT, REORDERED, ARITHMETIC, CHANGED, UNDEFINED)
 #: ``tvm-suite triage``'s exit status per verdict (``suite.errors.ExitCode``); no target built and
-#: ran both programs: NOT_READY (1); bad input: 2; interrupted: 130/143.
+#: ran both programs: NO_VERDICT (2), as every command's no verdict, and as bad input; interrupted: 130/143.
 EXIT_STATUS = {EQUIVALENT: ExitCode.OK, REORDERED: ExitCode.REORDERED, ARITHMETIC: ExitCode.ARITHMETIC,
                CHANGED: ExitCode.CHANGED, UNDEFINED: ExitCode.UNDEFINED}
-NOTHING_RAN = ExitCode.NOT_READY
+NOTHING_RAN = ExitCode.NO_VERDICT
 
 
 def most_serious(kinds) -> str:
     return max(kinds, key=KINDS.index)
-
-
-@dataclass
-class Expected:
-    """The exact output (float64, or int64/bool), its magnitude ``m`` and accumulation length
-    ``k`` (floats), and the output's name and dtype."""
-
-    value: np.ndarray
-    magnitude: np.ndarray | None
-    k: int
-    name: str
-    dtype: str
 
 
 @dataclass
@@ -101,34 +90,12 @@ def _number(value) -> str:
     return f"{float(value):.6g}"
 
 
-class Bound:
-    """The rounding bound of one output: per element gamma~_K(lambda) * m, beyond which no
-    summation order explains an error."""
+class Bound(bounds.Bound):
+    """The rounding bound of one output (:class:`suite.core.bounds.Bound`, the judge), with the
+    thresholds' [bound] lambda and limit."""
 
     def __init__(self, expected: Expected, thresholds: thresholds_file.Thresholds):
-        self.expected = expected
-        self.lam = thresholds.bound.lam
-        self.limit = thresholds.bound.max_fraction
-        self.gamma = bounds.gamma_tilde(expected.k, expected.dtype, self.lam)
-
-    def fraction(self, y) -> float:
-        e = self.expected
-        return bounds.bound_fractions(y, e.value, e.magnitude, e.k, e.dtype, self.lam)["prob_bound_fraction"]
-
-    def beyond(self, y) -> np.ndarray:
-        """Elements beyond the bound (an element without one, after a floor or round, never is)."""
-        e = self.expected
-        with np.errstate(invalid="ignore", over="ignore"):
-            error = np.abs(y.astype(np.float64) - e.value)
-            judged = np.isfinite(e.value) & ~np.isnan(e.magnitude)
-            return judged & ((error > self.limit * self.gamma * e.magnitude) | ~np.isfinite(error))
-
-    def unbounded(self) -> int:
-        """Output elements without a rounding bound (computed through floor, ceil, round...)."""
-        return int(np.count_nonzero(np.isnan(self.expected.magnitude)))
-
-    def of(self, index) -> float:
-        return float(self.limit * self.gamma * self.expected.magnitude[index])
+        super().__init__(expected, thresholds.bound.lam, thresholds.bound.max_fraction)
 
 
 def judge(expected: Expected, before: np.ndarray, after: np.ndarray, twin_before: np.ndarray | None = None,

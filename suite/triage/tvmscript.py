@@ -21,7 +21,7 @@ from pathlib import Path
 
 from suite import compat
 from suite.errors import UserError, first_line
-from suite.triage import ir
+from suite.triage import ir, script_check
 
 
 class NotTVMScript(UserError):
@@ -124,29 +124,21 @@ def _subscripts_to_calls(text: str, opening: str) -> str:
 # ----------------------------------------------------------------------------- parsing
 
 
-def _decorator_names(node) -> list[str]:
-    return [ast.unparse(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list]
-
-
-def _is_prim_func(node) -> bool:
-    return isinstance(node, ast.FunctionDef) and any(n.endswith("prim_func") for n in _decorator_names(node))
-
-
-def _is_relax_function(node) -> bool:
-    return isinstance(node, ast.FunctionDef) and any(n.split(".")[-1] == "function" and n.split(".")[0] in
-                                                     ("R", "relax") for n in _decorator_names(node))
-
-
-def _is_module(node) -> bool:
-    return isinstance(node, ast.ClassDef) and any(n.endswith("ir_module") for n in _decorator_names(node))
-
-
 def _first_line(node) -> int:
     return min([node.lineno] + [d.lineno for d in node.decorator_list])
 
 
+#: The largest TVMScript, schedule or trace file read (a printed kernel is kilobytes; the limit
+#: keeps a pasted multi-gigabyte file from being read whole).
+MAX_FILE_BYTES = 64 << 20
+
+
 def read_text(path: Path, what: str) -> str:
     try:
+        size = Path(path).stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise UserError(f"{what} {path} is {size / (1 << 20):,.0f} MiB; triage reads files of at most "
+                            f"{MAX_FILE_BYTES >> 20} MiB")
         return Path(path).read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise UserError(f"{what} {path} does not exist") from None
@@ -160,18 +152,17 @@ def read_text(path: Path, what: str) -> str:
 
 def parse_file(path: Path) -> tuple[dict, dict]:
     """The PrimFuncs of a TVMScript file, by name, and facts about it (``modules``: the names of
-    its ``@I.ir_module`` classes; ``dropped``: Relax functions left out). The file may hold
-    other Python (imports, a schedule) around the decorated definitions; only those are read.
-    Relax functions in a module (a ``main`` calling the PrimFunc) are dropped: the triage
-    compares PrimFuncs."""
+    its ``@I.ir_module`` classes; ``dropped``: Relax functions left out). The definitions are
+    read as data: checked by :mod:`suite.triage.script_check` before TVM's parser (which
+    evaluates Python) sees them. The file may hold other Python (imports, a harness) around the
+    decorated definitions; it is blanked, never parsed nor run. Relax functions in a module (a
+    ``main`` calling the PrimFunc) are dropped: the triage compares PrimFuncs."""
     text = read_text(path, "TVMScript file")
     modern = modernize(text, spelling_rules())
-    try:
-        tree = ast.parse(modern)
-    except SyntaxError as err:
-        raise NotTVMScript(f"{path}:{err.lineno}: not TVMScript (not even Python: {err.msg})") from None
+    tree = python_tree(modern, path, "TVMScript")
+    script_check.check_file(tree, path, script_namespaces())  # before any parser evaluates a line of it
     lines = modern.splitlines(keepends=True)
-    found = [node for node in tree.body if _is_prim_func(node) or _is_module(node)]
+    found = [node for node in tree.body if script_check.is_prim_func(node) or script_check.is_module(node)]
     if not found:
         raise NotTVMScript(f"{path}: not TVMScript: no @T.prim_func function or @I.ir_module class in it")
     funcs, facts = {}, {"modules": [], "dropped": []}
@@ -180,7 +171,7 @@ def parse_file(path: Path) -> tuple[dict, dict]:
         if isinstance(node, ast.ClassDef):
             facts["modules"].append(node.name)
             for item in node.body:
-                if _is_relax_function(item):
+                if script_check.is_relax_function(item):
                     facts["dropped"].append(item.name)
                     for line in range(_first_line(item) - 1, item.end_lineno):
                         keep[line] = False
@@ -195,6 +186,25 @@ def parse_file(path: Path) -> tuple[dict, dict]:
     if not funcs:
         raise NotTVMScript(f"{path}: its modules hold no PrimFunc (only Relax functions: {', '.join(facts['dropped'])})")
     return funcs, facts
+
+
+def python_tree(text: str, path: Path, what: str) -> ast.Module:
+    """The syntax tree of a file's text, read without running any of it (one line where Python
+    cannot read it: a syntax error, or nesting deeper than its own parser goes)."""
+    try:
+        return ast.parse(text)
+    except SyntaxError as err:
+        raise NotTVMScript(f"{path}:{err.lineno}: not {what} (not even Python: {err.msg})") from None
+    except (RecursionError, MemoryError):  # CPython's parser has a nesting limit of its own
+        raise script_check.TooDeep(f"{path}: nested deeper than Python's own parser reads; triage reads programs "
+                                   f"nested at most {script_check.MAX_DEPTH} levels") from None
+
+
+def script_namespaces() -> dict[str, object]:
+    """What ``T``, ``tir``, ``I`` and ``ir`` stand for in TVMScript (the objects TVM's parser binds
+    them to), for the check of :mod:`suite.triage.script_check`."""
+    parser = compat.tvm().script.parser
+    return {"T": parser.tirx, "tir": parser.tirx, "I": parser.ir, "ir": parser.ir}
 
 
 def _from_source(source: str, path: Path):
@@ -241,16 +251,26 @@ def pick(funcs: dict, name: str | None, path: Path) -> tuple[str, object]:
 # ----------------------------------------------------------------------------- schedules and traces
 
 
-def apply_schedule(func, name: str, path: Path, module_names=()) -> object:
-    """``func`` after a schedule script: Python calling schedule primitives on ``sch`` (a
-    ``Schedule`` of a module holding ``func`` under ``name``), as reports write it: it may create
-    ``sch`` itself from ``mod`` (``sch = tvm.tir.Schedule(mod)``), or define
-    ``apply_trace(sch)`` (the form MetaSchedule prints its traces in). Returns the PrimFunc."""
+class ScheduleFailed(Exception):
+    """A schedule script that raised: its message (one line) and its line in the script."""
+
+    def __init__(self, message: str, line: int | None):
+        super().__init__(message)
+        self.message, self.line = message, line
+
+
+def schedule_here(func, name: str, path: Path, module_names=()) -> object:
+    """``func`` after a schedule script, run in this process: only the child process of
+    :mod:`suite.triage.schedule` calls this (a schedule is Python, and its exit must not be
+    triage's). The script is Python calling schedule primitives on ``sch`` (a ``Schedule`` of a
+    module holding ``func`` under ``name``), as reports write it: it may create ``sch`` itself
+    from ``mod`` (``sch = tvm.tir.Schedule(mod)``), or define ``apply_trace(sch)`` (the form
+    MetaSchedule prints its traces in). Returns the PrimFunc; ScheduleFailed where it raises."""
     text = modernize_schedule(read_text(path, "schedule"), spelling_rules())
     try:
         code = compile(text, str(path), "exec")
     except SyntaxError as err:
-        raise NotTVMScript(f"{path}:{err.lineno}: not a schedule script (not Python: {err.msg})") from None
+        raise ScheduleFailed(f"not Python: {err.msg}", err.lineno) from None
     tvm = compat.tvm()
     named = re.findall(r"func_name\s*=\s*[\"']([^\"']+)[\"']", text)
     key = "main" if named and all(n == "main" for n in named) else name
@@ -263,25 +283,38 @@ def apply_schedule(func, name: str, path: Path, module_names=()) -> object:
                  **{module_name: module for module_name in module_names}}
     schedule_class = compat.schedule_namespace().Schedule
     try:
-        exec(code, namespace)  # the user's own schedule, as they would run it
+        exec(code, namespace)  # the user's own schedule, as they would run it (in the child process)
         made = namespace.get("sch")
         if not isinstance(made, schedule_class):
             made = next((v for v in namespace.values() if isinstance(v, schedule_class)), sch)
         if made is sch and callable(namespace.get("apply_trace")):
             namespace["apply_trace"](sch)
     except Exception as err:
-        line = _script_line(err, str(path))
-        raise UserError(f"{path}{f':{line}' if line else ''}: the schedule fails: {first_line(err)}") from None
+        raise ScheduleFailed(first_line(err), script_line(err, str(path))) from None
     return _function_of(made.mod, key)
 
 
-def _script_line(err: BaseException, filename: str) -> int | None:
+def script_line(err: BaseException, filename: str) -> int | None:
+    """The last line of the script ``filename`` in ``err``'s traceback."""
     tb, line = err.__traceback__, None
     while tb is not None:
         if tb.tb_frame.f_code.co_filename == filename:
             line = tb.tb_lineno
         tb = tb.tb_next
     return line
+
+
+def same_program(before, after) -> bool:
+    """Whether two PrimFuncs are the same program: structurally equal, the names of variables
+    and the function's symbol aside."""
+    tvm = compat.tvm()
+    equal = getattr(tvm.ir, "structural_equal", None)
+    if equal is None:  # 0.27: moved to tvm_ffi
+        import tvm_ffi
+
+        equal = tvm_ffi.structural_equal
+    plain = [f.without_attr("global_symbol") if hasattr(f, "without_attr") else f for f in (before, after)]
+    return bool(equal(*plain, map_free_vars=True))
 
 
 def _function_of(module, key: str):
@@ -297,15 +330,17 @@ def read_trace(path: Path):
     """A MetaSchedule trace in JSON: the trace itself (``[instructions, decisions]``), a suite
     tuning record (``{"trace": ...}``) or a line of MetaSchedule's database
     (``[workload, [trace, run_secs, ...]]``); None when the file is not JSON (a trace printed as
-    Python, which :func:`apply_schedule` runs)."""
+    Python, which runs as a schedule: :mod:`suite.triage.schedule`)."""
     text = read_text(path, "trace")
     try:
         value = json.loads(text)
+    except RecursionError:
+        raise NotTVMScript(f"{path}: JSON nested deeper than Python's json reads: not a trace") from None
     except ValueError:
         first = text.strip().splitlines()[0] if text.strip() else ""
         try:
             value = json.loads(first)  # a database file: one record per line
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
     if isinstance(value, dict) and isinstance(value.get("trace"), list):
         return value["trace"]
@@ -380,12 +415,16 @@ _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Mod": "mod",
            "BitwiseAnd": "bitand", "BitwiseOr": "bitor", "BitwiseXor": "bitxor"}
 _CALL_BINARY = {"shift_left": "shl", "shift_right": "shr", "bitwise_and": "bitand", "bitwise_or": "bitor",
                 "bitwise_xor": "bitxor", "pow": "pow", "powf": "pow", "truncdiv": "div", "truncmod": "mod",
-                "floordiv": "floordiv", "floormod": "floormod"}
-_CALL_UNARY = {"fabs": "abs", "bitwise_not": "bitnot", "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2",
-               "log1p": "log1p", "sqrt": "sqrt", "rsqrt": "rsqrt", "tanh": "tanh", "sigmoid": "sigmoid",
-               "erf": "erf", "sin": "sin", "cos": "cos", "floor": "floor", "ceil": "ceil", "round": "round",
-               "nearbyint": "nearbyint", "trunc": "trunc", "isnan": "isnan", "isinf": "isinf",
-               "isfinite": "isfinite"}
+                "floordiv": "floordiv", "floormod": "floormod", "atan2": "atan2", "hypot": "hypot",
+                "copysign": "copysign", "ldexp": "ldexp"}
+#: The math intrinsics TVM lowers on llvm (src/target/llvm/intrin_rule_llvm.cc, src/target/intrin_rule.cc),
+#: each evaluated by the interpreter as the formula TVM lowers it to (suite.triage.interp._MATH).
+_CALL_UNARY = {"fabs": "abs", "bitwise_not": "bitnot", "exp": "exp", "exp2": "exp2", "exp10": "exp10", "log": "log",
+               "log2": "log2", "log10": "log10", "log1p": "log1p", "sqrt": "sqrt", "rsqrt": "rsqrt", "tanh": "tanh",
+               "sigmoid": "sigmoid", "erf": "erf", "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin",
+               "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh", "asinh": "asinh", "acosh": "acosh",
+               "atanh": "atanh", "floor": "floor", "ceil": "ceil", "round": "round", "nearbyint": "nearbyint",
+               "trunc": "trunc", "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite"}
 _FOR_KINDS = {0: "serial", 1: "parallel", 2: "vectorized", 3: "unrolled", 4: "thread_binding"}
 
 
@@ -467,6 +506,9 @@ class _Translator:
             return ir.Binary(_CALL_BINARY[op], self.expr(args[0]), self.expr(args[1]), dtype)
         if op in _CALL_UNARY and len(args) == 1:
             return ir.Unary(_CALL_UNARY[op], self.expr(args[0]), dtype)
+        if op == "fma" and len(args) == 3:  # llvm.fmuladd: fused or not; unfused rounds more, so its bound holds
+            a, b, c = (self.expr(arg) for arg in args)
+            return ir.Binary("add", ir.Binary("mul", a, b, dtype), c, dtype)
         raise Unsupported(f"the interpreter does not evaluate T.{op}(...) (in block {self.block!r})")
 
     # -- statements

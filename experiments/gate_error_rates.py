@@ -1,0 +1,288 @@
+"""The gate's false alarms and misses on a kept history of TVM commits, beside the change-point
+detectors others use, on the same values (a script, not an asv benchmark).
+
+    python experiments/gate_error_rates.py --results reports/tvm-main/results [--plants 24] [--seed 0]
+        [--remeasure none|real] [--peers otava=PYTHON,edivisive=PYTHON] [--out DIR]
+
+1. False alarms: every consecutive pair of commits with results is judged by the gate
+   (:func:`suite.reporting.gate.evaluate`, the verdict of `gate`, `run` and `check`). A failing
+   check on unplanted data is a false alarm unless a re-measurement confirms it (``--remeasure
+   real`` times both kernels again where the cache still holds them); one on a kernel whose code
+   is the same at both commits is a false alarm by construction. Counted per check.
+2. Planted steps: at seeded random commits, a step is planted into the verified history in memory
+   (the gate is a pure function of it, so this is what a sealed history with the step would give):
+   latency +5%, +10%, +30% (every sample of the combination from that commit on, on kernels whose
+   code changed there where the history keeps code identities), packets +1%, ULP mean +1 ULP, and
+   a new divergence mark (error ratio 1.6, z 20). A catch is the planted combination flagged by the
+   gate at the pair that ends at the planted commit; anything else is a miss.
+3. Peers, on the same per-combination series (latency: medians; LNT: the samples): asv's own step
+   detection (``asv.step_detect``: L1 piecewise fit, upward steps), LNT's rule (changes under 1%
+   ignored, then Mann-Whitney U at 0.05 where there are samples), Apache Otava and MongoDB's
+   E-Divisive (run by ``change_point_peers.py`` in their own environments: their numpy pins
+   exclude each other's and the suite's).
+
+Prints precision, recall and F1 of every detector in one table and writes it all as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+from asv import step_detect
+from scipy.stats import mannwhitneyu
+
+from suite.reporting import code_identity, gate, results, rules, thresholds as thresholds_mod
+
+LATENCY_STEPS = (1.05, 1.10, 1.30)
+PEERS_SCRIPT = Path(__file__).with_name("change_point_peers.py")
+
+
+@dataclasses.dataclass(frozen=True)
+class Plant:
+    kind: str  #: latency+5%, packets+1%, ulp_mean+1, mark
+    metric: str  #: the metric the gate and the peers should flag
+    series: results.Series
+    commit: int  #: index in the commits with results: the first commit with the step
+
+
+def commits_with_data(history: results.History) -> list[results.Commit]:
+    return [c for c in history.commits if any(c.hash in per for per_series in history.values.values()
+                                              for per in per_series.values())]
+
+
+# ----------------------------------------------------------------------------- planting
+
+
+def choose_plants(history, commits, count: int, seed: int) -> list[Plant]:
+    rng = random.Random(seed)
+    kinds = [f"latency+{round((s - 1) * 100)}%" for s in LATENCY_STEPS] + ["packets+1%", "ulp_mean+1", "mark"]
+    plants, used = [], set()
+    for n in range(count * 20):
+        if len(plants) == count:
+            break
+        kind = kinds[n % len(kinds)]
+        metric = {"packets+1%": "packets", "ulp_mean+1": "ulp_mean", "mark": "error_ratio"}.get(kind, "latency")
+        index = rng.randrange(1, len(commits))
+        at, before = commits[index], commits[index - 1]
+        candidates = [s for s in history.series()
+                      if results.finite(history.value(metric, s, at.hash))
+                      and results.finite(history.value(metric, s, before.hash))
+                      and (metric != "error_ratio" or (s.dtype == "float16" and "conv2d" in s.workload))]
+        if metric == "latency":
+            changed = [s for s in candidates if code_identity.compare(history, s, before.hash, at.hash)
+                       is code_identity.Code.CHANGED]
+            candidates = changed or [s for s in candidates
+                                     if code_identity.compare(history, s, before.hash, at.hash)
+                                     is code_identity.Code.UNKNOWN]
+        candidates = [s for s in candidates if (s, metric) not in used]
+        if candidates:
+            series = rng.choice(candidates)
+            used.add((series, metric))
+            plants.append(Plant(kind, metric, series, index))
+    return plants
+
+
+def planted(history: results.History, commits, plant: Plant) -> results.History:
+    """The history with ``plant``'s step from its commit on (values and kept samples alike)."""
+    values = copy.deepcopy(history.values)
+    side = dict(history.side)
+    later = [c.hash for c in commits[plant.commit:]]
+    per_commit = values.get(plant.metric, {}).get(plant.series, {})
+    for h in later:
+        value = per_commit.get(h)
+        if not results.finite(value):
+            continue
+        if plant.kind.startswith("latency"):
+            factor = 1 + int(plant.kind.split("+")[1].rstrip("%")) / 100
+            per_commit[h] = value * factor
+            kept = history.kept(h, plant.series.machine)
+            timing = kept.timings.get(plant.series.ids)
+            if timing is not None:
+                timings = {**kept.timings, plant.series.ids: dataclasses.replace(
+                    timing, samples_s=tuple(x * factor for x in timing.samples_s))}
+                side[(h, plant.series.machine)] = dataclasses.replace(kept, timings=timings)
+        elif plant.kind == "packets+1%":
+            per_commit[h] = value * 1.01
+        elif plant.kind == "ulp_mean+1":
+            per_commit[h] = value + 1.0
+        else:  # a new mark: error grew by 60%, far beyond a reordering, with a decisive z
+            per_commit[h] = 1.6
+            values.setdefault("error_ratio_z", {}).setdefault(plant.series, {})[h] = 20.0
+    return dataclasses.replace(history, values=values, side=side)
+
+
+# ----------------------------------------------------------------------------- the gate
+
+
+def gate_flags(history, before, at, th, remeasure) -> set[tuple[results.Series, str]]:
+    """(series, metric) the gate fails at the pair (before, at)."""
+    result = gate.evaluate(history, at, before, th, remeasure)
+    flagged = {(s.series, "latency") for s in result.slowdowns
+               if s.verdict.fails or s.verdict is rules.Slowness.SUSPECT}
+    flagged |= {(m.mark.series, "error_ratio") for m in result.marks.marks if m.fails}
+    for check in result.checks:
+        if check.status is not gate.Status.FAIL or check.name.startswith(("latency", "divergence")):
+            continue
+        metric = check.name.split(" ")[0]
+        for series in history.series():
+            if any(rules.where(series, len(history.machines) > 1) + ":" in d for d in check.details):
+                flagged.add((series, metric))
+    return flagged
+
+
+def false_alarms(history, commits, th, remeasure) -> tuple[list[dict], dict]:
+    pairs, per_check = [], {}
+    for before, at in zip(commits, commits[1:]):
+        result = gate.evaluate(history, at, before, th, remeasure)
+        same = [s for s in result.slowdowns if s.verdict.fails
+                and code_identity.same_code(history, s.series, before.hash, at.hash)]
+        failing = [c.name.split(" vs ")[0] for c in result.checks if c.status is gate.Status.FAIL]
+        for name in failing:
+            per_check[name] = per_check.get(name, 0) + 1
+        changes = code_identity.changes(history, before, at)
+        pairs.append({"baseline": before.label, "candidate": at.label, "verdict": result.verdict.name,
+                      "failing": failing, "same_code_failures": len(same),
+                      "kernels_changed": [" ".join(s.ids) for s in changes.changed],
+                      "kernels_same": changes.same})
+    return pairs, per_check
+
+
+# ----------------------------------------------------------------------------- peers
+
+
+def series_values(history, commits, metric, series) -> list[tuple[int, float]]:
+    return [(i, v) for i, c in enumerate(commits) if results.finite(v := history.value(metric, series, c.hash))]
+
+
+def worse_up(metric: str, value: float) -> float:
+    """Values oriented so that worse is up (asv's step detection only looks up)."""
+    from suite import tracked
+
+    return -value if tracked.get(metric).worse == tracked.LOWER else value
+
+
+def asv_flags(points, metric) -> set[int]:
+    if len(points) < 3:
+        return set()
+    y = [worse_up(metric, v) for _, v in points]
+    steps = step_detect.detect_steps(y)
+    _, _, regressions = step_detect.detect_regressions(steps)
+    return {points[after][0] for _, after, _, _ in (regressions or [])}
+
+
+def lnt_flags(history, commits, metric, series, points) -> set[int]:
+    found = set()
+    for (i, a), (j, b) in zip(points, points[1:]):
+        if a == 0 or abs(b - a) / abs(a) < 0.01 or worse_up(metric, b) <= worse_up(metric, a):
+            continue
+        if metric == "latency":
+            before, now = (history.kept(commits[k].hash, series.machine).timings.get(series.ids) for k in (i, j))
+            if before is not None and now is not None:
+                if mannwhitneyu(now.samples_s, before.samples_s, alternative="greater").pvalue >= 0.05:
+                    continue
+        found.add(j)
+    return found
+
+
+def external_flags(python: str, detector: str, series: dict[str, list[float]]) -> dict[str, list[int]]:
+    out = subprocess.run([python, str(PEERS_SCRIPT)], input=json.dumps({"detector": detector, "series": series}),
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+# ----------------------------------------------------------------------------- scoring
+
+
+def score(name: str, flags: set, plants: list[Plant]) -> dict:
+    """flags: (series, metric, commit index) a detector raised over the planted histories."""
+    truth = {(p.series, p.metric, p.commit) for p in plants}
+    tp = len(flags & truth)
+    fp = len(flags - truth)
+    fn = len(truth - flags)
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / len(truth) if truth else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"detector": name, "caught": tp, "planted": len(truth), "false_alarms": fp, "missed": fn,
+            "precision": precision, "recall": recall, "f1": f1}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", type=Path, required=True)
+    parser.add_argument("--thresholds", type=Path)
+    parser.add_argument("--plants", type=int, default=24)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--remeasure", choices=("none", "real"), default="none")
+    parser.add_argument("--peers", default="", help="detector=python of its environment, comma-separated")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    history = results.load(args.results)
+    th = thresholds_mod.load(args.thresholds)
+    commits = commits_with_data(history)
+    if len(commits) < 2:
+        print(f"{args.results}: {len(commits)} commit(s) with results: nothing to compare", file=sys.stderr)
+        return 2
+    remeasure = None
+    if args.remeasure == "real":
+        from suite.core import timing
+
+        remeasure = timing.remeasure
+    pairs, per_check = false_alarms(history, commits, th, remeasure)
+    plants = choose_plants(history, commits, args.plants, args.seed)
+    metrics = sorted({p.metric for p in plants})
+    found = {"gate": set(), "asv": set(), "lnt": set()}
+    peers = dict(item.split("=", 1) for item in args.peers.split(",") if item)
+    for name in peers:
+        found[name] = set()
+    for plant in plants:
+        with_step = planted(history, commits, plant)
+        before, at = commits[plant.commit - 1], commits[plant.commit]
+        found["gate"] |= {(s, m, plant.commit) for s, m in gate_flags(with_step, before, at, th, None)
+                          if m in metrics}
+        keyed = {}
+        for metric in metrics:
+            for series in with_step.series():
+                points = series_values(with_step, commits, metric, series)
+                if len(points) < 2:
+                    continue
+                found["asv"] |= {(series, metric, i) for i in asv_flags(points, metric)}
+                found["lnt"] |= {(series, metric, i) for i in lnt_flags(with_step, commits, metric, series, points)}
+                keyed[f"{metric}|{'|'.join(series.ids)}|{series.machine}"] = (series, metric, points)
+        for name, python in peers.items():
+            flags = external_flags(python, name, {k: [worse_up(m, v) for _, v in pts]
+                                                  for k, (_, m, pts) in keyed.items()})
+            for key, indices in flags.items():
+                series, metric, points = keyed[key]
+                found[name] |= {(series, metric, points[i][0]) for i in indices if i < len(points)}
+    # Every detector saw each plant's history once; what it flags at a commit where no plant of
+    # that combination was is a false alarm (the same real value series for all of them).
+    table = [score(name, flags, plants) for name, flags in found.items()]
+    print(f"{len(commits)} commits, {len(pairs)} pairs, {len(plants)} planted steps", file=sys.stderr)
+    print("\nthe gate on every consecutive pair:")
+    for p in pairs:
+        print(f"  {p['baseline']:>14} -> {p['candidate']:<14} {p['verdict']:<12} "
+              f"failing: {', '.join(p['failing']) or '-'}; kernels changed {len(p['kernels_changed'])}, "
+              f"same {p['kernels_same']}")
+    print("\nfalse alarms of the gate per check (unplanted pairs):", per_check or "none")
+    print(f"\n{'detector':<10} {'caught':>7} {'planted':>8} {'false':>6} {'precision':>10} {'recall':>7} {'F1':>6}")
+    for row in table:
+        print(f"{row['detector']:<10} {row['caught']:>7} {row['planted']:>8} {row['false_alarms']:>6} "
+              f"{row['precision']:>10.3f} {row['recall']:>7.3f} {row['f1']:>6.3f}")
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "gate_error_rates.json").write_text(json.dumps(
+            {"pairs": pairs, "false_alarms_per_check": per_check, "table": table,
+             "plants": [{"kind": p.kind, "ids": list(p.series.ids), "commit": commits[p.commit].label}
+                        for p in plants]}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

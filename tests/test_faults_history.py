@@ -1,0 +1,304 @@
+"""Verdicts from data the suite did not verify (issue 44), beside the damage matrix (test_damage.py)
+and the faults users meet (test_faults.py): a results directory given through a symbolic link,
+asv's results without the side data a run keeps, asv's null against a sealed number, writes into
+the side data, an alpha the latency test can never reach, an empty commit name.
+
+Each kind of fault is a row of FAULTS with the cases it covers; ``test_every_fault_kind_has_cases``
+keeps the table and the tests together. Every case runs `tvm-suite` (in this process) on a small
+history filed on disk by tests/histories.py as `tvm-suite run` files it (asv's results, the side
+data sealed): milliseconds, without asv running or TVM compiling. The contract: the documented
+exit status; where the input is refused, one line on stderr (``tvm-suite: error: ...``) naming
+what is wrong; never a traceback; and the real values and verdicts otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from histories import A, B, MACHINE, QF_TUNED, SAMPLES, SEED, Builder
+from suite.core import runstore
+
+#: kind of fault -> the cases of it (the test functions below, by name)
+FAULTS = {
+    "links": ["test_a_linked_results_directory_gives_the_verdict_of_the_real_one",
+              "test_an_edited_latency_is_refused_through_a_link",
+              "test_report_out_through_a_link_is_refused"],
+    "missing side data": ["test_results_without_side_data_are_data_missing_naming_what_and_how",
+                          "test_one_commit_without_side_data_is_data_missing_too"],
+    "null against sealed data": ["test_asvs_null_against_a_sealed_value_is_a_disagreement"],
+    "writes into the side data": ["test_report_out_inside_the_side_data_is_refused"],
+    "an alpha that cannot fail": ["test_an_alpha_below_the_tests_floor_is_refused_on_load",
+                                  "test_samples_too_few_for_alpha_are_data_missing"],
+    "an empty name": ["test_an_empty_commit_name_is_an_error"],
+}
+
+
+def test_every_fault_kind_has_cases():
+    defined = {name for name in globals() if name.startswith("test_")}
+    for kind, cases in FAULTS.items():
+        assert cases and set(cases) <= defined, kind
+    listed = {case for cases in FAULTS.values() for case in cases}
+    assert defined - listed == {"test_every_fault_kind_has_cases"}, "a fault test without its row"
+
+
+# ----------------------------------------------------------------------------- the history
+
+
+#: A/A on a busy machine: the same build timed twice, the candidate's medians 2.03x the baseline's,
+#: its samples overlapping the baseline's (a one-sided U test gives p 0.21): no slowdown.
+AA_SAMPLES = (0.0097, 0.0204, 0.0205, 0.0099, 0.0203)
+MARK = dict(error_ratio=1.67, error_ratio_z=40.0, bias_shift=-0.1, bias_shift_z=3.0, twin_error_ratio=1.0,
+            twin_error_ratio_z=1.0, twin_bias_shift=0.0, twin_bias_shift_z=0.0)
+ASV_FILE = f"results/{MACHINE}/{{commit}}-tvm-suite-py3.11.json"
+READY = f"verdict: READY for {B[:10]} against {A[:10]} -> exit 0"
+DATA_MISSING = f"verdict: DATA MISSING (no verdict without complete data) for {B[:10]} against {A[:10]} -> exit 2"
+
+
+def aa_history() -> Builder:
+    """Two commits of one build: the seed conv2d on llvm timed twice (A/A, medians 2.03x apart), and
+    a known arithmetic mark on the qfloat target at both (error ratio 1.67 against default)."""
+    b = Builder()
+    for commit, samples in ((A, SAMPLES), (B, AA_SAMPLES)):
+        b.accurate(SEED, commit).timing(SEED, commit, samples)
+        b.accurate(QF_TUNED, commit).values_at(QF_TUNED, commit, **MARK)
+    return b
+
+
+@pytest.fixture
+def run_dir(tmp_path) -> Path:
+    """The A/A history as `tvm-suite run` files it: results/ and runs/ side by side."""
+    aa_history().write(tmp_path / "asv")
+    return tmp_path / "asv"
+
+
+def gate(cli, results, *args):
+    return cli("gate", "--results", str(results), "--no-remeasure", *args)
+
+
+def no_traceback(result, status):
+    assert result.returncode == status, (result.returncode, result.stdout[-3000:], result.stderr[-2000:])
+    assert "Traceback" not in result.stderr + result.stdout, result.stderr
+
+
+def one_line(result, *words, status=2):
+    """Refused: the status, one line on stderr naming ``words``, nothing judged on stdout."""
+    no_traceback(result, status)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tvm-suite: error: "), result.stderr
+    for word in words:
+        assert str(word) in lines[0], (str(word), lines[0])
+    assert "verdict:" not in result.stdout, result.stdout
+    return lines[0]
+
+
+def row(stdout: str, check: str) -> str:
+    """The table row of ``check`` in the gate's output."""
+    return next(line for line in stdout.splitlines() if line.startswith(check))
+
+
+def edit_asv(results: Path, commit: str, benchmark: str, edit) -> Path:
+    """Change asv's value of the first combination of ``benchmark`` at ``commit`` (``edit(old) ->
+    new``), in asv's results only; the asv file."""
+    path = results / ASV_FILE.format(commit=commit[:8]).removeprefix("results/")
+    data = json.loads(path.read_text())
+    values = data["results"][benchmark][0]
+    values[0] = edit(values[0])
+    path.write_text(json.dumps(data))
+    return path
+
+
+# ----------------------------------------------------------------------------- links
+
+
+def test_a_linked_results_directory_gives_the_verdict_of_the_real_one(cli, run_dir, tmp_path):
+    """Through a link, the side data is the real directory's: the A/A pair is judged on its samples
+    (READY), not on asv's medians (2.03x, NOT READY before), and the known mark stays known."""
+    link = tmp_path / "elsewhere" / "linked-results"
+    link.parent.mkdir()
+    link.symlink_to(run_dir / "results")
+    real, linked = gate(cli, run_dir / "results", "--commit", B[:8]), gate(cli, link, "--commit", B[:8])
+    no_traceback(real, 0)
+    no_traceback(linked, 0)
+    assert linked.stdout == real.stdout and linked.stdout.rstrip().endswith(READY), linked.stdout
+    assert row(linked.stdout, "latency vs").split()[-5:] == ["none", "slower", "of", "1", "PASS"]
+    assert row(linked.stdout, "divergence marks vs").split()[-3:] == ["1", "known", "PASS"]
+    assert f"known since {A[:10]}: {' '.join(QF_TUNED)}: error vs float64 grew" in linked.stdout
+    assert "ratio of medians" not in linked.stdout
+    # the report through the link: the same verdict, written beside, outside the real results
+    report = cli("report", "--results", str(link), "--out", str(tmp_path / "report"))
+    assert report.returncode in (0, 2) and "Traceback" not in report.stderr, report.stderr
+    facts = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert facts["gate"]["line"] == READY
+
+
+def test_an_edited_latency_is_refused_through_a_link(cli, run_dir, tmp_path):
+    """asv's latency edited x37 (through the link): refused as disagreeing with the sealed side
+    data, both files named, exit 2; never judged."""
+    link = tmp_path / "linked-results"
+    link.symlink_to(run_dir / "results")
+    asv_file = edit_asv(link, B, "bench_latency.Throughput.track_latency_median", lambda v: v * 37)
+    place = runstore.Place(run_dir, MACHINE, B)
+    kept = place.file(runstore.values_relative("bench_latency.Throughput", SEED))
+    line = one_line(gate(cli, link, "--commit", B[:8]), asv_file.resolve(), kept,
+                    "is 0.7511, but", "says 0.0203", "asv's results and the run's side data disagree")
+    assert str(link) not in line  # one real path, named as such
+
+
+def test_report_out_through_a_link_is_refused(cli, run_dir, tmp_path):
+    """`report --out` into the results or the side data, through a link to either: refused before
+    any work, nothing written there."""
+    link = tmp_path / "linked-results"
+    link.symlink_to(run_dir / "results")
+    runs_link = tmp_path / "linked-runs"
+    runs_link.symlink_to(run_dir / "runs")
+    before = sorted(p.relative_to(run_dir) for p in run_dir.rglob("*"))
+    for results, out, inside in ((link, link / "report", run_dir / "results"),
+                                 (link, runs_link / "report", run_dir / "runs"),
+                                 (run_dir / "results", runs_link, run_dir / "runs")):
+        one_line(cli("report", "--results", str(results), "--out", str(out)), f"--out {out} (that is ",
+                 f"is inside", inside, "write elsewhere")
+    assert sorted(p.relative_to(run_dir) for p in run_dir.rglob("*")) == before
+
+
+# ----------------------------------------------------------------------------- missing side data
+
+
+def test_results_without_side_data_are_data_missing_naming_what_and_how(cli, run_dir, tmp_path):
+    """results/ copied alone (as a plain root `asv run` writes it): latency is not judged on a ratio
+    of medians (NOT READY 2.03x before) and the marks are not "compared" (PASS before, with the mark
+    the full history knows): DATA MISSING, exit 2, naming the side data and how to get it."""
+    alone = tmp_path / "copy" / "results"
+    shutil.copytree(run_dir / "results", alone)
+    full = gate(cli, run_dir / "results", "--commit", B[:8])
+    no_traceback(full, 0)
+    result = gate(cli, alone, "--commit", B[:8])
+    no_traceback(result, 2)
+    assert result.stderr == "" and result.stdout.rstrip().endswith(DATA_MISSING), result.stdout
+    latency = row(result.stdout, "latency vs")
+    assert latency.split()[-7:] == ["1", "without", "timing", "samples:", "not", "judged", "MISSING"], latency
+    divergence = row(result.stdout, "divergence marks vs")
+    assert "1 not compared: no error_ratio_z, bias_shift, bias_shift_z at" in divergence, divergence
+    assert divergence.rstrip().endswith("MISSING")
+    for commit in (A, B):
+        assert (f"no side data of {commit[:10]} on {MACHINE}: {alone.parent / 'runs' / MACHINE / commit} is "
+                "missing (timing samples, the values asv does not keep, records, build note)") in result.stdout
+    assert "measure the commit with `tvm-suite run`" in result.stdout and "copy runs/ beside results/" in result.stdout
+    for guess in ("ratio of medians", "compared;", "combinations compared", "slower:", "NOT READY"):
+        assert guess not in result.stdout, guess
+    # the checks asv's values answer alone are judged as with the side data
+    assert row(result.stdout, "ulp_mean float16").split() == row(full.stdout, "ulp_mean float16").split()
+
+
+def test_one_commit_without_side_data_is_data_missing_too(cli, tmp_path):
+    """The baseline measured by a plain `asv run`, the candidate by `tvm-suite run`: what compares
+    them needs both sides' side data (samples, records, builds): DATA MISSING, the baseline named."""
+    b = aa_history().unkept(A)
+    b.value("code_bytes", QF_TUNED, A, 4096.0).value("code_bytes", QF_TUNED, B, 4096.0)
+    b.value("qfloat_arith", QF_TUNED, A, 86.0).value("qfloat_arith", QF_TUNED, B, 86.0)
+    results = b.write(tmp_path / "asv")
+    assert not (tmp_path / "asv" / "runs" / MACHINE / A).exists() and (tmp_path / "asv" / "runs" / MACHINE / B).is_dir()
+    result = gate(cli, results, "--commit", B[:8])
+    no_traceback(result, 2)
+    assert result.stdout.rstrip().endswith(DATA_MISSING)
+    for check in ("latency vs", "divergence marks vs", "code_bytes vs", "qfloat_arith vs"):
+        assert row(result.stdout, check).rstrip().endswith("MISSING"), row(result.stdout, check)
+    assert f"no side data at {A[:10]}: qfloat_arith and the records and builds behind it not known" in \
+        row(result.stdout, "qfloat_arith vs")
+    assert f"no side data of {A[:10]} on {MACHINE}: " in result.stdout
+    assert f"no side data of {B[:10]}" not in result.stdout
+    assert row(result.stdout, "packets vs").rstrip().endswith("NOT CHECKED")  # measured at neither commit
+
+
+# ----------------------------------------------------------------------------- asv's null against sealed data
+
+
+@pytest.mark.parametrize("asv_says, words", [(None, "is null (asv's mark of a failed benchmark)"),
+                                             (float("nan"), "is NaN (skipped)")], ids=["null", "NaN"])
+def test_asvs_null_against_a_sealed_value_is_a_disagreement(cli, run_dir, asv_says, words):
+    """asv's null (a failed benchmark) or NaN (skipped) where the run sealed the number its
+    benchmark reported: the two files disagree, exit 2, both named; never "failed: reason in the
+    asv log" (NOT READY before), never skipped."""
+    asv_file = edit_asv(run_dir / "results", B, "bench_accuracy.Accuracy.track_ulp_mean", lambda v: asv_says)
+    kept = runstore.Place(run_dir, MACHINE, B).file(runstore.values_relative("bench_accuracy.Accuracy", SEED))
+    assert json.loads(kept.read_text())["ulp_mean"] == 10.0
+    line = one_line(gate(cli, run_dir / "results", "--commit", B[:8]), asv_file, kept, words, "says 10:",
+                    "asv's results and the run's side data disagree")
+    assert "reason in the asv log" not in line
+
+
+# ----------------------------------------------------------------------------- writes into the side data
+
+
+def test_report_out_inside_the_side_data_is_refused(cli, run_dir, tmp_path):
+    """`report --out` inside runs/ (the sealed side data), or runs/ itself: refused like the results
+    directory, before any work; the history stays usable (the same READY afterwards)."""
+    for out in (run_dir / "runs" / "report", run_dir / "runs", run_dir / "runs" / MACHINE / B / "report",
+                run_dir / "results" / MACHINE):
+        inside = run_dir / ("runs" if "runs" in out.parts else "results")
+        one_line(cli("report", "--results", str(run_dir / "results"), "--out", str(out)), f"--out {out} is inside",
+                 inside, "write elsewhere")
+    assert not (run_dir / "runs" / "report").exists() and not (run_dir / "runs" / "index.html").exists()
+    again = gate(cli, run_dir / "results", "--commit", B[:8])
+    no_traceback(again, 0)
+    assert again.stdout.rstrip().endswith(READY)
+    beside = cli("report", "--results", str(run_dir / "results"), "--out", str(run_dir / "report"))
+    assert "Traceback" not in beside.stderr and (run_dir / "report" / "report.json").is_file(), beside.stderr
+
+
+# ----------------------------------------------------------------------------- an alpha that cannot fail
+
+
+def test_an_alpha_below_the_tests_floor_is_refused_on_load(cli, run_dir, tmp_path):
+    """With 5 samples a side the smallest p of the one-sided Mann-Whitney test is 1/252: an alpha
+    at or below it would switch the latency check off. Refused when the thresholds are loaded, by
+    gate and report alike, naming the floor; an alpha just above it is a check like any other."""
+    thresholds = tmp_path / "t.toml"
+    for alpha, shown in (("1e-7", "1e-07 is below"), ("0.0039", "0.0039 is below"),
+                         (repr(1 / 252), "0.00396825 is equal to")):
+        thresholds.write_text(f"[latency]\nalpha = {alpha}\n")
+        words = (thresholds, f"latency.alpha = {shown} 1/252 = 0.00397, the smallest p-value of a one-sided "
+                             "Mann-Whitney test with 5 samples a side: the check could never fail")
+        one_line(gate(cli, run_dir / "results", "--commit", B[:8], "--thresholds", str(thresholds)), *words)
+        one_line(cli("report", "--results", str(run_dir / "results"), "--out", str(tmp_path / "r"),
+                     "--thresholds", str(thresholds)), *words)
+    thresholds.write_text("[latency]\nalpha = 0.004\n")
+    reachable = gate(cli, run_dir / "results", "--commit", B[:8], "--thresholds", str(thresholds))
+    no_traceback(reachable, 0)
+    assert "U-test p >= 0.004" in row(reachable.stdout, "latency vs")
+
+
+def test_samples_too_few_for_alpha_are_data_missing(cli, tmp_path):
+    """Samples kept by a run of another sample count (3 a side: the smallest p is 1/20 = 0.05) can
+    never be below alpha 0.01, however much slower: the gate says plainly that the check cannot
+    fail there, and gives no verdict (exit 2), rather than a PASS it could not have refused."""
+    b = Builder()
+    for commit, scale in ((A, 1.0), (B, 3.0)):
+        b.accurate(SEED, commit).timing(SEED, commit, [s * scale for s in SAMPLES[:3]])
+    result = gate(cli, b.write(tmp_path / "asv"), "--commit", B[:8])
+    no_traceback(result, 2)
+    assert result.stdout.rstrip().endswith(DATA_MISSING)
+    latency = row(result.stdout, "latency vs")
+    assert "1 with too few samples: the check cannot fail: not judged" in latency and latency.rstrip().endswith("MISSING")
+    assert (f"cannot fail: {' '.join(SEED)}: latency.alpha = 0.01 is below 1/20 = 0.05, the smallest p-value of a "
+            "one-sided Mann-Whitney test with 3 samples a side: the check could never fail") in result.stdout
+
+
+# ----------------------------------------------------------------------------- an empty name
+
+
+@pytest.mark.parametrize("argv", [("gate", "--commit", ""), ("gate", "--commit", "  "),
+                                  ("gate", "--commit", B[:8], "--baseline", ""),
+                                  ("report", "--out", "{tmp}/r", "--baseline", "")],
+                         ids=["gate --commit ''", "gate --commit '  '", "gate --baseline ''", "report --baseline ''"])
+def test_an_empty_commit_name_is_an_error(cli, run_dir, tmp_path, argv):
+    """An empty name names no commit: one line, exit 2, before any work; never the newest commit
+    (gate judged B, READY, before)."""
+    command, *rest = argv
+    result = cli(command, "--results", str(run_dir / "results"), *[a.format(tmp=tmp_path) for a in rest])
+    option = "--baseline" if "--baseline" in argv else "--commit"
+    one_line(result, f"tvm-suite {command}: argument {option}: ", "names no commit")
+    assert result.stdout == "" and not (tmp_path / "r").exists()
