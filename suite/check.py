@@ -22,7 +22,8 @@ from suite import git, run
 from suite.core import runstore, timing
 from suite.core.combo import Grid
 from suite.errors import Interrupted, UserError
-from suite.history import commits as history, driver, releases, source_build
+from suite.asv_plumbing import driver, releases, source_build
+from suite.history import commits as history
 from suite.reporting import gate, report, results
 from suite.reporting import thresholds as limits
 

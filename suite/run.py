@@ -26,7 +26,7 @@ from suite.core.combo import Grid
 from suite.core.runstore import COMMIT_ENV, MACHINE_ENV, RUN_DIR_ENV
 from suite.core.record import Kind, Status
 from suite.errors import Interrupted, Skipped, UserError, raise_if_signalled
-from suite.history import dashboard, driver, releases
+from suite.asv_plumbing import dashboard, driver, releases
 from suite.progress import Progress, announce
 from suite.reporting import gate, report, results
 from suite.reporting import thresholds as limits
@@ -36,7 +36,7 @@ def versions_repo_commit(repo: Path, version: str) -> str:
     """The commit standing for TVM ``version`` in the local versions repository (made if new).
 
     The repository is the same everywhere: one empty commit per apache-tvm release the suite knows
-    (suite.history.releases), oldest first on ``main``, each dated when the release was published
+    (suite.asv_plumbing.releases), oldest first on ``main``, each dated when the release was published
     and tagged ``v<version>``, so a release's commit hash is the same in every output directory and
     on every machine, and results of several can be merged. A version the suite does not know (a
     build of one's own) gets a commit after them, dated now."""
@@ -174,9 +174,9 @@ def _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster, mac
     HTML: (what was measured, how asv went)."""
     log_path = out_dir / "asv.log"
     # No commit links for the local versions repository: its hashes are not TVM's. The installed
-    # TVM is asv's environment "tvm-suite" (suite.history.asv_plugin: a plugin, which asv imports
+    # TVM is asv's environment "tvm-suite" (suite.asv_plumbing.plugin: a plugin, which asv imports
     # as a module only when its name starts with "."): one series per machine.
-    config = driver.write_conf(out_dir, "asv.installed.json", repo, plugins=[".suite.history.asv_plugin"],
+    config = driver.write_conf(out_dir, "asv.installed.json", repo, plugins=[".suite.asv_plumbing.plugin"],
                                **({} if tvm_repo is not None else {"show_commit_url": ""}))
     print(f"measuring {len(grid.workloads)} workloads x {len(grid.dtypes)} dtypes on apache-tvm "
           f"{compat.installed_version()} (cache: {measurement.cache.root()}; each combination in "

@@ -135,7 +135,7 @@ def test_asv_reports_a_timing_step_from_the_gates_latency_ratio_up():
     """asv sees one number per commit: a timing (latency, the PyTorch ratios) moves by a few
     percent between runs of one build, so asv's Regressions page and compare list a step of one
     only from the gate's latency ratio (the gate then judges it on the samples)."""
-    from suite import asvconf
+    from suite.asv_plumbing import config as asvconf
     from suite.reporting import thresholds
 
     step = round(thresholds.load().latency.max_ratio - 1, 6)

@@ -12,7 +12,7 @@ import pytest
 
 from suite import check
 from suite.core.combo import Grid
-from suite.history import releases, source_build
+from suite.asv_plumbing import releases, source_build
 
 GRID = Grid.of(None, ["float32", "float16"], ["llvm"], ["default", "tuned"])
 
@@ -75,7 +75,8 @@ def check_copy(runs, where: Path, slower: tuple | None = None, factor: float = 3
 def history_stand_in(monkeypatch, effect=None):
     """`history` as it is when asv has every result: nothing measured (``effect``: what it does
     instead, e.g. raise an interruption). Returns the calls it got."""
-    from suite.history import commits, driver
+    from suite.asv_plumbing import driver
+    from suite.history import commits
 
     calls = []
 

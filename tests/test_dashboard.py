@@ -1,5 +1,5 @@
 """asv's published dashboard works offline: `tvm-suite run` serves the libraries asv's pages load
-from CDNs out of the HTML directory (suite.history.dashboard), and headless Chromium, with every
+from CDNs out of the HTML directory (suite.asv_plumbing.dashboard), and headless Chromium, with every
 host but 127.0.0.1 unreachable, draws the index, a benchmark's graph, the sorted benchmark list and
 the regressions page from it. asv's page as `asv publish` writes it fails there (the control)."""
 
@@ -21,7 +21,7 @@ import pytest
 from asv_runs import WORKLOAD, two_commit_repo
 from conftest import run_cli
 
-from suite.history import dashboard
+from suite.asv_plumbing import dashboard
 
 pytestmark = pytest.mark.slow
 
@@ -117,7 +117,7 @@ def test_a_run_serves_asv_libraries_from_the_html_directory_with_integrity_recom
 
 
 def test_a_plain_asv_publish_is_made_offline_by_the_module(published, libraries, tmp_path):
-    """An asv user's `asv publish`, then `python -m suite.history.dashboard HTML_DIR`, with the
+    """An asv user's `asv publish`, then `python -m suite.asv_plumbing.dashboard HTML_DIR`, with the
     packages unpacked as `npm install` lays out node_modules; without them: one line, exit 2,
     the page untouched. (The suite's asv plugin does the same step inside `asv publish`: here it
     has no packages, and says so in one line, the page as asv wrote it.)"""
@@ -131,7 +131,7 @@ def test_a_plain_asv_publish_is_made_offline_by_the_module(published, libraries,
     assert f"tvm-suite: {html / 'index.html'} needs a network: " in publish.stdout + publish.stderr
     asv_page = (html / "index.html").read_bytes()
     assert b"https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.min.js" in asv_page
-    module = [sys.executable, "-m", "suite.history.dashboard", str(html)]
+    module = [sys.executable, "-m", "suite.asv_plumbing.dashboard", str(html)]
 
     missing = subprocess.run(module, capture_output=True, text=True, env={**os.environ, dashboard.ASSETS_ENV: str(empty)})
     assert missing.returncode == 2 and missing.stdout == ""

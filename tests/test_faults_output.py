@@ -139,7 +139,8 @@ def test_gate_json_is_pure(tiny):
 def test_check_json_is_pure(cli, tiny, tmp_path, monkeypatch):
     """`check` on kept results (history measures nothing, as with every result there: the stand-in
     prints as it would): the plan, history's words, the table: stderr; the verdict: stdout."""
-    from suite.history import commits as history, driver
+    from suite.asv_plumbing import driver
+    from suite.history import commits as history
 
     _, repo, commits, _ = tiny
     out = copy_of(tiny, tmp_path / "check")
@@ -159,7 +160,8 @@ def test_bisect_json_is_pure(cli, tmp_path, monkeypatch):
     """asv find, its install and its judge stood in for (test_bisect.py runs the real one): what
     bisect prints on the way goes to stderr; the answer alone, with its exit status, to stdout, for
     each of its three answers."""
-    from suite.history import bisect, commits as history, driver
+    from suite.asv_plumbing import driver
+    from suite.history import bisect, commits as history
     from suite.core import runstore
 
     repo = tmp_path / "tvm"
@@ -224,15 +226,15 @@ def test_what_children_and_c_code_write_goes_to_stderr_too():
     """While a --json command works, file descriptor 1 is stderr (a child process, TVM's C++ logs),
     and stdout is back for the document."""
     script = ("import os, subprocess, sys\n"
-              "from suite import cli\n"
+              "from suite.commands import base\n"
               "print('before', flush=True)\n"
-              "with cli._for_people_on_stderr():\n"
+              "with base.for_people_on_stderr():\n"
               "    os.write(1, b'fd 1\\n')\n"
               "    subprocess.run(['echo', 'a child'], check=True)\n"
               "    print('python')\n"
-              "    cli.say_json({'a': 1}, 0)\n"
-              "for text, status in cli._json_document:\n"
-              "    cli.say(text, status)\n")
+              "    base.say_json({'a': 1}, 0)\n"
+              "for text, status in base.json_document:\n"
+              "    base.say(text, status)\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout == 'before\n{\n "a": 1\n}\n'
     assert done.stderr.splitlines() == ["fd 1", "a child", "python"]
@@ -243,7 +245,7 @@ def test_what_children_and_c_code_write_goes_to_stderr_too():
 
 @pytest.mark.slow
 def test_run_refuses_an_html_it_did_not_publish_and_replaces_its_own(tiny, tmp_path):
-    from suite.history import dashboard
+    from suite.asv_plumbing import dashboard
 
     out = copy_of(tiny, tmp_path / "asv")
     _, repo, commits, _ = tiny
@@ -330,12 +332,12 @@ def _asv(config_dir, *args, env=None):
 def test_root_asv_says_a_missing_clone_and_an_unknown_commit_in_one_line(tmp_path):
     """asv with the suite's plugin (as at the root, and in every run's configuration): no traceback,
     the suite's one line, exit 2; a publish refused before asv removes its html_dir."""
-    from suite.history import driver
+    from suite.asv_plumbing import driver
 
     repo = tmp_path / "tvm"
     commits = two_commit_repo(repo)
     for name, where in (("gone", tmp_path / "gone"), ("here", repo)):
-        driver.write_conf(tmp_path, f"asv.{name}.json", where, plugins=[".suite.history.asv_plugin"])
+        driver.write_conf(tmp_path, f"asv.{name}.json", where, plugins=[".suite.asv_plumbing.plugin"])
     (tmp_path / "html").mkdir()
     (tmp_path / "html" / "keep.txt").write_text("x")
     fix = ("name a hash, branch or tag of that clone (a release tag as refs/tags/vX.Y.Z; a clone made before the "
@@ -361,7 +363,7 @@ def test_root_asv_publishes_offline_apart_from_run(tiny, tmp_path):
     """README's asv at the root, in a copy of the repository whose ./tvm links to the stand-in clone:
     `tvm-suite run` at its default --out first, then `asv run -E tvm-suite:same` and `asv publish`
     at the root; asv's pages work offline, and neither wrote over the other's results or pages."""
-    from suite.history import dashboard
+    from suite.asv_plumbing import dashboard
     from test_docs import repository_copy
 
     _, repo, commits, _ = tiny

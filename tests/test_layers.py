@@ -11,10 +11,11 @@ SUITE = Path(__file__).resolve().parent.parent / "suite"
 #: the ones below it.
 LAYERS = [
     {"suite.errors", "suite.environ", "suite.cache", "suite.git", "suite.children", "suite.tracked",
-     "suite.progress", "suite.compat", "suite.asvconf"},
+     "suite.progress", "suite.compat"},
     {"suite.targets"},
     {"suite.core"},
-    {"suite.reporting", "suite.triage", "suite.history"},
+    {"suite.asv_plumbing", "suite.reporting", "suite.triage", "suite.history"},
+    {"suite.run", "suite.check"},  # the libraries of `run` and `check`
 ]
 
 
@@ -53,7 +54,7 @@ def layer(name: str) -> int | None:
     for index, members in enumerate(LAYERS):
         if any(name == m or name.startswith(m + ".") for m in members):
             return index
-    return None  # the commands (cli, run, check, commands/): the top
+    return None  # the commands (suite.cli, suite.commands): the top
 
 
 def graph() -> dict[str, set[str]]:

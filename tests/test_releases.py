@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from suite.history import commits, install_tvm, releases
+from suite.asv_plumbing import install_tvm, releases
+from suite.history import commits
 from suite.errors import UserError
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
@@ -122,7 +123,7 @@ def test_install_tvm_picks_wheel_or_source(fake_tvm, tmp_path):
 
 def test_install_tvm_failure_is_one_line_and_nonzero(fake_tvm, tmp_path):
     repo, c = fake_tvm
-    result = subprocess.run([sys.executable, "-m", "suite.history.install_tvm", "--commit", c["m3"], "--checkout",
+    result = subprocess.run([sys.executable, "-m", "suite.asv_plumbing.install_tvm", "--commit", c["m3"], "--checkout",
                              str(repo), "--build-root", str(tmp_path / "b")], capture_output=True, text=True)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [

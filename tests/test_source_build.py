@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from suite.git import git
-from suite.history import source_build
-from suite.history.source_build import BuildFailed
+from suite.asv_plumbing import source_build
+from suite.asv_plumbing.source_build import BuildFailed
 
 
 def _repo(path, files, gitlinks=(), modules=()):

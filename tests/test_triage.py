@@ -16,7 +16,9 @@ from suite import compat, targets
 from suite.triage import tvmscript
 from suite.core import reference, tuning, workloads
 from suite.triage import inputs as triage_inputs
+from suite.targets import base
 from suite.triage import interp, verdict
+from suite.triage.report import Report, TargetOutcome
 
 CASES = Path(__file__).parent / "data" / "triage"
 TRIAGE_PAGE = Path(__file__).parent.parent / "docs" / "triage.md"
@@ -344,6 +346,42 @@ def conv(X: T.Buffer((1, 6, 6, 2), "float32"), W: T.Buffer((3, 3, 2, 4), "float3
     np.testing.assert_array_equal(needed["W"], expected_w)
 
 
+def test_each_output_of_a_program_of_several(tmp_path):
+    """The outputs are the parameters the body writes, wherever they stand (TVM's rule; the inputs
+    only read): each evaluated with its own bound companions, each unwritten element reported
+    with its output, and the inputs an element of either output reads."""
+    funcs, _ = tvmscript.parse_file(CASES / "two_outputs.py")
+    prog = tvmscript.translate(funcs["two"], "two")
+    rng = np.random.default_rng(6)
+    a, b = rng.uniform(-1, 1, (16, 32)).astype("float32"), rng.uniform(-1, 1, (32, 16)).astype("float32")
+    result = evaluate(prog, A=a, B=b)
+    assert [o.buf.name for o in result.outputs] == ["C", "S"] and [p.name for p in prog.inputs()] == ["A", "B"]
+    c, s = result.outputs
+    np.testing.assert_allclose(c.value, a.astype(float) @ b.astype(float), rtol=1e-13)
+    np.testing.assert_allclose(s.value, a.astype(float).sum(axis=1), rtol=1e-13)
+    assert (c.k, s.k, result.k) == (32, 31, 32) and result.output is s.value and not result.findings
+    assert interp.dependencies(prog, {"A": a, "B": b}, (3, 5), "C")["B"][:, 5].all()
+    needed = interp.dependencies(prog, {"A": a, "B": b}, (3,))  # the last output, S
+    assert needed["A"][3].all() and needed["A"].sum() == 32 and not needed["B"].any()
+    prog = program(tmp_path, """
+@T.prim_func(s_tir=True)
+def f(X: T.Buffer((8,), "int32"), Y: T.Buffer((8,), "int32"), A: T.Buffer((8,), "int32")):
+    for i in range(8):
+        with T.sblock("X"):
+            vi = T.axis.spatial(8, i)
+            X[vi] = A[vi] + 1
+    for i in range(7):
+        with T.sblock("Y"):
+            vi = T.axis.spatial(7, i)
+            Y[vi] = A[vi] * 2
+""")
+    result = evaluate(prog, A=np.arange(8, dtype="int32"))
+    assert [o.buf.name for o in result.outputs] == ["X", "Y"] and [p.name for p in prog.inputs()] == ["A"]
+    np.testing.assert_array_equal(result.outputs[0].value, np.arange(8) + 1)
+    (finding,) = result.findings
+    assert finding.kind == "output_not_written" and finding.buffer == "Y" and "never writes Y[7]" in finding.message
+
+
 # ----------------------------------------------------------------------------- spellings
 
 
@@ -556,6 +594,46 @@ def test_verdict_rules_on_arrays():
     assert [verdict.EXIT_STATUS[k] for k in verdict.KINDS] == [0, 10, 11, 12, 13]
 
 
+def test_several_outputs_the_worst_verdict_and_each_output_named():
+    """A program of several outputs is judged output by output: the target's verdict is the most
+    serious, its first wrong element names its output, and the report names every output with
+    its own verdict."""
+    rng = np.random.default_rng(7)
+    exact = rng.uniform(-4, 4, 64)
+    expected = expected_of(exact, np.abs(exact) + 4)
+    same = exact.astype("float16")
+    wrong = same.copy()
+    wrong[5] = -wrong[5]
+    judged = {"C": verdict.judge(expected, same, same.copy()), "S": verdict.judge(expected, same, wrong)}
+    worst = verdict.worst_output(judged)
+    assert worst.kind == verdict.CHANGED and worst.first["output"] == "S" and worst.first["index"] == [5]
+    assert worst.summary.startswith("outputs C EQUIVALENT, S CHANGED; S: Y[5]: after")
+    both = verdict.worst_output({"C": judged["C"], "S": judged["C"]})
+    assert both.kind == verdict.EQUIVALENT and both.summary == "outputs C EQUIVALENT, S EQUIVALENT: each is before's, bit for bit"
+    report = Report(function="two", before="b.py", after="a.py", output="C 64 float16, S 64 float16", inputs=[],
+                    reference={"seconds": 0.0, "arithmetic": "float64", "accumulation_length": 64},
+                    outcomes=[TargetOutcome("llvm", "ok", judgement=worst, outputs=judged)])
+    lines = report.text().splitlines()
+    assert lines[0].startswith("CHANGED on llvm: outputs C EQUIVALENT, S CHANGED; S: Y[5]")
+    assert "outputs C 64 float16, S 64 float16" in lines[4]
+    assert lines[5] == "llvm       CHANGED: outputs C EQUIVALENT, S CHANGED"
+    assert lines[6].startswith("           C EQUIVALENT: ") and lines[8].startswith("           S CHANGED: Y[5]")
+    (target,) = report.to_json()["targets"]
+    assert [(o["output"], o["verdict"]) for o in target["outputs"]] == [("C", "EQUIVALENT"), ("S", "CHANGED")]
+
+
+def test_targets_whose_kernels_take_one_output_say_why():
+    """llvm and cuda run a TVM module's function, which takes any arguments; the Hexagon emulator
+    harness is given one output, and a compile-only target runs nothing."""
+    assert targets.get("llvm").several_outputs_unavailable() is None
+    assert targets.get("cuda").several_outputs_unavailable() is None
+    assert "one output is their last parameter" in targets.get("hexagon-v68-qf").several_outputs_unavailable()
+    assert "compile-only" in targets.get("hexagon-v68").several_outputs_unavailable()
+    with pytest.raises(base.SeveralOutputsUnavailable, match="run on llvm and cuda"):
+        targets.get("hexagon-v68-qf").load_outputs(Path("kernel.o"), [np.zeros(4), base.Output((4,), "float32"),
+                                                                       base.Output((4,), "float32")])
+
+
 def test_inputs_spec():
     spec = triage_inputs.parse("0:1,W=-2:2")
     assert spec.default == (0, 1) and spec.ranges == {"W": (-2, 2)}
@@ -597,6 +675,76 @@ def test_changed_wrong_index_with_a_reproducer_that_shows_it(cli, tmp_path):
                                "B": {"elements": 32, "box": [[0, 32], [0, 1]]}}
     run = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True)
     assert run.returncode == 1 and "the after program is wrong here" in run.stdout
+
+
+@pytest.mark.slow
+def test_two_outputs_one_changed_names_it(cli, tmp_path):
+    """C as before, S summed with the wrong stride: CHANGED, naming S; C is EQUIVALENT; the
+    reproducer allocates both outputs and shows S's wrong element."""
+    repro = tmp_path / "repro.py"
+    status, report = triage(cli, CASES / "two_outputs.py", CASES / "two_outputs_wrong_sum.py", "--repro", repro)
+    assert status == 12 and report["verdict"] == "CHANGED" and report["output"] == "C 16x16 float32, S 16 float32"
+    (llvm,) = report["targets"]
+    assert [(o["output"], o["verdict"]) for o in llvm["outputs"]] == [("C", "EQUIVALENT"), ("S", "CHANGED")]
+    assert llvm["verdict"] == "CHANGED" and llvm["summary"].startswith("outputs C EQUIVALENT, S CHANGED; S: S[0]:")
+    first = llvm["first_wrong"]
+    assert first["output"] == "S" and first["index"] == [0] and abs(first["after"] - first["exact"]) > first["bound"]
+    shown = report["reproducer"]
+    assert shown["shows"] and shown["inputs"] == "region" and shown["region"]["A"]["box"] == [[0, 1], [0, 32]]
+    run = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True)
+    assert run.returncode == 1 and run.stdout.startswith("S[0]: before")
+
+
+@pytest.mark.slow
+def test_two_outputs_both_equivalent_and_a_one_output_target_skipped(cli):
+    """C's loops swapped keep every sum: both outputs EQUIVALENT, each named; hexagon-v68-qf, whose
+    harness takes one output, is skipped with that reason."""
+    done = cli("triage", str(CASES / "two_outputs.py"), str(CASES / "two_outputs_swapped.py"),
+               "--target", "llvm,hexagon-v68-qf")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "EQUIVALENT on llvm: outputs C EQUIVALENT, S EQUIVALENT: each is before's, bit for bit"
+    assert any(line.startswith("           C EQUIVALENT: after's output is before's") for line in lines)
+    assert any(line.startswith("           S EQUIVALENT: after's output is before's") for line in lines)
+    qf = next(line for line in lines if line.startswith("hexagon-v68-qf"))
+    reason = targets.get("hexagon-v68-qf").unavailable() or "one output is their last parameter"
+    assert "skipped" in qf and reason in qf, qf
+
+
+@pytest.mark.slow
+def test_a_kernel_of_outputs_anywhere_among_its_parameters(tmp_path):
+    """Target.load_outputs binds the arguments in parameter order (outputs first and between the
+    inputs here); a kernel of one output, its last parameter, is load()'s, as the benchmarks'."""
+    prog_text = """from tvm.script import tirx as T
+
+
+@T.prim_func(s_tir=True)
+def f(X: T.Buffer((8,), "float32"), A: T.Buffer((8,), "float32"), Y: T.Buffer((4,), "int32"),
+      B: T.Buffer((8,), "float32")):
+    for i in range(8):
+        with T.sblock("X"):
+            vi = T.axis.spatial(8, i)
+            X[vi] = A[vi] - B[vi]
+    for i in range(4):
+        with T.sblock("Y"):
+            vi = T.axis.spatial(4, i)
+            Y[vi] = T.Cast("int32", A[vi] * T.float32(10))
+"""
+    (tmp_path / "f.py").write_text(prog_text)
+    func = tvmscript.parse_file(tmp_path / "f.py")[0]["f"]
+    llvm = targets.get("llvm")
+    path = tmp_path / llvm.KERNEL_FILE
+    llvm.build(llvm.prepare(func, "default"), path)
+    a, b = np.arange(8, dtype="float32"), np.full(8, 0.5, "float32")
+    kernel = llvm.load_outputs(path, [base.Output((8,), "float32"), a, base.Output((4,), "int32"), b])
+    x, y = kernel.outputs()
+    np.testing.assert_array_equal(x, a - b)
+    np.testing.assert_array_equal(y, (a[:4] * 10).astype("int32"))
+    matmul = tvmscript.parse_file(CASES / "matmul.py")[0]["matmul"]
+    llvm.build(llvm.prepare(matmul, "default"), tmp_path / "matmul.so")
+    m = np.ones((32, 32), "float32")
+    single = llvm.load_outputs(tmp_path / "matmul.so", [m, m, base.Output((32, 32), "float32")])
+    assert type(single) is base.ModuleKernel and (single.outputs()[0] == 32).all()
 
 
 @pytest.mark.slow

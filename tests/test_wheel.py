@@ -36,7 +36,7 @@ def test_the_wheel_holds_what_the_suite_reads(installed):
                  "suite/project/reports/templates/report.html.j2", "suite/project/benchmarks/common.py",
                  "suite/project/benchmarks/bench_latency.py", "suite/targets/hexagon_harness.c",
                  "suite/targets/qfloat_model.c", "suite/targets/vector_model.c", "suite/targets/hvx_model.c",
-                 "suite/targets/ieee_model.c", "suite/history/asv_plugin.py"):
+                 "suite/targets/ieee_model.c", "suite/asv_plumbing/plugin.py"):
         assert name in names, name
     assert any(n.startswith("suite/tuning_records/llvm/float16/traces/") for n in names)
 

@@ -134,7 +134,7 @@ def remeasure(series, timings: list[Timing], repeats: int = REPEATS) -> tuple[li
     into the installed TVM's runtime, which then times every side alike. What is re-timed is each
     commit's generated code; the runtime around it (thread pool, workspace allocation) is the
     installed one's. Every TVM the suite drives exports kernels through tvm-ffi 0.1
-    (suite.history.releases), so their ``.so`` files load in one another's runtime: checked for
+    (suite.asv_plumbing.releases), so their ``.so`` files load in one another's runtime: checked for
     kernels of 0.25.0 and 0.26.0 in 0.27.0's."""
     found = _kernels(series.ids, timings)
     if isinstance(found, str):

@@ -21,7 +21,8 @@ from suite import cache, git, targets, tracked
 from suite.core import runstore
 from suite.core.combo import Grid
 from suite.errors import ExitCode, UserError
-from suite.history import commits as history, driver, releases
+from suite.asv_plumbing import driver, releases
+from suite.history import commits as history
 from suite.reporting import results as res
 from suite.reporting import rules, thresholds as limits
 

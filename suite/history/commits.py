@@ -1,6 +1,6 @@
 """`tvm-suite history`: asv over commits of a TVM clone.
 
-One virtualenv; each commit's TVM is installed into it by ``python -m suite.history.install_tvm``
+One virtualenv; each commit's TVM is installed into it by ``python -m suite.asv_plumbing.install_tvm``
 (the asv ``install_command`` written here): a tagged release's wheel, else a source build.
 Results asv already has are skipped; then ``asv publish``.
 """
@@ -17,12 +17,12 @@ from pathlib import Path
 from asv import machine as asv_machine
 from tabulate import tabulate
 
-from suite import asvconf, cache, git
+from suite import cache, git
+from suite.asv_plumbing import config as asvconf, driver, releases, source_build
 from suite.core.combo import Grid
 from suite.core import runstore
 from suite.core.runstore import COMMIT_ENV, MACHINE_ENV, RUN_DIR_ENV
 from suite.errors import UserError
-from suite.history import driver, releases, source_build
 
 
 @dataclass
@@ -56,7 +56,7 @@ def history_config(out_dir: Path, env_dir: Path, repo: Path, release_map: Path, 
     if asvconf.CHECKOUT is None:
         raise UserError("tvm-suite history installs the suite into asv's environments from its source checkout; "
                         "this suite is an installed wheel: run it from a checkout (pip install -e .)")
-    install = (f"in-dir={{env_dir}} python -m suite.history.install_tvm --commit {{commit}} "
+    install = (f"in-dir={{env_dir}} python -m suite.asv_plumbing.install_tvm --commit {{commit}} "
                f"--checkout {{build_dir}} --release-map {release_map.resolve()} "
                f"--log-dir {(out_dir / 'install-logs').resolve()}" + (f" --git-mirrors {mirrors}" if mirrors else ""))
     return driver.write_conf(

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 
 from suite import cache, tracked
-from suite.asvconf import REPORTS
+from suite.asv_plumbing.config import REPORTS
 from suite.core import runstore
 from suite.errors import UserError
 from suite.reporting import results as res

@@ -35,7 +35,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from suite import asvconf, git, tracked
+from suite import git, tracked
+from suite.asv_plumbing import config as asvconf
 from suite.core import runstore
 from suite.core.combo import PARAM_NAMES
 from suite.errors import UserError

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from suite import tracked
-from suite.asvconf import REPORTS
+from suite.asv_plumbing.config import REPORTS
 from suite.errors import UserError
 
 DEFAULT_PATH = REPORTS / "thresholds.toml"

@@ -17,18 +17,25 @@ capabilities say how its results are to be read, so no caller probes attributes:
 - ``ieee_twin``: whether its kernels also run with IEEE arithmetic in place of its own
   (:meth:`Target.load_ieee_twin`; the executed qfloat targets: :mod:`suite.targets.ieee_twin`),
   which tells a divergence caused by the arithmetic from one caused by the schedule.
+
+A benchmark's kernel has one output, its last parameter (:meth:`Target.load`). A program of several
+outputs, or of one elsewhere than last (triage: a bug report's PrimFunc), is loaded with its
+arguments in parameter order (:meth:`Target.load_outputs`, :class:`Output`), where the target runs
+such kernels (:meth:`Target.several_outputs_unavailable` says why not); :meth:`Kernel.outputs`
+returns them all.
 """
 
 from __future__ import annotations
 
 import abc
 import enum
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from suite import cache, compat
-from suite.errors import OrderNotApplicable, UserError
+from suite.errors import OrderNotApplicable, Skipped, UserError
 
 
 class Mode(enum.Enum):
@@ -39,6 +46,18 @@ class Mode(enum.Enum):
 
 class NotTunable(UserError):
     """MetaSchedule cannot tune for this target here (one-line message)."""
+
+
+class SeveralOutputsUnavailable(Skipped):
+    """A target whose kernels take one output, their last parameter, asked to run others."""
+
+
+@dataclass(frozen=True)
+class Output:
+    """An output parameter of a kernel (:meth:`Target.load_outputs`), which the kernel allocates."""
+
+    shape: tuple[int, ...]
+    dtype: str
 
 
 class Kernel(abc.ABC):
@@ -54,6 +73,10 @@ class Kernel(abc.ABC):
     @abc.abstractmethod
     def output(self) -> np.ndarray:
         """Run once and return the output."""
+
+    def outputs(self) -> list[np.ndarray]:
+        """Run once and return every output, in parameter order (one, for a kernel of one output)."""
+        return [self.output()]
 
     @abc.abstractmethod
     def time(self, repeat: int = 5) -> list[float]:
@@ -90,6 +113,37 @@ class ModuleKernel(Kernel):
             self._entry, self.device, number=1, repeat=repeat, min_repeat_ms=min_repeat_ms
         )
         return [float(t) for t in evaluator(*(arguments_of or self).args).results]
+
+
+class ModuleOutputsKernel(ModuleKernel):
+    """A TVM runtime module's function bound to arguments in parameter order, any of them outputs
+    (:meth:`Target.load_outputs`): made from the kernel of its first output, whose arrays it
+    takes (the inputs on the device, the first output), the other outputs allocated beside."""
+
+    def __init__(self, first: ModuleKernel, arguments):
+        self.device, self.synchronize, self.function = first.device, first.synchronize, first.function
+        self._module, self._entry = first._module, first._entry
+        inputs = iter(first.args[:-1])
+        self.args, self.results = [], []
+        for argument in arguments:
+            if isinstance(argument, Output):
+                array = first.result if not self.results else compat.empty(tuple(argument.shape), argument.dtype,
+                                                                          self.device)
+                self.results.append(array)
+                self.args.append(array)
+            else:
+                self.args.append(next(inputs))
+        self.result = self.results[0]
+
+    def output(self) -> np.ndarray:
+        """The only output; a kernel of several has :meth:`outputs`."""
+        if len(self.results) != 1:
+            raise ValueError(f"a kernel of {len(self.results)} outputs: call outputs()")
+        return super().output()
+
+    def outputs(self) -> list[np.ndarray]:
+        self.run()
+        return [result.numpy() for result in self.results]
 
 
 class Target(abc.ABC):
@@ -159,6 +213,39 @@ class Target(abc.ABC):
 
     @abc.abstractmethod
     def load(self, path: Path, inputs, output_shape, dtype) -> Kernel: ...
+
+    def several_outputs_unavailable(self) -> str | None:
+        """Why this target runs only kernels whose one output is their last parameter (the
+        benchmarks' kernels), or None where :meth:`load_outputs` runs any. A native target's kernel
+        is a TVM runtime module's function (llvm, cuda), which takes any arguments; an emulated
+        one runs under the suite's harness, which :meth:`load` gives the inputs, then one output."""
+        if self.mode is Mode.NATIVE:
+            return None
+        if self.mode is Mode.COMPILE_ONLY:
+            return f"{self.name} is compile-only: it runs no kernel"
+        return (f"{self.name} runs kernels whose one output is their last parameter (its emulator harness is "
+                "given the inputs, then one output); programs of several outputs run on llvm and cuda")
+
+    def load_outputs(self, path: Path, arguments) -> Kernel:
+        """The build at ``path`` bound to ``arguments``, the function's parameters in order: each an
+        input array or an :class:`Output`, which the kernel allocates and :meth:`Kernel.outputs`
+        returns, in order. One output, the last parameter: :meth:`load`'s kernel, as the benchmarks
+        load it. Otherwise the kernel :meth:`load` makes for the first output, bound to every
+        argument (:class:`ModuleOutputsKernel`); SeveralOutputsUnavailable (a Skipped, with the
+        reason) where the target's kernels cannot take them."""
+        outputs = [a for a in arguments if isinstance(a, Output)]
+        if not outputs:
+            raise ValueError("load_outputs: no Output among the arguments")
+        if len(outputs) > 1 or not isinstance(arguments[-1], Output):
+            if reason := self.several_outputs_unavailable():
+                raise SeveralOutputsUnavailable(reason)
+        inputs = [a for a in arguments if not isinstance(a, Output)]
+        kernel = self.load(path, inputs, outputs[0].shape, outputs[0].dtype)
+        if len(outputs) == 1 and isinstance(arguments[-1], Output):
+            return kernel
+        if not isinstance(kernel, ModuleKernel):
+            raise SeveralOutputsUnavailable(f"{self.name}'s kernels take one output, their last parameter")
+        return ModuleOutputsKernel(kernel, arguments)
 
     def codegen_metrics(self, path: Path) -> dict | None:
         """Code size and instruction counts of a build, where the target has them."""

@@ -15,7 +15,7 @@ What is counted (bytes per element):
 - the outputs the targets hand back, in the output's dtype, four times (before, after and the
   IEEE twin's two).
 
-The interpreter's temporaries are bounded apart from this (``interp.LANE_CAP`` lanes at a time).
+The interpreter's temporaries are bounded apart from this (``vectorize.LANE_CAP`` lanes at a time).
 """
 
 from __future__ import annotations

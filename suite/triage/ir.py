@@ -218,9 +218,15 @@ class Program:
     body: Stmt
 
     def written_params(self) -> list[Buf]:
-        """The parameters some store writes, in parameter order."""
+        """The parameters some store writes, in parameter order: its outputs, as TVM takes a
+        PrimFunc's (a buffer the body writes is an output, one it only reads an input)."""
         written = {id(s.buf) for s in stores(self.body)}
         return [p for p in self.params if id(p) in written]
+
+    def inputs(self) -> list[Buf]:
+        """The parameters no store writes (the body only reads them), in parameter order."""
+        written = {id(b) for b in self.written_params()}
+        return [p for p in self.params if id(p) not in written]
 
 
 # ----------------------------------------------------------------------------- walking

@@ -9,7 +9,9 @@ from suite.triage import verdict
 
 @dataclass
 class TargetOutcome:
-    """One target: ``status`` ok (a judgement), skipped or failed (``reason``)."""
+    """One target: ``status`` ok (a judgement), skipped or failed (``reason``). ``outputs``: each
+    output's judgement, by name in parameter order; ``judgement`` is the only one's, or for a
+    program of several outputs the most serious (:func:`suite.triage.verdict.worst_output`)."""
 
     target: str
     status: str
@@ -18,6 +20,7 @@ class TargetOutcome:
     seconds: dict = field(default_factory=dict)
     tuning: dict | None = None
     after_func: object = field(default=None, repr=False)  # the PrimFunc judged (a tuned one differs per target)
+    outputs: dict[str, verdict.Judgement] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         found = {"target": self.target, "status": self.status, "seconds": self.seconds}
@@ -25,6 +28,8 @@ class TargetOutcome:
             found["reason"] = self.reason
         if self.judgement is not None:
             found.update(self.judgement.to_json())
+        if self.outputs:
+            found["outputs"] = [{"output": name, **j.to_json()} for name, j in self.outputs.items()]
         if self.tuning is not None:
             found["tuning"] = self.tuning
         return found
@@ -84,7 +89,7 @@ class Report:
         ref = self.reference
         k_words = f", K = {ref['accumulation_length']}" if ref.get("accumulation_length") is not None else ""
         lines.append(f"reference  the suite's TIR interpreter, exact ({ref['arithmetic']}), {ref['seconds']:.2f} s"
-                     f"{k_words}; output {self.output}")
+                     f"{k_words}; output{'s' if ', ' in self.output else ''} {self.output}")
         for finding in self.findings:
             count = f" ({finding.count:,} times)" if finding.count > 1 else ""
             lines.append(f"undefined  {finding.kind}: {finding.message}{count}")
@@ -115,10 +120,21 @@ def _outcome_lines(outcome: TargetOutcome) -> list[str]:
     timing = ""
     if seconds:
         timing = f" (built and run in {seconds.get('before', 0):.1f} s + {seconds.get('after', 0):.1f} s)"
-    lines.append(f"{name} {j.kind}: {j.summary}{timing}")
+    if len(outcome.outputs) > 1:  # the worst output's verdict, then each output's own
+        each = ", ".join(f"{n} {o.kind}" for n, o in outcome.outputs.items())
+        lines.append(f"{name} {j.kind}: outputs {each}{timing}")
+        for output, judged in outcome.outputs.items():
+            lines.extend(_judgement_lines(" " * 11 + f"{output} ", judged, " " * 13))
+        return lines
+    return lines + _judgement_lines(f"{name} ", j, " " * 11, timing)
+
+
+def _judgement_lines(head: str, j: verdict.Judgement, indent: str, timing: str = "") -> list[str]:
+    """A judgement's line (``head``, its kind and summary) and its figures and notes (``indent``)."""
+    lines = [f"{head}{j.kind}: {j.summary}{timing}"]
     f = j.figures
     if j.kind == verdict.EQUIVALENT and "before_bound_fraction" in f:
-        lines.append(" " * 11 + f"both use {f['before_bound_fraction']:.3g} of the rounding bound")
+        lines.append(indent + f"both use {f['before_bound_fraction']:.3g} of the rounding bound")
     if "after_bound_fraction" in f:
         bits = [f"bound fraction before {f['before_bound_fraction']:.3g}, after {f['after_bound_fraction']:.3g}"]
         if "twin_after_bound_fraction" in f:
@@ -127,7 +143,7 @@ def _outcome_lines(outcome: TargetOutcome) -> list[str]:
         if "error_ratio" in f and j.kind != verdict.EQUIVALENT:
             bits.append(f"error ratio {f['error_ratio']:.3f} (z {f['error_ratio_z']:.1f}), bias shift "
                         f"{f['bias_shift']:+.3f} (|z| {f['bias_shift_z']:.1f})")
-        lines.append(" " * 11 + "; ".join(bits))
+        lines.append(indent + "; ".join(bits))
     for note in j.notes:
-        lines.append(" " * 11 + f"note: {note}")
+        lines.append(indent + f"note: {note}")
     return lines

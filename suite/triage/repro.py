@@ -29,12 +29,13 @@ RUN_TIMEOUT_S = 600
 
 def write(program: ir.Program, before_script: str, after_script: str, arrays: dict, spec, expected: verdict.Expected,
           index: tuple, path: Path | None, found_on: str) -> dict:
-    """Write the reproducer of output element ``index`` (at ``path``, which must not exist, or a new
-    ``triage_repro_<function>.py`` here) and run it; what it is and shows, for the report."""
+    """Write the reproducer of element ``index`` of the output ``expected`` is of (at ``path``, which
+    must not exist, or a new ``triage_repro_<function>.py`` here) and run it; what it is and shows,
+    for the report."""
     path = claim(path) if path is not None else claim_fresh(Path.cwd() / f"triage_repro_{program.name}.py")
-    output = program.written_params()[-1]
-    params = [p for p in program.params if p is not output]
-    needed = interp.dependencies(program, arrays, index)
+    output = next(b for b in program.written_params() if b.name == expected.name)
+    params = program.inputs()
+    needed = interp.dependencies(program, arrays, index, output.name)
     region = {p.name: needed[p.name] for p in params}
     total = sum(int(m.sum()) for m in region.values())
     facts = {"path": str(path), "output_index": list(index), "found_on": found_on,
@@ -42,8 +43,7 @@ def write(program: ir.Program, before_script: str, after_script: str, arrays: di
     attempts = [("region", region)] if total <= MAX_EMBEDDED else []
     attempts.append(("whole", None))
     for kind, chosen in attempts:
-        text = _script(program, before_script, after_script, arrays, spec, expected, index, output, params, chosen,
-                       found_on)
+        text = _script(program, before_script, after_script, arrays, spec, expected, index, output, chosen, found_on)
         cache.write_text(path, text)
         shows, printed = _run(path)
         facts.update(inputs=kind, shows=shows, printed=printed)
@@ -121,8 +121,9 @@ def _generator(param: ir.Buf, position: int, array: np.ndarray, spec) -> str:
     return f"np.array([{values}], {param.dtype!r}).reshape({tuple(param.shape)})"
 
 
-def _script(program, before_script, after_script, arrays, spec, expected, index, output, params, region,
-            found_on) -> str:
+def _script(program, before_script, after_script, arrays, spec, expected, index, output, region, found_on) -> str:
+    params = program.inputs()
+    outputs = {b.name: (tuple(b.shape), b.dtype) for b in program.written_params()}
     element = f"{output.name}[{', '.join(map(str, index))}]"
     floats = expected.magnitude is not None
     exact = expected.value[index]
@@ -177,6 +178,8 @@ INDEX = {tuple(int(i) for i in index)!r}
 EXACT = {exact_literal}
 BOUND = {repr(float(bound)) if bound is not None else None}
 OUTPUT = ({output.name!r}, {tuple(output.shape)!r}, {output.dtype!r})
+OUTPUTS = {outputs!r}  # every output: (shape, dtype), zeros before the call
+PARAMETERS = {[p.name for p in program.params]!r}
 
 
 def region(shape, dtype, where, values):
@@ -202,9 +205,10 @@ def run(source):
     module = build(tvm.IRModule({{"main": func.with_attr("global_symbol", "main")}}), target=target)
     device = tvm.cpu(0)
     tensor = getattr(tvm.runtime, "tensor", None) or tvm.nd.array
-    out = tensor(np.zeros(OUTPUT[1], OUTPUT[2]), device)
-    module["main"](*[tensor(array, device) for array in INPUTS.values()], out)
-    return out.numpy()[INDEX].item()
+    arrays = {{name: tensor(array, device) for name, array in INPUTS.items()}}
+    arrays.update({{name: tensor(np.zeros(shape, dtype), device) for name, (shape, dtype) in OUTPUTS.items()}})
+    module["main"](*[arrays[name] for name in PARAMETERS])
+    return arrays[OUTPUT[0]].numpy()[INDEX].item()
 
 
 before, after = run(BEFORE), run(AFTER)

@@ -16,8 +16,8 @@ import numpy as np
 from suite import compat, targets
 from suite.triage import tvmscript
 from suite.errors import Skipped, UserError, first_line
-from suite.targets.base import Mode
-from suite.triage import budget, interp, ir, repro, script_check, verdict
+from suite.targets.base import Mode, Output
+from suite.triage import budget, interp, ir, repro, script_check, values, verdict
 from suite.triage import inputs as inputs_mod
 from suite.triage import schedule as schedule_mod
 from suite.triage.report import Report, TargetOutcome
@@ -90,8 +90,11 @@ def _triage(request: Request, log) -> Report:
     name, before = tvmscript.pick(funcs, request.func, request.before)
     after = None if request.tune is not None else _after(request, name, before)
     program = _program(before, name, request.before)
-    output = program.written_params()[-1]
-    params = [p for p in program.params if p is not output]
+    outputs, params = program.written_params(), program.inputs()
+    if request.tune is not None and _several(program):
+        raise UserError(f"{request.before}: --tune checks MetaSchedule's candidates on kernels of one output, their "
+                        f"last parameter, and {name} has {_outputs_words(program)}: give the after program (AFTER, "
+                        "--schedule or --trace)")
     if after is not None:
         _same_signature(before, after, request)
     inputs_mod.check(spec, params)
@@ -100,23 +103,24 @@ def _triage(request: Request, log) -> Report:
     started = time.perf_counter()
     try:
         result = interp.evaluate(program, arrays)
-    except interp.Unevaluable as err:
+    except values.Unevaluable as err:
         raise UserError(f"the interpreter cannot evaluate {request.before}: {err}") from None
-    floats = ir.kind_of(output.dtype) == "f"
+    floats = [ir.kind_of(o.dtype) == "f" for o in outputs]
     report = Report(
         function=name, before=str(request.before), after=request.after_words(),
-        output=f"{output.name} {'x'.join(map(str, output.shape))} {output.dtype}",
+        output=", ".join(f"{o.name} {'x'.join(map(str, o.shape))} {o.dtype}" for o in outputs),
         inputs=[spec.describe(p) for p in params],
         reference={"seconds": time.perf_counter() - started,
-                   "arithmetic": "float64" if floats else "integers",
-                   "accumulation_length": result.k if floats else None},
+                   "arithmetic": ("float64" if all(floats) else "float64 and integers") if any(floats) else "integers",
+                   "accumulation_length": max(e.k for e, f in zip(result.outputs, floats) if f) if any(floats)
+                   else None},
         findings=result.findings)
     if facts["dropped"]:
         report.notes.append(f"left out of {request.before}: the Relax function(s) {', '.join(facts['dropped'])}")
     if result.findings:
         return report
-    expected = verdict.Expected(result.output, result.magnitude if floats else None, result.k, output.name,
-                                output.dtype)
+    expected = [verdict.Expected(e.value, e.magnitude if ir.kind_of(e.buf.dtype) == "f" else None, e.k, e.buf.name,
+                                 e.buf.dtype) for e in result.outputs]
     with tempfile.TemporaryDirectory(prefix="tvm-suite-triage-") as work:
         for target_name in request.targets:
             target = targets.get(target_name)
@@ -127,21 +131,34 @@ def _triage(request: Request, log) -> Report:
                     report.outcomes.append(TargetOutcome(target.name, "skipped", reason))
                     continue
                 log(f"tuning {name} for {target.name}: {request.tune} trials")
-                after_here, tuning = _tuned(before, target, request.tune, arrays, params, output, expected)
+                after_here, tuning = _tuned(before, target, request.tune, arrays, params, outputs[0], expected[0])
             log(f"building and running both programs on {target.name}")
-            outcome = _run_target(target, before, after_here, [arrays[p.name] for p in params], output, expected,
-                                  Path(work))
+            outcome = _run_target(target, before, after_here, program, arrays, expected, Path(work))
             outcome.tuning = tuning
             report.outcomes.append(outcome)
         changed = [o for o in report.outcomes if o.judgement is not None and o.judgement.kind == verdict.CHANGED]
         if changed:
             first = changed[0]
+            wrong = next(e for e in expected if first.outputs[e.name].kind == verdict.CHANGED)
             after_func = after if after is not None else first.after_func
             log("writing the reproducer")
             report.reproducer = repro.write(program, tvmscript.script(before, name), tvmscript.script(after_func, name),
-                                            arrays, spec, expected, tuple(first.judgement.first["index"]),
+                                            arrays, spec, wrong, tuple(first.outputs[wrong.name].first["index"]),
                                             request.repro, first.target)
     return report
+
+
+def _several(program: ir.Program) -> bool:
+    """Whether the program's outputs are other than one, its last parameter (the benchmarks' kernels)."""
+    written = program.written_params()
+    return len(written) > 1 or written[-1] is not program.params[-1]
+
+
+def _outputs_words(program: ir.Program) -> str:
+    written = program.written_params()
+    if len(written) == 1:
+        return f"its one output ({written[0].name}) elsewhere than last"
+    return f"{len(written)} outputs ({', '.join(b.name for b in written)})"
 
 
 def _program(before, name: str, path: Path) -> ir.Program:
@@ -149,12 +166,10 @@ def _program(before, name: str, path: Path) -> ir.Program:
     written = program.written_params()
     if not written:
         raise UserError(f"{path}: {name} writes none of its parameters: it has no output to compare")
-    if len(written) > 1 or written[-1] is not program.params[-1]:
-        raise UserError(f"{path}: {name} writes {', '.join(b.name for b in written)}; triage compares programs "
-                        "whose one output is their last parameter")
-    if ir.kind_of(program.params[-1].dtype) == "f" and program.params[-1].dtype not in ("float16", "float32", "float64"):
-        raise UserError(f"{path}: its output is {program.params[-1].dtype}; triage judges float16, float32 and "
-                        "float64 outputs (and integers)")
+    for output in written:
+        if ir.kind_of(output.dtype) == "f" and output.dtype not in ("float16", "float32", "float64"):
+            raise UserError(f"{path}: its output {output.name} is {output.dtype}; triage judges float16, float32 and "
+                            "float64 outputs (and integers)")
     return program
 
 
@@ -215,10 +230,20 @@ def _prepare(target, func):
     return target.prepare(func, "default")
 
 
-def _run_target(target, before, after, input_list, output: ir.Buf, expected: verdict.Expected,
+def _run_target(target, before, after, program: ir.Program, arrays: dict, expected: list[verdict.Expected],
                 work: Path) -> TargetOutcome:
+    """Both programs built and run on ``target``, each output judged (``expected``: the exact
+    outputs, in parameter order). A program whose one output is its last parameter is loaded as
+    the benchmarks load their kernels; any other is loaded with its arguments in order, where the
+    target runs such kernels (else skipped, with the reason)."""
     if reason := _not_runnable(target):
         return TargetOutcome(target.name, "skipped", reason)
+    several = _several(program)
+    if several and (reason := target.several_outputs_unavailable()):
+        return TargetOutcome(target.name, "skipped", f"{reason} ({program.name} has {_outputs_words(program)})")
+    written = {id(b) for b in program.written_params()}
+    arguments = [Output(b.shape, b.dtype) if id(b) in written else arrays[b.name] for b in program.params]
+    input_list = [arrays[p.name] for p in program.inputs()]
     outputs, twins, seconds = {}, {}, {}
     for side, func in (("before", before), ("after", after)):
         started = time.perf_counter()
@@ -233,12 +258,16 @@ def _run_target(target, before, after, input_list, output: ir.Buf, expected: ver
         except Exception as err:
             return TargetOutcome(target.name, "failed", f"the {side} program does not build: {first_line(err)}")
         try:
-            kernel = target.load(path, input_list, output.shape, output.dtype)
-            outputs[side] = np.asarray(kernel.output())
-            if target.ieee_twin:
-                rewritten = (target.codegen_metrics(path) or {}).get("rewritten")
-                twins[side] = outputs[side] if rewritten == 0 else np.asarray(
-                    target.load_ieee_twin(path, input_list, output.shape, output.dtype).output())
+            if several:
+                outputs[side] = [np.asarray(o) for o in target.load_outputs(path, arguments).outputs()]
+            else:
+                (output,) = program.written_params()
+                kernel = target.load(path, input_list, output.shape, output.dtype)
+                outputs[side] = [np.asarray(kernel.output())]
+                if target.ieee_twin:
+                    rewritten = (target.codegen_metrics(path) or {}).get("rewritten")
+                    twins[side] = outputs[side] if rewritten == 0 else [np.asarray(
+                        target.load_ieee_twin(path, input_list, output.shape, output.dtype).output())]
         except (UserError, compat.TVMUnavailable):
             raise
         except Skipped as err:
@@ -246,8 +275,12 @@ def _run_target(target, before, after, input_list, output: ir.Buf, expected: ver
         except Exception as err:
             return TargetOutcome(target.name, "failed", f"the {side} program does not run: {first_line(err)}")
         seconds[side] = time.perf_counter() - started
-    judgement = verdict.judge(expected, outputs["before"], outputs["after"], twins.get("before"), twins.get("after"))
-    return TargetOutcome(target.name, "ok", judgement=judgement, seconds=seconds, after_func=after)
+    judged = {}
+    for n, exact in enumerate(expected):
+        twin = [twins[side][n] if side in twins else None for side in ("before", "after")]
+        judged[exact.name] = verdict.judge(exact, outputs["before"][n], outputs["after"][n], *twin)
+    judgement = next(iter(judged.values())) if len(judged) == 1 else verdict.worst_output(judged)
+    return TargetOutcome(target.name, "ok", judgement=judgement, seconds=seconds, after_func=after, outputs=judged)
 
 
 def _tuned(before, target, trials: int, arrays: dict, params, output: ir.Buf, expected: verdict.Expected):

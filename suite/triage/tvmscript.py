@@ -418,7 +418,7 @@ _CALL_BINARY = {"shift_left": "shl", "shift_right": "shr", "bitwise_and": "bitan
                 "floordiv": "floordiv", "floormod": "floormod", "atan2": "atan2", "hypot": "hypot",
                 "copysign": "copysign", "ldexp": "ldexp"}
 #: The math intrinsics TVM lowers on llvm (src/target/llvm/intrin_rule_llvm.cc, src/target/intrin_rule.cc),
-#: each evaluated by the interpreter as the formula TVM lowers it to (suite.triage.interp._MATH).
+#: each evaluated by the interpreter as the formula TVM lowers it to (suite.triage.intrinsics.MATH).
 _CALL_UNARY = {"fabs": "abs", "bitwise_not": "bitnot", "exp": "exp", "exp2": "exp2", "exp10": "exp10", "log": "log",
                "log2": "log2", "log10": "log10", "log1p": "log1p", "sqrt": "sqrt", "rsqrt": "rsqrt", "tanh": "tanh",
                "sigmoid": "sigmoid", "erf": "erf", "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin",

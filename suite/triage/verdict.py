@@ -9,7 +9,8 @@ statuses, and the rules, which are the suite's own (nothing here is a second cop
   ``suite.reporting.rules`` (``shift_rules``, ``cause``: the IEEE twin's judgement), [divergence].
 
 Kinds, from the least to the most serious (a triage over several targets reports the most
-serious one, naming the targets):
+serious one, naming the targets; a program of several outputs is judged output by output, and
+its verdict on a target is the most serious of its outputs', :func:`worst_output`):
 
 - EQUIVALENT: the after program's output is the before program's, bit for bit.
 - REORDERED: they differ, and both lie within the rounding bound of the exact value for their
@@ -59,6 +60,22 @@ class Judgement:
     def to_json(self) -> dict:
         return {"verdict": self.kind, "summary": self.summary, "first_wrong": self.first,
                 "figures": {k: _plain(v) for k, v in self.figures.items()}, "notes": self.notes}
+
+
+def worst_output(judged: dict[str, Judgement]) -> Judgement:
+    """The judgement of a program of several outputs on one target, from each output's (by name,
+    in parameter order): the most serious kind, and of the outputs judged so the first, whose
+    first wrong element (named by its output), figures and notes it carries; its summary names
+    every output with its own verdict."""
+    kind = most_serious(j.kind for j in judged.values())
+    name, worst = next((n, j) for n, j in judged.items() if j.kind == kind)
+    each = ", ".join(f"{n} {j.kind}" for n, j in judged.items())
+    if all(j.kind == EQUIVALENT for j in judged.values()):
+        summary = f"outputs {each}: each is before's, bit for bit"
+    else:
+        summary = f"outputs {each}; {name}: {worst.summary}"
+    first = None if worst.first is None else {"output": name, **worst.first}
+    return Judgement(kind, summary, first, dict(worst.figures), list(worst.notes))
 
 
 def _plain(value):

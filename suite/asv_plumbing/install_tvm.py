@@ -1,6 +1,6 @@
 """asv's install command: put the TVM of one commit into the current (asv) environment.
 
-    python -m suite.history.install_tvm --commit HASH --checkout DIR [--release-map FILE] [--build-root DIR]
+    python -m suite.asv_plumbing.install_tvm --commit HASH --checkout DIR [--release-map FILE] [--build-root DIR]
 
 A commit that is a tagged apache-tvm release installs that release's wheel with the ffi of
 its own time (``suite.releases.RELEASES``); any other commit is built from source with TVM's
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from suite import cache
-from suite.history import releases, source_build
+from suite.asv_plumbing import releases, source_build
 
 #: Imports TVM, builds and runs a tiny kernel: a release with the wrong ffi fails here.
 SMOKE = """

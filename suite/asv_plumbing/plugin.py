@@ -13,7 +13,7 @@ the interpreter running asv).
 asv clones the project for every environment it builds with ``git clone --recursive``: for TVM
 that fetches submodules from GitHub (CUTLASS, OpenCL headers, ...), which fails without a network
 and which a release's wheel never needs (a source build fetches the few a CPU build needs itself,
-from mirrors: suite.history.source_build). :func:`setup`, which asv calls when it loads the plugin,
+from mirrors: suite.asv_plumbing.source_build). :func:`setup`, which asv calls when it loads the plugin,
 sets ``submodule.<name>.update = none`` for each of them in asv's environment (git's
 ``GIT_CONFIG_*`` variables), as `tvm-suite history` does for its own runs.
 
@@ -22,7 +22,7 @@ functions (:func:`install_hooks`), for asv at the repository root as for the sui
 
 - ``asv publish``: its pages load jQuery, flot and bootstrap from CDNs, and show nothing without
   a network; after it, the libraries are served from ``html_dir/vendor/``
-  (:func:`suite.history.dashboard.make_offline`: from ``TVM_SUITE_ASV_ASSETS``, the suite's cache,
+  (:func:`suite.asv_plumbing.dashboard.make_offline`: from ``TVM_SUITE_ASV_ASSETS``, the suite's cache,
   else the npm registry), and one line says so, or what is missing and how to get it;
 - a ``repo`` that is a local path and no git repository (``./tvm`` not cloned, a dangling link):
   one line saying so (``tvm-suite: error: ...``, exit 2) where asv would try ``git clone --mirror``
@@ -73,8 +73,8 @@ def setup() -> None:
     install_hooks()
     if "GIT_CONFIG_COUNT" in os.environ:
         return
-    from suite import asvconf, git
-    from suite.history import releases
+    from suite import git
+    from suite.asv_plumbing import config as asvconf, releases
 
     try:
         repo = Path(asvconf.read_conf(Path("asv.conf.json")).get("repo", ""))
@@ -217,7 +217,7 @@ def offline(html_dir) -> None:
     """The pages asv published in ``html_dir``, made to work offline, said in one line."""
     from asv.console import log
 
-    from suite.history import dashboard
+    from suite.asv_plumbing import dashboard
 
     done = dashboard.make_offline(Path(html_dir))
     (log.info if done.ok else log.warning)(f"tvm-suite: {done.line()}")

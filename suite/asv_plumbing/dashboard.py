@@ -14,12 +14,12 @@ tarballs as ``npm pack NAME@VERSION`` names them, or a ``node_modules`` director
 means: no network), the suite's cache (``<TVM_SUITE_CACHE>/asv-assets``, same layout), the npm
 registry (``npm_config_registry``, else registry.npmjs.org), whose tarballs go to the cache.
 
-    python -m suite.history.dashboard HTML_DIR              # a directory `asv publish` wrote
-    python -m suite.history.dashboard --fetch-into DIR      # the tarballs, for TVM_SUITE_ASV_ASSETS
+    python -m suite.asv_plumbing.dashboard HTML_DIR              # a directory `asv publish` wrote
+    python -m suite.asv_plumbing.dashboard --fetch-into DIR      # the tarballs, for TVM_SUITE_ASV_ASSETS
 
 The suite's own publishing (``tvm-suite run``, ``tvm-suite history``) calls :func:`make_offline`,
 and so does ``asv publish`` itself wherever the suite's asv plugin is loaded (asv at the root:
-suite.history.asv_plugin). ``asv publish`` removes its HTML directory whole: `tvm-suite run` leaves
+suite.asv_plumbing.plugin). ``asv publish`` removes its HTML directory whole: `tvm-suite run` leaves
 :data:`MARKER` in the directory it published, and refuses to publish over one without it
 (:func:`check_replaceable`), which holds someone else's files.
 """
@@ -151,8 +151,8 @@ ASSETS = {
 }
 
 #: How to make a page work offline where the packages cannot be had (``{html_dir}`` filled in).
-HOW = (f"set {ASSETS_ENV}=DIR, a directory of their npm tarballs (`python -m suite.history.dashboard "
-       "--fetch-into DIR` where there is a network, or `npm pack`), and run `python -m suite.history.dashboard "
+HOW = (f"set {ASSETS_ENV}=DIR, a directory of their npm tarballs (`python -m suite.asv_plumbing.dashboard "
+       "--fetch-into DIR` where there is a network, or `npm pack`), and run `python -m suite.asv_plumbing.dashboard "
        "{html_dir}`")
 
 
@@ -572,7 +572,7 @@ def check(html_dir: Path) -> list[str]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m suite.history.dashboard",
+        prog="python -m suite.asv_plumbing.dashboard",
         description="Make a directory `asv publish` wrote work offline: the scripts and styles asv's pages "
                     f"load from CDNs are served from HTML_DIR/{VENDOR}/, taken from their npm packages "
                     f"(${ASSETS_ENV}, the suite's cache, or the npm registry).")

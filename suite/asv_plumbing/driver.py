@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from suite import cache, children
-from suite.asvconf import BENCHMARKS, IMPORT_ROOT, read_conf
+from suite.asv_plumbing.config import BENCHMARKS, IMPORT_ROOT, read_conf
 from suite.core import runstore
 from suite.errors import UserError
-from suite.history import dashboard
+from suite.asv_plumbing import dashboard
 from suite.progress import Progress
 
 #: asv benchmark attributes of a quick run: few samples, one round, no warm-up.
@@ -128,7 +128,7 @@ def machine(config: Path, log: Path, name: str | None = None) -> list[str]:
 
 
 def publish(config: Path, html_dir: Path, log: Path) -> tuple[int, dashboard.Offline]:
-    """``asv publish``, then its pages made to work offline (:mod:`suite.history.dashboard`): asv's
+    """``asv publish``, then its pages made to work offline (:mod:`suite.asv_plumbing.dashboard`): asv's
     exit status, and what the dashboard step did (a page that still needs a network is no failure
     of the run; it says why, in one line)."""
     status = asv(config, "publish", log=log)

@@ -16,7 +16,7 @@ from asv import util as asv_util
 
 from suite.errors import UserError
 
-SUITE_DIR = Path(__file__).resolve().parent
+SUITE_DIR = Path(__file__).resolve().parent.parent
 PROJECT = SUITE_DIR / "project"
 ASV_CONF = PROJECT / "asv.conf.json"
 BENCHMARKS = PROJECT / "benchmarks"

@@ -1,0 +1,38 @@
+"""``tvm-suite check CANDIDATE``: release readiness of a TVM commit against the release before
+it (the library: :mod:`suite.check`)."""
+
+from __future__ import annotations
+
+from suite.commands import common_args
+from suite.commands.base import VERDICT_EXITS, say, say_json
+from suite.commands.common_args import commit_name, path
+from suite.core.combo import QUICK_ORDERS, Grid
+
+NAME = "check"
+HELP = ("release readiness of a TVM commit in one command: measure the baseline and the "
+        "candidate (a release's wheel, else a source build; resumable), gate, report")
+EXIT_CODES = VERDICT_EXITS
+
+
+def add_arguments(p) -> None:
+    p.add_argument("candidate", metavar="CANDIDATE", type=commit_name, help="a tag or commit of --tvm-repo")
+    p.add_argument("--baseline", type=commit_name,
+                   help="a tag or commit (default: the newest apache-tvm release before the candidate); an empty "
+                        "name is an error")
+    common_args.grid(p, "default,tuned")
+    p.add_argument("--thresholds", type=path, help="TOML thresholds of the verdict (default: reports/thresholds.toml)")
+    common_args.machine(p)
+    common_args.tvm_history(p, ".asv/check")
+    common_args.json_output(p, "the verdict and its checks")
+
+
+def run(args) -> int:
+    from suite import check
+
+    grid = Grid.of(args.workloads, args.dtypes, args.targets, args.orders or list(QUICK_ORDERS))
+    summary = check.run_check(args.tvm_repo, args.candidate, args.baseline, grid, args.out, env_dir=args.env_dir,
+                              git_mirrors=args.git_mirrors, machine=args.machine, thresholds_path=args.thresholds)
+    say(summary.text, summary.exit_status)  # for people: on stderr with --json
+    if args.json:
+        say_json(summary.facts, summary.exit_status)
+    return summary.exit_status

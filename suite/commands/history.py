@@ -1,0 +1,37 @@
+"""``tvm-suite history``: asv over commits of a TVM clone (the library: :mod:`suite.history.commits`)."""
+
+from __future__ import annotations
+
+from suite.commands import common_args
+from suite.commands.common_args import names
+from suite.core.combo import Grid
+from suite.errors import ExitCode
+
+NAME = "history"
+HELP = "asv over commits of a TVM clone (releases or a range), published"
+EXIT_CODES = [(ExitCode.OK, "every commit measured"), (ExitCode.NOT_READY, "a commit did not install, or asv failed")]
+#: What an interrupted history leaves.
+INTERRUPTED = "results of the commits asv completed are kept"
+
+
+def add_arguments(p) -> None:
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--releases", type=names,
+                       help="comma-separated apache-tvm releases, e.g. 0.25.0,0.26.0 (their tags)")
+    which.add_argument("--range", help="A..B: every commit after A up to B on B's first-parent line (each one a "
+                                       "source build unless a release: hours each)")
+    common_args.grid(p, "default,tuned")
+    p.add_argument("--full", action="store_true", help="asv's own timing repeats instead of the quick ones")
+    common_args.machine(p)
+    common_args.tvm_history(p, "reports/history")
+
+
+def run(args) -> int:
+    from suite.history import commits
+
+    found = commits.history_commits(args.tvm_repo, args.releases, args.range)
+    grid = Grid.of(args.workloads, args.dtypes, args.targets, args.orders or ["default", "tuned"])
+    summary = commits.run_history(args.tvm_repo, found, grid, quick=not args.full, out_dir=args.out,
+                                  env_dir=args.env_dir, git_mirrors=args.git_mirrors, machine=args.machine)
+    print(summary.text)
+    return summary.exit_status

@@ -1,0 +1,45 @@
+"""``tvm-suite report``: the HTML report (and report.json) of asv results over commits, the gate's
+verdict on the newest first."""
+
+from __future__ import annotations
+
+from suite.commands.base import say
+from suite.commands.common_args import commit_name, path
+from suite.commands.gate import judged
+from suite.errors import ExitCode
+
+NAME = "report"
+HELP = ("static HTML report (and report.json) of asv results over commits, the gate's "
+        "verdict on the newest first")
+EXIT_CODES = [(ExitCode.OK, "READY (the report written; its last line gives the verdict)"),
+              (ExitCode.NOT_READY, "NOT READY: a check failed (the report written)"),
+              (ExitCode.NO_VERDICT, "DATA MISSING, or NO VERDICT: latency suspects not timed again (the report "
+              "written)")]
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--results", type=path, required=True, help="asv results directory (e.g. .asv/results)")
+    p.add_argument("--out", type=path, required=True, help="directory to write index.html and report.json to "
+                                                           "(not inside --results)")
+    p.add_argument("--tvm-repo", type=path, help="TVM clone whose history orders the commits (default: the one the "
+                                                 "run named, else the dates asv stored)")
+    p.add_argument("--thresholds", type=path, help="TOML thresholds (default: reports/thresholds.toml)")
+    p.add_argument("--baseline", type=commit_name,
+                   help="baseline of the verdict on the newest commit (default: [latency] baseline)")
+
+
+def run(args) -> int:
+    from suite.core import runstore
+    from suite.reporting import report
+
+    report.check_out(args.out, runstore.of_results(args.results), args.results)  # links resolved, as load does
+    history, result = judged(args, remeasure=None)
+    facts = report.make_report(history, result, args.out)
+    d = facts["divergence"]
+    first = d["first_divergent"]
+    say(f"report: {args.out / 'index.html'} and report.json ({len(facts['commits'])} commits, "
+        f"newest {facts['newest']['label']})\n"
+        f"first divergent commit: {first['label'] if first else 'none'}; last good: "
+        f"{d['last_good']['label'] if d['last_good'] else 'none'}; {len(d['marks'])} marks, "
+        f"{len(facts['regressions'])} regressions\n{result.line()}", result.verdict.exit_code)
+    return result.verdict.exit_code  # the verdict its last line gives
