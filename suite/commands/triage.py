@@ -51,15 +51,19 @@ def add_arguments(p) -> None:
     p.add_argument("--max-memory", type=budget.parse_size, metavar="SIZE", default=budget.DEFAULT_MAX_MEMORY,
                    help=f"the most memory the inputs and the reference may take, checked before any is "
                         f"allocated (K, M, G, T; default {budget.words(budget.DEFAULT_MAX_MEMORY)})")
+    p.add_argument("--thresholds", type=path, help="TOML thresholds: the [bound] and [divergence] rules the verdicts "
+                                                   "apply, as in `gate` (default: reports/thresholds.toml)")
     common_args.json_output(p, "the verdict, its exit status and each target's findings")
 
 
 def run(args) -> int:
+    from suite.reporting import thresholds
     from suite.triage import run as triage_run
 
     request = triage_run.Request(before=args.before, after=args.after, schedule=args.schedule, trace=args.trace,
                                  tune=args.tune, targets=[t for ts in args.target or [["llvm"]] for t in ts],
-                                 inputs=args.inputs, func=args.function, repro=args.repro, max_memory=args.max_memory)
+                                 inputs=args.inputs, func=args.function, repro=args.repro, max_memory=args.max_memory,
+                                 thresholds=thresholds.load(args.thresholds))  # refused before any work
     report = triage_run.triage(request, log=lambda line: print(f"triage: {line}", file=sys.stderr, flush=True))
     say(report.text(), report.exit_status)  # for people: on stderr with --json
     if args.json:

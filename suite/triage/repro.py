@@ -28,7 +28,7 @@ RUN_TIMEOUT_S = 600
 
 
 def write(program: ir.Program, before_script: str, after_script: str, arrays: dict, spec, expected: verdict.Expected,
-          index: tuple, path: Path | None, found_on: str) -> dict:
+          index: tuple, path: Path | None, found_on: str, thresholds) -> dict:
     """Write the reproducer of element ``index`` of the output ``expected`` is of (at ``path``, which
     must not exist, or a new ``triage_repro_<function>.py`` here) and run it; what it is and shows,
     for the report."""
@@ -43,7 +43,8 @@ def write(program: ir.Program, before_script: str, after_script: str, arrays: di
     attempts = [("region", region)] if total <= MAX_EMBEDDED else []
     attempts.append(("whole", None))
     for kind, chosen in attempts:
-        text = _script(program, before_script, after_script, arrays, spec, expected, index, output, chosen, found_on)
+        text = _script(program, before_script, after_script, arrays, spec, expected, index, output, chosen, found_on,
+                       thresholds)
         cache.write_text(path, text)
         shows, printed = _run(path)
         facts.update(inputs=kind, shows=shows, printed=printed)
@@ -121,7 +122,8 @@ def _generator(param: ir.Buf, position: int, array: np.ndarray, spec) -> str:
     return f"np.array([{values}], {param.dtype!r}).reshape({tuple(param.shape)})"
 
 
-def _script(program, before_script, after_script, arrays, spec, expected, index, output, region, found_on) -> str:
+def _script(program, before_script, after_script, arrays, spec, expected, index, output, region, found_on,
+            thresholds) -> str:
     params = program.inputs()
     outputs = {b.name: (tuple(b.shape), b.dtype) for b in program.written_params()}
     element = f"{output.name}[{', '.join(map(str, index))}]"
@@ -129,9 +131,7 @@ def _script(program, before_script, after_script, arrays, spec, expected, index,
     exact = expected.value[index]
     bound = None
     if floats:
-        from suite.reporting import thresholds
-
-        bound = verdict.Bound(expected, thresholds.load()).of(index)
+        bound = verdict.Bound(expected, thresholds).of(index)
     lines = []
     for position, param in enumerate(params):
         if region is None:

@@ -16,6 +16,8 @@ import numpy as np
 from suite import compat, targets
 from suite.triage import tvmscript
 from suite.errors import Skipped, UserError, first_line
+from suite.reporting import thresholds as limits
+from suite.reporting.thresholds import Thresholds
 from suite.targets.base import Mode, Output
 from suite.triage import budget, interp, ir, repro, script_check, values, verdict
 from suite.triage import inputs as inputs_mod
@@ -37,6 +39,9 @@ class Request:
     func: str | None = None
     repro: Path | None = None
     max_memory: int = budget.DEFAULT_MAX_MEMORY
+    #: the [bound] and [divergence] rules the verdicts apply (None: reports/thresholds.toml), loaded
+    #: once by the command, as `gate` loads its own
+    thresholds: Thresholds | None = None
 
     def check(self) -> None:
         """Everything that can be checked before any work (one-line UserErrors)."""
@@ -85,6 +90,7 @@ def triage(request: Request, log=lambda line: None) -> Report:
 
 
 def _triage(request: Request, log) -> Report:
+    thresholds = request.thresholds or limits.load()  # loaded once: every verdict and the reproducer use it
     spec = inputs_mod.parse(request.inputs)
     funcs, facts = tvmscript.parse_file(request.before)
     name, before = tvmscript.pick(funcs, request.func, request.before)
@@ -131,9 +137,10 @@ def _triage(request: Request, log) -> Report:
                     report.outcomes.append(TargetOutcome(target.name, "skipped", reason))
                     continue
                 log(f"tuning {name} for {target.name}: {request.tune} trials")
-                after_here, tuning = _tuned(before, target, request.tune, arrays, params, outputs[0], expected[0])
+                after_here, tuning = _tuned(before, target, request.tune, arrays, params, outputs[0], expected[0],
+                                            thresholds)
             log(f"building and running both programs on {target.name}")
-            outcome = _run_target(target, before, after_here, program, arrays, expected, Path(work))
+            outcome = _run_target(target, before, after_here, program, arrays, expected, Path(work), thresholds)
             outcome.tuning = tuning
             report.outcomes.append(outcome)
         changed = [o for o in report.outcomes if o.judgement is not None and o.judgement.kind == verdict.CHANGED]
@@ -144,7 +151,7 @@ def _triage(request: Request, log) -> Report:
             log("writing the reproducer")
             report.reproducer = repro.write(program, tvmscript.script(before, name), tvmscript.script(after_func, name),
                                             arrays, spec, wrong, tuple(first.outputs[wrong.name].first["index"]),
-                                            request.repro, first.target)
+                                            request.repro, first.target, thresholds)
     return report
 
 
@@ -231,7 +238,7 @@ def _prepare(target, func):
 
 
 def _run_target(target, before, after, program: ir.Program, arrays: dict, expected: list[verdict.Expected],
-                work: Path) -> TargetOutcome:
+                work: Path, thresholds: Thresholds) -> TargetOutcome:
     """Both programs built and run on ``target``, each output judged (``expected``: the exact
     outputs, in parameter order). A program whose one output is its last parameter is loaded as
     the benchmarks load their kernels; any other is loaded with its arguments in order, where the
@@ -278,18 +285,20 @@ def _run_target(target, before, after, program: ir.Program, arrays: dict, expect
     judged = {}
     for n, exact in enumerate(expected):
         twin = [twins[side][n] if side in twins else None for side in ("before", "after")]
-        judged[exact.name] = verdict.judge(exact, outputs["before"][n], outputs["after"][n], *twin)
+        judged[exact.name] = verdict.judge(exact, outputs["before"][n], outputs["after"][n], *twin,
+                                           thresholds=thresholds)
     judgement = next(iter(judged.values())) if len(judged) == 1 else verdict.worst_output(judged)
     return TargetOutcome(target.name, "ok", judgement=judgement, seconds=seconds, after_func=after, outputs=judged)
 
 
-def _tuned(before, target, trials: int, arrays: dict, params, output: ir.Buf, expected: verdict.Expected):
+def _tuned(before, target, trials: int, arrays: dict, params, output: ir.Buf, expected: verdict.Expected,
+           thresholds: Thresholds):
     """The before program tuned by MetaSchedule for ``target``, each candidate checked against the
     reference (:func:`suite.core.tuning.search`); (the best PrimFunc, what the search did)."""
     from suite.core import tuning
 
     check = tuning.OutputCheck.of(expected.value, expected.magnitude, expected.k, output.dtype,
-                                  gross=target.ieee_twin)
+                                  gross=target.ieee_twin, lam=thresholds.bound.lam, limit=thresholds.bound.max_fraction)
     try:
         with _stdout_to_stderr():  # MetaSchedule prints its tables: stdout stays the report's (--json)
             found = tuning.search(before, target, trials, [arrays[p.name] for p in params], output.shape,

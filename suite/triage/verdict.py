@@ -119,7 +119,7 @@ def judge(expected: Expected, before: np.ndarray, after: np.ndarray, twin_before
           twin_after: np.ndarray | None = None, thresholds: thresholds_file.Thresholds | None = None) -> Judgement:
     """The verdict on ``after`` against ``before`` (the two programs' outputs on one target),
     with the IEEE twin's outputs of the same builds where the target has one."""
-    thresholds = thresholds or thresholds_file.load()
+    thresholds = thresholds or thresholds_file.load()  # callers of the library; triage hands its own down
     if same_bits(before, after):
         figures = {}
         if expected.magnitude is not None:  # how close the shared output is to the exact value
