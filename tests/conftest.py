@@ -170,3 +170,14 @@ def small_filesystem(where: Path, size: str = "64k"):
         yield where
     finally:
         subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def check_fault_table(faults: dict, namespace: dict) -> None:
+    """A fault module's table (kind of fault -> its test functions) and its tests agree: every kind
+    has cases that exist, and every test of the module is a case of some kind, so that a new kind
+    cannot be forgotten. Each test_faults*.py calls it from its test_every_fault_kind_has_cases."""
+    defined = {name for name in namespace if name.startswith("test_")}
+    for kind, cases in faults.items():
+        assert cases and set(cases) <= defined, kind
+    listed = {case for cases in faults.values() for case in cases}
+    assert defined - listed == {"test_every_fault_kind_has_cases"}, "a fault test without its row"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from asv_runs import place, plant_samples, two_commit_repo
-from conftest import run_cli, session_root
+from conftest import check_fault_table, run_cli, session_root
 from suite.core import runstore
 from test_check import SEED_DEFAULT, check_copy, history_stand_in, run_check
 
@@ -33,11 +33,7 @@ FAULTS = {
 
 
 def test_every_fault_kind_has_cases():
-    defined = {name for name in globals() if name.startswith("test_")}
-    for kind, cases in FAULTS.items():
-        assert cases and set(cases) <= defined, kind
-    listed = {case for cases in FAULTS.values() for case in cases}
-    assert defined - listed == {"test_every_fault_kind_has_cases"}, "a fault test without its row"
+    check_fault_table(FAULTS, globals())
 
 
 def one_line(result, *words, status=2):

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import check_fault_table
+
 from histories import A, B, MACHINE, QF_TUNED, SAMPLES, SEED, Builder
 from suite.core import runstore
 
@@ -38,11 +40,7 @@ FAULTS = {
 
 
 def test_every_fault_kind_has_cases():
-    defined = {name for name in globals() if name.startswith("test_")}
-    for kind, cases in FAULTS.items():
-        assert cases and set(cases) <= defined, kind
-    listed = {case for cases in FAULTS.values() for case in cases}
-    assert defined - listed == {"test_every_fault_kind_has_cases"}, "a fault test without its row"
+    check_fault_table(FAULTS, globals())
 
 
 # ----------------------------------------------------------------------------- the history

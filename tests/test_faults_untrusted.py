@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_cli
+from conftest import check_fault_table, run_cli
 
 from suite.errors import UserError
 from suite.triage import budget, repro, script_check
@@ -45,11 +45,7 @@ FAULTS = {
 
 
 def test_every_fault_kind_has_cases():
-    defined = {name for name in globals() if name.startswith("test_")}
-    for kind, cases in FAULTS.items():
-        assert cases and set(cases) <= defined, kind
-    listed = {case for cases in FAULTS.values() for case in cases}
-    assert defined - listed == {"test_every_fault_kind_has_cases"}, "a fault test without its row"
+    check_fault_table(FAULTS, globals())
 
 
 def here(*args) -> subprocess.CompletedProcess:
