@@ -35,7 +35,7 @@ FAULTS = {
     "writes into the side data": ["test_report_out_inside_the_side_data_is_refused"],
     "an alpha that cannot fail": ["test_an_alpha_below_the_tests_floor_is_refused_on_load",
                                   "test_samples_too_few_for_alpha_are_data_missing"],
-    "an empty name": ["test_an_empty_commit_name_is_an_error"],
+    "an empty name": ["test_an_empty_commit_name_is_an_error", "test_an_empty_order_to_compare_with_is_an_error"],
 }
 
 
@@ -300,3 +300,11 @@ def test_an_empty_commit_name_is_an_error(cli, run_dir, tmp_path, argv):
     option = "--baseline" if "--baseline" in argv else "--commit"
     one_line(result, f"tvm-suite {command}: argument {option}: ", "names no commit")
     assert result.stdout == "" and not (tmp_path / "r").exists()
+
+
+def test_an_empty_order_to_compare_with_is_an_error(cli):
+    """`measure --against ''` compared with nothing and exited 0; an empty order is an unknown one:
+    one line, exit 2, before any compile."""
+    result = cli("measure", "--workload", "seed.conv2d_nhwc_7x7s2", "--dtype", "float16", "--order", "tuned",
+                 "--against", "")
+    one_line(result, "unknown loop order ''", "valid orders: default")

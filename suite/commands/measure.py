@@ -31,7 +31,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     # Check every argument before any compile starts.
     combo = Combo.resolve(args.workload, args.dtype, args.target, args.order)
-    if args.against:
+    if args.against is not None:  # an empty name is an unknown order, never "none"
         from suite.reporting import rules, thresholds
 
         schedules.check_order(args.against)
