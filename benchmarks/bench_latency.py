@@ -11,4 +11,4 @@ class Throughput(ComboBenchmark):
 
     def read(self):
         latency = timing.for_asv(self.combo).median
-        return {"latency_s": latency, "gflops": timing.gflops(self.combo, latency)}
+        return {"latency": latency, "gflops": timing.gflops(self.combo, latency)}

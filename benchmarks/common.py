@@ -53,7 +53,7 @@ else:
 
 def _track(metric):
     def track(self, *params):
-        return float(self.values[metric.key])
+        return float(self.values[metric.name])
 
     track.__name__ = track.__qualname__ = metric.method
     track.__doc__ = metric.doc
@@ -119,8 +119,9 @@ class ComboBenchmark:
         # and the metrics asv cannot read right (suite.tracked), which readers take from here.
         module, name = type(self).__module__.rsplit(".", 1)[-1], type(self).__name__
         runstore.note_values(f"{module}.{name}", self.combo.ids,
-                             {m.name: float(self.values[m.key]) for m in tracked.of_class(module, name)
-                              if m.key in self.values})
+                             {m.name: float(self.values[m.name]) for m in tracked.of_class(module, name)
+                              if m.name in self.values})
 
     def read(self) -> dict:
+        """This combination's values, each under its metric's name (suite.tracked)."""
         return self.record.values()

@@ -20,8 +20,9 @@ def git(repo: Path, *args: str, check: bool = True, stdin: str | None = None, en
     """stdout of ``git -C repo ARGS`` (stripped); GitError with git's own message on failure, or
     "" with ``check=False``; ``env``: variables to add (commit dates).
 
-    ``GIT_CONFIG_*`` variables are not passed on: `tvm-suite history` sets them for asv's
-    checkouts only (to skip TVM's submodules), and they must not change what the suite reads.
+    ``GIT_CONFIG_*`` variables are not passed on: they make asv's checkouts skip TVM's submodules
+    (`tvm-suite history` hands them to asv's process, whose plugin also sets them), and they must
+    not change what the suite reads when it runs there.
     """
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("GIT_CONFIG_")}, **(env or {})}
     result = subprocess.run(["git", *IDENTITY, "-C", str(repo), *args], capture_output=True, text=True,

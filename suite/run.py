@@ -12,19 +12,17 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from asv import machine as asv_machine
 from tabulate import tabulate
 
 from suite import cache, compat, git
 from suite.core import ahead, entries, measurement, peers, runstore, timing, tuning
-from suite.core.combo import Grid
-from suite.core.runstore import COMMIT_ENV, MACHINE_ENV, RUN_DIR_ENV
-from suite.core.record import Kind, Status
+from suite.core.combo import Combo, Grid
+from suite.core.record import Kind, Record, Status
 from suite.errors import Interrupted, Skipped, UserError, raise_if_signalled
 from suite.asv_plumbing import dashboard, driver, releases
 from suite.progress import Progress, announce
@@ -78,7 +76,20 @@ def installed_commit(out_dir: Path, tvm_repo: Path | None, tvm_commit: str | Non
     return repo, versions_repo_commit(repo, version)
 
 
-def warm_cache(grid: Grid, place: runstore.Place, log=print, cluster: str | None = None) -> dict:
+@dataclass(frozen=True)
+class MeasurePhase:
+    """What :func:`warm_cache` measured, and its seconds."""
+
+    records: dict[Combo, Record]
+    latency: dict[Combo, float]  #: the median of the timing samples of each native combination
+    peer_ratios: dict[Combo, dict]  #: {"ratio", "eager_ratio"} to the PyTorch peer, where taken
+    seconds: float
+    timing_s: float
+    measure_s: float  #: building, running and references; with a helper process, the wait for it
+    helper_s: float | None  #: the helper process's busy seconds; None: no helper
+
+
+def warm_cache(grid: Grid, place: runstore.Place, log=print, cluster: str | None = None) -> MeasurePhase:
     """Measure every combination once (one TVM import instead of hundreds), time every native one
     afresh into the run's timing store at ``place`` (asv's latency benchmarks read it), and the
     PyTorch peer of each on its target's peer device, where PyTorch is installed.
@@ -126,8 +137,8 @@ def warm_cache(grid: Grid, place: runstore.Place, log=print, cluster: str | None
                         pass
             log(f"  {record.status.value:7s} {combo.label} ({time.perf_counter() - t0:.1f} s)")
             shown.step(combo.label)
-    return {"records": records, "latency": latency, "peer_ratio": ratios, "seconds": time.perf_counter() - started,
-            "timing_s": timing_s, "measure_s": measure_s, "helper_s": helper.busy_s if helper else None}
+    return MeasurePhase(records, latency, ratios, time.perf_counter() - started, timing_s, measure_s,
+                        helper.busy_s if helper else None)
 
 
 def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_commit=None,
@@ -145,31 +156,43 @@ def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_com
     cache.ensure_dir(out_dir, "--out")
     dashboard.check_replaceable(out_dir / "html", "--out")  # asv publish replaces it whole: ours only
     repo, commit = installed_commit(out_dir, tvm_repo, tvm_commit)
-    machine = machine or asv_machine.Machine.get_unique_machine_name()
+    machine = driver.machine_name(machine)
     report_dir = out_dir / "report"
     report.check_out(report_dir, out_dir)
     with runstore.RunLock(out_dir, commit, "tvm-suite run"):
         warm, filed = _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster, machine)
         result = _verdict(out_dir, commit, tvm_repo, thresholds, report_dir)
     text = _summary_text(warm, commit, out_dir, filed)
-    failed = [c for c, r in warm["records"].items() if r.status is Status.FAILED]
+    failed = [c for c, r in warm.records.items() if r.status is Status.FAILED]
     if failed:
         text += "\n\nfailed combinations (their results are asv failures, null):\n" + "\n".join(
-            f"  {c.label}: {warm['records'][c].reason}" for c in failed)
-    if own := own_records(warm["records"]):
+            f"  {c.label}: {warm.records[c].reason}" for c in failed)
+    if own := own_records(warm.records):
         text += (f"\ntuned: {len(own)} combination(s) replayed your own tuning records "
                  f"({tuning.user_records_root()}), not the committed ones")
     text += f"\nreport:  {report_dir / 'index.html'}\n{result.line()}"
-    counts = _status_counts(warm["records"])
+    counts = _status_counts(warm.records)
     facts = {"commit": commit, "machine": machine, "results": str(out_dir / "results"),
              "report": str(report_dir / "index.html"), "combinations": counts,
-             "failed": [{"combination": c.label, "reason": warm["records"][c].reason} for c in failed],
+             "failed": [{"combination": c.label, "reason": warm.records[c].reason} for c in failed],
              "own_tuning_records": [c.label for c in own],
              **result.as_dict()}
     return driver.RunSummary(text, result.verdict.exit_code, facts)
 
 
-def _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster, machine) -> tuple[dict, dict]:
+@dataclass(frozen=True)
+class AsvRun:
+    """How asv went in :func:`_measure_and_file`."""
+
+    asv_status: int  #: asv run's exit status
+    asv_s: float
+    publish_status: int  #: asv publish's exit status
+    archived: list[Path]  #: copies of the commit's previous result files (driver.archive_previous)
+    log: Path
+    offline: dashboard.Offline  #: what making asv's HTML work offline did
+
+
+def _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster, machine) -> tuple[MeasurePhase, AsvRun]:
     """Measure, run asv and file the commit's results (whole or not at all), then publish asv's
     HTML: (what was measured, how asv went)."""
     log_path = out_dir / "asv.log"
@@ -192,16 +215,17 @@ def _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster, mac
         with (out_dir / "measure.log").open("a") as measure_log:
             warm = warm_cache(grid, pending.staged, log=lambda line: print(line, file=measure_log, flush=True),
                               cluster=cluster)
-        os.environ.update({**grid.to_env(), RUN_DIR_ENV: str(pending.staging), COMMIT_ENV: commit,
-                           MACHINE_ENV: machine})
-        measurement.note_tvm_build()  # here, where TVM is imported already, not in a benchmark process
+        measurement.note_tvm_build(pending.staged)  # here, where TVM is imported already, not in a benchmark process
         archived = driver.archive_previous(out_dir / "results", commit, out_dir)
         t0 = time.perf_counter()
         named = driver.machine(config, log_path, machine)
         args = ["run", "--environment", f"tvm-suite:{sys.executable}", "--set-commit-hash", commit, *named,
                 "--show-stderr"]
         announce("asv run")
-        asv_status = driver.asv(config, *args, *driver.quick_args(quick), log=log_path, phase="asv run")
+        # the grid and the staging directory, told to asv's benchmark processes alone
+        context = runstore.RunContext(pending.staging, machine, commit, grid.to_env())
+        asv_status = driver.asv(config, *args, *driver.quick_args(quick), log=log_path, phase="asv run",
+                                context=context)
         asv_s = time.perf_counter() - t0
         if not driver.result_counts(out_dir / "results", commit):
             raise driver.ToolFailed(f"asv run wrote no results for {commit[:12]} (exit {asv_status}); see {log_path}")
@@ -220,8 +244,7 @@ def _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster, mac
         raise Interrupted.by(err, f"the run of {commit[:12]} was filed whole (results and side data); asv's HTML was "
                                   "not published (the next run publishes it)") from None
     raise_if_signalled()
-    return warm, {"asv_status": asv_status, "asv_s": asv_s, "publish_status": publish_status, "archived": archived,
-                  "log": log_path, "offline": offline}
+    return warm, AsvRun(asv_status, asv_s, publish_status, archived, log_path, offline)
 
 
 def _verdict(out_dir: Path, commit: str, tvm_repo, thresholds, report_dir: Path) -> gate.GateResult:
@@ -288,14 +311,14 @@ _COLUMNS = (("workload", "left"), ("dtype", "left"), ("target", "left"), ("order
             ("scaled", "right"), ("bound", "right"), ("status", "left"))
 
 
-def _summary_text(warm, commit, out_dir, filed: dict) -> str:
-    records = warm["records"]
+def _summary_text(warm: MeasurePhase, commit, out_dir, filed: AsvRun) -> str:
+    records = warm.records
     rows = []  # None: no value (a column with none in any row is left out)
     for combo, r in records.items():
         if r.has_output:
             m = r.metrics
-            if combo in warm["latency"]:
-                latency, ratios = warm["latency"][combo], warm["peer_ratio"].get(combo, {})
+            if combo in warm.latency:
+                latency, ratios = warm.latency[combo], warm.peer_ratios.get(combo, {})
                 timed = [_seconds(latency), f"{timing.gflops(combo, latency):.2f}"]
                 versus = [f"{ratios[k]:.2f}" if k in ratios else "-" for k in ("ratio", "eager_ratio")]
             else:  # emulated: its time is not latency and has no throughput or peer; packets are exact
@@ -303,7 +326,7 @@ def _summary_text(warm, commit, out_dir, filed: dict) -> str:
                 timed = [f"{packets:,} pkts" if packets is not None else "emulated", "-"]
                 versus = ["-", "-"]
             bound = m["bound_fraction"]
-            versus = versus if warm["peer_ratio"] else [None, None]  # no PyTorch in this run: no columns
+            versus = versus if warm.peer_ratios else [None, None]  # no PyTorch in this run: no columns
             rows.append([*combo.ids, *timed, *versus, f"{m['ulp_mean']:.3f}", f"{m['scaled_error']:.3f}",
                          "none" if math.isnan(bound) else f"{bound:.4f}", "ok"])
         else:
@@ -316,7 +339,7 @@ def _summary_text(warm, commit, out_dir, filed: dict) -> str:
     lines = ["", *(line.rstrip() for line in table.splitlines())]
     counts = _status_counts(records)
     legend = ("x torch: TVM latency / PyTorch's for the same layer (a CUDA-graph replay on the GPU, eager on the "
-              "CPU); x eager: / PyTorch with each op launched eagerly from Python" if warm["peer_ratio"] else
+              "CPU); x eager: / PyTorch with each op launched eagerly from Python" if warm.peer_ratios else
               "x torch, x eager (TVM latency / PyTorch's): left out, none in this run (they need PyTorch installed, "
               "a native target and a layer the PyTorch peer covers)")
     if any(" pkts" in (row[4] or "") for row in rows):
@@ -328,19 +351,19 @@ def _summary_text(warm, commit, out_dir, filed: dict) -> str:
     lines += [
         f"combinations: {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} failed",
         _measure_phase_text(warm),
-        f"asv run: {filed['asv_s']:.1f} s, exit {filed['asv_status']}; publish exit {filed['publish_status']}; "
-        f"log {filed['log']}",
+        f"asv run: {filed.asv_s:.1f} s, exit {filed.asv_status}; publish exit {filed.publish_status}; "
+        f"log {filed.log}",
         f"results: {out_dir / 'results'} (commit {commit[:12]})",
-        f"asv's own HTML: {filed['offline'].line()}",
+        f"asv's own HTML: {filed.offline.line()}",
     ]
-    if filed["archived"]:
-        lines.append(f"previous results for this commit kept in {filed['archived'][0].parent}")
+    if filed.archived:
+        lines.append(f"previous results for this commit kept in {filed.archived[0].parent}")
     return "\n".join(lines)
 
 
-def _measure_phase_text(warm) -> str:
-    text = f"measure phase: {warm['seconds']:.1f} s; timing {warm['timing_s']:.1f} s"
-    if warm["helper_s"] is None:
-        return text + f", building, running and references {warm['measure_s']:.1f} s"
-    return text + (f"; building, running and references {warm['helper_s']:.1f} s in a helper process beside "
-                   f"the timing, waited for {warm['measure_s']:.1f} s")
+def _measure_phase_text(warm: MeasurePhase) -> str:
+    text = f"measure phase: {warm.seconds:.1f} s; timing {warm.timing_s:.1f} s"
+    if warm.helper_s is None:
+        return text + f", building, running and references {warm.measure_s:.1f} s"
+    return text + (f"; building, running and references {warm.helper_s:.1f} s in a helper process beside "
+                   f"the timing, waited for {warm.measure_s:.1f} s")

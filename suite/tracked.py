@@ -1,8 +1,9 @@
 """What the asv benchmarks track: every metric declared once.
 
 Each metric names the benchmark class that computes it and its asv name
-(``module.Class.track_name``), the key of its value in what that class reads (a record's values,
-see :meth:`suite.core.record.Record.values`), its unit, and which direction is worse.
+(``module.Class.track_name``), its unit, and which direction is worse. What that class reads (a
+record's values, see :meth:`suite.core.record.Record.values`) holds each value under its metric's
+name.
 
 asv reads every value as lower-is-better and compares values by a factor (``asv compare``, its
 Regressions page): a higher-is-better value (GFLOP/s) would be reported as a regression when it
@@ -26,9 +27,10 @@ HIGHER, LOWER = "higher", "lower"
 
 @dataclass(frozen=True)
 class Metric:
-    name: str  #: short name used by the report, thresholds.toml and the gate
+    #: the one name of the metric: in the report, thresholds.toml, the gate, the values kept beside
+    #: asv's results, and in what its benchmark class reads
+    name: str
     benchmark: str  #: the asv benchmark, relative to benchmarks/: module.Class.method
-    key: str  #: where the value sits in the benchmark class's values
     unit: str
     doc: str
     worse: str | None  #: "higher" or "lower" is worse; None: information, no direction
@@ -51,101 +53,100 @@ class Metric:
         return self.benchmark.split(".")[2]
 
 
-def _m(name, benchmark, key, unit, doc, worse=HIGHER) -> Metric:
-    return Metric(name, benchmark, key, unit, doc, worse)
+def _m(name, benchmark, unit, doc, worse=HIGHER) -> Metric:
+    return Metric(name, benchmark, unit, doc, worse)
 
 
 METRICS: tuple[Metric, ...] = (
     # Latency (native targets): bench_latency
-    _m("latency", "bench_latency.Throughput.track_latency_median", "latency_s", "seconds",
+    _m("latency", "bench_latency.Throughput.track_latency_median", "seconds",
        "Median of this run's time_evaluator samples (suite.core.timing), in seconds."),
-    _m("gflops", "bench_latency.Throughput.track_gflops", "gflops", "GFLOP/s",
+    _m("gflops", "bench_latency.Throughput.track_gflops", "GFLOP/s",
        "Useful FLOPs per second at the median latency.", worse=LOWER),
     # Accuracy against the float64 reference: bench_accuracy
-    _m("ulp_max", "bench_accuracy.Accuracy.track_ulp_max", "ulp_max", "ULP",
+    _m("ulp_max", "bench_accuracy.Accuracy.track_ulp_max", "ULP",
        "Largest per-element error in ULPs of the reference value (explodes near zero)."),
-    _m("ulp_mean", "bench_accuracy.Accuracy.track_ulp_mean", "ulp_mean", "ULP",
+    _m("ulp_mean", "bench_accuracy.Accuracy.track_ulp_mean", "ULP",
        "Mean per-element error in ULPs of the reference value."),
-    _m("ulp_p99", "bench_accuracy.Accuracy.track_ulp_p99", "ulp_p99", "ULP",
+    _m("ulp_p99", "bench_accuracy.Accuracy.track_ulp_p99", "ULP",
        "99th percentile of the per-element error in ULPs."),
-    _m("scaled_error", "bench_accuracy.Accuracy.track_scaled_error", "scaled_error", "ULP of max|ref|",
+    _m("scaled_error", "bench_accuracy.Accuracy.track_scaled_error", "ULP of max|ref|",
        "max|y - r| in ULPs of max|r|: not blown up by cancellation near zero."),
-    _m("bound_fraction", "bench_accuracy.Accuracy.track_bound_fraction", "bound_fraction", "fraction",
+    _m("bound_fraction", "bench_accuracy.Accuracy.track_bound_fraction", "fraction",
        "Share of the rigorous rounding bound gamma_K * m used; NaN where that bound does not exist (K*u >= 1)."),
-    _m("prob_bound_fraction", "bench_accuracy.Accuracy.track_prob_bound_fraction", "prob_bound_fraction",
-       "fraction", "Share of the probabilistic bound gamma~_K(lambda) * m used (Higham & Mary 2019, lambda "
+    _m("prob_bound_fraction", "bench_accuracy.Accuracy.track_prob_bound_fraction", "fraction",
+       "Share of the probabilistic bound gamma~_K(lambda) * m used (Higham & Mary 2019, lambda "
        "= suite.core.bounds.DEFAULT_LAMBDA); above 1: beyond what unbiased rounding explains."),
-    _m("accumulation_length", "bench_accuracy.Accuracy.track_accumulation_length", "accumulation_length",
-       "operations", "K: rounded operations an output element accumulates (the bounds' length).", worse=None),
-    _m("mean_signed_error", "bench_accuracy.Accuracy.track_mean_signed_error", "mean_signed_error", "value",
+    _m("accumulation_length", "bench_accuracy.Accuracy.track_accumulation_length", "operations",
+       "K: rounded operations an output element accumulates (the bounds' length).", worse=None),
+    _m("mean_signed_error", "bench_accuracy.Accuracy.track_mean_signed_error", "value",
        "Mean of y - r: a drift of the whole output to one side (biased rounding).", worse=None),
-    _m("nonfinite", "bench_accuracy.Accuracy.track_nonfinite", "nonfinite", "elements",
+    _m("nonfinite", "bench_accuracy.Accuracy.track_nonfinite", "elements",
        "Output elements that are inf or nan."),
     # Divergence from the default loop order on the same target: bench_divergence
-    _m("differ_fraction", "bench_divergence.DivergenceFromDefault.track_differ_fraction", "differ_fraction",
-       "fraction", "Fraction of output elements whose bits differ from the default order's.", worse=None),
+    _m("differ_fraction", "bench_divergence.DivergenceFromDefault.track_differ_fraction", "fraction",
+       "Fraction of output elements whose bits differ from the default order's.", worse=None),
     _m("max_ulp_distance", "bench_divergence.DivergenceFromDefault.track_max_ulp_distance",
-       "max_ulp_distance", "ULP", "Largest distance, in representable values, from the default order's output."),
-    _m("exceeds_bound", "bench_divergence.DivergenceFromDefault.track_exceeds_bound", "exceeds_bound", "flag",
+       "ULP", "Largest distance, in representable values, from the default order's output."),
+    _m("exceeds_bound", "bench_divergence.DivergenceFromDefault.track_exceeds_bound", "flag",
        "1 when either output uses more than the probabilistic rounding bound."),
-    _m("error_ratio", "bench_divergence.DivergenceFromDefault.track_error_ratio", "error_ratio", "ratio",
+    _m("error_ratio", "bench_divergence.DivergenceFromDefault.track_error_ratio", "ratio",
        "mean|err| against float64 over the default order's: a reordering keeps it near 1."),
-    _m("error_ratio_z", "bench_divergence.DivergenceFromDefault.track_error_ratio_z", "error_ratio_z", "z",
+    _m("error_ratio_z", "bench_divergence.DivergenceFromDefault.track_error_ratio_z", "z",
        "z-score of the paired per-element differences of |err| (positive: this order is worse).", worse=None),
-    _m("bias_shift", "bench_divergence.DivergenceFromDefault.track_bias_shift", "bias_shift", "fraction",
+    _m("bias_shift", "bench_divergence.DivergenceFromDefault.track_bias_shift", "fraction",
        "Change of the mean signed error from the default order's, in units of its mean |err|.", worse=None),
-    _m("bias_shift_z", "bench_divergence.DivergenceFromDefault.track_bias_shift_z", "bias_shift_z", "z",
+    _m("bias_shift_z", "bench_divergence.DivergenceFromDefault.track_bias_shift_z", "z",
        "|z-score| of the per-element differences from the default order's output.", worse=None),
     # The IEEE twin of an executed qfloat target (same program, IEEE rounding): bench_ieee_twin
-    _m("twin_prob_bound_fraction", "bench_ieee_twin.TwinAccuracy.track_prob_bound_fraction",
-       "twin_prob_bound_fraction", "fraction",
+    _m("twin_prob_bound_fraction", "bench_ieee_twin.TwinAccuracy.track_prob_bound_fraction", "fraction",
        "prob_bound_fraction of the IEEE twin's output: within the bound, a qfloat output beyond it owes "
        "that to qfloat's rounding."),
-    _m("twin_error_ratio", "bench_ieee_twin.TwinDivergence.track_error_ratio", "twin_error_ratio", "ratio",
+    _m("twin_error_ratio", "bench_ieee_twin.TwinDivergence.track_error_ratio", "ratio",
        "error_ratio of the same two orders run by the IEEE twin: near 1, a qfloat mark owes nothing to the "
        "schedule."),
-    _m("twin_error_ratio_z", "bench_ieee_twin.TwinDivergence.track_error_ratio_z", "twin_error_ratio_z", "z",
+    _m("twin_error_ratio_z", "bench_ieee_twin.TwinDivergence.track_error_ratio_z", "z",
        "error_ratio_z of the IEEE twin's pair.", worse=None),
-    _m("twin_bias_shift", "bench_ieee_twin.TwinDivergence.track_bias_shift", "twin_bias_shift", "fraction",
+    _m("twin_bias_shift", "bench_ieee_twin.TwinDivergence.track_bias_shift", "fraction",
        "bias_shift of the IEEE twin's pair.", worse=None),
-    _m("twin_bias_shift_z", "bench_ieee_twin.TwinDivergence.track_bias_shift_z", "twin_bias_shift_z", "z",
+    _m("twin_bias_shift_z", "bench_ieee_twin.TwinDivergence.track_bias_shift_z", "z",
        "bias_shift_z of the IEEE twin's pair.", worse=None),
     # Hexagon codegen: bench_codegen
-    _m("compile_success", "bench_codegen.HexagonCodegen.track_compile_success", "compile_success", "flag",
+    _m("compile_success", "bench_codegen.HexagonCodegen.track_compile_success", "flag",
        "1 when TVM built a Hexagon object (a failed build is an asv failure, null).", worse=LOWER),
-    _m("code_bytes", "bench_codegen.HexagonCodegen.track_code_bytes", "code_bytes", "bytes",
+    _m("code_bytes", "bench_codegen.HexagonCodegen.track_code_bytes", "bytes",
        "Bytes of executable sections of the object."),
-    _m("compile_seconds", "bench_codegen.HexagonCodegen.track_compile_seconds", "compile_s", "seconds",
+    _m("compile_seconds", "bench_codegen.HexagonCodegen.track_compile_seconds", "seconds",
        "Wall seconds to schedule and build (noisy on a shared machine)."),
-    _m("qfloat_instructions", "bench_codegen.HexagonCodegen.track_qfloat_instructions", "qfloat_total",
-       "instructions", "HVX qfloat instructions: qf16/qf32 arithmetic and hf/sf <-> qf conversions.", worse=None),
-    _m("qfloat_arith", "bench_codegen.HexagonCodegen.track_qfloat_arith", "qfloat_arith", "instructions",
+    _m("qfloat_instructions", "bench_codegen.HexagonCodegen.track_qfloat_instructions", "instructions",
+       "HVX qfloat instructions: qf16/qf32 arithmetic and hf/sf <-> qf conversions.", worse=None),
+    _m("qfloat_arith", "bench_codegen.HexagonCodegen.track_qfloat_arith", "instructions",
        "HVX qfloat arithmetic (vmpy/vadd/vsub giving qf16/qf32).", worse=None),
-    _m("qfloat_convert", "bench_codegen.HexagonCodegen.track_qfloat_convert", "qfloat_convert",
-       "instructions", "Conversions between qfloat and IEEE vectors.", worse=None),
+    _m("qfloat_convert", "bench_codegen.HexagonCodegen.track_qfloat_convert", "instructions",
+       "Conversions between qfloat and IEEE vectors.", worse=None),
     _m("hvx_fp_vector_instructions", "bench_codegen.HexagonCodegen.track_hvx_fp_vector_instructions",
-       "hvx_fp_vector", "instructions", "Instructions on HVX vectors of hf/sf/qf16/qf32.", worse=None),
-    _m("scalar_fp_instructions", "bench_codegen.HexagonCodegen.track_scalar_fp_instructions", "scalar_fp",
-       "instructions", "Scalar floating-point instructions (sf*/df*, convert_*).", worse=None),
-    _m("emulated_seconds", "bench_codegen.HexagonEmulated.track_emulated_seconds", "emulated_s",
-       "seconds (emulated)", "Guest-measured seconds of the kernel call under qemu-hexagon (not hardware latency)."),
+       "instructions", "Instructions on HVX vectors of hf/sf/qf16/qf32.", worse=None),
+    _m("scalar_fp_instructions", "bench_codegen.HexagonCodegen.track_scalar_fp_instructions", "instructions",
+       "Scalar floating-point instructions (sf*/df*, convert_*).", worse=None),
+    _m("emulated_seconds", "bench_codegen.HexagonEmulated.track_emulated_seconds", "seconds (emulated)",
+       "Guest-measured seconds of the kernel call under qemu-hexagon (not hardware latency)."),
     # What the emulated kernel executed, exactly (QEMU's counters; on the qfloat targets those of the
     # program TVM emitted): bench_codegen
-    _m("packets", "bench_codegen.HexagonCounts.track_packets", "packets", "packets",
+    _m("packets", "bench_codegen.HexagonCounts.track_packets", "packets",
        "VLIW packets the kernel call executed: a deterministic lower bound of cycles (one packet issues "
        "per cycle at best; QEMU models no stall), not hardware latency."),
-    _m("instructions", "bench_codegen.HexagonCounts.track_instructions", "instructions", "instructions",
+    _m("instructions", "bench_codegen.HexagonCounts.track_instructions", "instructions",
        "Instructions the kernel call executed (constant extenders and nops are none)."),
-    _m("hvx_instructions", "bench_codegen.HexagonCounts.track_hvx_instructions", "hvx_instructions",
-       "instructions", "HVX instructions the kernel call executed.", worse=None),
-    _m("hvx_efficiency", "bench_codegen.HexagonCounts.track_hvx_efficiency", "hvx_efficiency", "fraction",
+    _m("hvx_instructions", "bench_codegen.HexagonCounts.track_hvx_instructions", "instructions",
+       "HVX instructions the kernel call executed.", worse=None),
+    _m("hvx_efficiency", "bench_codegen.HexagonCounts.track_hvx_efficiency", "fraction",
        "The fewest packets HVX's two multiply resources allow for the conv2d or dense (packet_floor) over "
        "the packets executed: 1 is the machine's limit.", worse=LOWER),
     # The PyTorch peer: bench_peer
-    _m("peer_ratio", "bench_peer.PyTorchPeer.track_latency_ratio_to_pytorch", "ratio", "ratio",
+    _m("peer_ratio", "bench_peer.PyTorchPeer.track_latency_ratio_to_pytorch", "ratio",
        "TVM latency / PyTorch latency for the same layer (a CUDA-graph replay on the GPU, eager on the "
        "CPU): below 1 TVM is faster."),
-    _m("peer_ratio_eager", "bench_peer.PyTorchPeer.track_latency_ratio_to_pytorch_eager", "eager_ratio", "ratio",
+    _m("peer_ratio_eager", "bench_peer.PyTorchPeer.track_latency_ratio_to_pytorch_eager", "ratio",
        "TVM latency / PyTorch latency with each op launched eagerly from Python (on the GPU mostly "
        "dispatch time; on the CPU the same as peer_ratio)."),
 )

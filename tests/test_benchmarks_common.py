@@ -45,7 +45,7 @@ def test_outcome_skipped_is_nan_failed_is_null():
     with pytest.raises(NotImplementedError, match="counts no executed packets"):
         outcome(ok, Need.COUNTS)
     native = record(Status.OK, Kind.LATENCY, compile_s=0.5, metrics={"ulp_mean": 3.0})
-    assert outcome(native, Need.LATENCY).values() == {"compile_s": 0.5, "ulp_mean": 3.0}
+    assert outcome(native, Need.LATENCY).values() == {"compile_seconds": 0.5, "ulp_mean": 3.0}
     with pytest.raises(NotImplementedError, match="not an emulated target"):
         outcome(native, Need.EMULATED)
 

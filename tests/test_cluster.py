@@ -221,8 +221,8 @@ def test_a_run_on_the_cluster_times_latency_here(cluster, tmp_path, monkeypatch)
     place = runstore.Place(tmp_path / "run", "testbox", "0" * 40)
     warm = run.warm_cache(grid, place, log=lines.append, cluster=cluster.address)
     assert any(line.startswith(f"cluster: {len(targets)} combinations to {cluster.address}") for line in lines)
-    assert all(r.ok and r.measured_on for r in warm["records"].values())  # measured by the workers
-    (native,) = warm["latency"]  # emulated time is never latency
+    assert all(r.ok and r.measured_on for r in warm.records.values())  # measured by the workers
+    (native,) = warm.latency  # emulated time is never latency
     assert native.target.name == "llvm"
     kept = runstore.own_timing(place, native.ids)
     # timed here, its kernel named by its place in the cache (a run directory names no path of its machine)

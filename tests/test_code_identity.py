@@ -81,7 +81,7 @@ def test_what_is_no_little_endian_elf_is_refused(tmp_path, content):
 # ----------------------------------------------------------------------------- the gate, on code identities
 
 from histories import A, B, SAMPLES, SEED, TUNED, Builder  # noqa: E402
-from suite.reporting import code_identity, gate, report  # noqa: E402
+from suite.reporting import code_identity, gate  # noqa: E402
 from suite.reporting import thresholds as limits  # noqa: E402
 from suite.reporting.gate import Status, Verdict  # noqa: E402
 

@@ -19,6 +19,7 @@ from suite.triage import inputs as triage_inputs
 from suite.targets import base
 from suite.triage import interp, verdict
 from suite.triage.report import Report, TargetOutcome
+from suite.core.record import Status
 
 CASES = Path(__file__).parent / "data" / "triage"
 TRIAGE_PAGE = Path(__file__).parent.parent / "docs" / "triage.md"
@@ -612,7 +613,7 @@ def test_several_outputs_the_worst_verdict_and_each_output_named():
     assert both.kind == verdict.EQUIVALENT and both.summary == "outputs C EQUIVALENT, S EQUIVALENT: each is before's, bit for bit"
     report = Report(function="two", before="b.py", after="a.py", output="C 64 float16, S 64 float16", inputs=[],
                     reference={"seconds": 0.0, "arithmetic": "float64", "accumulation_length": 64},
-                    outcomes=[TargetOutcome("llvm", "ok", judgement=worst, outputs=judged)])
+                    outcomes=[TargetOutcome("llvm", Status.OK, judgement=worst, outputs=judged)])
     lines = report.text().splitlines()
     assert lines[0].startswith("CHANGED on llvm: outputs C EQUIVALENT, S CHANGED; S: Y[5]")
     assert "outputs C 64 float16, S 64 float16" in lines[4]

@@ -17,6 +17,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from asv import machine as asv_machine, results as asv_results, util as asv_util
+from asv.benchmarks import Benchmarks
+
 from suite import cache, children
 from suite.asv_plumbing.config import BENCHMARKS, IMPORT_ROOT, read_conf
 from suite.core import runstore
@@ -30,6 +33,11 @@ QUICK_ATTRIBUTES = {"repeat": 3, "rounds": 1, "warmup_time": 0}
 
 class ToolFailed(UserError):
     pass
+
+
+def machine_name(given: str | None) -> str:
+    """The machine results are filed under: the one given, else asv's own choice (the host name)."""
+    return given or asv_machine.Machine.get_unique_machine_name()
 
 
 @dataclass
@@ -72,10 +80,12 @@ _PERCENT = re.compile(r"^\[\s*(\d+(?:\.\d+)?)%\]")
 _BENCHMARK = re.compile(r"^(?:\.\.\.)?[\w.]*\.(?:track|time|mem|peakmem)_\w+")
 
 
-def asv(config: Path, *args: str, log: Path, phase: str | None = None) -> int:
+def asv(config: Path, *args: str, log: Path, phase: str | None = None,
+        context: runstore.RunContext | None = None) -> int:
     """Run ``asv ARGS`` with ``config`` in the directory of ``config`` (its paths are relative to
     it), its output appended to ``log``; with ``phase``, asv's own progress (its ``[ 12.50%]``
-    lines) is shown on the terminal."""
+    lines) is shown on the terminal; with ``context``, asv and its benchmark processes are told the
+    run's (in their environment: this process's stays as it is)."""
     args = ["-m", "asv", "--config", str(config), *args]
     shown = Progress(phase, 100.0, counted=False) if phase else None
     label = ""
@@ -85,7 +95,8 @@ def asv(config: Path, *args: str, log: Path, phase: str | None = None) -> int:
         # asv drops PYTHONPATH from its benchmark processes unless it comes as ASV_PYTHONPATH: they
         # must import this very suite (its code is part of every cache key), wherever it is found.
         paths = [str(IMPORT_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-        env = {**os.environ, "ASV_PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
+        env = {**os.environ, **(context.to_env() if context else {}),
+               "ASV_PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
         # asv ends with this process: an interrupted or killed run must not leave asv behind to
         # write results after the run has put the previous ones back.
         process = children.start_python(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=config.parent,
@@ -168,25 +179,63 @@ def archive_previous(results_dir: Path, commit: str, out_dir: Path) -> list[Path
     return kept
 
 
-def result_counts(results_dir: Path, commit: str) -> dict | None:
-    """ok / skipped (NaN) / failed (null) values and asv's build seconds of ``commit``'s results."""
+@dataclass(frozen=True)
+class ResultCounts:
+    """What asv filed for one commit: its result file, how many values are ok, skipped (NaN) and
+    failed (null), and asv's build seconds."""
+
+    path: Path
+    ok: int
+    skipped: int
+    failed: int
+    build_s: float
+
+
+def result_counts(results_dir: Path, commit: str) -> ResultCounts | None:
+    """The counts of ``commit``'s results; None where asv filed none."""
     for path in Path(results_dir).glob(f"*/{commit[:8]}-*.json"):
         data = json.loads(path.read_text())
         if data.get("commit_hash") != commit:
             continue
-        counts = {"ok": 0, "skipped": 0, "failed": 0, "path": path,
-                  "build_s": float(data.get("durations", {}).get("<build>", 0.0))}
+        ok = skipped = failed = 0
         for value in data.get("results", {}).values():
             items = value[0] if isinstance(value, list) and value else value
             for item in items if isinstance(items, list) else [items]:
                 if item is None:
-                    counts["failed"] += 1
+                    failed += 1
                 elif isinstance(item, float) and item != item:
-                    counts["skipped"] += 1
+                    skipped += 1
                 else:
-                    counts["ok"] += 1
-        return counts
+                    ok += 1
+        return ResultCounts(path, ok, skipped, failed, float(data.get("durations", {}).get("<build>", 0.0)))
     return None
+
+
+def finished_results(results_dir: Path, machine_name: str, commit: str) -> list[Path]:
+    """asv's results files of ``commit`` on ``machine_name`` once asv has finished the commit there;
+    [] before.
+
+    Finished: the commit has a results file, and every one it has holds a result (a value, NaN or
+    null) of every benchmark of asv's ``benchmarks.json`` at that benchmark's version: what `asv run
+    --skip-existing` takes for nothing left to run. asv 0.6 writes a commit's file once, after the
+    commit's last benchmark: a commit it was interrupted in keeps what it had, no file or an earlier
+    run's that lacks the benchmarks asv found since. A file asv cannot read is not finished either."""
+    try:
+        benchmarks = asv_util.load_json(str(Path(results_dir) / "benchmarks.json"), api_version=Benchmarks.api_version)
+    except (OSError, asv_util.UserError):
+        return []
+    found = []
+    for path in sorted((Path(results_dir) / machine_name).glob(f"{commit[:8]}-*.json")):
+        try:
+            result = asv_results.Results.load(str(path))
+        except (OSError, asv_util.UserError):
+            return []
+        if result.commit_hash != commit:  # another commit of the same 8-digit prefix
+            continue
+        if not set(benchmarks) <= result.get_result_keys(benchmarks):
+            return []
+        found.append(path)
+    return found
 
 
 def dir_size(path: Path) -> int:

@@ -28,13 +28,12 @@ from pathlib import Path
 import numpy as np
 
 from suite import cache, compat
-from suite.core import entries, metrics, reference, runstore, schedules, tuning, workloads
+from suite.core import entries, execution, metrics, reference, runstore, schedules, tuning, workloads
 from suite.core.combo import SCHEMA, Combo
 from suite.core.entries import OUTPUT_FILE, TWIN_FILE
 from suite.core.record import Kind, Record, Status
-from suite.errors import Skipped, UserError, first_line
-from suite.targets import elf
-from suite.targets.base import Mode
+from suite.errors import Skipped, UserError
+from suite.targets.base import Mode, Output
 
 KIND_OF_MODE = {Mode.NATIVE: Kind.LATENCY, Mode.EMULATED: Kind.EMULATED, Mode.COMPILE_ONLY: Kind.COMPILE_ONLY}
 REFERENCE_FILES = ("reference.npy", "magnitude.npy")
@@ -54,20 +53,21 @@ def measure(combo: Combo, verify=()) -> Record:
         built = build(combo, staged / combo.target.KERNEL_FILE)
         ran = run(built) if built.failure is None and combo.target.mode is not Mode.COMPILE_ONLY else None
         record = score(built, ran)
-        outputs = {OUTPUT_FILE: ran.output, TWIN_FILE: ran.twin} if ran is not None else {}
+        outputs = {OUTPUT_FILE: ran.ran.output, TWIN_FILE: ran.ran.twin} if ran is not None else {}
         entries.publish(combo, record, staged, outputs)
     finally:
         shutil.rmtree(staged, ignore_errors=True)  # gone already once published
     return record
 
 
-def note_tvm_build() -> None:
-    """Keep, beside the results of the running asv benchmark, what its TVM was built with (its
-    LLVM): the gate does not compare kernels of two LLVMs as if one compiler had built them.
-    Every benchmark's setup calls it; only the first of a run and commit imports TVM."""
+def note_tvm_build(place: runstore.Place | None = None) -> None:
+    """Keep, beside the results of the running asv benchmark (or at ``place``: `tvm-suite run`, before
+    asv), what its TVM was built with (its LLVM): the gate does not compare kernels of two LLVMs as
+    if one compiler had built them. Every benchmark's setup calls it; only the first of a run and
+    commit imports TVM."""
     try:
         runstore.note_build(lambda: {"tvm": compat.installed_version(), "build_id": compat.build_id(),
-                                     "llvm": compat.llvm_build()})
+                                     "llvm": compat.llvm_build()}, place)
     except compat.TVMUnavailable:
         pass  # the combination's own record says why
 
@@ -99,45 +99,33 @@ def measure_many(combos, jobs: int | None = None) -> dict[Combo, Record]:
 
 
 @dataclass(frozen=True)
-class Failure:
-    """Why a stage ended without its result: skipped (not applicable here) or failed (news about
-    that TVM build), in the words the record keeps."""
-
-    status: Status
-    reason: str
-
-
-@dataclass(frozen=True)
 class BuiltKernel:
-    """What :func:`build` made of a combination: the kernel file, or the failure that left none."""
+    """What :func:`build` made of a combination: the kernel (:class:`suite.core.execution.Built`),
+    or the failure that left none, and what the combination adds to it."""
 
     combo: Combo
-    path: Path
+    kernel: execution.Built
     tvm_version: str
     tuned_from: str | None = None  #: order tuned: the target whose tuning record was replayed
-    compile_s: float | None = None
-    codegen: dict | None = None  #: code size and instruction counts (Hexagon)
-    code: str | None = None  #: the code identity: digest of what the kernel executes (suite.targets.elf)
-    failure: Failure | None = None
+    compile_s: float | None = None  #: scheduling and compiling
+    failure: execution.Failure | None = None
 
 
 @dataclass(frozen=True)
 class RunOutputs:
-    """What :func:`run` got from a built kernel: its output (and its IEEE twin's), what the run
-    executed, or the failure that left no output."""
+    """What :func:`run` got from a built kernel (:class:`suite.core.execution.Ran`), with the
+    packet floor of its workload where the target counts packets."""
 
     built: BuiltKernel
-    output: np.ndarray | None = None
-    twin: np.ndarray | None = None  #: the IEEE twin's output, on targets with one
-    emulated_s: float | None = None  #: one emulated run's seconds (never latency)
+    ran: execution.Ran | None = None
     counts: dict | None = None  #: what the emulated call executed (QEMU's counters), and the packet floor
-    failure: Failure | None = None
+    failure: execution.Failure | None = None
 
 
 def build(combo: Combo, kernel_path: Path) -> BuiltKernel:
-    """Schedule the combination's PrimFunc in its loop order and compile it to ``kernel_path``.
-    A build TVM refuses is a failure of that TVM build; a missing tool or TVM is the user's to fix
-    (raised, not data)."""
+    """Schedule the combination's PrimFunc in its loop order and compile it to ``kernel_path``
+    (:func:`suite.core.execution.build`). A build TVM refuses is a failure of that TVM build; a
+    missing tool or TVM is the user's to fix (raised, not data)."""
     workload, dtype, target, order = combo.workload, combo.dtype, combo.target, combo.order
     tvm_version = compat.installed_version()
     tuned_from = None
@@ -147,60 +135,34 @@ def build(combo: Combo, kernel_path: Path) -> BuiltKernel:
     try:
         func = schedules.apply(workloads.prim_func(workload, dtype), order, workload.id, dtype,
                                (tuned_from,) if tuned_from else target.records_from)
-        target.build(target.prepare(func, order), kernel_path)
     except (UserError, compat.TVMUnavailable):
         raise
-    except Skipped as err:
-        return BuiltKernel(combo, kernel_path, tvm_version, tuned_from, failure=Failure(Status.SKIPPED, str(err)))
     except Exception as err:
-        return BuiltKernel(combo, kernel_path, tvm_version, tuned_from,
-                           failure=Failure(Status.FAILED, f"build failed: {first_line(err)}"))
-    compile_s = time.perf_counter() - started
-    try:
-        code = elf.code_digest(kernel_path)
-    except elf.NotELF:
-        code = None  # no identity: every comparison of its code says "unknown", never "same"
-    return BuiltKernel(combo, kernel_path, tvm_version, tuned_from, compile_s, target.codegen_metrics(kernel_path),
-                       code)
+        failure = execution.failure_of(execution.Stage.BUILD, err)
+        return BuiltKernel(combo, execution.Built(target, kernel_path, failure=failure), tvm_version, tuned_from,
+                           failure=failure)
+    scheduled_s = time.perf_counter() - started
+    kernel = execution.build(target, func, kernel_path, order)
+    if kernel.failure is not None:
+        return BuiltKernel(combo, kernel, tvm_version, tuned_from, failure=kernel.failure)
+    return BuiltKernel(combo, kernel, tvm_version, tuned_from, scheduled_s + kernel.compile_s)
 
 
 def run(built: BuiltKernel) -> RunOutputs:
-    """Run a built kernel once on the workload's inputs: its output, emulated seconds and execution
-    counts where the target has them, and the output of its IEEE twin where it has one. Anything
-    the run raises is a failure of the run."""
+    """Run a built kernel once on the workload's inputs (:func:`suite.core.execution.run`): its
+    output, emulated seconds and execution counts where the target has them, and the output of its
+    IEEE twin where it has one. Anything the run raises is a failure of the run."""
     combo = built.combo
     workload, dtype, target = combo.workload, combo.dtype, combo.target
-    inputs = workloads.make_inputs(workload, dtype)
-    try:
-        kernel = target.load(built.path, inputs, workload.output_shape, dtype)
-        output = kernel.output()
-        # Emulated time is not latency: one run, never latency_s.
-        emulated_s = float(kernel.time(repeat=1)[0]) if target.mode is Mode.EMULATED else None
-        counts = None
-        if kernel.counts:
-            floor = target.packet_floor(workloads.multiply_accumulates(workload.chain), dtype)
-            counts = {**kernel.counts, **({"packet_floor": floor} if floor else {})}
-    except Skipped as err:
-        return RunOutputs(built, failure=Failure(Status.SKIPPED, str(err)))
-    except Exception as err:
-        return RunOutputs(built, failure=Failure(Status.FAILED, f"run failed: {first_line(err)}"))
-    twin = None
-    if target.ieee_twin:
-        try:
-            twin = _ieee_twin_output(built, inputs, output)
-        except Exception as err:
-            return RunOutputs(built, failure=Failure(Status.FAILED, f"IEEE twin run failed: {first_line(err)}"))
-    return RunOutputs(built, output, twin, emulated_s, counts)
-
-
-def _ieee_twin_output(built: BuiltKernel, inputs, output: np.ndarray) -> np.ndarray:
-    """The output of the same build with its HVX floating point rounded as IEEE does. A build
-    without a rewritten instruction never calls the model: its twin output is its output (the
-    emulation is not repeated; tests/test_ieee_twin.py runs both and compares)."""
-    if (built.codegen or {}).get("rewritten") == 0:
-        return output
-    combo = built.combo
-    return combo.target.load_ieee_twin(built.path, inputs, combo.workload.output_shape, combo.dtype).output()
+    arguments = [*workloads.make_inputs(workload, dtype), Output(tuple(workload.output_shape), dtype)]
+    ran = execution.run(built.kernel, arguments, timed=True)
+    if ran.failure is not None:
+        return RunOutputs(built, ran, failure=ran.failure)
+    counts = None
+    if ran.counts:
+        floor = target.packet_floor(workloads.multiply_accumulates(workload.chain), dtype)
+        counts = {**ran.counts, **({"packet_floor": floor} if floor else {})}
+    return RunOutputs(built, ran, counts)
 
 
 def score(built: BuiltKernel, ran: RunOutputs | None) -> Record:
@@ -209,20 +171,20 @@ def score(built: BuiltKernel, ran: RunOutputs | None) -> Record:
     combo = built.combo
     failure = built.failure or (ran.failure if ran is not None else None)
     if failure is not None:  # a record that ends before an output keeps nothing of the build
-        return Record(*combo.ids, status=failure.status, reason=failure.reason, tvm_version=built.tvm_version,
+        return Record(*combo.ids, status=failure.status, reason=failure.words(), tvm_version=built.tvm_version,
                       flops=combo.workload.flops, tuned_from=built.tuned_from)
     built_fields = dict(kind=KIND_OF_MODE[combo.target.mode], tvm_version=built.tvm_version,
-                        flops=combo.workload.flops, compile_s=built.compile_s, codegen=built.codegen,
-                        tuned_from=built.tuned_from, code=built.code)
+                        flops=combo.workload.flops, compile_s=built.compile_s, codegen=built.kernel.codegen,
+                        tuned_from=built.tuned_from, code=built.kernel.code)
     if ran is None:
         return Record(*combo.ids, status=Status.OK, reason="compile-only target", **built_fields)
     ref, mag = reference_arrays(combo.workload, combo.dtype)
     k = reference.accumulation_length(combo.workload.chain)
-    return Record(*combo.ids, status=Status.OK, **built_fields, emulated_s=ran.emulated_s, counts=ran.counts,
+    output, twin = ran.ran.output, ran.ran.twin
+    return Record(*combo.ids, status=Status.OK, **built_fields, emulated_s=ran.ran.emulated_s, counts=ran.counts,
                   accumulation_length=k,
-                  metrics=metrics.accuracy_metrics(ran.output, ref, mag, k, combo.dtype),
-                  twin_metrics=(metrics.accuracy_metrics(ran.twin, ref, mag, k, combo.dtype)
-                                if ran.twin is not None else None))
+                  metrics=metrics.accuracy_metrics(output, ref, mag, k, combo.dtype),
+                  twin_metrics=(metrics.accuracy_metrics(twin, ref, mag, k, combo.dtype) if twin is not None else None))
 
 
 def reference_entry(workload, dtype: str) -> Path:

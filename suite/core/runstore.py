@@ -18,9 +18,10 @@ the seal, or side data without a seal is an error naming it, never a number. Bes
 ``runs/.gate/<baseline>-<candidate>.json`` keeps what a gate found by timing suspects again (sealed).
 
 asv benchmark processes find their run through ``TVM_SUITE_RUN_DIR`` and their machine through
-``TVM_SUITE_MACHINE`` (set by `tvm-suite run`, `history` and `bisect`), and their commit through
-asv's own ``ASV_COMMIT`` (else ``TVM_SUITE_COMMIT``, which `run` sets: asv's existing environment
-gives none).
+``TVM_SUITE_MACHINE``, and their commit through asv's own ``ASV_COMMIT`` (else ``TVM_SUITE_COMMIT``,
+which `run` gives: asv's existing environment gives none). `tvm-suite run`, `history` and `bisect`
+hand them a :class:`RunContext` through asv's environment alone (:func:`suite.asv_plumbing.driver.asv`);
+their own environment stays as it was.
 
 `tvm-suite run` replaces a commit's results and side data only once the new ones are complete
 (:func:`begin_run`): the side data is written into a staging directory, asv's results file of the
@@ -50,6 +51,7 @@ import filelock
 import numpy as np
 
 from suite import cache
+from suite.core.combo import ENV as GRID_ENV
 from suite.errors import UserError
 
 RUN_DIR_ENV, COMMIT_ENV, MACHINE_ENV = "TVM_SUITE_RUN_DIR", "TVM_SUITE_COMMIT", "TVM_SUITE_MACHINE"
@@ -101,13 +103,48 @@ class Place:
         return self.dir / relative_path
 
 
+@dataclass(frozen=True)
+class RunContext:
+    """What a run tells asv and the benchmark processes asv starts, through their environment only
+    (the run's own stays as it was): :meth:`to_env` writes it (the parent, into its child's
+    environment), :meth:`from_env` reads it back (a benchmark process, :func:`current`); the two
+    alone name the variables (the grid's are combo.ENV's)."""
+
+    run_dir: Path
+    machine: str
+    commit: str | None = None  #: None in a history: asv gives each benchmark process its ASV_COMMIT
+    grid: dict = field(default_factory=dict)  #: the grid's variables (combo.Grid.to_env)
+    #: git configuration of asv's own git commands, as git's GIT_CONFIG_* variables (a history's)
+    git_config: dict = field(default_factory=dict)
+
+    @property
+    def place(self) -> Place | None:
+        """Where the side data of the commit goes; None while no commit is known."""
+        return Place(self.run_dir, self.machine, self.commit) if self.commit else None
+
+    def to_env(self) -> dict[str, str]:
+        """The variables to add to the child's environment. An absent commit is written empty, so
+        that the child never takes one from the parent's environment."""
+        return {**self.grid, **self.git_config, RUN_DIR_ENV: str(self.run_dir), MACHINE_ENV: self.machine,
+                COMMIT_ENV: self.commit or ""}
+
+    @classmethod
+    def from_env(cls, environ) -> RunContext | None:
+        """The context ``environ`` carries, its machine and commit checked; None outside a run."""
+        run_dir, machine = environ.get(RUN_DIR_ENV), environ.get(MACHINE_ENV)
+        if not (run_dir and machine):
+            return None
+        commit = environ.get("ASV_COMMIT") or environ.get(COMMIT_ENV) or None
+        return cls(Path(run_dir), check_machine(machine, MACHINE_ENV),
+                   commit and check_commit(commit, "ASV_COMMIT" if environ.get("ASV_COMMIT") else COMMIT_ENV),
+                   {name: environ[name] for name in GRID_ENV.values() if name in environ},
+                   {name: value for name, value in environ.items() if name.startswith("GIT_CONFIG_")})
+
+
 def current() -> Place | None:
     """Where the asv benchmark process this runs in keeps its side data, or None outside a run."""
-    run_dir, machine = os.environ.get(RUN_DIR_ENV), os.environ.get(MACHINE_ENV)
-    commit = os.environ.get("ASV_COMMIT") or os.environ.get(COMMIT_ENV)
-    if not (run_dir and machine and commit):
-        return None
-    return Place(Path(run_dir), check_machine(machine, MACHINE_ENV), check_commit(commit, "ASV_COMMIT"))
+    context = RunContext.from_env(os.environ)
+    return context.place if context is not None else None
 
 
 def real_results(results_dir) -> Path:
@@ -383,11 +420,12 @@ def note_values(benchmark_class: str, ids, values: dict) -> None:
     _note(values_relative(benchmark_class, ids), json.dumps(values, sort_keys=True))
 
 
-def note_build(describe) -> None:
-    """Keep what this commit's TVM was built with (``describe()``), once per run and commit: every
-    benchmark process of a commit runs the same TVM, and ``describe`` (which imports TVM, seconds
-    in every one of asv's thousands of processes) is called only by the first."""
-    found = current()
+def note_build(describe, place: Place | None = None) -> None:
+    """Keep what this commit's TVM was built with (``describe()``) at ``place`` (by default, the run
+    this benchmark process is in), once per run and commit: every benchmark process of a commit runs
+    the same TVM, and ``describe`` (which imports TVM, seconds in every one of asv's thousands of
+    processes) is called only by the first."""
+    found = place or current()
     if found is not None:
         target = found.file(BUILD)
         if not target.exists():

@@ -34,15 +34,16 @@ import shutil
 import socket
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import filelock
 import numpy as np
 
 from suite import cache, children, compat
-from suite.core import bounds, reference, workloads
+from suite.core import bounds, execution, reference, workloads
 from suite.errors import OrderNotApplicable, UserError, first_line
+from suite.targets.base import Output
 
 #: The committed records (the checkout's: only `tvm-suite tune --into-checkout` writes them);
 #: TVM_SUITE_TUNING_RECORDS names another directory of the same layout, read in their place and
@@ -279,6 +280,56 @@ class Search:
         return self.measured[0] if self.measured else None
 
 
+#: The fields of a tuning record that only one measure has (the others: every record).
+_BY_MEASURE = {"latency": ("candidates_s", "best_measured_s"),
+               "packets": ("candidates_packets", "candidates_emulated_s", "best_packets", "best_emulated_s",
+                           "previous_record")}
+
+
+@dataclass(frozen=True)
+class TuningRecord:
+    """What a tuning wrote (:func:`record_path`; read back by :func:`read_record`): what the search
+    ran and found, and the trace that replays. A field is the record's JSON key of the same name;
+    ``measure_is``, ``candidates_measured`` and ``trace_sha256`` follow from the fields."""
+
+    workload: str
+    dtype: str
+    target: str
+    tuned_on: dict  #: the TVM version and the target's identity
+    trials: int
+    tuning_s: float
+    measure: str  #: the target's ``tuning_measure``: "latency" or "packets" (a key of MEASURES)
+    candidates_failed: int
+    candidates_checked: int
+    candidates_refused: int
+    trace: list
+    #: measure "latency": every candidate's seconds, sorted, and the best (None: no candidate ran)
+    candidates_s: list | None = None
+    best_measured_s: float | None = None
+    #: measure "packets": every candidate's packets and emulated seconds, by packets, and those of the
+    #: trace kept (None: no candidate ran)
+    candidates_packets: list | None = None
+    candidates_emulated_s: list | None = None
+    best_packets: int | None = None
+    best_emulated_s: float | None = None
+    previous_record: dict | None = None  #: the record replaced, measured against the search's best
+
+    @property
+    def candidates_measured(self) -> int:
+        return len(self.candidates_packets if self.measure == "packets" else self.candidates_s)
+
+    def to_json(self) -> dict:
+        """The record as written: the fields of its measure (``previous_record`` where one was
+        measured), with what follows from them."""
+        other = {name for measure, names in _BY_MEASURE.items() if measure != self.measure for name in names}
+        found = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in other}
+        if self.previous_record is None:
+            found.pop("previous_record", None)
+        found.update(measure_is=MEASURES[self.measure], candidates_measured=self.candidates_measured,
+                     trace_sha256=trace_digest(self.trace))
+        return found
+
+
 def search(func, target, trials: int, inputs, output_shape, dtype: str, check, label: str) -> Search:
     """MetaSchedule's search for the best schedule of ``func`` on ``target`` (``trials`` trials),
     every candidate's output judged by ``check`` (an :class:`OutputCheck`).
@@ -332,9 +383,13 @@ def _checked_best(runs, target, inputs, output_shape, dtype: str, check):
         schedule = compat.record_schedule(record)
         if compat.record_arguments(record) != shapes:  # measured with rewritten weights: check it as replayed
             with tempfile.TemporaryDirectory(prefix="tvm-suite-replay-") as where:
-                path = Path(where) / target.KERNEL_FILE
-                target.build(target.prepare(schedule.mod["main"], "tuned"), path)
-                if check(target.load(path, inputs, output_shape, dtype).output()):
+                built = execution.build(target, schedule.mod["main"], Path(where) / target.KERNEL_FILE, "tuned")
+                arguments = [*inputs, Output(tuple(output_shape), dtype)]
+                ran = execution.run(built, arguments, twin=False) if not built.failure else None
+                failure = built.failure or ran.failure
+                if failure is not None:  # the measured candidate, replayed, must build and run
+                    raise RuntimeError(f"the fastest candidate, replayed: {failure.words()}")
+                if check(ran.output):
                     refused.add(id(record))
                     continue
         return schedule, [seconds[id(r)] for r in ranked if id(r) not in refused]
@@ -342,7 +397,7 @@ def _checked_best(runs, target, inputs, output_shape, dtype: str, check):
 
 
 def _tune(workload_id: str, dtype: str, target, trials: int, lam: float, limit: float, log,
-          root: Path | None = None) -> dict:
+          root: Path | None = None) -> TuningRecord:
     workload = workloads.get(workload_id)
     func = workloads.prim_func(workload, dtype)
     inputs = workloads.make_inputs(workload, dtype)
@@ -361,41 +416,28 @@ def _tune(workload_id: str, dtype: str, target, trials: int, lam: float, limit: 
 
 
 def _record(workload_id: str, dtype: str, target, trials: int, log, found: Search, check, previous,
-            root: Path | None = None) -> dict:
+            root: Path | None = None) -> TuningRecord:
     """The record of a search (and of the record it replaces, where the measure compares them),
     written under ``root`` (default: the user's records, :func:`user_records_root`)."""
-    by_packets = target.tuning_measure == "packets"
     first_refusal = check.first_refusal
     measured, logs, elapsed = found.measured, found.logs, found.seconds
-    record = {
-        "workload": workload_id,
-        "dtype": dtype,
-        "target": target.name,
-        "tuned_on": {"tvm": compat.installed_version(), **target.identity()},
-        "trials": trials,
-        "tuning_s": round(elapsed, 1),
-        "measure": target.tuning_measure,
-        "measure_is": MEASURES[target.tuning_measure],
-        "candidates_measured": len(measured),
-        "candidates_failed": found.failed,
-        "candidates_checked": found.checked,
-        "candidates_refused": found.refused,
-    }
-    trace = found.trace
-    if by_packets:
-        record.update(best_packets=measured[0][0] if measured else None,
-                      best_emulated_s=measured[0][1] if measured else None,
-                      candidates_packets=[p for p, _ in measured], candidates_emulated_s=[s for _, s in measured])
+    searched = {"workload": workload_id, "dtype": dtype, "target": target.name,
+                "tuned_on": {"tvm": compat.installed_version(), **target.identity()}, "trials": trials,
+                "tuning_s": round(elapsed, 1), "measure": target.tuning_measure, "candidates_failed": found.failed,
+                "candidates_checked": found.checked, "candidates_refused": found.refused, "trace": found.trace}
+    if target.tuning_measure == "packets":
+        record = TuningRecord(**searched, candidates_packets=[p for p, _ in measured],
+                              candidates_emulated_s=[s for _, s in measured],
+                              best_packets=measured[0][0] if measured else None,
+                              best_emulated_s=measured[0][1] if measured else None)
         best = f"best {measured[0][0]:,} packets ({measured[0][1]:.4g} s emulated)" if measured else "no candidate ran"
         if previous is not None and measured:
-            trace, best = _against_previous(previous, found.module, found.measure_module, record, trace, best, log)
+            record, best = _against_previous(previous, found.module, found.measure_module, record, best, log)
     else:
-        record.update(best_measured_s=measured[0] if measured else None, candidates_s=measured)
+        record = TuningRecord(**searched, candidates_s=measured, best_measured_s=measured[0] if measured else None)
         best = f"best {measured[0]:.4g} s measured" if measured else "no candidate ran"
-    record["trace"] = trace
-    record["trace_sha256"] = trace_digest(record["trace"])
     path = record_path(target.name, dtype, workload_id, root or user_records_root())
-    cache.write_json(path, record)
+    cache.write_json(path, record.to_json())
     refused = (f", {found.refused} of {found.checked} outputs checked refused ({first_refusal})" if found.refused
                else f", {found.checked} outputs checked against the reference (by the runner, or replayed where "
                     "MetaSchedule rewrote the weights' layout), none refused")
@@ -429,32 +471,32 @@ def _previous_trace(target, dtype: str, workload_id: str) -> dict | None:
         return None
 
 
-def _against_previous(previous: dict, module, measure_module, record: dict, trace, best: str, log):
+def _against_previous(previous: dict, module, measure_module, record: TuningRecord, best: str, log):
     """A deterministic measure lets the record being replaced (the one ``tuned`` replays today,
     :func:`_previous_trace`) compete with the search's best: its trace, measured now as the
     candidates were, is kept where it is better, so that a tuning never leaves ``tuned`` slower
     than it was (a search of a few dozen trials can miss a schedule found before, or find nothing
-    better than another target's). Returns (the trace kept, the words for the log) and notes the
-    comparison in ``record`` (``previous_record``, with the target whose record it was)."""
-    whose = "the record it replaces" if previous["target"] == record["target"] else f"{previous['target']}'s record"
+    better than another target's). Returns (the record with the trace kept and the comparison in
+    ``previous_record``, with the target whose record it was; the words for the log)."""
+    whose = "the record it replaces" if previous["target"] == record.target else f"{previous['target']}'s record"
     try:
         schedule = compat.schedule(module["main"])
         compat.apply_trace(previous["trace"], schedule)
         packets, emulated_s = measure_module(schedule.mod)
     except Exception as err:  # it no longer replays, builds or runs here: the search's best stands
         log(f"{whose} could not be measured ({first_line(err)}): the search's best is kept")
-        record["previous_record"] = {"target": previous["target"], "trace_sha256": previous.get("trace_sha256"),
-                                     "failed": first_line(err)}
-        return trace, best
-    kept = packets < record["best_packets"]
-    record["previous_record"] = {"target": previous["target"], "trace_sha256": previous.get("trace_sha256"),
-                                 "measure": previous.get("measure", "latency"), "packets": packets,
-                                 "emulated_s": emulated_s, "kept": kept}
+        return replace(record, previous_record={"target": previous["target"],
+                                                "trace_sha256": previous.get("trace_sha256"),
+                                                "failed": first_line(err)}), best
+    kept = packets < record.best_packets
+    compared = {"target": previous["target"], "trace_sha256": previous.get("trace_sha256"),
+                "measure": previous.get("measure", "latency"), "packets": packets, "emulated_s": emulated_s,
+                "kept": kept}
     if not kept:
-        return trace, f"{best}; {whose}: {packets:,} packets"
-    record.update(best_packets=packets, best_emulated_s=emulated_s)
-    return previous["trace"], (f"{whose} kept: {packets:,} packets ({emulated_s:.4g} s emulated), "
-                               f"fewer than the search's {best}")
+        return replace(record, previous_record=compared), f"{best}; {whose}: {packets:,} packets"
+    return (replace(record, previous_record=compared, trace=previous["trace"], best_packets=packets,
+                    best_emulated_s=emulated_s),
+            f"{whose} kept: {packets:,} packets ({emulated_s:.4g} s emulated), fewer than the search's {best}")
 
 
 def _keep_logs(work_dir: Path, label: str) -> Path:

@@ -77,7 +77,7 @@ def _bisect(repo, range_spec, ids, metric, out_dir, env_dir, thresholds, git_mir
     offset = ready.log.stat().st_size
     args = ["find", f"{start}^..{hashes[-1]}" if _has_parent(repo, start) else f"{start}..{hashes[-1]}",
             f"^{re.escape(metric.benchmark)}\\(", *ready.machine_args, "--show-stderr"]  # parameterized: name(params)
-    status = driver.asv(ready.config, *args, log=ready.log, phase="asv find")
+    status = driver.asv(ready.config, *args, log=ready.log, phase="asv find", context=ready.context)
     text = ready.log.read_text(errors="replace")[offset:]
     tested = list(dict.fromkeys(git.git(repo, "rev-parse", h) for h in _TESTED.findall(text)))
     named = _FOUND.search(text)
@@ -94,7 +94,7 @@ def _bisect(repo, range_spec, ids, metric, out_dir, env_dir, thresholds, git_mir
         cache.write_text(hashfile, "".join(f"{h}\n" for h in missing))
         driver.asv(ready.config, "run", f"HASHFILE:{hashfile.resolve()}", "--skip-existing", *ready.machine_args,
                    "--show-stderr",
-                   log=ready.log, phase="asv run (the named pair)")
+                   log=ready.log, phase="asv run (the named pair)", context=ready.context)
         tested += [h for h in missing if h not in tested]
     for commit in tested:  # asv has completed them: seal what their runs kept, as readers require
         runstore.seal(runstore.Place(out_dir, ready.machine, commit))

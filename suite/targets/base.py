@@ -206,6 +206,12 @@ class Target(abc.ABC):
         self.check_order(order)
         return func
 
+    def order_as_written(self, func) -> str:
+        """The loop order in which :meth:`prepare` takes a function as a bug report wrote it,
+        scheduled or not (triage): ``default`` here; a GPU target schedules an unbound function
+        with its default rules, and takes one already bound to threads as it is (``tuned``)."""
+        return "default"
+
     def build(self, func, path: Path) -> None:
         """Compile ``func`` to a shared library at ``path``."""
         module = compat.build(func, self.tvm_target())

@@ -81,6 +81,28 @@ class CUDATarget(Target):
             return compat.dlight_default_schedule(func, self.tvm_target())
         return func
 
+    def order_as_written(self, func) -> str:
+        return "tuned" if _binds_threads(func) else "default"
+
     def load(self, path: Path, inputs, output_shape, dtype) -> ModuleKernel:
         return ModuleKernel(compat.load_module(path), self.device(), inputs, output_shape, dtype,
                             synchronize=True)
+
+
+def _binds_threads(func) -> bool:
+    """Whether a loop of ``func`` is bound to GPU threads (it is scheduled for a GPU already)."""
+    pending = [func.body]
+    while pending:
+        node = pending.pop()
+        kind = type(node).__name__
+        if kind == "For" and int(node.kind) == 4:  # ForKind.THREAD_BINDING
+            return True
+        if kind == "SeqStmt":
+            pending.extend(node.seq)
+        elif kind in ("BlockRealize", "SBlockRealize"):
+            pending.append(node.block)
+        elif kind == "IfThenElse":
+            pending.extend(n for n in (node.then_case, node.else_case) if n is not None)
+        else:
+            pending.extend(n for n in (getattr(node, "init", None), getattr(node, "body", None)) if n is not None)
+    return False

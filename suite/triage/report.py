@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from suite.core.record import Status
 from suite.triage import verdict
 
 
@@ -14,7 +15,7 @@ class TargetOutcome:
     program of several outputs the most serious (:func:`suite.triage.verdict.worst_output`)."""
 
     target: str
-    status: str
+    status: Status
     reason: str = ""
     judgement: verdict.Judgement | None = None
     seconds: dict = field(default_factory=dict)
@@ -23,7 +24,7 @@ class TargetOutcome:
     outputs: dict[str, verdict.Judgement] = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        found = {"target": self.target, "status": self.status, "seconds": self.seconds}
+        found = {"target": self.target, "status": self.status.value, "seconds": self.seconds}
         if self.reason:
             found["reason"] = self.reason
         if self.judgement is not None:
@@ -114,7 +115,7 @@ def _outcome_lines(outcome: TargetOutcome) -> list[str]:
     else:
         lines = []
     if outcome.judgement is None:
-        return lines + [f"{name} {outcome.status}: {outcome.reason}"]
+        return lines + [f"{name} {outcome.status.value}: {outcome.reason}"]
     j = outcome.judgement
     seconds = outcome.seconds
     timing = ""

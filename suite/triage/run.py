@@ -11,15 +11,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 
-from suite import compat, targets
-from suite.triage import tvmscript
-from suite.errors import Skipped, UserError, first_line
+from suite import targets
+from suite.core import execution
+from suite.core.record import Status
+from suite.errors import UserError
 from suite.reporting import thresholds as limits
 from suite.reporting.thresholds import Thresholds
 from suite.targets.base import Mode, Output
-from suite.triage import budget, interp, ir, repro, script_check, values, verdict
+from suite.triage import budget, interp, ir, repro, script_check, tvmscript, values, verdict
 from suite.triage import inputs as inputs_mod
 from suite.triage import schedule as schedule_mod
 from suite.triage.report import Report, TargetOutcome
@@ -134,7 +134,7 @@ def _triage(request: Request, log) -> Report:
             after_here = after
             if request.tune is not None:
                 if reason := _not_runnable(target):
-                    report.outcomes.append(TargetOutcome(target.name, "skipped", reason))
+                    report.outcomes.append(TargetOutcome(target.name, Status.SKIPPED, reason))
                     continue
                 log(f"tuning {name} for {target.name}: {request.tune} trials")
                 after_here, tuning = _tuned(before, target, request.tune, arrays, params, outputs[0], expected[0],
@@ -229,14 +229,6 @@ def _not_runnable(target) -> str | None:
     return target.unavailable()
 
 
-def _prepare(target, func):
-    """The function as the target builds it: GPU targets schedule an unbound function with
-    their default rules (dlight), and take one bound to threads as it is."""
-    if target.name == "cuda":
-        return target.prepare(func, "tuned" if tvmscript.binds_threads(func) else "default")
-    return target.prepare(func, "default")
-
-
 def _run_target(target, before, after, program: ir.Program, arrays: dict, expected: list[verdict.Expected],
                 work: Path, thresholds: Thresholds) -> TargetOutcome:
     """Both programs built and run on ``target``, each output judged (``expected``: the exact
@@ -244,43 +236,28 @@ def _run_target(target, before, after, program: ir.Program, arrays: dict, expect
     the benchmarks load their kernels; any other is loaded with its arguments in order, where the
     target runs such kernels (else skipped, with the reason)."""
     if reason := _not_runnable(target):
-        return TargetOutcome(target.name, "skipped", reason)
+        return TargetOutcome(target.name, Status.SKIPPED, reason)
     several = _several(program)
     if several and (reason := target.several_outputs_unavailable()):
-        return TargetOutcome(target.name, "skipped", f"{reason} ({program.name} has {_outputs_words(program)})")
+        return TargetOutcome(target.name, Status.SKIPPED, f"{reason} ({program.name} has {_outputs_words(program)})")
     written = {id(b) for b in program.written_params()}
     arguments = [Output(b.shape, b.dtype) if id(b) in written else arrays[b.name] for b in program.params]
-    input_list = [arrays[p.name] for p in program.inputs()]
     outputs, twins, seconds = {}, {}, {}
     for side, func in (("before", before), ("after", after)):
         started = time.perf_counter()
         path = work / target.name / side / target.KERNEL_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            target.build(_prepare(target, func), path)
-        except (UserError, compat.TVMUnavailable):
-            raise
-        except Skipped as err:
-            return TargetOutcome(target.name, "skipped", str(err))
-        except Exception as err:
-            return TargetOutcome(target.name, "failed", f"the {side} program does not build: {first_line(err)}")
-        try:
-            if several:
-                outputs[side] = [np.asarray(o) for o in target.load_outputs(path, arguments).outputs()]
-            else:
-                (output,) = program.written_params()
-                kernel = target.load(path, input_list, output.shape, output.dtype)
-                outputs[side] = [np.asarray(kernel.output())]
-                if target.ieee_twin:
-                    rewritten = (target.codegen_metrics(path) or {}).get("rewritten")
-                    twins[side] = outputs[side] if rewritten == 0 else [np.asarray(
-                        target.load_ieee_twin(path, input_list, output.shape, output.dtype).output())]
-        except (UserError, compat.TVMUnavailable):
-            raise
-        except Skipped as err:
-            return TargetOutcome(target.name, "skipped", str(err))
-        except Exception as err:
-            return TargetOutcome(target.name, "failed", f"the {side} program does not run: {first_line(err)}")
+        built = execution.build(target, func, path, target.order_as_written(func))
+        ran = execution.run(built, arguments) if built.failure is None else None
+        failure = built.failure or ran.failure
+        if failure is not None:
+            if failure.status is Status.SKIPPED:
+                return TargetOutcome(target.name, Status.SKIPPED, failure.message)
+            verb = "build" if failure.stage is execution.Stage.BUILD else "run"
+            return TargetOutcome(target.name, Status.FAILED, f"the {side} program does not {verb}: {failure.message}")
+        outputs[side] = ran.outputs
+        if ran.twins is not None:
+            twins[side] = ran.twins
         seconds[side] = time.perf_counter() - started
     judged = {}
     for n, exact in enumerate(expected):
@@ -288,7 +265,7 @@ def _run_target(target, before, after, program: ir.Program, arrays: dict, expect
         judged[exact.name] = verdict.judge(exact, outputs["before"][n], outputs["after"][n], *twin,
                                            thresholds=thresholds)
     judgement = next(iter(judged.values())) if len(judged) == 1 else verdict.worst_output(judged)
-    return TargetOutcome(target.name, "ok", judgement=judgement, seconds=seconds, after_func=after, outputs=judged)
+    return TargetOutcome(target.name, Status.OK, judgement=judgement, seconds=seconds, after_func=after, outputs=judged)
 
 
 def _tuned(before, target, trials: int, arrays: dict, params, output: ir.Buf, expected: verdict.Expected,
