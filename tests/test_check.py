@@ -154,3 +154,139 @@ def test_an_interrupted_check_says_what_it_keeps(cli, runs, tmp_path, monkeypatc
     assert (place(out, commits[0]).dir / "manifest.json").is_file()
     gate = cli("gate", "--results", str(out / "results"), "--commit", commits[0][:10], "--no-remeasure")
     assert gate.returncode == 0, gate.stdout + gate.stderr  # the kept results read whole: no unsealed side data
+
+
+# ----------------------------------------------------------------------------- against a kept history
+#
+# `check --baseline-from DIR`: DIR is a copy of the two commits' run directory (as `history` keeps
+# one), the candidate's results alone are in --out, and `history` (the stand-in) is asked to measure
+# the candidate only.
+
+SEED_TUNED = ("seed.conv2d_nhwc_7x7s2", "float16", "llvm", "tuned")
+ERROR_RATIO = "bench_divergence.DivergenceFromDefault.track_error_ratio"
+
+
+def kept_history(runs, where: Path, machine: str | None = None, cpu: str | None = None) -> Path:
+    """A kept history at ``where``: a copy of the two commits' run directory, filed under the asv
+    machine ``machine`` where given, with ``cpu`` in its machine file where given (measured
+    elsewhere). The seals hold: they name files inside a commit's directory."""
+    from asv_runs import place
+
+    results, _, commits = runs
+    shutil.copytree(results.parent, where, ignore=shutil.ignore_patterns("env*", "html", "report", ".gate"))
+    here = place(where, commits[0]).machine
+    facts = json.loads((where / "results" / here / "machine.json").read_text())
+    facts.update({"machine": machine or here, **({"cpu": cpu} if cpu else {})})
+    (where / "results" / here / "machine.json").write_text(json.dumps(facts))
+    if machine:
+        for path in (where / "results" / here).glob("*-*.json"):
+            data = json.loads(path.read_text())
+            data["params"]["machine"] = machine
+            path.write_text(json.dumps(data))
+        (where / "results" / here).rename(where / "results" / machine)
+        (where / "runs" / here).rename(where / "runs" / machine)
+    return where
+
+
+def candidate_out(runs, where: Path) -> Path:
+    """An --out holding the candidate's results alone, measured on this machine (its samples the
+    baseline's: no suspect by chance)."""
+    from asv_runs import place
+
+    _, _, commits = runs
+    out = check_copy(runs, where)
+    for path in (out / "results").glob(f"*/{commits[0][:8]}-*.json"):
+        path.unlink()
+    shutil.rmtree(place(out, commits[0]).dir)
+    return out
+
+
+def plant_mark(run_dir: Path, commit: str, ratio: float) -> None:
+    """A divergence mark of SEED_TUNED at ``commit``: its error ``ratio`` times default's, far
+    beyond a reordering's noise (z 50), as a run would have filed it."""
+    from asv_runs import place, plant, plant_file
+    from suite.core import runstore
+
+    plant(run_dir, commit, ERROR_RATIO, SEED_TUNED, ratio)
+    relative = runstore.values_relative("bench_divergence.DivergenceFromDefault", SEED_TUNED)
+    reported = json.loads(place(run_dir, commit).file(relative).read_text())
+    plant_file(run_dir, commit, relative, json.dumps({**reported, "error_ratio_z": 50.0}))
+
+
+def listing(where: Path) -> dict:
+    """Every file under ``where`` and its content's digest: what a reader must leave as it was."""
+    import hashlib
+
+    return {p.relative_to(where).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(where.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.slow
+def test_a_kept_history_is_the_baseline_never_measured_again(cli, runs, tmp_path, monkeypatch):
+    """The baseline is the kept history's newest commit with data but the candidate; `history` is
+    asked for the candidate alone, the kept history is read and left as it was, and with both
+    commits measured on this machine latency is judged as by `gate`."""
+    from asv_runs import place
+
+    _, repo, commits = runs
+    kept = kept_history(runs, tmp_path / "tvm-main")
+    before = listing(kept)
+    out = candidate_out(runs, tmp_path / "check")
+    calls = history_stand_in(monkeypatch)
+    done = cli("check", "v9.9.0", "--baseline-from", str(kept), "--tvm-repo", str(repo), "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and "latency not judged" not in done.stdout + done.stderr
+    assert calls == [[commits[1]]]  # the candidate alone: the baseline is neither built nor measured
+    assert listing(kept) == before
+    plan = next(line for line in done.stdout.splitlines() if line.startswith("baseline "))
+    assert plan.endswith(f"kept in {kept} (machine {place(kept, commits[0]).machine}): neither built nor measured "
+                         "again"), plan
+    latency = next(line for line in done.stdout.splitlines() if line.startswith(f"latency vs {commits[0][:10]}"))
+    assert latency.rstrip().endswith("PASS"), latency
+    assert done.stdout.rstrip().endswith(f"verdict: READY for v9.9.0 against {commits[0][:10]} -> exit 0")
+    facts = json.loads((out / "report" / "report.json").read_text())
+    assert [c["hash"] for c in facts["commits"]] == commits
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("elsewhere", ["another machine", "another cpu"])
+def test_a_kept_history_of_another_machine_judges_all_but_latency(cli, runs, tmp_path, monkeypatch, elsewhere):
+    """A kept history measured on another machine (another asv machine name, or this name on other
+    hardware): the deterministic metrics are judged against it by the same gate (here a divergence
+    mark grown since the kept baseline: NOT READY), latency is not, and the check says why in one
+    line on stderr, in its table, in report.json and in --json (stdout that document alone)."""
+    from asv_runs import place
+
+    _, repo, commits = runs
+    kept = kept_history(runs, tmp_path / "tvm-main", **({"machine": "elsewhere"} if elsewhere == "another machine"
+                                                        else {"cpu": "Another CPU @ 1.00GHz"}))
+    out = candidate_out(runs, tmp_path / "check")
+    plant_mark(kept, commits[0], 2.0)
+    plant_mark(out, commits[1], 3.0)
+    calls = history_stand_in(monkeypatch)
+    done = cli("check", "v9.9.0", "--baseline-from", str(kept), "--tvm-repo", str(repo), "--out", str(out), "--json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and calls == [[commits[1]]]
+    here = place(out, commits[1]).machine
+    if elsewhere == "another machine":
+        why = f"the baseline's latency was measured on machine elsewhere; this is machine {here}"
+    else:
+        cpu = json.loads((out / "results" / here / "machine.json").read_text())["cpu"]
+        why = (f"the baseline's latency was measured on machine {here} (cpu Another CPU @ 1.00GHz); this is machine "
+               f"{here} (cpu {cpu})")
+    assert f"tvm-suite: note: latency not judged: {why}" in done.stderr.splitlines()
+    facts = json.loads(done.stdout)  # stdout is the JSON document alone
+    assert facts["baseline_from"] == {"history": str(kept), "commit": commits[0],
+                                      "machine": "elsewhere" if elsewhere == "another machine" else here,
+                                      "latency_judged": False, "latency_not_judged": why}
+    checks = {c["name"]: c for c in facts["checks"]}
+    latency = checks[f"latency vs {commits[0][:10]}"]
+    assert (latency["status"], latency["details"]) == ("NOT CHECKED", [why])
+    divergence = checks[f"divergence marks vs {commits[0][:10]}"]
+    assert divergence["status"] == "FAIL" and len(divergence["details"]) == 1, divergence
+    assert divergence["details"][0].startswith(f"worse since {commits[0][:10]}: {' '.join(SEED_TUNED)}: ")
+    assert "error_ratio 3 vs 1.25 (baseline 2)" in divergence["details"][0]
+    assert f"latency not judged: {why}" in facts["notes"]
+    report = json.loads((out / "report" / "report.json").read_text())
+    assert f"latency not judged: {why}" in report["gate"]["notes"]
+    assert f"note: latency not judged: {why}" in done.stderr.splitlines()  # the table, for people: on stderr

@@ -1,6 +1,6 @@
 """Faults users meet with `tvm-suite check`, beside those of every command (test_faults.py): a
 check run again over damaged data, an empty name, a baseline newer than the candidate, a history
-copied to another machine.
+copied to another machine, a kept history as the baseline (``--baseline-from``).
 
 Each kind of fault is a row of FAULTS with the cases it covers; ``test_every_fault_kind_has_cases``
 keeps the table and the tests together. The contract, in every case: the documented exit status,
@@ -12,6 +12,7 @@ results of both commits already (test_check.py: ``check_copy``, ``history_stand_
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ import pytest
 from asv_runs import place, plant_samples, two_commit_repo
 from conftest import check_fault_table, run_cli, session_root
 from suite.core import runstore
-from test_check import SEED_DEFAULT, check_copy, history_stand_in, run_check
+from test_check import SEED_DEFAULT, candidate_out, check_copy, history_stand_in, kept_history, listing, run_check
 
 #: kind of fault -> the cases of it (the test functions below, by name)
 FAULTS = {
@@ -29,6 +30,14 @@ FAULTS = {
     "a history that travels": ["test_a_copied_history_rebuilds_a_kernel_gone_from_the_cache",
                                "test_a_copied_history_judges_on_the_kept_samples_where_it_cannot_rebuild",
                                "test_no_kept_file_names_a_path_of_the_machine"],
+    "a kept history that is not there": ["test_a_missing_kept_history_is_one_line"],
+    "a directory that is no kept history": ["test_a_directory_without_results_is_no_kept_history"],
+    "a kept history without sealed side data": ["test_a_baseline_without_sealed_side_data_is_one_line"],
+    "a damaged kept history": ["test_a_damaged_kept_history_is_one_line_before_any_work"],
+    "a kept history through a symbolic link": ["test_a_kept_history_through_a_link_is_read_where_it_lies"],
+    "options --baseline-from contradicts": ["test_an_out_inside_the_kept_history_is_refused"],
+    "an empty --baseline-from": ["test_an_empty_baseline_from_is_an_error"],
+    "a baseline outside the kept history or the clone": ["test_a_baseline_the_kept_history_or_the_clone_lacks"],
 }
 
 
@@ -246,3 +255,167 @@ def test_no_kept_file_names_a_path_of_the_machine(cli, runs, tmp_path, monkeypat
     assert (out / "runs" / ".gate").is_dir() and (out / "report" / "report.json").is_file()
     assert scan(out, machine_paths | {str(tmp_path)}) == []
 
+
+
+# ----------------------------------------------------------------------------- a kept history as the baseline
+#
+# `check --baseline-from DIR`: each fault is one line, exit 2, before anything is measured (the
+# stand-in of `history` is never called) and with the kept history left as it was.
+
+
+def check_from(cli, repo: Path, kept, out: Path, *args, candidate="v9.9.0"):
+    return cli("check", candidate, "--baseline-from", str(kept), "--tvm-repo", str(repo), "--out", str(out), *args)
+
+
+def test_a_missing_kept_history_is_one_line(cli, tmp_path, monkeypatch):
+    repo = tmp_path / "tvm"
+    commits = two_commit_repo(repo)
+    calls = history_stand_in(monkeypatch)
+    for kept, words in ((tmp_path / "reports" / "tvm-main", "no such directory"),
+                        (repo / ".git" / "HEAD", "not a directory")):
+        one_line(check_from(cli, repo, kept, tmp_path / "out", candidate=commits[1]),
+                 f"--baseline-from {kept}: {words}")
+    assert calls == [] and not (tmp_path / "out").exists()
+
+
+def test_a_directory_without_results_is_no_kept_history(cli, tmp_path, monkeypatch):
+    """An empty directory, or the results/ of a history instead of the history itself."""
+    repo = tmp_path / "tvm"
+    commits = two_commit_repo(repo)
+    calls = history_stand_in(monkeypatch)
+    for kept in (tmp_path / "empty", tmp_path / "history" / "results"):
+        kept.mkdir(parents=True)
+        one_line(check_from(cli, repo, kept, tmp_path / "out", candidate=commits[1]),
+                 f"--baseline-from {kept} is not a kept history: it has no results/")
+    assert calls == [] and not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lacking", ["runs/ not copied", "the named baseline's side data", "unsealed side data"])
+def test_a_baseline_without_sealed_side_data_is_one_line(cli, runs, tmp_path, monkeypatch, lacking):
+    """A kept history whose baseline has asv's results but not the side data the gate judges on
+    (a results/ copied without its runs/, a commit's directory gone, one without its seal): one
+    line naming what is missing and how to get it, never a verdict on asv's results alone."""
+    from suite.reporting import gate
+
+    _, repo, commits = runs
+    kept = kept_history(runs, tmp_path / "tvm-main")
+    out = candidate_out(runs, tmp_path / "check")
+    args = []
+    if lacking == "runs/ not copied":
+        shutil.rmtree(kept / "runs")
+        words = (f"the kept history {kept} has results but no sealed side data of any commit other than the "
+                 f"candidate {commits[1][:10]}", gate.HOW_TO_KEEP)
+    elif lacking == "the named baseline's side data":
+        shutil.rmtree(place(kept, commits[0]).dir)
+        args = ["--baseline", commits[0][:10]]
+        words = (f"has results but no sealed side data of the baseline {commits[0][:10]} (runs/ beside results/ in "
+                 f"{kept})",)
+    else:
+        (place(kept, commits[0]).dir / runstore.MANIFEST).unlink()
+        words = (place(kept, commits[0]).dir, "side data without its seal")
+    calls = history_stand_in(monkeypatch)
+    before = listing(kept)
+    one_line(check_from(cli, repo, kept, out, *args), *words)
+    assert calls == [] and listing(kept) == before and not (out / "report").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["truncated results", "damaged timing"])
+def test_a_damaged_kept_history_is_one_line_before_any_work(cli, runs, tmp_path, monkeypatch, damage):
+    """A kept history is read as the gate reads any, every file against its seal: a damaged one is
+    one line naming it, before the candidate is measured."""
+    _, repo, commits = runs
+    kept = kept_history(runs, tmp_path / "tvm-main")
+    out = candidate_out(runs, tmp_path / "check")
+    if damage == "truncated results":
+        victim = next((kept / "results").glob(f"*/{commits[0][:8]}-*.json"))
+        victim.write_bytes(victim.read_bytes()[:100])
+        words = (victim, "unreadable asv results file")
+    else:
+        victim = _timing(kept, commits[0], SEED_DEFAULT)
+        victim.write_bytes(victim.read_bytes()[:-20])
+        words = (victim, f"damaged (not the file the run of {commits[0][:12]} kept)")
+    calls = history_stand_in(monkeypatch)
+    one_line(check_from(cli, repo, kept, out), *words)
+    assert calls == [] and not (out / "report").exists()
+
+
+@pytest.mark.slow
+def test_a_kept_history_through_a_link_is_read_where_it_lies(cli, runs, tmp_path, monkeypatch):
+    """DIR given through a symbolic link is the directory it points to, resolved once: its results
+    and the side data beside them (not beside the link) are read, and that directory is named."""
+    _, repo, commits = runs
+    kept = kept_history(runs, tmp_path / "real" / "tvm-main")
+    link = tmp_path / "reports" / "tvm-main"
+    link.parent.mkdir()
+    link.symlink_to(kept)
+    (link.parent / "runs").mkdir()  # side data beside the link: not read
+    out = candidate_out(runs, tmp_path / "check")
+    calls = history_stand_in(monkeypatch)
+    done = check_from(cli, repo, link, out, "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and calls == [[commits[1]]]
+    facts = json.loads(done.stdout)
+    assert facts["baseline_from"]["history"] == str(kept) and facts["baseline"]["hash"] == commits[0]
+    assert f"kept in {kept} (machine " in done.stderr
+
+
+def test_an_out_inside_the_kept_history_is_refused(cli, tmp_path, monkeypatch):
+    """--out is where the check measures the candidate; a kept history is only read: an --out that
+    is the kept history, lies inside it, or is it through a link, is one line before any work; so
+    is a --baseline that names the candidate."""
+    repo = tmp_path / "tvm"
+    commits = two_commit_repo(repo)
+    kept = tmp_path / "tvm-main"
+    (kept / "results").mkdir(parents=True)
+    link = tmp_path / "link"
+    link.symlink_to(kept)
+    calls = history_stand_in(monkeypatch)
+    for out in (kept, kept / "check", link, link / "check"):
+        one_line(check_from(cli, repo, kept, out, candidate=commits[1]),
+                 f"--out {out} is inside the kept history --baseline-from {kept} ({kept})", "give another --out")
+    one_line(check_from(cli, repo, kept, tmp_path / "out", "--baseline", commits[1][:10], candidate=commits[1]),
+             f"the baseline {commits[1][:10]} is the candidate {commits[1]}")
+    assert calls == [] and sorted(p.name for p in kept.rglob("*")) == ["results"]
+
+
+def test_an_empty_baseline_from_is_an_error(cli, tmp_path, monkeypatch):
+    """An empty path never means the working directory: one line, exit 2, before anything runs."""
+    repo = tmp_path / "tvm"
+    commits = two_commit_repo(repo)
+    calls = history_stand_in(monkeypatch)
+    for empty in ("", "  "):
+        one_line(check_from(cli, repo, empty, tmp_path / "out", candidate=commits[1]),
+                 "argument --baseline-from: an empty path")
+    assert calls == [] and not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_a_baseline_the_kept_history_or_the_clone_lacks(cli, runs, tmp_path, monkeypatch):
+    """--baseline naming a commit the kept history has no results of; a kept history of the
+    candidate alone; a kept baseline that is not in --tvm-repo (a clone older than the history):
+    one line each, naming what is missing."""
+    from asv_runs import _git
+
+    _, repo, commits = runs
+    kept = kept_history(runs, tmp_path / "tvm-main")
+    out = candidate_out(runs, tmp_path / "check")
+    calls = history_stand_in(monkeypatch)
+    only_candidate = kept_history(runs, tmp_path / "candidate-only")
+    for path in (only_candidate / "results").glob(f"*/{commits[0][:8]}-*.json"):
+        path.unlink()
+    shutil.rmtree(place(only_candidate, commits[0]).dir)
+    one_line(check_from(cli, repo, only_candidate, out),
+             f"the kept history {only_candidate} has no results of any commit other than the candidate "
+             f"{commits[1][:10]}: it holds v9.9.0")
+    one_line(check_from(cli, repo, only_candidate, out, "--baseline", commits[0][:10]),
+             f"the kept history {only_candidate} has no results of the baseline {commits[0][:10]}: it holds v9.9.0")
+    other = tmp_path / "other-tvm"
+    other.mkdir()
+    _git(other, "init", "-q", "-b", "main")
+    _git(other, "commit", "-q", "--allow-empty", "-m", "another history", date="2026-09-01T12:00:00+00:00")
+    _git(other, "tag", "v9.9.0")
+    one_line(check_from(cli, other, kept, out),
+             f"the baseline {commits[1][:10]} of the kept history {kept} is not in --tvm-repo {other}")
+    assert calls == []

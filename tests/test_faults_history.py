@@ -1,7 +1,8 @@
 """Verdicts from data the suite did not verify (issue 44), beside the damage matrix (test_damage.py)
 and the faults users meet (test_faults.py): a results directory given through a symbolic link,
 asv's results without the side data a run keeps, asv's null against a sealed number, writes into
-the side data, an alpha the latency test can never reach, an empty commit name.
+the side data, an alpha the latency test can never reach, an empty commit name, a `tvm-suite
+history` interrupted (its asv stood in for by tests/stand_in_asv.py, as fast).
 
 Each kind of fault is a row of FAULTS with the cases it covers; ``test_every_fault_kind_has_cases``
 keeps the table and the tests together. Every case runs `tvm-suite` (in this process) on a small
@@ -36,6 +37,13 @@ FAULTS = {
     "an alpha that cannot fail": ["test_an_alpha_below_the_tests_floor_is_refused_on_load",
                                   "test_samples_too_few_for_alpha_are_data_missing"],
     "an empty name": ["test_an_empty_commit_name_is_an_error", "test_an_empty_order_to_compare_with_is_an_error"],
+    "an interrupted history": ["test_an_interrupted_history_keeps_what_asv_finished_sealed",
+                               "test_a_rerun_seals_what_an_earlier_run_finished_and_left_unsealed",
+                               "test_a_commit_asv_has_not_finished_stays_unsealed"],
+    "a kept history": ["test_a_kept_history_is_the_sealed_commits_less_their_maps_and_gives_the_same_verdict",
+                       "test_keeping_again_leaves_the_same_commits_and_refuses_other_data",
+                       "test_an_unsealed_or_damaged_commit_is_not_kept",
+                       "test_history_keep_inside_its_own_out_is_refused_before_any_work"],
 }
 
 
@@ -158,7 +166,7 @@ def test_report_out_through_a_link_is_refused(cli, run_dir, tmp_path):
                                  (link, runs_link / "report", run_dir / "runs"),
                                  (run_dir / "results", runs_link, run_dir / "runs")):
         one_line(cli("report", "--results", str(results), "--out", str(out)), f"--out {out} (that is ",
-                 f"is inside", inside, "write elsewhere")
+                 "is inside", inside, "write elsewhere")
     assert sorted(p.relative_to(run_dir) for p in run_dir.rglob("*")) == before
 
 
@@ -308,3 +316,162 @@ def test_an_empty_order_to_compare_with_is_an_error(cli):
     result = cli("measure", "--workload", "seed.conv2d_nhwc_7x7s2", "--dtype", "float16", "--order", "tuned",
                  "--against", "")
     one_line(result, "unknown loop order ''", "valid orders: default")
+
+
+# ----------------------------------------------------------------------------- an interrupted history
+
+
+def history(cli, repo: Path, found: list, out: Path):
+    from test_run_context import MACHINE
+
+    return cli("history", "--tvm-repo", str(repo), "--range", f"{found[0].commit}^..{found[-1].commit}",
+               "--workloads", SEED[0], "--dtypes", SEED[1], "--orders", SEED[3], "--out", str(out),
+               "--env-dir", str(out.parent / "env"), "--machine", MACHINE)
+
+
+def note(stdout: str, commit: str) -> str:
+    """The note of ``commit``'s row in history's table (its last column, "" where none)."""
+    cells = row(stdout, commit[:12]).split(maxsplit=6)
+    return cells[6] if len(cells) == 7 else ""
+
+
+def test_an_interrupted_history_keeps_what_asv_finished_sealed(cli, tmp_path, monkeypatch):
+    """Ctrl-C while asv is in the second commit: the first, which asv finished, is sealed (a
+    reader verifies it); the second's side data, half-kept, is refused until the same history
+    again finishes it, and seals it."""
+    from test_run_context import KEPT, MACHINE, stand_in_history, use_stand_in_asv
+
+    repo, found = stand_in_history(tmp_path)
+    out = tmp_path / "history"
+    use_stand_in_asv(monkeypatch, stop_at=found[1].commit)
+    stopped = history(cli, repo, found, out)
+    no_traceback(stopped, 130)
+    assert stopped.stderr.strip().startswith("tvm-suite: interrupted (SIGINT): "), stopped.stderr
+    first, second = (runstore.Place(out, MACHINE, c.commit) for c in found)
+    assert runstore.load(first).values == KEPT
+    with pytest.raises(runstore.DamagedRunData, match="side data without its seal"):
+        runstore.load(second)
+    use_stand_in_asv(monkeypatch)
+    again = history(cli, repo, found, out)
+    no_traceback(again, 0)
+    assert note(again.stdout, found[0].commit) == "kept from an earlier run"  # sealed by the run it was finished in
+    assert note(again.stdout, found[1].commit) == ""
+    assert runstore.load(first).values == runstore.load(second).values == KEPT
+
+
+def test_a_rerun_seals_what_an_earlier_run_finished_and_left_unsealed(cli, tmp_path, monkeypatch):
+    """A commit asv finished, left without its seal (a run killed before it sealed, or a suite
+    that sealed only what its own asv run had just written): the next history seals it before asv
+    runs, and its row says so."""
+    from test_run_context import KEPT, MACHINE, stand_in_history, use_stand_in_asv
+
+    repo, found = stand_in_history(tmp_path)
+    out = tmp_path / "history"
+    use_stand_in_asv(monkeypatch)
+    no_traceback(history(cli, repo, found, out), 0)
+    first = runstore.Place(out, MACHINE, found[0].commit)
+    first.file(runstore.MANIFEST).unlink()
+    again = history(cli, repo, found, out)
+    no_traceback(again, 0)
+    assert note(again.stdout, found[0].commit) == "kept from an earlier run, sealed now"
+    assert note(again.stdout, found[1].commit) == "kept from an earlier run"
+    assert runstore.load(first).values == KEPT
+
+
+def test_a_commit_asv_has_not_finished_stays_unsealed(cli, tmp_path, monkeypatch):
+    """A results file that lacks a benchmark of asv's benchmarks.json (an earlier run's, before the
+    benchmark existed, or one asv was interrupted in) is no finished commit: it is not sealed; asv
+    runs what it lacks, and then it is."""
+    from test_run_context import MACHINE, stand_in_history, use_stand_in_asv
+    from suite.history import commits
+
+    repo, found = stand_in_history(tmp_path)
+    out = tmp_path / "history"
+    use_stand_in_asv(monkeypatch)
+    no_traceback(history(cli, repo, found, out), 0)
+    for c in found:
+        runstore.Place(out, MACHINE, c.commit).file(runstore.MANIFEST).unlink()
+    [results] = (out / "results" / MACHINE).glob(f"{found[1].commit[:8]}-*.json")
+    data = json.loads(results.read_text())
+    del data["results"]["bench_stand_in.Second.track_value"]
+    results.write_text(json.dumps(data))
+    assert commits.seal_finished(out, MACHINE, found, {}) == [found[0].commit]
+    with pytest.raises(runstore.DamagedRunData, match="side data without its seal"):
+        runstore.load(runstore.Place(out, MACHINE, found[1].commit))
+    again = history(cli, repo, found, out)
+    no_traceback(again, 0)
+    assert note(again.stdout, found[1].commit) == ""  # asv ran what it lacked
+    runstore.load(runstore.Place(out, MACHINE, found[1].commit))
+
+
+# ----------------------------------------------------------------------------- a kept history
+
+
+def with_maps(run_dir: Path) -> Path:
+    """The A/A history with a difference map planted in B's side data, and sealed again."""
+    place = runstore.Place(run_dir, MACHINE, B)
+    maps = place.file("maps/" + ".".join(QF_TUNED) + ".npz")
+    maps.parent.mkdir(parents=True)
+    import numpy as np
+    np.savez_compressed(maps, channels=np.ones(4), hw=np.ones((2, 2)))
+    runstore.seal(place)
+    return run_dir
+
+
+def test_a_kept_history_is_the_sealed_commits_less_their_maps_and_gives_the_same_verdict(cli, run_dir, tmp_path):
+    from suite.history import keep
+
+    with_maps(run_dir)
+    kept_dir = tmp_path / "kept"
+    kept = keep.keep(run_dir, kept_dir, MACHINE)
+    assert kept.copied == (A, B) and kept.already == () and kept.unsealed == () and kept.size > 0
+    assert not list(kept_dir.rglob("*.npz")) and (run_dir / "runs" / MACHINE / B / "maps").is_dir()
+    for commit in (A, B):  # every file kept verifies against the digest its run sealed
+        side = runstore.load(runstore.Place(kept_dir, MACHINE, commit))
+        assert side.kept and side.maps == {} and side.timings
+    real, kept_gate = gate(cli, run_dir / "results", "--commit", B[:8]), gate(cli, kept_dir / "results",
+                                                                              "--commit", B[:8])
+    no_traceback(kept_gate, 0)
+    assert kept_gate.stdout.replace(str(kept_dir), "X") == real.stdout.replace(str(run_dir), "X")
+
+
+def test_keeping_again_leaves_the_same_commits_and_refuses_other_data(run_dir, tmp_path):
+    from suite.errors import UserError
+    from suite.history import keep
+
+    kept_dir = tmp_path / "kept"
+    keep.keep(run_dir, kept_dir, MACHINE)
+    before = {p: p.read_bytes() for p in kept_dir.rglob("*") if p.is_file()}
+    again = keep.keep(run_dir, kept_dir, MACHINE)
+    assert again.copied == () and again.already == (A, B)
+    assert {p: p.read_bytes() for p in kept_dir.rglob("*") if p.is_file()} == before
+    # B measured again (other samples): its kept data is not replaced silently
+    other = tmp_path / "other"
+    history = aa_history()
+    history.timing(SEED, B, SAMPLES)
+    history.write(other)
+    with pytest.raises(UserError, match=f"holds other data of commit {B[:12]}"):
+        keep.keep(other, kept_dir, MACHINE)
+    assert {p: p.read_bytes() for p in kept_dir.rglob("*") if p.is_file()} == before
+
+
+def test_an_unsealed_or_damaged_commit_is_not_kept(run_dir, tmp_path):
+    from suite.history import keep
+
+    (run_dir / "runs" / MACHINE / A / runstore.MANIFEST).unlink()  # a run that did not finish A
+    kept = keep.keep(run_dir, tmp_path / "kept", MACHINE)
+    assert kept.copied == (B,) and kept.unsealed == (A,)
+    assert not (tmp_path / "kept" / "runs" / MACHINE / A).exists()
+    timing = next((run_dir / "runs" / MACHINE / B / "timings").iterdir())
+    timing.write_bytes(timing.read_bytes() + b" ")  # one byte more than its run sealed
+    with pytest.raises(runstore.DamagedRunData, match="damaged"):
+        keep.keep(run_dir, tmp_path / "kept2", MACHINE)
+    assert not (tmp_path / "kept2" / "runs" / MACHINE / B).exists()
+
+
+def test_history_keep_inside_its_own_out_is_refused_before_any_work(cli, tmp_path):
+    out = tmp_path / "out"
+    done = cli("history", "--tvm-repo", str(tmp_path / "no-clone"), "--releases", "0.26.0", "--out", str(out),
+               "--keep", str(out / "kept"))
+    one_line(done, "--keep", "apart from the run's own")
+    assert not out.exists()

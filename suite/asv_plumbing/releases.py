@@ -1,4 +1,5 @@
-"""Which TVM a commit is: a tagged apache-tvm release (wheel + its ffi) or a source build.
+"""Which TVM a commit is: a tagged apache-tvm release (wheel + its ffi) or a source build; a
+clone's release tags, commits and commit times read once (:class:`Releases`, what `check` asks).
 
 No TVM import here: this module runs in the asv environment before TVM is installed.
 
@@ -150,6 +151,79 @@ def release_for_commit(repo: Path, commit: str) -> Release | None:
     found = [rel for tag in git(repo, "tag", "--points-at", commit, check=False).split()
              if (rel := release_for_tag(tag)) is not None]
     return max(found, key=lambda r: list(RELEASES).index(r.version)) if found else None
+
+
+class Releases:
+    """The apache-tvm releases a TVM clone tags, and the commits a command names there, each
+    resolved in git once: which commit a name is, which release a commit is, when each was
+    committed, and which of two comes after the other in TVM's history (what `check` asks)."""
+
+    def __init__(self, repo: Path, tagged: dict[str, Release], times: dict[str, tuple[int, str]]):
+        self.repo = repo
+        self._tagged = tagged  #: commit -> the newest known release tagged there
+        self._times = times  #: commit -> (commit time, its day YYYY-MM-DD)
+
+    @classmethod
+    def of(cls, tvm_repo: Path) -> Releases:
+        """The release tags of the clone ``tvm_repo`` (``refs/tags/v<version>`` of a known release,
+        peeled to their commits) and those commits' times."""
+        repo = check_repo(tvm_repo)
+        tagged: dict[str, Release] = {}
+        for line in git(repo, "for-each-ref", "refs/tags/v*",
+                        "--format=%(refname) %(objecttype) %(objectname) %(*objecttype) %(*objectname)").splitlines():
+            tag, *objects = line.split()
+            commits = [name for kind, name in zip(objects[::2], objects[1::2]) if kind == "commit"]
+            rel = release_for_tag(tag)
+            if rel is None or not commits:
+                continue
+            known = tagged.get(commits[0])
+            if known is None or list(RELEASES).index(rel.version) > list(RELEASES).index(known.version):
+                tagged[commits[0]] = rel
+        return cls(repo, tagged, _commit_times(repo, list(tagged)))
+
+    def commit(self, name: str) -> str:
+        """The full hash of a tag or commit of the clone (UserError where it has none), its time
+        read with it."""
+        found = commit_of(self.repo, name)
+        if found not in self._times:
+            self._times.update(_commit_times(self.repo, [found]))
+        return found
+
+    def release(self, commit: str) -> Release | None:
+        """The newest known release whose tag points at ``commit``, if any."""
+        return self._tagged.get(commit)
+
+    def day(self, commit: str) -> str:
+        """The day ``commit`` was committed (YYYY-MM-DD)."""
+        return self._times[commit][1]
+
+    def newest_release_before(self, candidate: str) -> str:
+        """The newest known release whose tagged commit was committed before ``candidate`` (and is
+        not it)."""
+        when = self._times[candidate][0]
+        older = [(self._times[commit][0], commit) for commit in self._tagged
+                 if commit != candidate and self._times[commit][0] < when]
+        if not older:
+            raise UserError(f"no apache-tvm release older than {candidate[:12]} in {self.repo}: name one with "
+                            "--baseline")
+        return max(older)[1]
+
+    def newer(self, commit: str, than: str) -> bool:
+        """Whether ``commit`` comes after ``than`` in TVM's history: a descendant of it, else (on
+        branches apart) committed later."""
+        base = git(self.repo, "merge-base", commit, than, check=False)
+        return base == than or (base != commit and self._times[commit][0] > self._times[than][0])
+
+
+def _commit_times(repo: Path, commits: list[str]) -> dict[str, tuple[int, str]]:
+    """commit -> (commit time, its day YYYY-MM-DD) of full hashes, in one git command."""
+    if not commits:
+        return {}
+    times = {}
+    for line in git(repo, "show", "-s", "--format=%H %ct %cs", *commits).splitlines():
+        commit, stamp, day = line.split()
+        times[commit] = (int(stamp), day)
+    return times
 
 
 def submodule_names(repo: Path, commits: list[str]) -> list[str]:

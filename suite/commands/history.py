@@ -11,7 +11,7 @@ NAME = "history"
 HELP = "asv over commits of a TVM clone (releases or a range), published"
 EXIT_CODES = [(ExitCode.OK, "every commit measured"), (ExitCode.NOT_READY, "a commit did not install, or asv failed")]
 #: What an interrupted history leaves.
-INTERRUPTED = "results of the commits asv completed are kept"
+INTERRUPTED = "results of the commits asv completed are kept, sealed"
 
 
 def add_arguments(p) -> None:
@@ -24,14 +24,23 @@ def add_arguments(p) -> None:
     p.add_argument("--full", action="store_true", help="asv's own timing repeats instead of the quick ones")
     common_args.machine(p)
     common_args.tvm_history(p, "reports/history")
+    p.add_argument("--keep", type=common_args.path, metavar="DIR",
+                   help="then copy every commit measured and sealed, its results and side data less the difference "
+                        "maps, into the kept history DIR (e.g. reports/tvm-main): what `report` and `check "
+                        "--baseline-from` open with no build")
 
 
 def run(args) -> int:
-    from suite.history import commits
+    from suite.asv_plumbing import driver
+    from suite.history import commits, keep
 
+    if args.keep is not None:
+        keep.check_apart(args.out, args.keep)  # refused before hours of builds, not after
     found = commits.history_commits(args.tvm_repo, args.releases, args.range)
     grid = Grid.of(args.workloads, args.dtypes, args.targets, args.orders or ["default", "tuned"])
     summary = commits.run_history(args.tvm_repo, found, grid, quick=not args.full, out_dir=args.out,
                                   env_dir=args.env_dir, git_mirrors=args.git_mirrors, machine=args.machine)
     print(summary.text)
+    if args.keep is not None:
+        print(keep.keep(args.out, args.keep, driver.machine_name(args.machine)).text(args.keep))
     return summary.exit_status

@@ -8,20 +8,17 @@ Results asv already has are skipped; then ``asv publish``.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from asv import machine as asv_machine
 from tabulate import tabulate
 
 from suite import cache, git
 from suite.asv_plumbing import config as asvconf, driver, releases, source_build
 from suite.core.combo import Grid
 from suite.core import runstore
-from suite.core.runstore import COMMIT_ENV, MACHINE_ENV, RUN_DIR_ENV
 from suite.errors import UserError
 
 
@@ -96,12 +93,13 @@ class Prepared:
     setup_s: float
     machine_args: list  #: what makes asv run and asv find file under the machine asked for
     machine: str  #: the machine the results are filed under
+    context: runstore.RunContext  #: what asv and its benchmark processes are told (driver.asv's context)
 
 
 def prepare(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, out_dir: Path, env_dir: Path | None = None,
             html_dir: Path | None = None, git_mirrors: str | None = None, machine: str | None = None) -> Prepared:
-    """The asv configuration of ``out_dir`` over the clone, the release map of ``commits``, the grid
-    in the environment, the machine file and the virtualenv (``asv setup``)."""
+    """The asv configuration of ``out_dir`` over the clone, the release map of ``commits``, the run's
+    context (the grid, where the side data goes), the machine file and the virtualenv (``asv setup``)."""
     repo = releases.check_repo(tvm_repo)
     cache.ensure_dir(out_dir, "--out")
     env_dir = (env_dir or Path(".asv") / "env-history").absolute()  # not under reports/: about 0.6 GB
@@ -120,18 +118,17 @@ def prepare(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, out_dir: P
     config = history_config(out_dir, env_dir, repo, release_map, html_dir, source_build.mirrors_dir(git_mirrors))
     # Timings and difference maps go beside results/, per commit (asv gives each benchmark process
     # its ASV_COMMIT).
-    machine = machine or asv_machine.Machine.get_unique_machine_name()
-    os.environ.update({**grid.to_env(), RUN_DIR_ENV: str(out_dir.resolve()), MACHINE_ENV: machine,
-                       **no_submodules_env(repo, [c.commit for c in commits])})
-    os.environ.pop(COMMIT_ENV, None)
+    machine = driver.machine_name(machine)
+    context = runstore.RunContext(out_dir.resolve(), machine, None, grid.to_env(),
+                                  no_submodules_env(repo, [c.commit for c in commits]))
     machine_args = driver.machine(config, log_path, machine)
     t0 = time.perf_counter()
-    setup_status = driver.asv(config, "setup", log=log_path)
+    setup_status = driver.asv(config, "setup", log=log_path, context=context)
     # asv 0.6's `setup` returns its list of environments as the exit status (so 1 when it
     # worked): judge by the environment it made instead.
     if not any(env_dir.glob("*/bin/python")):
         raise driver.ToolFailed(f"asv setup (creating the environment) failed, exit {setup_status}; see {log_path}")
-    return Prepared(repo, config, log_path, env_dir, time.perf_counter() - t0, machine_args, machine)
+    return Prepared(repo, config, log_path, env_dir, time.perf_counter() - t0, machine_args, machine, context)
 
 
 def run_history(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, quick: bool, out_dir: Path,
@@ -153,16 +150,18 @@ def _run_history(tvm_repo, commits, grid, quick, out_dir, env_dir, html_dir, git
     hashfile = out_dir / "commits.txt"
     cache.write_text(hashfile, "".join(f"{c.commit}\n" for c in commits))
     before = {p: p.stat().st_mtime_ns for p in (out_dir / "results").glob("*/*.json")}
+    # what asv finished in an earlier run that ended before sealing it (killed, or a suite that sealed
+    # only what its own run had written)
+    sealed_earlier = seal_finished(out_dir, ready.machine, commits, before)
     logs_before = {p: p.stat().st_size for p in (out_dir / "install-logs").glob("*.log")}
     t0 = time.perf_counter()
-    asv_status = driver.asv(config, "run", f"HASHFILE:{hashfile.resolve()}", "--skip-existing", *ready.machine_args,
-                            "--show-stderr",
-                            *driver.quick_args(quick), log=log_path, phase=f"asv run over {len(commits)} commits")
+    try:
+        asv_status = driver.asv(config, "run", f"HASHFILE:{hashfile.resolve()}", "--skip-existing",
+                                *ready.machine_args, "--show-stderr", *driver.quick_args(quick), log=log_path,
+                                phase=f"asv run over {len(commits)} commits", context=ready.context)
+    finally:  # interrupted too: every commit asv finished is sealed; the one it was in, the next run finishes
+        seal_finished(out_dir, ready.machine, commits, before)
     run_s = time.perf_counter() - t0
-    for c in commits:  # what asv completed in this run is sealed (an interrupted one stays unsealed)
-        done = driver.result_counts(out_dir / "results", c.commit)
-        if done and before.get(done["path"]) != done["path"].stat().st_mtime_ns:
-            runstore.seal(runstore.Place(out_dir, ready.machine, c.commit))
     publish_status, offline = driver.publish(config, html_dir, log_path)
     installs = _install_seconds(out_dir / "install-logs", logs_before)
     install_s = sum(installs.values())
@@ -173,14 +172,15 @@ def _run_history(tvm_repo, commits, grid, quick, out_dir, env_dir, html_dir, git
         if s is None:
             rows.append([c.commit[:12], c.release or "source", "", "", "", "", "no results (see log)"])
             continue
-        installed = s["ok"] + s["skipped"] > 0
+        installed = s.ok + s.skipped > 0
         failed_install |= not installed
         note = "" if installed else f"install failed, see {log_path}"
-        if before.get(s["path"]) == s["path"].stat().st_mtime_ns:
-            note = (note + "; " if note else "") + "kept from an earlier run"
+        if before.get(s.path) == s.path.stat().st_mtime_ns:
+            kept = "kept from an earlier run" + (", sealed now" if c.commit in sealed_earlier else "")
+            note = (note + "; " if note else "") + kept
         # asv's "<build>" misses the install it does to discover benchmarks: install_tvm's log has it.
-        build_s = installs.get(c.commit, s["build_s"])
-        rows.append([c.commit[:12], c.release or "source", f"{build_s:.1f}s", s["ok"], s["skipped"], s["failed"], note])
+        build_s = installs.get(c.commit, s.build_s)
+        rows.append([c.commit[:12], c.release or "source", f"{build_s:.1f}s", s.ok, s.skipped, s.failed, note])
     table = tabulate(rows, ["commit", "release", "install", "ok", "skipped", "failed", "note"], tablefmt="plain",
                      disable_numparse=True, colalign=["left", "left", "right", "right", "right", "right", "left"])
     lines = ["", *(line.rstrip() for line in table.splitlines())]
@@ -197,6 +197,25 @@ def _run_history(tvm_repo, commits, grid, quick, out_dir, env_dir, html_dir, git
     # asv exits 2 when a benchmark (or a commit's install) failed; skips are no failures.
     status = 0 if asv_status == 0 and publish_status == 0 and not failed_install and ran else 1
     return driver.RunSummary("\n".join(lines), status)
+
+
+def seal_finished(out_dir: Path, machine: str, commits: list[HistoryCommit], written_before: dict) -> list[str]:
+    """Seal the side data of each of ``commits`` that asv has finished on ``machine``
+    (driver.finished_results) and that no seal covers yet: none was written, or asv has written the
+    commit's results since ``written_before`` (results file -> mtime, before this run's asv), after
+    its benchmark processes added to the side data. The commits sealed.
+
+    A commit asv was interrupted in stays unsealed (readers refuse its side data) until a run
+    finishes it: asv --skip-existing runs only what its results file lacks."""
+    sealed = []
+    for c in commits:
+        place = runstore.Place(out_dir, machine, c.commit)
+        results = driver.finished_results(out_dir / "results", machine, c.commit)
+        written = any(written_before.get(path) != path.stat().st_mtime_ns for path in results)
+        if results and place.dir.is_dir() and (written or not place.file(runstore.MANIFEST).exists()):
+            runstore.seal(place)
+            sealed.append(c.commit)
+    return sealed
 
 
 def _install_seconds(log_dir: Path, sizes_before: dict) -> dict:

@@ -280,10 +280,20 @@ def _judge_suspects(history, baseline, candidate, thresholds, remeasure,
     return judged
 
 
-def latency_check(history, candidate, baseline, why, thresholds, multi, remeasure) -> tuple[Check, list]:
+def _latency_row(baseline, thresholds) -> tuple[str, str]:
+    """The latency check's name and limit."""
     latency = thresholds.latency
-    name = f"latency vs {baseline.label}" if baseline is not None else "latency vs baseline"
-    limit = f"<= {latency.max_ratio:g}x, or U-test p >= {latency.alpha:g}"
+    return (f"latency vs {baseline.label}" if baseline is not None else "latency vs baseline",
+            f"<= {latency.max_ratio:g}x, or U-test p >= {latency.alpha:g}")
+
+
+def latency_not_judged(baseline, thresholds, why: str) -> Check:
+    """The latency check where the samples of two machines would meet: never compared."""
+    return Check(*_latency_row(baseline, thresholds), Status.NOT_CHECKED, "not judged", (why,))
+
+
+def latency_check(history, candidate, baseline, why, thresholds, multi, remeasure) -> tuple[Check, list]:
+    name, limit = _latency_row(baseline, thresholds)
     if not any(res.finite(v) for per_commit in history.values.get("latency", {}).values() for v in per_commit.values()):
         return Check(name, limit, Status.NOT_CHECKED, "no native target in these results: no latency at any commit"), []
     if baseline is None:
@@ -425,10 +435,12 @@ def divergence_check(history, thresholds, candidate, judged: rules.MarkJudgement
 
 
 def evaluate(history: res.History, candidate: res.Commit, baseline: res.Commit | None, thresholds: Thresholds,
-             remeasure: Remeasure | None = None, baseline_note: str = "") -> GateResult:
+             remeasure: Remeasure | None = None, baseline_note: str = "", latency_apart: str = "") -> GateResult:
     """Release readiness of ``candidate`` against ``baseline`` (None: the first commit with
     results), every check of ``thresholds`` on the verified ``history``. Pure: no file is read
-    or written; ``remeasure`` (see :data:`Remeasure`) is the only way out."""
+    or written; ``remeasure`` (see :data:`Remeasure`) is the only way out. ``latency_apart``: why
+    the two commits' latencies are not compared (measured on two machines: `check
+    --baseline-from`), said in the latency check and the notes; nothing is timed again."""
     multi = len(history.machines) > 1
     if baseline is not None and baseline.hash != candidate.hash:
         code_identity.check_determinism(history, baseline, candidate)  # the suite's own bug: no verdict
@@ -438,8 +450,11 @@ def evaluate(history: res.History, candidate: res.Commit, baseline: res.Commit |
                         f"{len(failed)} failed" if failed else "none failed",
                         tuple(f"{where(s, multi)}: {failure_reason(history, candidate.hash, s)}" for s in failed)))
     not_comparable = other_llvm(history, candidate, baseline)
-    latency, slowdowns = latency_check(history, candidate, baseline, baseline_note, thresholds, multi,
-                                       None if not_comparable else remeasure)
+    if latency_apart:
+        latency, slowdowns = latency_not_judged(baseline, thresholds, latency_apart), []
+    else:
+        latency, slowdowns = latency_check(history, candidate, baseline, baseline_note, thresholds, multi,
+                                           None if not_comparable else remeasure)
     compared = [latency, *change_checks(history, candidate, baseline, thresholds, multi)]
     if not_comparable:
         compared = [Check(c.name, c.limit, Status.NOT_CHECKED, "built with another LLVM", (not_comparable,))
@@ -473,6 +488,7 @@ def evaluate(history: res.History, candidate: res.Commit, baseline: res.Commit |
     checks.append(divergence_check(history, thresholds, candidate, judged, baseline, multi))
     # a baseline newer than the candidate is allowed (a revert), and said
     notes = (baseline_note,) if baseline is not None and baseline_note else ()
+    notes += (f"latency not judged: {latency_apart}",) if latency_apart else ()
     return GateResult(candidate, baseline, tuple(checks), judged, tuple(slowdowns), thresholds, notes)
 
 

@@ -1,0 +1,132 @@
+"""A kept history: the results of measured commits and their sealed side data, copied out of a
+run directory into one that travels (``reports/tvm-main/``: committed, opened by `tvm-suite report`
+and `check --baseline-from` with no build).
+
+What is kept of a commit is its asv results file and its side data as its run sealed it, less the
+difference maps (``maps/``: the largest part, and only pictures of divergences the values already
+report): the manifest kept lists the run's own digests, less the entries of the maps, so every file
+kept is still verified against the digest its run sealed. A commit is kept only
+when its side data loads verified; one kept already is left as it is when it is the same, and
+refused when it differs (a commit measured twice is the user's to choose, never replaced silently).
+Each commit is copied into a staging directory and renamed into place: an interrupted keep leaves
+whole commits only.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from suite import cache
+from suite.core import runstore
+from suite.errors import UserError
+
+#: Side data a kept history leaves out.
+LEFT_OUT = ("maps/",)
+#: asv's files of a results directory that describe the run rather than one commit.
+ASV_FILES = ("benchmarks.json",)
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What :func:`keep` did: the commits copied, those kept already (the same), those without
+    sealed side data (not kept), and the bytes the kept history holds."""
+
+    copied: tuple[str, ...]
+    already: tuple[str, ...]
+    unsealed: tuple[str, ...]
+    size: int
+
+    def text(self, kept_dir: Path) -> str:
+        lines = [f"kept in {kept_dir}: {len(self.copied)} commits copied, {len(self.already)} kept already; "
+                 f"{self.size / 2**20:.1f} MiB in all"]
+        if self.unsealed:
+            lines.append(f"not kept (no sealed side data: a run that did not finish): "
+                         f"{', '.join(c[:12] for c in self.unsealed)}")
+        return "\n".join(lines)
+
+
+def check_apart(run_dir: Path, kept_dir: Path) -> None:
+    """A kept history is a directory of its own: not the run's, not inside it, not around it."""
+    run_dir, kept_dir = Path(run_dir).resolve(), Path(kept_dir).resolve()
+    if kept_dir == run_dir or run_dir in kept_dir.parents or kept_dir in run_dir.parents:
+        raise UserError(f"--keep {kept_dir}: give a directory apart from the run's own ({run_dir})")
+    if kept_dir.exists() and not kept_dir.is_dir():
+        raise UserError(f"--keep {kept_dir}: not a directory")
+
+
+def keep(run_dir: Path, kept_dir: Path, machine: str) -> Kept:
+    """Copy every commit of ``machine`` in ``run_dir`` whose side data is sealed into ``kept_dir``."""
+    check_apart(run_dir, kept_dir)
+    run_dir, kept_dir = Path(run_dir).resolve(), Path(kept_dir).resolve()
+    machine = runstore.check_machine(machine)
+    source = run_dir / "results" / machine
+    commits = sorted({_commit_of(p) for p in source.glob("*-*.json")})
+    copied, already, unsealed = [], [], []
+    for commit in commits:
+        place = runstore.Place(run_dir, machine, commit)
+        if not (place.dir / runstore.MANIFEST).exists():
+            unsealed.append(commit)
+            continue
+        runstore.load(place)  # verified whole before anything is copied (DamagedRunData names the file)
+        if _keep_commit(run_dir, kept_dir, machine, commit):
+            copied.append(commit)
+        else:
+            already.append(commit)
+    if copied:
+        _copy_if_changed(source / "machine.json", kept_dir / "results" / machine / "machine.json")
+        for name in ASV_FILES:
+            _copy_if_changed(run_dir / "results" / name, kept_dir / "results" / name)
+    size = sum(p.stat().st_size for p in kept_dir.rglob("*") if p.is_file()) if kept_dir.exists() else 0
+    return Kept(tuple(copied), tuple(already), tuple(unsealed), size)
+
+
+def _commit_of(results_file: Path) -> str:
+    """The commit of an asv results file (its name has the hash's first 8 characters only)."""
+    try:
+        return runstore.check_commit(json.loads(results_file.read_text()).get("commit_hash"), str(results_file))
+    except (ValueError, AttributeError):
+        raise UserError(f"{results_file}: damaged (not an asv results file)") from None
+
+
+def _kept_manifest(place: runstore.Place) -> dict:
+    manifest = cache.read_sealed_json(place.dir / runstore.MANIFEST)
+    return {name: digest for name, digest in manifest.items() if not name.startswith(LEFT_OUT)}
+
+
+def _keep_commit(run_dir: Path, kept_dir: Path, machine: str, commit: str) -> bool:
+    """Copy one commit; False when it is kept already, the same."""
+    manifest = _kept_manifest(runstore.Place(run_dir, machine, commit))
+    results = sorted(p for p in (run_dir / "results" / machine).glob(f"{commit[:8]}-*.json") if _commit_of(p) == commit)
+    target = runstore.Place(kept_dir, machine, commit).dir
+    if target.exists():
+        theirs = cache.read_sealed_json(target / runstore.MANIFEST) if (target / runstore.MANIFEST).exists() else None
+        same_results = all(cache.file_digest(r) == cache.file_digest(kept_dir / "results" / machine / r.name)
+                           for r in results if (kept_dir / "results" / machine / r.name).exists())
+        if theirs == manifest and same_results:
+            return False
+        raise UserError(f"{target} holds other data of commit {commit[:12]} (measured again?): keep the one you "
+                        f"want: remove it and {kept_dir / 'results' / machine}/{commit[:8]}-*.json, then keep again")
+    staging = target.parent / f".{commit}.keeping"
+    shutil.rmtree(staging, ignore_errors=True)
+    for name in manifest:
+        destination = staging / name
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(runstore.Place(run_dir, machine, commit).file(name), destination)
+    cache.write_sealed_json(staging / runstore.MANIFEST, manifest)
+    for result in results:  # results first: a commit's side data without its results is never kept alone
+        cache.write_file(kept_dir / "results" / machine / result.name,
+                         lambda tmp, r=result: shutil.copyfile(r, tmp))
+    staging.rename(target)
+    return True
+
+
+def _copy_if_changed(source: Path, target: Path) -> None:
+    if not source.exists():
+        return
+    if target.exists() and target.read_bytes() == source.read_bytes():
+        return
+    json.loads(source.read_text())  # asv's own JSON: a damaged one is not copied on
+    cache.write_file(target, lambda tmp: shutil.copyfile(source, tmp))
