@@ -13,13 +13,13 @@ import json
 import sys
 
 from suite import environ
-from suite.commands import bisect, check, gate, history, list as list_, measure, report, run, triage, tune
+from suite.commands import bisect, check, fuzz, gate, history, list as list_, measure, model, report, run, triage, tune
 from suite.commands.base import for_people_on_stderr, json_document, say, stdout_lost
 from suite.errors import ExitCode, Interrupted, UserError, signals_raise
 
 #: The commands, in the order ``tvm-suite --help`` lists them.
-COMMANDS = {module.NAME: module for module in (list_, measure, tune, run, check, history, bisect, report, gate,
-                                               triage)}
+COMMANDS = {module.NAME: module for module in (list_, measure, model, tune, run, check, history, bisect, report,
+                                               gate, triage, fuzz)}
 #: Every command's exit statuses (suite.errors.ExitCode), shown in its --help and in the docs.
 EXIT_CODES = {name: module.EXIT_CODES for name, module in COMMANDS.items()}
 #: What every command may end with besides its own: how :func:`_run` ends a failed command.

@@ -528,6 +528,49 @@ def tuning_space(kind: str):
     return ms.space_generator.PostOrderApply(sch_rules=kind, postprocs=kind, mutator_probs=kind)
 
 
+def design_space(func, target, kind: str) -> list:
+    """MetaSchedule's design space of ``func`` for the TVM ``target``, with the rules of targets of
+    ``kind`` (:func:`tuning_space`): each space's trace as JSON, its sampling decisions dropped.
+    Slow once per process (0.27's TuneContext imports every tensor intrinsic: half a minute to a
+    minute on a loaded machine): callers keep the result."""
+    ms = meta_schedule()
+    module = tvm().IRModule({"main": func.with_attr("global_symbol", "main")})
+    context = ms.TuneContext(mod=module, target=target, space_generator=tuning_space(kind), task_name="fuzz",
+                             num_threads=1)
+    return [[_trace_plain(space.trace.as_json(remove_postproc=True))[0], []]
+            for space in context.generate_design_space()]
+
+
+def _trace_plain(value):
+    """A JSON trace's TVM containers (Arrays, Maps, Strings, IntImms) as plain JSON values."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if hasattr(value, "value"):
+        return value.value
+    if hasattr(value, "items"):
+        return {str(k): _trace_plain(v) for k, v in value.items()}
+    try:
+        return [_trace_plain(item) for item in value]
+    except TypeError:
+        return str(value)
+
+
+def sample_schedule(func, space: list, seed: int, kind: str) -> list | None:
+    """One schedule of a design space (:func:`design_space`), as MetaSchedule's search samples one:
+    the space's trace replayed with every sampling instruction deciding anew from ``seed``, then
+    the postprocessors of targets of ``kind`` applied in order; the schedule's JSON trace
+    (postprocessing included, decisions included: it replays as it is), or None where a
+    postprocessor rejects it (tuning drops such a candidate and samples another)."""
+    ms = meta_schedule()
+    module = tvm().IRModule({"main": func.with_attr("global_symbol", "main")})
+    sch = schedule_namespace().Schedule(module, seed=seed, error_render_level="detail")
+    schedule_namespace().Trace.apply_json_to_schedule(space, sch)
+    for postproc in ms.Postproc.create(kind):
+        if not postproc.apply(sch):
+            return None
+    return _trace_plain(sch.trace.as_json())
+
+
 def custom_runner(measure):
     """A MetaSchedule Runner that measures each built candidate in this process with
     ``measure(artifact_path, args) -> [seconds, ...]``, ``args`` being ``[(dtype, shape), ...]``

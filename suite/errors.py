@@ -20,6 +20,7 @@ class ExitCode(enum.IntEnum):
     ARITHMETIC = 11  #: triage: qfloat marked, its IEEE twin not
     CHANGED = 12  #: triage: the after program computes something else
     UNDEFINED = 13  #: triage: the before program itself is undefined
+    CRASHED = 14  #: fuzz: a schedule crashed TVM or hung (and none computed a wrong result)
     SIGINT = 130  #: interrupted by Ctrl-C (128 + 2)
     SIGTERM = 143  #: terminated (128 + 15)
 

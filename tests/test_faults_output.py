@@ -52,7 +52,7 @@ FAULTS = {
 }
 
 #: the commands whose --json each case above covers
-COVERED = {"list", "measure", "run", "gate", "check", "bisect", "triage"}
+COVERED = {"list", "measure", "run", "gate", "check", "bisect", "triage", "fuzz", "model"}
 
 
 def test_every_fault_kind_has_cases():
@@ -165,9 +165,9 @@ def test_bisect_json_is_pure(cli, tmp_path, monkeypatch):
     log = tmp_path / "find.log"
     log.write_text("")
     monkeypatch.setattr(history, "prepare", lambda *a, **k: type("Ready", (), {
-        "config": tmp_path / "asv.json", "log": log, "machine_args": [], "machine": "m"})())
+        "config": tmp_path / "asv.json", "log": log, "machine_args": [], "machine": "m", "context": None})())
 
-    def asv_find(config, *args, log, phase=None):
+    def asv_find(config, *args, log, phase=None, context=None):
         with log.open("a") as handle:
             handle.write(f"For tvm commit {c1[:8]}:\nGreatest regression found: {c1[:8]}\n")
         print("asv: stand-in output")
@@ -200,6 +200,8 @@ def test_an_expected_failure_under_json_is_json(tmp_path):
     """One line on stderr, as ever, and on stdout the document a script reads instead of a verdict."""
     for args in (("gate", "--results", str(tmp_path / "none"), "--commit", "v0", "--json"),
                  ("list", "--model", "vgg16", "--json"),
+                 ("model", "--model", "vgg16", "--json"),
+                 ("fuzz", "--workloads", "nosuch", "--json"),
                  ("run", *TINY, "--out", str(tmp_path / "afile"), "--json")):
         (tmp_path / "afile").write_text("x")
         done = run_cli(*args)

@@ -47,14 +47,20 @@ def machine_name(value: str) -> str:
 MAX_TRIALS = 1_000_000
 
 
-def trials(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
-    if not 1 <= number <= MAX_TRIALS:
-        raise argparse.ArgumentTypeError(f"{number} is not between 1 and {MAX_TRIALS:,}")
-    return number
+def whole_number(low: int, high: int):
+    """An argument type: a whole number from ``low`` to ``high`` (a bound of sense: more is a typo)."""
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+        if not low <= number <= high:
+            raise argparse.ArgumentTypeError(f"{number} is not between {low:,} and {high:,}")
+        return number
+    return parse
+
+
+trials = whole_number(1, MAX_TRIALS)
 
 
 def combination(p, dtype="float32", workload_help=None) -> None:

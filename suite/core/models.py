@@ -1,8 +1,10 @@
 """The models whose fused PrimFuncs are the suite's workloads, written as Relax graphs (no downloads):
-ResNet-18 and ResNet-50 (batch 1, 224x224x3), and whatever is added to :data:`MODELS`.
+ResNet-18 and ResNet-50 (batch 1, 224x224x3), a two-block ResNet on 32x32 images (``miniresnet``: a
+whole model in seconds, for tests and smoke runs), and whatever is added to :data:`MODELS`.
 
 Only the graph's structure matters to the suite (weights are inputs of the fused kernels,
-filled from fixed seeds later), so every weight is a function parameter.
+filled from fixed seeds later: per workload by :func:`suite.core.workloads.make_inputs`, per whole
+model by :mod:`suite.core.model_weights`), so every weight is a function parameter.
 Each convolution is conv2d + bias add (+ residual add) + relu, as in the torchvision models.
 """
 
@@ -164,3 +166,13 @@ def _resnet(depths, bottleneck, g: GraphBuilder, data):
 
 model("resnet18")(lambda g, data: _resnet((2, 2, 2, 2), False, g, data))
 model("resnet50")(lambda g, data: _resnet((3, 4, 6, 3), True, g, data))
+
+
+@model("miniresnet", image=32)
+def miniresnet(g, data):
+    """ResNet's ops and data flow, small: a stem and a pool, an identity block and a downsampling
+    block (its 1x1 shortcut), 10 classes."""
+    y = g.max_pool(g.conv(data, 3, 8, 3, 1))
+    y, channels = g.block(y, 8, 8, 1, False)
+    y, channels = g.block(y, channels, 16, 2, False)
+    return g.dense(g.global_mean(y), channels, 10)

@@ -200,26 +200,29 @@ def multiply_accumulates(chain: dict) -> int:
 # ----------------------------------------------------------------------------- extraction
 
 
-def _fuse(module):
+def fuse(module):
+    """(legalized, fused, final): Relax's own fusion of a model (LegalizeOps, AnnotateTIROpPattern,
+    FuseOps, FuseTIR), each stage kept; the workloads and the whole model's calls read them."""
     relax = compat.relax()
     legalized = relax.transform.LegalizeOps()(module)
     fused = relax.transform.FuseOps()(relax.transform.AnnotateTIROpPattern()(legalized))
     return legalized, fused, relax.transform.FuseTIR()(fused)
 
 
-def _bindings(func):
+def bindings(func):
+    """Every binding of a Relax function, in order."""
     return [b for block in func.body.blocks for b in block.bindings]
 
 
 def _extract(model: str, dtype: str) -> tuple[list[Workload], dict]:
     """Fuse ``model`` in ``dtype``; returns its workloads and their PrimFuncs by id."""
     module = models.graph(model, dtype)
-    legalized, fused, final = _fuse(module)
-    relax_calls = {b.var: b.value for b in _bindings(module["main"])}
+    legalized, fused, final = fuse(module)
+    relax_calls = {b.var: b.value for b in bindings(module["main"])}
     # LegalizeOps keeps every binding's var, so each legalized PrimFunc maps back to the
     # high-level Relax call (and its attributes) it came from.
     call_of_prim = {}
-    for binding in _bindings(legalized["main"]):
+    for binding in bindings(legalized["main"]):
         value = binding.value
         if binding.var in relax_calls and hasattr(value, "args") and value.args:
             prim = getattr(value.args[0], "name_hint", None)
@@ -227,7 +230,7 @@ def _extract(model: str, dtype: str) -> tuple[list[Workload], dict]:
                 call_of_prim[prim] = relax_calls[binding.var]
 
     groups: dict[str, dict] = {}
-    for binding in _bindings(fused["main"]):
+    for binding in bindings(fused["main"]):
         call = binding.value
         callee = getattr(call, "op", None)
         if getattr(callee, "name", None) == "relax.call_tir":  # a single op left unfused
@@ -264,7 +267,7 @@ def _chain_of_group(group, call_of_prim) -> dict:
         inputs = [{"shape": compat.struct_shape(p)} for p in params]
         position = {p: ("input", i) for i, p in enumerate(params)}
         steps = []
-        for binding in _bindings(func):
+        for binding in bindings(func):
             prim = binding.value.args[0].name_hint
             original = call_of_prim[prim]
             steps.append({

@@ -1,0 +1,76 @@
+"""``tvm-suite fuzz``: the command line of a fuzz campaign (options, the summary printed,
+``--json``); the work is :mod:`suite.fuzz.campaign`'s."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from suite import targets
+from suite.commands import common_args
+from suite.commands.base import say, say_json
+from suite.commands.common_args import names, path, whole_number
+from suite.core import workloads
+from suite.errors import ExitCode
+
+NAME = "fuzz"
+HELP = ("schedules sampled from MetaSchedule's design space, each built and run in a child process "
+        "and judged by triage's verdict against the exact reference; findings kept with a minimised "
+        "trace and a report")
+EXIT_CODES = [(ExitCode.OK, "nothing found: no schedule computed a wrong result, crashed or hung"),
+              (ExitCode.CHANGED, "a schedule computes something else (CHANGED): kept in OUT/findings"),
+              (ExitCode.UNDEFINED, "a schedule is undefined (UNDEFINED): kept in OUT/findings"),
+              (ExitCode.CRASHED, "a schedule crashed TVM or hung, none computed a wrong result: kept in OUT/findings")]
+INTERRUPTED = "every schedule judged is in OUT/journal.jsonl; rerun with the same --seed and --out to continue"
+#: More traces than a week of campaign judges on one machine: a typo, not a campaign.
+MAX_TRACES = 100_000
+MAX_MINUTES = 7 * 24 * 60
+
+
+def _positive_seconds(limit: float, unit: str):
+    def parse(value: str) -> float:
+        try:
+            number = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} is not a number of {unit}") from None
+        if not 0 < number <= limit:  # NaN fails as well
+            raise argparse.ArgumentTypeError(f"{value} is not more than 0 and at most {limit:g} {unit}")
+        return number
+    return parse
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--workloads", type=names, default=["seed"],
+                   help="comma-separated workload ids or model names (default: seed, the seed conv2d)")
+    p.add_argument("--dtypes", type=names, default=["float32"],
+                   help=f"comma-separated, of {', '.join(workloads.DTYPES)} (default: float32)")
+    p.add_argument("--targets", type=names, default=["llvm"],
+                   help=f"comma-separated, of {', '.join(t for t in targets.names() if 'hexagon' not in t)} "
+                        "(default: llvm)")
+    p.add_argument("--traces", type=whole_number(1, MAX_TRACES), default=10,
+                   help=f"schedules sampled per combination, besides the named orders (1 to {MAX_TRACES:,}; default 10)")
+    p.add_argument("--seed", type=int, default=0, help="the seed of the sampling (default 0): the same seed samples "
+                                                       "the same traces, and continues a campaign it stopped")
+    p.add_argument("--minutes", type=_positive_seconds(MAX_MINUTES, "minutes"), default=60.0,
+                   help="stop after this long, keeping every schedule judged (default 60)")
+    p.add_argument("--out", type=path, default="fuzz-out",
+                   help="the campaign's directory: journal, findings, summary (default: ./fuzz-out)")
+    p.add_argument("--plant", type=whole_number(0, MAX_TRACES), default=0, metavar="K",
+                   help="also plant K known bugs in scheduled TIR and report the oracle's recall (default 0)")
+    p.add_argument("--trace-timeout", type=_positive_seconds(3600, "seconds"), default=300.0, metavar="S",
+                   help="a schedule whose build and run take longer is a TIMEOUT finding (default 300)")
+    common_args.json_output(p, "the summary, its exit status and the findings")
+
+
+def run(args) -> int:
+    from suite.fuzz import campaign
+
+    options = campaign.Options(workloads=args.workloads, dtypes=args.dtypes, targets=args.targets, traces=args.traces,
+                               seed=args.seed, minutes=args.minutes, out=args.out, plant=args.plant,
+                               timeout_s=args.trace_timeout)
+    summary = campaign.Campaign(options, log=lambda line: print(f"fuzz: {line}", file=sys.stderr, flush=True)).run()
+    status = summary["exit_status"]
+    say(campaign.text(summary), status)  # for people: on stderr with --json
+    if args.json:
+        say_json(summary, status)
+    return status

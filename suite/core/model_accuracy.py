@@ -1,0 +1,356 @@
+"""A whole model run on a target, call by call, against its float64 evaluation (`tvm-suite model`).
+
+Every fused PrimFunc of the model (:mod:`suite.core.model_calls`) runs on the target in call order
+through :mod:`suite.core.execution`, each output fed to the calls that read it; the same calls
+chained in float64 by the suite's reference (:mod:`suite.core.reference`, no TVM) give the exact
+logits. Both take the model's weights and images (:mod:`suite.core.model_weights`) rounded to the
+dtype under test, so the error is that of the arithmetic and of the activations stored in that
+dtype between calls, not of rounding the weights.
+
+A *setting* is one dtype x target x loop order. Its kernels are the measurement cache's
+(:func:`suite.core.measurement.measure`: one build per fused PrimFunc, shared with `run` and
+`measure`); in ``tuned``, a PrimFunc without a tuning record runs its ``default`` schedule, and
+the result lists the calls that did. A call that cannot be built or run makes the setting
+*not measured*, with the reason: no partial number stands for the model's.
+
+Attribution (``attribute``): with R_i the float64 chain's output of call i and T_i the target's
+output of call i *on the float64 chain's inputs of call i* (one more target run per call and
+input, whatever the number of placements), the local error of call i is d_i = T_i - R_i, and
+
+- *only i on the target*: the float64 chain with call i's output replaced by T_i;
+- *all but i*: the float64 chain with every d_j added where it arises, except d_i;
+- *all local errors*: the float64 chain with every d_j added (how well local errors, added up,
+  reproduce the real run: ``injected_share``).
+
+Only the float64 side is recomputed per placement (from call i on); the target never runs again.
+Shares are of the mean squared error of the logits against float64: ``only_share`` = MSE(only i)
+/ MSE(the target's run); their sum falls short of (or exceeds) 1 by the interaction: errors of
+different calls reinforcing or cancelling, and what is not additive.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from suite import progress
+from suite.core import execution, measurement, reference, tuning
+from suite.core.combo import Combo
+from suite.core.model_calls import CALL, IMAGE, PARAM, Call, ModelCalls
+from suite.core.model_weights import images, weights
+from suite.targets.base import Output, Target
+
+#: The loop orders a whole model runs in.
+MODEL_ORDERS = ("default", "tuned")
+#: The target every setting is compared with (same dtype and order), and whose fp32 ``default`` run
+#: is the baseline of the RMSE ratio.
+BASELINE_TARGET = "llvm"
+#: The k of top-k agreement (besides top-1).
+TOP = 5
+#: What the inputs and weights are, said with every result.
+DATA_NOTE = ("synthetic: seeded images (smooth fields plus pixel noise, each its own colour cast) and seeded "
+             "He-initialized weights with batch norm folded, its statistics calibrated on the first images; no "
+             "pretrained weights (docs/model.md)")
+
+
+def torch_multiplier(dtype: str, size: int) -> float:
+    """PyTorch's accuracy rule (torch/_dynamo/utils.py ``same``): a result passes when its RMSE
+    against float64 is at most this times its eager run's: 3 for float16/bfloat16 and for outputs
+    under 1000 elements (noise dominates), else 2."""
+    return 3.0 if dtype in ("float16", "bfloat16") or size < 1000 else 2.0
+
+
+class CallFailed(Exception):
+    """A call of the model could not be run on the target (the message says which and why)."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    dtype: str
+    target: Target
+    order: str
+
+    @property
+    def ids(self) -> tuple[str, str, str]:
+        return self.dtype, self.target.name, self.order
+
+
+@dataclass
+class Kernels:
+    """What each call of a model runs in one setting: the build of its fused PrimFunc (by workload
+    id), the workloads that ran ``default`` in ``tuned`` (no tuning record), or why none runs."""
+
+    built: dict[str, execution.Built] = field(default_factory=dict)
+    untuned: list[str] = field(default_factory=list)
+    failure: str | None = None
+
+
+def kernels(plan: ModelCalls, setting: Setting) -> Kernels:
+    """One build per fused PrimFunc of the model, from the measurement cache (measured there first
+    when absent)."""
+    found = Kernels()
+    for workload in plan.unique_workloads():
+        order = setting.order
+        if order == "tuned" and tuning.records_target(setting.target.records_from, setting.dtype, workload.id) is None:
+            order = "default"
+            found.untuned.append(workload.id)
+        combo = Combo(workload, setting.dtype, setting.target, order)
+        record = measurement.measure(combo, verify=(setting.target.KERNEL_FILE,))
+        if not record.has_output:
+            why = record.reason if not record.ok else f"{setting.target.name} is compile-only: it runs no kernel"
+            found.failure = f"{workload.id} ({order}): {why}"
+            return found
+        found.built[workload.id] = execution.Built(setting.target, combo.entry / setting.target.KERNEL_FILE,
+                                                   record.compile_s, record.codegen, record.code)
+    return found
+
+
+def run_call(built: execution.Built, call: Call, inputs: list[np.ndarray], dtype: str) -> np.ndarray:
+    """Call ``call``'s kernel on ``inputs`` (in ``dtype``) once; CallFailed where it does not run."""
+    ran = execution.run(built, [*inputs, Output(tuple(call.workload.output_shape), dtype)], twin=False)
+    if ran.failure is not None:
+        raise CallFailed(f"call {call.index} ({call.workload.id}): {ran.failure.words()}")
+    return ran.output
+
+
+def _arguments(call: Call, image, params, outputs) -> list:
+    pools = {IMAGE: [image], PARAM: params, CALL: outputs}
+    return [pools[kind][index] for kind, index in call.args]
+
+
+def forward(plan: ModelCalls, image: np.ndarray, params: list[np.ndarray], start: int = 0,
+            before: list[np.ndarray] | None = None, replaced: dict | None = None,
+            local_errors: dict | None = None) -> list[np.ndarray]:
+    """Every call's float64 output: the outputs of calls before ``start`` taken from ``before``;
+    a call in ``replaced`` gives that output; a call in ``local_errors`` has it added to its own."""
+    outputs = list(before[:start]) if start else []
+    for call in plan.calls[start:]:
+        if replaced and call.index in replaced:
+            outputs.append(replaced[call.index])
+            continue
+        y = reference.evaluate(call.workload.chain, _arguments(call, image, params, outputs))
+        if local_errors and call.index in local_errors:
+            y = y + local_errors[call.index]
+        outputs.append(y)
+    return outputs
+
+
+def target_forward(plan: ModelCalls, kernels_: Kernels, image, params, dtype: str) -> np.ndarray:
+    """The model's logits on the target: every call's kernel on the target's outputs before it."""
+    outputs: dict[int, np.ndarray] = {}
+    last_use = plan.last_use()
+    for call in plan.calls:
+        outputs[call.index] = run_call(kernels_.built[call.workload.id], call,
+                                       _arguments(call, image, params, outputs), dtype)
+        for done in [i for i in outputs if last_use[i] <= call.index]:
+            del outputs[done]
+    return outputs[plan.calls[-1].index]
+
+
+class _PlacementSums:
+    """Sums over the inputs of the squared logits errors of each placement, and of each call's
+    squared local error."""
+
+    def __init__(self, calls: int):
+        self.only, self.all_but = np.zeros(calls), np.zeros(calls)
+        self.local, self.local_elements = np.zeros(calls), np.zeros(calls)
+        self.injected, self.elements = 0.0, 0
+
+
+def attribute_one(plan: ModelCalls, kernels_: Kernels, image, params64, params, dtype: str,
+                  exact: list[np.ndarray], sums: _PlacementSums) -> None:
+    """Add one input's placements to ``sums``: each call run once on the target, on the float64
+    chain's inputs (``exact``: every call's float64 output), then the float64 side per placement."""
+    local = {}
+    for call in plan.calls:
+        inputs = [np.asarray(x).astype(dtype) for x in _arguments(call, image, params, exact)]
+        on_exact = run_call(kernels_.built[call.workload.id], call, inputs, dtype).astype(np.float64)
+        local[call.index] = on_exact - exact[call.index]
+        sums.local[call.index] += float(np.sum(local[call.index] ** 2))
+        sums.local_elements[call.index] += local[call.index].size
+    image64, logits = image.astype(np.float64), exact[-1]
+
+    def squared(outputs):
+        return float(np.sum((outputs[-1] - logits) ** 2))
+
+    injected = forward(plan, image64, params64, local_errors=local)
+    sums.injected += squared(injected)
+    for call in plan.calls:
+        i = call.index
+        sums.only[i] += squared(forward(plan, image64, params64, i, exact, replaced={i: exact[i] + local[i]}))
+        others = {j: d for j, d in local.items() if j != i}
+        sums.all_but[i] += squared(forward(plan, image64, params64, i, injected, local_errors=others))
+    sums.elements += logits.size
+
+
+@dataclass
+class Outcome:
+    """One setting's run over the inputs."""
+
+    setting: Setting
+    requested: bool
+    kernels: Kernels | None = None
+    logits: list[np.ndarray] = field(default_factory=list)
+    failure: str | None = None
+    target_s: float = 0.0
+    attribution_s: float = 0.0
+    attribution: _PlacementSums | None = None
+
+
+def settings_to_run(dtypes, targets_, orders, baseline_target: Target) -> list[tuple[Setting, bool]]:
+    """(setting, requested) for the requested settings and the baselines their metrics need: llvm in
+    the same dtype and order, llvm ``default`` in the same dtype, and llvm float32 ``default``."""
+    wanted = {(d, t.name, o) for d in dtypes for t in targets_ for o in orders}
+    baselines = ({(d, baseline_target.name, o) for d in dtypes for o in orders}
+                 | {(d, baseline_target.name, "default") for d in dtypes}
+                 | {("float32", baseline_target.name, "default")})
+    by_name = {t.name: t for t in (baseline_target, *targets_)}
+    all_dtypes = list(dict.fromkeys([*dtypes, "float32"]))
+    all_orders = list(dict.fromkeys([*orders, "default"]))
+    return [(Setting(d, by_name[t], o), (d, t, o) in wanted)
+            for d in all_dtypes for t in by_name for o in all_orders if (d, t, o) in wanted | baselines]
+
+
+def evaluate(plan: ModelCalls, settings: list[tuple[Setting, bool]], count: int, attribute: bool = False,
+             stream=None) -> tuple[dict, dict[str, np.ndarray]]:
+    """Run every setting over ``count`` synthetic inputs: the JSON-able result (docs/model.md), and
+    the logits (inputs x classes) of each setting measured (``dtype.target.order``) and of float64
+    (``dtype.float64``)."""
+    outcomes = [Outcome(s, requested) for s, requested in settings]
+    with progress.Progress("model: kernels", len(outcomes), stream=stream) as step:
+        for outcome in outcomes:
+            outcome.kernels = kernels(plan, outcome.setting)
+            outcome.failure = outcome.kernels.failure
+            step.step(" ".join(outcome.setting.ids))
+    dtypes = list(dict.fromkeys(o.setting.dtype for o in outcomes))
+    exact_params = weights(plan)
+    params = {d: [p.astype(d) for p in exact_params] for d in dtypes}  # what the target takes
+    del exact_params
+    # float64 takes the dtype's values too: the error is the arithmetic's, not the weights' rounding.
+    rounded = {d: [p.astype(np.float64) for p in params[d]] for d in dtypes}
+    exact_logits: dict[str, list[np.ndarray]] = {d: [] for d in dtypes}
+    float64_s = dict.fromkeys(dtypes, 0.0)
+    with progress.Progress("model: inputs", count, stream=stream) as step:
+        for image in images(plan, count):
+            for dtype in dtypes:
+                image_d = image.astype(dtype)
+                started = time.perf_counter()
+                exact = forward(plan, image_d.astype(np.float64), rounded[dtype])
+                float64_s[dtype] += time.perf_counter() - started
+                exact_logits[dtype].append(exact[-1])
+                for outcome in (o for o in outcomes if o.setting.dtype == dtype and o.failure is None):
+                    _run_setting(plan, outcome, image_d, rounded[dtype], params[dtype], exact, attribute)
+            step.step()
+    found = {"model": plan.model, "inputs": count, "data": DATA_NOTE,
+             "calls": [c.summary() for c in plan.calls],
+             "float64_s_per_input": {d: s / count for d, s in float64_s.items()},
+             "results": [_result(plan, o, outcomes, exact_logits, count) for o in outcomes]}
+    logits = {f"{d}.float64": np.concatenate(exact_logits[d]) for d in dtypes}
+    logits.update({".".join(o.setting.ids): np.concatenate(o.logits) for o in outcomes if o.failure is None})
+    return found, logits
+
+
+def _run_setting(plan, outcome: Outcome, image_d, params64, params, exact, attribute: bool) -> None:
+    dtype = outcome.setting.dtype
+    try:
+        started = time.perf_counter()
+        outcome.logits.append(target_forward(plan, outcome.kernels, image_d, params, dtype))
+        outcome.target_s += time.perf_counter() - started
+        if attribute and outcome.requested:
+            started = time.perf_counter()
+            if outcome.attribution is None:
+                outcome.attribution = _PlacementSums(len(plan.calls))
+            attribute_one(plan, outcome.kernels, image_d, params64, params, dtype, exact, outcome.attribution)
+            outcome.attribution_s += time.perf_counter() - started
+    except CallFailed as err:
+        outcome.failure = str(err)
+
+
+def _find(outcomes, dtype, target, order) -> Outcome | None:
+    return next((o for o in outcomes if o.setting.ids == (dtype, target, order) and o.failure is None), None)
+
+
+def _result(plan: ModelCalls, outcome: Outcome, outcomes, exact_logits, count: int) -> dict:
+    dtype, target, order = outcome.setting.ids
+    result = {"dtype": dtype, "target": target, "order": order, "requested": outcome.requested}
+    if order == "tuned" and outcome.kernels is not None:
+        untuned = set(outcome.kernels.untuned)
+        result["default_calls"] = [{"index": c.index, "workload": c.workload.id}
+                                   for c in plan.calls if c.workload.id in untuned]
+    if outcome.failure is not None:
+        return {**result, "status": "not measured", "reason": outcome.failure}
+    logits = np.concatenate(outcome.logits).astype(np.float64)
+    exact = np.concatenate(exact_logits[dtype])
+    llvm = _find(outcomes, dtype, BASELINE_TARGET, order)
+    eager = _find(outcomes, dtype, BASELINE_TARGET, "default")
+    fp32 = _find(outcomes, "float32", BASELINE_TARGET, "default")
+    default = _find(outcomes, dtype, target, "default") if order != "default" else None
+    metrics = _against(logits, exact)
+    multiplier = torch_multiplier(dtype, exact.size)
+    eager_rmse = _rmse(eager, exact) if eager else None
+    metrics.update({
+        "vs_llvm": _difference(logits, llvm) if llvm else None,
+        "rmse_ratio": _ratio(metrics["rmse"], eager_rmse),
+        "rmse_ratio_fp32": _ratio(metrics["rmse"], _rmse(fp32, np.concatenate(exact_logits["float32"])))
+        if fp32 else None,
+        "torch_multiplier": multiplier,
+        "within_torch_rule": bool(metrics["rmse"] <= multiplier * eager_rmse) if eager_rmse is not None else None,
+        "vs_default": _difference(logits, default) if default else None,
+    })
+    seconds = {"target": outcome.target_s / count}
+    result.update({"status": "measured", "metrics": metrics, "seconds_per_input": seconds})
+    if outcome.attribution is not None:
+        seconds["attribution"] = outcome.attribution_s / count
+        result["attribution"] = _attribution(plan, outcome.attribution, metrics["rmse"] ** 2)
+    return result
+
+
+def _against(logits: np.ndarray, exact: np.ndarray) -> dict:
+    """The logits (inputs x classes) against float64: errors, and how often the top class agrees."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        error = np.abs(logits - exact)
+        rmse = float(np.sqrt(np.mean(error ** 2)))
+    finite = np.all(np.isfinite(logits), axis=1)  # an input with a non-finite logit agrees on nothing
+    best = np.argmax(exact, axis=1)
+    top = np.argsort(-np.where(np.isfinite(logits), logits, -np.inf), axis=1, kind="stable")[:, :TOP]
+    return {"max_abs_error": float(np.max(error)), "mean_abs_error": float(np.mean(error)), "rmse": rmse,
+            "nonfinite": int(np.count_nonzero(~np.isfinite(logits))),
+            "top1_agreement": float(np.mean(finite & (top[:, 0] == best))),
+            f"top{TOP}_agreement": float(np.mean(finite & np.any(top == best[:, None], axis=1)))}
+
+
+def _rmse(outcome: Outcome, exact: np.ndarray) -> float:
+    logits = np.concatenate(outcome.logits).astype(np.float64)
+    return float(np.sqrt(np.mean((logits - exact) ** 2)))
+
+
+def _difference(logits: np.ndarray, other: Outcome) -> dict:
+    with np.errstate(invalid="ignore", over="ignore"):
+        apart = np.abs(logits - np.concatenate(other.logits).astype(np.float64))
+    return {"max_abs": float(np.max(apart)), "mean_abs": float(np.mean(apart))}
+
+
+def _ratio(value: float, scale: float | None) -> float | None:
+    """value / scale; None where undefined (no scale, or 0 / 0), inf where only the scale is 0."""
+    if scale is None or (scale == 0 and value == 0):
+        return None
+    return float("inf") if scale == 0 else value / scale
+
+
+def _attribution(plan: ModelCalls, sums: _PlacementSums, total_mse: float) -> dict:
+    only, all_but = sums.only / sums.elements, sums.all_but / sums.elements
+    injected = sums.injected / sums.elements
+    rows = [{"index": c.index, "workload": c.workload.id,
+             "only_rmse": float(np.sqrt(only[c.index])), "only_share": _ratio(only[c.index], total_mse),
+             "without_share": _ratio(injected - all_but[c.index], injected),
+             "local_rmse": float(np.sqrt(sums.local[c.index] / sums.local_elements[c.index]))}
+            for c in plan.calls]
+    rows.sort(key=lambda row: -row["only_rmse"])
+    for rank, row in enumerate(rows, 1):
+        row["rank"] = rank
+    summed = _ratio(float(np.sum(only)), total_mse)
+    return {"total_mse": total_mse, "sum_only_share": summed,
+            "interaction_share": None if summed is None else 1.0 - summed,
+            "injected_share": _ratio(injected, total_mse), "calls": rows}

@@ -1,0 +1,457 @@
+"""A fuzz campaign: for each combination (workload x dtype x target), the suite's named orders and
+N schedules sampled from MetaSchedule's design space (:mod:`suite.fuzz.sampling`), each built and
+run in the worker child (:mod:`suite.fuzz.worker`) and judged by triage's verdict
+(:func:`suite.triage.verdict.judge`) against the float64 reference of the workload's op chain,
+the unscheduled function's output as "before". Bugs planted in scheduled TIR
+(:mod:`suite.fuzz.plant`) measure the oracle's recall; unmodified schedules judged CHANGED are its
+false alarms.
+
+The out directory holds ``journal.jsonl`` (one JSON line per judged schedule, appended whole as
+each completes: a rerun with the same seed skips those), ``findings/<id>/`` (each CHANGED,
+UNDEFINED, crash or timeout: trace, minimised trace, TVMScript, report) and ``summary.json``. It is
+locked while a campaign writes it (:class:`suite.core.runstore.RunLock`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from suite import compat, targets
+from suite.core import reference, runstore, schedules, workloads
+from suite.core.bounds import Expected
+from suite.core.combo import select_workloads
+from suite.errors import CannotWrite, ExitCode, UserError
+from suite.fuzz import plant, sampling
+from suite.fuzz.worker import Worker
+from suite.reporting import thresholds as thresholds_file
+from suite.targets.base import Mode
+from suite.triage import verdict
+
+#: Outcomes besides the five verdicts: the schedule did not get as far as a judgement.
+BUILD_FAILED, RUN_FAILED, CRASH, TIMEOUT, SKIPPED = "BUILD_FAILED", "RUN_FAILED", "CRASH", "TIMEOUT", "SKIPPED"
+NOT_APPLICABLE = "NOT_APPLICABLE"  #: a planted kind with nothing to edit in that program
+OUTCOMES = (*verdict.KINDS, BUILD_FAILED, RUN_FAILED, CRASH, TIMEOUT, SKIPPED, NOT_APPLICABLE)
+#: What is kept as a finding, the most serious first (the exit status is the first found's).
+FINDINGS = (verdict.CHANGED, verdict.UNDEFINED, CRASH, TIMEOUT)
+EXIT_STATUS = {verdict.CHANGED: ExitCode.CHANGED, verdict.UNDEFINED: ExitCode.UNDEFINED,
+               CRASH: ExitCode.CRASHED, TIMEOUT: ExitCode.CRASHED}
+#: Instructions that look things up or sample: never the primitive a finding is filed under.
+_NOT_PRIMITIVES = re.compile(r"^(Get\w*|Sample\w*|EnterPostproc)$")
+_ANSWER = {"build_failed": BUILD_FAILED, "run_failed": RUN_FAILED, "crash": CRASH, "timeout": TIMEOUT,
+           "skipped": SKIPPED, "not_applicable": NOT_APPLICABLE}
+JOURNAL, SUMMARY, FINDINGS_DIR = "journal.jsonl", "summary.json", "findings"
+#: The least time the unscheduled function (the before program) gets to build and run.
+BEFORE_TIMEOUT_S = 300.0
+
+
+@dataclass
+class Options:
+    workloads: list[str]
+    dtypes: list[str]
+    targets: list[str]
+    traces: int
+    seed: int
+    minutes: float
+    out: Path
+    plant: int = 0
+    timeout_s: float = 300.0
+    minimise_tries: int = 12
+
+
+@dataclass
+class Combination:
+    workload: object
+    dtype: str
+    target: object
+    expected: Expected = None
+    before: np.ndarray | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.workload.id} {self.dtype} {self.target.name}"
+
+
+def check(options: Options) -> list[Combination]:
+    """Every option checked before any work (one-line UserErrors); the combinations."""
+    out = options.out
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file, not a directory: give a directory for the campaign")
+    for dtype in options.dtypes:
+        workloads.check_dtype(dtype)
+    found_targets = []
+    for name in options.targets:
+        target = targets.get(name)
+        if target.ieee_twin or "hexagon" in target.name:
+            raise UserError(f"--targets {name}: fuzz runs llvm and cuda schedules; Hexagon is not fuzzed yet")
+        if target.mode is not Mode.NATIVE or (reason := target.unavailable()):
+            raise UserError(f"--targets {name}: nothing runs its code here ({reason or target.mode.value})")
+        found_targets.append(target)
+    ids = select_workloads(options.workloads)
+    return [Combination(workloads.get(w), d, t) for t in found_targets for d in options.dtypes for w in ids]
+
+
+class Journal:
+    """``journal.jsonl``: one judged schedule a line, each appended with one write and synced, so
+    that an interruption leaves every line before it whole (a torn last line is ignored)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def read(self) -> dict[str, dict]:
+        try:
+            text = self.path.read_text(errors="replace")
+        except FileNotFoundError:
+            return {}
+        done = {}
+        for line in text.splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and "id" in record:
+                done[record["id"]] = record
+        return done
+
+    def append(self, record: dict) -> None:
+        data = (json.dumps(record, sort_keys=True) + "\n").encode()
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as err:
+            raise CannotWrite(err.errno, err.strerror, str(self.path)) from None
+
+
+def _expected(combination: Combination) -> Expected:
+    chain = combination.workload.chain
+    inputs = workloads.make_inputs(combination.workload, combination.dtype)
+    return Expected(reference.evaluate(chain, inputs), reference.evaluate_magnitude(chain, inputs),
+                    reference.accumulation_length(chain), "output", combination.dtype)
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:150]
+
+
+@dataclass
+class Campaign:
+    options: Options
+    log: object = print
+    thresholds: object = None
+    records: dict = field(default_factory=dict)
+    judged_now: int = 0
+
+    def run(self) -> dict:
+        combinations = check(self.options)
+        out = self.options.out
+        out.mkdir(parents=True, exist_ok=True)
+        self.thresholds = self.thresholds or thresholds_file.load()
+        with runstore.RunLock(out, compat.installed_version(), "fuzz"):
+            journal = Journal(out / JOURNAL)
+            self.records = journal.read()
+            resumed = sum(1 for r in self.records.values() if r.get("seed") == self.options.seed)
+            if resumed:
+                self.log(f"continuing: {resumed} schedules already judged in {out / JOURNAL}")
+            started = time.monotonic()
+            deadline = started + self.options.minutes * 60
+            worker = Worker(out / "work")
+            stopped = None
+            try:
+                for n, combination in enumerate(combinations):
+                    stopped = self._combination(combination, n, len(combinations), worker, journal, deadline)
+                    if stopped:
+                        break
+            finally:
+                worker.close()
+                shutil.rmtree(out / "work", ignore_errors=True)
+            summary = self.summary(combinations, time.monotonic() - started, stopped)
+            (out / SUMMARY).write_text(json.dumps(summary, indent=1))
+        return summary
+
+    def summary(self, combinations: list[Combination], elapsed_s: float, stopped: str | None) -> dict:
+        mine = [r for r in self.records.values() if r.get("seed") == self.options.seed]
+        return summarize(mine, combinations, elapsed_s, self.judged_now, stopped)
+
+    # ------------------------------------------------------------------ one combination
+
+    def _combination(self, combination: Combination, position: int, count: int, worker: Worker, journal: Journal,
+                     deadline: float) -> str | None:
+        opts = self.options
+        base = f"{combination.workload.id}|{combination.dtype}|{combination.target.name}|seed{opts.seed}"
+        items = [("order", name, None) for name in schedules.ORDERS]
+        items += [("trace", str(i), None) for i in range(opts.traces)]
+        kinds = list(plant.KINDS)  # plant p goes to combination p mod count, of kind p mod the kinds
+        items += [("plant", f"{kinds[p % len(kinds)]}#{p}", p) for p in range(opts.plant) if p % count == position]
+        todo = [item for item in items if f"{base}|{item[0]}:{item[1]}" not in self.records]
+        if not todo:
+            return None
+        self.log(f"{combination.label}: {len(todo)} of {len(items)} schedules to judge")
+        combination.expected = _expected(combination)
+        # the unscheduled function is the reference run, not a schedule under test: the timeout that
+        # makes a slow schedule a finding does not apply to it
+        before = self._ask(worker, combination, {"order": "default"}, base, "before",
+                           max(opts.timeout_s, BEFORE_TIMEOUT_S))
+        if before.get("status") != "ok":
+            self.log(f"{combination.label}: the unscheduled function does not build and run here "
+                     f"({before.get('message')}); nothing of it is judged")
+            return None
+        combination.before = np.load(before["dir"] / "output.npy")
+        spaces = None
+        for kind, name, plant_number in todo:
+            if time.monotonic() > deadline:
+                return "time"
+            record = {"id": f"{base}|{kind}:{name}", "seed": opts.seed, "workload": combination.workload.id,
+                      "dtype": combination.dtype, "target": combination.target.name, "kind": kind, "name": name}
+            request = {}
+            if kind == "order":
+                request["order"] = name
+            else:
+                if spaces is None and opts.traces:
+                    spaces = sampling.design_space(combination.workload, combination.dtype, combination.target)
+                index = int(name) if kind == "trace" else (plant_number % opts.traces if opts.traces else None)
+                if index is not None:
+                    trace, resampled = sampling.sample(combination.workload, combination.dtype, combination.target,
+                                                       spaces, opts.seed, index)
+                    request["trace"] = trace
+                    record.update(trace=trace, resampled=resampled, trace_index=index)
+                else:
+                    request["order"] = "default"
+                if kind == "plant":
+                    request["plant"] = record["planted"] = name.split("#")[0]
+                    record["expected"] = plant.EXPECTED
+            started = time.perf_counter()
+            outcome = self._judge(worker, combination, request, record["id"])
+            if kind == "plant" and outcome["outcome"] == NOT_APPLICABLE and "trace" in request:
+                del request["trace"]  # the sampled schedule has nothing of that kind: the unscheduled one may
+                request["order"] = "default"
+                record.update(trace=None, trace_index=None, planted_in="default")
+                outcome = self._judge(worker, combination, request, record["id"])
+            record.update({k: v for k, v in outcome.items() if k != "dir"}, seconds=round(time.perf_counter() - started, 3))
+            if kind != "plant" and record["outcome"] in FINDINGS:
+                record["finding"] = self._keep_finding(worker, combination, request, record, outcome)
+            shutil.rmtree(outcome["dir"], ignore_errors=True)
+            journal.append(record)
+            self.records[record["id"]] = record
+            self.judged_now += 1
+            self.log(f"{combination.label} {kind} {name}: {record['outcome']}"
+                     + (f" ({record['message']})" if record.get("message") else ""))
+        return None
+
+    def _ask(self, worker: Worker, combination: Combination, request: dict, base: str, name: str,
+             timeout_s: float | None = None) -> dict:
+        where = self.options.out / "work" / _safe(f"{base}|{name}")
+        answer = worker.ask({"workload": combination.workload.id, "dtype": combination.dtype,
+                             "target": combination.target.name, "dir": str(where), **request},
+                            timeout_s or self.options.timeout_s)
+        if answer.get("status") == "error":  # the suite's own refusal, not the schedule's
+            raise UserError(answer["message"])
+        return {**answer, "dir": where}
+
+    def _judge(self, worker: Worker, combination: Combination, request: dict, name: str) -> dict:
+        """The outcome of one schedule: a verdict (with its summary and first wrong element), or
+        why there is none (BUILD_FAILED, RUN_FAILED, CRASH, TIMEOUT, SKIPPED, NOT_APPLICABLE)."""
+        answer = self._ask(worker, combination, request, "", name)
+        if answer["status"] != "ok":
+            return {"outcome": _ANSWER[answer["status"]], "message": answer.get("message", ""), "dir": answer["dir"]}
+        after = np.load(answer["dir"] / "output.npy")
+        judgement = verdict.judge(combination.expected, combination.before, after, thresholds=self.thresholds)
+        return {"outcome": judgement.kind, "message": "", "summary": judgement.summary, "first_wrong": judgement.first,
+                "dir": answer["dir"]}
+
+    # ------------------------------------------------------------------ findings
+
+    def _keep_finding(self, worker: Worker, combination: Combination, request: dict, record: dict,
+                      outcome: dict) -> dict:
+        """The finding's directory: trace, minimised trace, TVMScript before and after, report."""
+        where = self.options.out / FINDINGS_DIR / _safe(record["id"])
+        where.mkdir(parents=True, exist_ok=True)
+        kept = dict(request)
+        minimised = None
+        if "trace" in request:
+            (where / "trace.json").write_text(json.dumps(request["trace"]))
+
+            def holds(trace) -> bool:
+                again = self._judge(worker, combination, {"trace": trace}, "minimising")
+                shutil.rmtree(again["dir"], ignore_errors=True)
+                return again["outcome"] == record["outcome"]
+
+            minimised = minimise(request["trace"], holds, self.options.minimise_tries)
+            (where / "minimised.json").write_text(json.dumps(minimised))
+            kept = {"trace": minimised}
+        last = self._ask(worker, combination, kept, "", "finding")
+        if (last["dir"] / "after.py").exists():
+            shutil.copy(last["dir"] / "after.py", where / "after.py")
+        shutil.rmtree(last["dir"], ignore_errors=True)
+        func = workloads.prim_func(combination.workload, combination.dtype)
+        (where / "before.py").write_text(_script(func))
+        key = dedup_key(record, minimised)
+        (where / "report.md").write_text(_report(combination, record, key, minimised is not None))
+        return {"dir": str(where), "key": key}
+
+
+def _script(func) -> str:
+    from suite.triage import tvmscript
+
+    return tvmscript.script(func, "main")
+
+
+def primitives(trace: list) -> list[tuple[str, str | None]]:
+    """(primitive, the block it acts on, where it names one) of each transforming instruction."""
+    blocks, found = {}, []
+    for kind, inputs, attrs, outputs in trace[0]:
+        if kind == "GetSBlock" or kind == "GetBlock":
+            blocks[outputs[0]] = attrs[0]
+        if _NOT_PRIMITIVES.match(kind):
+            continue
+        block = next((blocks[i] for i in inputs if isinstance(i, str) and i in blocks), None)
+        found.append((kind, block))
+    return found
+
+
+def dedup_key(record: dict, minimised: list | None) -> str:
+    """What two findings share when they are one bug: a wrong result's last schedule primitive of
+    its minimised trace and the block it acts on (or the order's name); a crash's or a hang's first line."""
+    if record["outcome"] in (CRASH, TIMEOUT):
+        return f"{record['outcome']}: {record.get('message', '').splitlines()[0] if record.get('message') else ''}"
+    if minimised is None:
+        return f"{record['outcome']}: order {record['name']}"
+    found = primitives(minimised)
+    kind, block = found[-1] if found else ("no primitive", None)
+    return f"{record['outcome']}: {kind} on block {block or '?'}"
+
+
+def minimise(trace: list, holds, tries: int) -> list:
+    """``trace`` with instructions dropped one at a time, from the last, while ``holds(trace)``
+    still says the finding stands; at most ``tries`` attempts (each builds and runs). An
+    instruction whose outputs later ones use is kept without a try."""
+    instructions, decisions = [list(i) for i in trace[0]], {d[0]: d[1] for d in trace[1]}
+    position = len(instructions) - 1
+    while position >= 0 and tries > 0:
+        outputs = set(instructions[position][3])
+        used = any(isinstance(i, str) and i in outputs for later in instructions[position + 1:] for i in later[1])
+        if not used:
+            candidate = _without(instructions, decisions, position)
+            tries -= 1
+            if holds(candidate):
+                instructions = candidate[0]
+                decisions = {d[0]: d[1] for d in candidate[1]}
+        position -= 1
+    return [instructions, [[n, value] for n, value in sorted(decisions.items())]]
+
+
+def _without(instructions: list, decisions: dict, position: int) -> list:
+    kept = instructions[:position] + instructions[position + 1:]
+    moved = {(n if n < position else n - 1): v for n, v in decisions.items() if n != position}
+    return [kept, [[n, v] for n, v in sorted(moved.items())]]
+
+
+def _report(combination: Combination, record: dict, key: str, has_trace: bool) -> str:
+    """A report for TVM's issue tracker: what, the minimal program, how to reproduce, the verdict."""
+    what = {verdict.CHANGED: "computes a different result", verdict.UNDEFINED: "is undefined",
+            CRASH: "crashes TVM", TIMEOUT: "hangs"}[record["outcome"]]
+    schedule = "a MetaSchedule trace (minimised: minimised.json)" if has_trace else f"the loop order {record['name']}"
+    reproduce = (f"tvm-suite triage before.py --trace minimised.json --target {combination.target.name}" if has_trace
+                 else f"tvm-suite triage before.py after.py --target {combination.target.name}")
+    after = "after.py" if has_trace or record["outcome"] in (verdict.CHANGED, verdict.UNDEFINED) else "(none)"
+    lines = [f"# {combination.workload.id} ({combination.dtype}, {combination.target.name}) scheduled by {schedule} "
+             f"{what}", "",
+             f"TVM {compat.installed_version()}. Found by `tvm-suite fuzz` (seed {record['seed']}), filed under: {key}.",
+             "", "The function before scheduling is before.py; after the schedule, " + after + ".", "",
+             "Reproduce (the suite's triage judges both programs against the exact value):", "", "```sh",
+             reproduce, "```", ""]
+    if record["outcome"] in (verdict.CHANGED, verdict.UNDEFINED):
+        lines += [f"What triage's verdict says: {record['outcome']}: {record.get('summary', '')}", ""]
+    else:
+        lines += [f"What happened: {record.get('message', '')}", ""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- the summary
+
+
+def upper_bound_95(found: int, trials: int) -> float | None:
+    """The exact (Clopper-Pearson) 95% upper bound of a rate seen ``found`` times in ``trials``."""
+    if trials == 0:
+        return None
+    from scipy.stats import binomtest
+
+    return float(binomtest(found, trials).proportion_ci(0.95).high)
+
+
+def summarize(records: list[dict], combinations: list[Combination], elapsed_s: float, judged_now: int,
+              stopped: str | None) -> dict:
+    table = {}
+    for c in combinations:
+        table[c.label] = {o: 0 for o in OUTCOMES}
+    for r in records:
+        if r["kind"] != "plant":
+            table.setdefault(f"{r['workload']} {r['dtype']} {r['target']}", {o: 0 for o in OUTCOMES})[r["outcome"]] += 1
+    findings = {}
+    for r in records:
+        if r.get("finding"):
+            entry = findings.setdefault(r["finding"]["key"], {"key": r["finding"]["key"], "outcome": r["outcome"],
+                                                              "count": 0, "first": r["finding"]["dir"]})
+            entry["count"] += 1
+    planted = [r for r in records if r["kind"] == "plant" and r["outcome"] != NOT_APPLICABLE]
+    caught = [r for r in planted if r["outcome"] in (verdict.CHANGED, verdict.UNDEFINED)]
+    by_kind = {}
+    for r in [r for r in records if r["kind"] == "plant"]:
+        entry = by_kind.setdefault(r["planted"], {"expected": r.get("expected", plant.EXPECTED), "verdicts": {}})
+        entry["verdicts"][r["outcome"]] = entry["verdicts"].get(r["outcome"], 0) + 1
+    unmodified = [r for r in records if r["kind"] != "plant" and r["outcome"] in verdict.KINDS]
+    false_changed = sum(1 for r in unmodified if r["outcome"] == verdict.CHANGED)
+    status = next((EXIT_STATUS[kind] for kind in FINDINGS if any(f["outcome"] == kind for f in findings.values())),
+                  ExitCode.OK)
+    return {
+        "table": table,
+        "findings": sorted(findings.values(), key=lambda f: FINDINGS.index(f["outcome"])),
+        "plant": {"planted": len(planted), "caught": len(caught),
+                  "recall": len(caught) / len(planted) if planted else None, "kinds": by_kind},
+        "unmodified_judged": len(unmodified), "false_changed": false_changed,
+        "false_changed_upper_95": upper_bound_95(false_changed, len(unmodified)),
+        "judged_this_run": judged_now, "seconds": round(elapsed_s, 1),
+        "judged_per_hour": round(judged_now * 3600 / elapsed_s, 1) if elapsed_s > 0 and judged_now else None,
+        "stopped": stopped, "exit_status": int(status),
+    }
+
+
+def text(summary: dict) -> str:
+    """The summary for people: verdict counts per combination, findings, recall, false alarms."""
+    shown = [o for o in OUTCOMES if any(row[o] for row in summary["table"].values())]
+    width = max([len(label) for label in summary["table"]] + [12])
+    lines = [f"{'combination':<{width}}  " + "  ".join(f"{o:>10}" for o in shown)]
+    for label, row in summary["table"].items():
+        lines.append(f"{label:<{width}}  " + "  ".join(f"{row[o]:>10}" for o in shown))
+    lines.append("")
+    if summary["findings"]:
+        lines.append(f"findings ({len(summary['findings'])} after deduplication):")
+        lines += [f"  {f['count']:>3} x {f['key']}  ({f['first']})" for f in summary["findings"]]
+    else:
+        lines.append("findings: none")
+    plant_ = summary["plant"]
+    if plant_["planted"]:
+        lines.append(f"planted bugs: {plant_['caught']} of {plant_['planted']} judged CHANGED or UNDEFINED "
+                     f"(recall {plant_['recall']:.0%})")
+        for kind, entry in plant_["kinds"].items():
+            verdicts = ", ".join(f"{k} {v}" for k, v in entry["verdicts"].items())
+            lines.append(f"  {kind:<24} should be {entry['expected']}: {verdicts}")
+    bound = summary["false_changed_upper_95"]
+    lines.append(f"false CHANGED on unmodified schedules: {summary['false_changed']} of {summary['unmodified_judged']}"
+                 + (f" (95% upper bound {bound:.3f})" if bound is not None else ""))
+    rate = summary["judged_per_hour"]
+    lines.append(f"{summary['judged_this_run']} judged in {summary['seconds']:.0f} s"
+                 + (f" ({rate:.0f} per hour)" if rate else "")
+                 + ("; stopped at --minutes: rerun with the same --seed and --out to continue"
+                    if summary["stopped"] == "time" else ""))
+    return "\n".join(lines)

@@ -1,0 +1,184 @@
+"""The child process that builds and runs each schedule of a campaign, and its parent's handle.
+
+One child imports TVM once and takes requests one at a time (JSON lines on its stdin, answers on
+its stdout): a schedule (a named order or a trace, a bug planted or not) of one combination,
+built and run through :mod:`suite.core.execution` on the workload's seeded inputs, its output
+written as ``output.npy`` and its TVMScript as ``after.py`` in the directory the request names.
+The parent waits for each answer no longer than its timeout: a child that hangs is ended (its
+session, :func:`suite.children.end`) and one that dies (a segfault in TVM) is seen by its closed
+pipe; either is the finding of that request, and the next request starts a new child. The child's
+stderr goes to ``worker.log`` in the campaign's work directory, whose last line says why it died.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from suite import children
+
+#: How long a new child may take to import TVM and say it is ready.
+START_S = 300.0
+
+
+class Worker:
+    """The parent's handle of the child: :meth:`ask` one request, get its answer."""
+
+    def __init__(self, work: Path):
+        self.work = Path(work)
+        self.process = None
+        self._buffer = b""
+
+    def _start(self) -> None:
+        self.work.mkdir(parents=True, exist_ok=True)
+        log = open(self.work / "worker.log", "ab")
+        try:
+            self.process = children.start_python(["-m", "suite.fuzz.worker"], stdin=-1, stdout=-1, stderr=log)
+        finally:
+            log.close()
+        self._buffer = b""
+        ready = self._read_line(START_S)
+        if ready is None or json.loads(ready).get("ready") is not True:
+            self.close()
+            raise RuntimeError(f"the fuzz worker did not start: {self._log_tail()}")
+
+    def ask(self, request: dict, timeout_s: float) -> dict:
+        """The child's answer to ``request``; ``{"status": "timeout"}`` when none came within
+        ``timeout_s`` (the child is ended), ``{"status": "crash", "message"}`` when the child died."""
+        if self.process is None or self.process.poll() is not None:
+            self._start()
+        try:
+            self.process.stdin.write((json.dumps(request) + "\n").encode())
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            return self._crashed()
+        line = self._read_line(timeout_s)
+        if line is None:
+            if self.process.poll() is None:
+                self.close()
+                return {"status": "timeout", "message": f"no answer in {timeout_s:g} s"}
+            return self._crashed()
+        return json.loads(line)
+
+    def _crashed(self) -> dict:
+        status = self.process.wait()
+        self.process = None
+        how = f"killed by signal {-status}" if status < 0 else f"exit {status}"
+        return {"status": "crash", "message": f"the worker died ({how}): {self._log_tail()}"}
+
+    def _read_line(self, timeout_s: float) -> bytes | None:
+        deadline = time.monotonic() + timeout_s
+        fd = self.process.stdout.fileno()
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line
+
+    def _log_tail(self) -> str:
+        try:
+            lines = [line for line in (self.work / "worker.log").read_text(errors="replace").splitlines() if line.strip()]
+        except OSError:
+            return "no log"
+        return lines[-1][:300] if lines else "no output"
+
+    def close(self) -> None:
+        if self.process is not None:
+            children.end(self.process)
+            self.process = None
+
+
+def _scheduled(request: dict):
+    """The request's PrimFunc and the loop order the target builds it in."""
+    from suite import compat, targets
+    from suite.core import schedules, workloads
+
+    target = targets.get(request["target"])
+    workload = workloads.get(request["workload"])
+    func = workloads.prim_func(workload, request["dtype"])
+    if request.get("order"):
+        return target, workload, schedules.apply(func, request["order"], workload.id, request["dtype"],
+                                                 target.records_from), request["order"]
+    sch = compat.schedule(func)
+    compat.apply_trace(request["trace"], sch)
+    return target, workload, sch.mod["main"], "default"
+
+
+def _serve(request: dict) -> dict:
+    from suite.core import execution, workloads
+    from suite.core.record import Status
+    from suite.errors import Skipped, first_line
+    from suite.fuzz import plant
+    from suite.targets.base import Output
+    from suite.triage import tvmscript
+
+    where = Path(request["dir"])
+    where.mkdir(parents=True, exist_ok=True)
+    try:
+        target, workload, func, order = _scheduled(request)
+    except Skipped as err:
+        return {"status": "skipped", "message": str(err)}
+    except Exception as err:  # a trace TVM refuses to apply: this schedule does not build
+        return {"status": "build_failed", "message": f"the schedule does not apply: {first_line(err)}"}
+    text = tvmscript.script(func, "main")
+    if request.get("plant"):
+        try:
+            text = plant.mutate(text, request["plant"], request["dtype"])
+        except plant.NotApplicable as err:
+            return {"status": "not_applicable", "message": str(err)}
+    (where / "after.py").write_text(text)
+    if request.get("plant"):
+        funcs, _ = tvmscript.parse_file(where / "after.py")
+        func = tvmscript.pick(funcs, "main", where / "after.py")[1]
+    built = execution.build(target, func, where / target.KERNEL_FILE, order)
+    if built.failure is not None:
+        status = "skipped" if built.failure.status is Status.SKIPPED else "build_failed"
+        return {"status": status, "message": built.failure.message}
+    arguments = [*workloads.make_inputs(workload, request["dtype"]),
+                 Output(tuple(workload.output_shape), request["dtype"])]
+    ran = execution.run(built, arguments, twin=False)
+    if ran.failure is not None:
+        return {"status": "run_failed", "message": ran.failure.message}
+    np.save(where / "output.npy", ran.output, allow_pickle=False)
+    return {"status": "ok", "compile_s": built.compile_s}
+
+
+def main() -> int:
+    """The child: answers on the standard output it was started with; anything else TVM or the
+    suite prints goes to stderr (the log), so it never breaks an answer."""
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    from suite import compat
+    from suite.errors import UserError, first_line
+
+    compat.tvm()  # imported before the parent's clock starts
+
+    answers.write(json.dumps({"ready": True}) + "\n")
+    answers.flush()
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            answer = _serve(request)
+        except UserError as err:  # the suite's own refusal (a damaged record): the campaign's to say
+            answer = {"status": "error", "message": str(err)}
+        except Exception as err:
+            answer = {"status": "build_failed", "message": first_line(err)}
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

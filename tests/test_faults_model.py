@@ -1,0 +1,198 @@
+"""Faults users meet with `tvm-suite model`: bad names and numbers, targets that cannot run a
+model, calls without a tuning record, calls the target cannot build or run, a kernel that gives
+non-finite values.
+
+Each kind of fault is a row of FAULTS with the cases it covers; ``test_every_fault_kind_has_cases``
+keeps the table and the tests together. The contract: bad input is one line on stderr naming what
+is wrong, exit 2, before any work; a call that cannot be built or run makes its setting "not
+measured" with the reason (no number stands for the model's), exit 1; with ``--json`` stdout is
+one JSON document either way. On ``miniresnet``, whose kernels build in seconds.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import check_fault_table
+from suite import targets
+from suite.core import execution, measurement, model_accuracy, model_calls
+from suite.core.record import Record, Status
+
+MODEL = "miniresnet"
+#: kind of fault -> the cases of it (the test functions below, by name)
+FAULTS = {
+    "an unknown name": ["test_an_unknown_name_is_one_line_naming_the_valid_ones"],
+    "an order a model does not run in": ["test_an_order_other_than_default_or_tuned_is_refused"],
+    "a number of inputs out of range": ["test_a_number_of_inputs_out_of_range_is_refused"],
+    "an empty list": ["test_an_empty_list_is_an_error_never_all"],
+    "a target that runs no kernel": ["test_a_compile_only_target_is_refused"],
+    "a target this machine cannot run": ["test_an_unavailable_target_is_one_line"],
+    "an --out that is a file": ["test_an_out_that_is_a_file_is_refused_before_any_work"],
+    "bad input with --json": ["test_bad_input_with_json_is_a_json_error_on_stdout"],
+    "a call without a tuning record": ["test_a_call_without_a_record_runs_default_in_tuned_and_is_listed"],
+    "a call the target cannot build": ["test_a_call_that_does_not_build_leaves_the_setting_not_measured"],
+    "a call the target cannot run": ["test_a_call_that_does_not_run_leaves_the_setting_not_measured"],
+    "a kernel that gives non-finite values": ["test_non_finite_logits_are_counted_and_agree_on_nothing"],
+}
+
+
+def test_every_fault_kind_has_cases():
+    check_fault_table(FAULTS, globals())
+
+
+def one_line(result, *words, status=2):
+    assert result.returncode == status, (result.returncode, result.stdout[-1000:], result.stderr[-2000:])
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tvm-suite: error: "), result.stderr
+    for word in words:
+        assert str(word) in lines[0], (word, lines[0])
+    return lines[0]
+
+
+def model(cli, *args):
+    return cli("model", "--model", MODEL, *args)
+
+
+def result(found, dtype="float32", target="llvm", order="default") -> dict:
+    return next(r for r in found["results"] if (r["dtype"], r["target"], r["order"]) == (dtype, target, order))
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("option, value, words", [
+    ("--model", "vgg16", ("unknown model 'vgg16'", "resnet18", "miniresnet")),
+    ("--targets", "llvm,vulkan", ("unknown target 'vulkan'", "valid targets: llvm")),
+    ("--dtypes", "float64", ("unknown dtype 'float64'", "float32, float16")),
+    ("--orders", "fastest", ("unknown loop order 'fastest'", "default")),
+])
+def test_an_unknown_name_is_one_line_naming_the_valid_ones(cli, option, value, words):
+    args = ["--model", value] if option == "--model" else ["--model", MODEL, option, value]
+    one_line(cli("model", *args), *words)
+
+
+def test_an_order_other_than_default_or_tuned_is_refused(cli):
+    one_line(model(cli, "--orders", "default,seed-swap"), "default, tuned", "'seed-swap'")
+
+
+@pytest.mark.parametrize("value, words", [("0", "0 is not between 1 and 1,000"), ("-3", "-3 is not between"),
+                                          ("1001", "1001 is not between 1 and 1,000"),
+                                          ("many", "'many' is not a whole number")])
+def test_a_number_of_inputs_out_of_range_is_refused(cli, value, words):
+    one_line(model(cli, "--inputs", value), "--inputs", words)
+
+
+@pytest.mark.parametrize("option", ["--targets", "--dtypes", "--orders"])
+def test_an_empty_list_is_an_error_never_all(cli, option):
+    one_line(model(cli, option, " , "), option, "names nothing")
+
+
+def test_a_compile_only_target_is_refused(cli):
+    one_line(model(cli, "--targets", "llvm,hexagon-v68"), "hexagon-v68 is compile-only", "runs no kernel")
+
+
+def test_an_unavailable_target_is_one_line(cli):
+    reason = targets.get("cuda").unavailable()
+    if reason is None:
+        pytest.skip("this machine has a GPU: cuda is available")
+    assert one_line(model(cli, "--targets", "cuda")) == f"tvm-suite: error: {reason}"
+
+
+def test_an_out_that_is_a_file_is_refused_before_any_work(cli, tmp_path, monkeypatch):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    asked = []
+    monkeypatch.setattr(model_accuracy, "evaluate", lambda *a, **k: asked.append(a))
+    one_line(model(cli, "--out", afile), str(afile), "a file")
+    assert asked == [] and afile.read_text() == "x"
+
+
+def test_bad_input_with_json_is_a_json_error_on_stdout(cli):
+    done = model(cli, "--dtypes", "bfloat16", "--json")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert json.loads(done.stdout) == {"error": "unknown dtype 'bfloat16'; valid dtypes: float32, float16",
+                                       "exit_status": 2}
+
+
+# ----------------------------------------------------------------------------- calls
+
+
+def test_a_call_without_a_record_runs_default_in_tuned_and_is_listed(cli):
+    """miniresnet has no tuning record: in tuned, every call runs its default schedule, the output
+    lists them, and the logits are default's (it was "skipped: no tuned record", the whole model lost)."""
+    done = model(cli, "--dtypes", "float32", "--orders", "default,tuned", "--inputs", "2", "--json")
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    tuned = result(found, order="tuned")
+    assert tuned["status"] == "measured"
+    assert [c["index"] for c in tuned["default_calls"]] == list(range(9))
+    assert tuned["default_calls"][0]["workload"] == "miniresnet.conv2d_add_relu.32x32x3-k3s1-8"
+    assert tuned["metrics"]["vs_default"] == {"max_abs": 0.0, "mean_abs": 0.0}
+    assert "default_calls" not in result(found, order="default")
+    assert "9 calls default" in done.stderr
+
+
+def test_a_call_that_does_not_build_leaves_the_setting_not_measured(cli, monkeypatch):
+    broken = "miniresnet.conv2d_add.8x8x16-k3s1-16"
+    real = measurement.measure
+
+    def measure(combo, verify=()):
+        if combo.workload.id == broken and combo.dtype == "float16":
+            return Record(*combo.ids, status=Status.FAILED, reason="build failed: LLVM ERROR: planted")
+        return real(combo, verify)
+
+    monkeypatch.setattr(measurement, "measure", measure)
+    done = model(cli, "--dtypes", "float32,float16", "--orders", "default", "--inputs", "1", "--json")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    found = json.loads(done.stdout)
+    fp16 = result(found, "float16")
+    assert fp16 == {"dtype": "float16", "target": "llvm", "order": "default", "requested": True,
+                    "status": "not measured", "reason": f"{broken} (default): build failed: LLVM ERROR: planted"}
+    assert result(found)["status"] == "measured"  # fp32 is measured all the same
+    assert "not measured: " + fp16["reason"] in done.stderr
+
+
+def test_a_call_that_does_not_run_leaves_the_setting_not_measured(cli, monkeypatch):
+    """The sixth call's kernel fails on the second input: the setting is not measured (the first
+    input's logits stand for nothing), the reason names the call."""
+    llvm = targets.get("llvm")
+    model_accuracy.kernels(model_calls.model_calls(MODEL), model_accuracy.Setting("float32", llvm, "default"))
+    real, runs = execution.run, []  # the kernels measured first: the planted failure is never cached
+
+    def run(built, arguments, timed=False, twin=True):
+        if "conv2d_add_radd_relu" in built.path.parent.name:
+            runs.append(1)
+            if len(runs) == 2:
+                return execution.Ran(built, failure=execution.Failure(Status.FAILED, execution.Stage.RUN,
+                                                                      "planted segfault"))
+        return real(built, arguments, timed, twin)
+
+    monkeypatch.setattr(execution, "run", run)
+    done = model(cli, "--dtypes", "float32", "--orders", "default", "--inputs", "3", "--json")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    r = result(json.loads(done.stdout))
+    assert r["status"] == "not measured" and "metrics" not in r
+    assert r["reason"] == "call 6 (miniresnet.conv2d_add_radd_relu.16x16x8-k1s2-16): run failed: planted segfault"
+    assert len(runs) == 2  # no call of that setting ran after it
+
+
+def test_non_finite_logits_are_counted_and_agree_on_nothing(cli, monkeypatch):
+    real = model_accuracy.run_call
+
+    def nan_in_one_class(built, call, inputs, dtype):
+        output = real(built, call, inputs, dtype)
+        if call.index == 8:
+            output = output.copy()
+            output[0, 3] = np.nan
+        return output
+
+    monkeypatch.setattr(model_accuracy, "run_call", nan_in_one_class)
+    done = model(cli, "--dtypes", "float32", "--orders", "default", "--inputs", "2", "--json")
+    assert done.returncode == 0, done.stderr
+    m = result(json.loads(done.stdout))["metrics"]
+    assert m["nonfinite"] == 2 and m["top1_agreement"] == 0 and m["top5_agreement"] == 0
+    assert np.isnan(m["max_abs_error"])

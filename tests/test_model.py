@@ -1,0 +1,192 @@
+"""`tvm-suite model`: a whole model call by call on llvm against its float64 evaluation, and the
+attribution of its error to the calls. On ``miniresnet`` (models.py: ResNet's ops and data flow on
+a 32x32 image, 9 calls), whose kernels build in seconds."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from suite import targets
+from suite.core import model_accuracy, model_calls, model_weights
+from suite.core.model_accuracy import Setting
+
+MODEL = "miniresnet"
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return model_calls.model_calls(MODEL)
+
+
+def evaluate(plan, dtypes=("float32",), orders=("default",), count=3, attribute=False):
+    llvm = targets.get("llvm")
+    return model_accuracy.evaluate(plan, model_accuracy.settings_to_run(list(dtypes), [llvm], list(orders), llvm),
+                                   count, attribute=attribute)
+
+
+def result(found, dtype="float32", target="llvm", order="default") -> dict:
+    return next(r for r in found["results"] if (r["dtype"], r["target"], r["order"]) == (dtype, target, order))
+
+
+@pytest.fixture(scope="module")
+def fp32_attributed(plan):
+    return evaluate(plan, attribute=True)
+
+
+def test_the_calls_are_the_fused_main_in_order_with_its_data_flow(plan):
+    ids = [c.workload.id for c in plan.calls]
+    assert len(ids) == 9 and ids[0] == "miniresnet.conv2d_add_relu.32x32x3-k3s1-8"
+    assert ids[-1] == "miniresnet.matmul_add.16-10"
+    # The identity block's residual is the pool's output; the downsampling block's 1x1 shortcut
+    # (fused with the residual add) reads the identity block's output and the block's second conv.
+    assert plan.calls[3].args == (("call", 2), ("param", 4), ("param", 5), ("call", 1))
+    assert plan.calls[6].workload.id == "miniresnet.conv2d_add_radd_relu.16x16x8-k1s2-16"
+    assert plan.calls[6].args == (("call", 3), ("param", 6), ("param", 7), ("call", 5))
+    assert plan.image_shape == (1, 32, 32, 3) and len(plan.param_shapes) == 14
+
+
+def test_the_chained_kernels_are_tvms_whole_model_bit_for_bit(plan):
+    """The call sequence and its data flow are the model's: the calls chained on llvm give exactly
+    the logits of TVM's own build of the fused module, run by the Relax VM."""
+    import tvm
+    from tvm import relax
+
+    from suite.core import models, workloads
+
+    params = [p.astype("float32") for p in model_weights.weights(plan)]
+    image = model_weights.images(plan, 1)[0].astype("float32")
+    llvm = targets.get("llvm")
+    _, _, fused = workloads.fuse(models.graph(MODEL, "float32"))
+    vm = relax.VirtualMachine(tvm.compile(fused, target=llvm.tvm_target()), tvm.cpu())
+    whole = vm["main"](*[tvm.runtime.tensor(a) for a in (image, *params)]).numpy()
+    kernels = model_accuracy.kernels(plan, Setting("float32", llvm, "default"))
+    chained = model_accuracy.target_forward(plan, kernels, image, params, "float32")
+    np.testing.assert_array_equal(chained, whole)
+
+
+def test_weights_and_images_are_seeded_and_of_a_sane_scale(plan):
+    first, again = model_weights.weights(plan), model_weights.weights(plan)
+    assert all(np.array_equal(a, b) for a, b in zip(first, again))
+    pictures = model_weights.images(plan, 6)
+    assert np.array_equal(pictures[2], model_weights.images(plan, 3)[2])  # image i whatever the count
+    colours = np.array([p.mean(axis=(0, 1, 2)) for p in pictures])  # as ImageNet-normalized photographs:
+    assert np.all(np.abs(colours) < 2) and colours.std(axis=0).min() > 0.1  # each image its own colour cast
+    assert all(0.3 < p.std(axis=(0, 1, 2)).min() and p.std(axis=(0, 1, 2)).max() < 2 for p in pictures)
+    outputs = [model_accuracy.forward(plan, image, first) for image in pictures]
+    for call in plan.calls[:-1]:  # batch norm folded: every activation of order 1
+        spread = np.std([o[call.index] for o in outputs])
+        assert 0.1 < spread < 3, (call.workload.id, spread)
+    logits = np.concatenate([o[-1] for o in outputs])
+    assert 0.3 < logits.std() < 3
+    assert len(set(np.argmax(logits, axis=1))) > 1  # the classes differ from image to image
+
+
+def test_a_float64_placement_has_no_error(plan):
+    params = model_weights.weights(plan)
+    image = model_weights.images(plan, 1)[0]
+    exact = model_accuracy.forward(plan, image, params)
+    for call in plan.calls:
+        placed = model_accuracy.forward(plan, image, params, call.index, exact,
+                                        replaced={call.index: exact[call.index]})
+        np.testing.assert_array_equal(placed[-1], exact[-1])
+    zero = {c.index: np.zeros_like(exact[c.index]) for c in plan.calls}
+    np.testing.assert_array_equal(model_accuracy.forward(plan, image, params, local_errors=zero)[-1], exact[-1])
+
+
+def test_fp32_llvm_is_close_to_float64_but_not_exact(fp32_attributed):
+    found, logits = fp32_attributed
+    r = result(found)
+    assert r["status"] == "measured" and r["requested"]
+    m = r["metrics"]
+    assert 0 < m["max_abs_error"] < 1e-4 and 0 < m["mean_abs_error"] <= m["max_abs_error"]
+    assert 0 <= m["top1_agreement"] <= 1 and m["top1_agreement"] <= m["top5_agreement"] <= 1
+    assert m["rmse_ratio"] == 1 and m["rmse_ratio_fp32"] == 1 and m["within_torch_rule"]
+    assert m["vs_llvm"] == {"max_abs": 0.0, "mean_abs": 0.0} and m["nonfinite"] == 0
+    assert logits["float32.llvm.default"].shape == (3, 10) and logits["float32.float64"].dtype == np.float64
+    assert r["seconds_per_input"]["target"] > 0
+
+
+def test_the_attribution_of_a_real_run_adds_up(fp32_attributed):
+    a = result(fp32_attributed[0])["attribution"]
+    assert [c["rank"] for c in a["calls"]] == list(range(1, 10))
+    assert sorted(c["index"] for c in a["calls"]) == list(range(9))
+    shares = [c["only_share"] for c in a["calls"]]
+    assert shares == sorted(shares, reverse=True) and all(s > 0 for s in shares)
+    assert a["sum_only_share"] == pytest.approx(sum(shares))
+    assert a["interaction_share"] == pytest.approx(1 - a["sum_only_share"])
+    last = next(c for c in a["calls"] if c["index"] == 8)  # the logits' own call: its local error is theirs
+    assert last["only_rmse"] == pytest.approx(last["local_rmse"])
+
+
+def test_a_planted_wrong_kernel_is_ranked_first(plan, monkeypatch):
+    """A kernel off by 1e-3 on every element of call 4 (a mid-model convolution): the attribution
+    puts it first, with almost all of the error, and its local error stands out."""
+    real = model_accuracy.run_call
+
+    def planted(built, call, inputs, dtype):
+        output = real(built, call, inputs, dtype)
+        return output + np.asarray(1e-3, dtype) if call.index == 4 else output
+
+    monkeypatch.setattr(model_accuracy, "run_call", planted)
+    a = result(evaluate(plan, count=2, attribute=True)[0])["attribution"]
+    first = a["calls"][0]
+    assert first["index"] == 4 and first["only_share"] > 0.9 and first["without_share"] > 0.9
+    assert first["local_rmse"] > 100 * max(c["local_rmse"] for c in a["calls"][1:])
+
+
+def test_fp16_errs_more_than_fp32_and_is_judged_against_its_own_eager(plan):
+    found, _ = evaluate(plan, dtypes=("float16",), count=3)
+    fp16, fp32 = result(found, "float16"), result(found, "float32")
+    assert fp16["requested"] and not fp32["requested"]  # fp32 llvm default: the baseline of RMSE/fp32
+    assert fp16["metrics"]["max_abs_error"] > 100 * fp32["metrics"]["max_abs_error"]
+    assert fp16["metrics"]["rmse_ratio"] == 1 and fp16["metrics"]["rmse_ratio_fp32"] > 100
+    assert fp16["metrics"]["torch_multiplier"] == 3.0
+
+
+def test_json_is_the_whole_stdout_and_the_table_goes_to_stderr(cli, tmp_path):
+    done = cli("model", "--model", MODEL, "--dtypes", "float32", "--orders", "default", "--inputs", "2", "--json",
+               "--out", tmp_path)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["model"] == MODEL and found["inputs"] == 2 and "synthetic" in found["data"]
+    assert len(found["calls"]) == 9 and found["calls"][1]["args"] == [["call", 0]]
+    metrics = result(found)["metrics"]
+    assert {"max_abs_error", "mean_abs_error", "rmse", "rmse_ratio", "rmse_ratio_fp32", "top1_agreement",
+            "top5_agreement", "vs_llvm"} <= set(metrics)
+    assert "top-1" in done.stderr and "max|err|" in done.stderr
+    assert json.loads((tmp_path / "model.json").read_text())["results"] == found["results"]
+    kept = np.load(tmp_path / f"{MODEL}.float32.llvm.default.logits.npy")
+    assert kept.shape == (2, 10) and kept.dtype == np.float32
+
+
+def test_the_same_run_twice_gives_the_same_numbers(plan):
+    def numbers(found):
+        return [{k: v for k, v in r.items() if k != "seconds_per_input"} for r in found["results"]]
+
+    assert numbers(evaluate(plan, count=2)[0]) == numbers(evaluate(plan, count=2)[0])
+
+
+def test_the_table_says_what_the_data_is(cli):
+    done = cli("model", "--model", MODEL, "--dtypes", "float32", "--orders", "default", "--inputs", "1")
+    assert done.returncode == 0, done.stderr
+    assert "synthetic" in done.stdout and "no pretrained weights" in done.stdout
+    assert "float32  llvm      default" in done.stdout
+
+
+@pytest.mark.slow
+def test_the_model_runs_on_the_executed_qfloat_model(plan):
+    """Hexagon (hexagon-v68-qf: TVM's qfloat code on the suite's model under qemu-hexagon) through the
+    same target protocol: each of the 9 calls builds in about 30 s and emulates in under a second."""
+    hexagon = targets.get("hexagon-v68-qf")
+    if reason := hexagon.unavailable():
+        pytest.skip(reason)
+    llvm = targets.get("llvm")
+    found, _ = model_accuracy.evaluate(plan, model_accuracy.settings_to_run(["float16"], [hexagon], ["default"], llvm),
+                                       1)
+    r = result(found, "float16", "hexagon-v68-qf")
+    assert r["status"] == "measured", r
+    m = r["metrics"]
+    assert m["nonfinite"] == 0 and 0 < m["max_abs_error"] < 0.1 and m["vs_llvm"]["max_abs"] < 0.1
