@@ -22,7 +22,7 @@ import pytest
 
 from conftest import check_fault_table
 
-from histories import A, B, MACHINE, QF_TUNED, SAMPLES, SEED, Builder
+from histories import A, B, C, MACHINE, QF_TUNED, SAMPLES, SEED, Builder
 from suite.core import runstore
 
 #: kind of fault -> the cases of it (the test functions below, by name)
@@ -40,6 +40,7 @@ FAULTS = {
     "an interrupted history": ["test_an_interrupted_history_keeps_what_asv_finished_sealed",
                                "test_a_rerun_seals_what_an_earlier_run_finished_and_left_unsealed",
                                "test_a_commit_asv_has_not_finished_stays_unsealed"],
+    "a gap in the series": ["test_a_commit_that_did_not_build_is_no_baseline_and_the_gap_is_said"],
     "a kept history": ["test_a_kept_history_is_the_sealed_commits_less_their_maps_and_gives_the_same_verdict",
                        "test_keeping_again_leaves_the_same_commits_and_refuses_other_data",
                        "test_an_unsealed_or_damaged_commit_is_not_kept",
@@ -475,3 +476,22 @@ def test_history_keep_inside_its_own_out_is_refused_before_any_work(cli, tmp_pat
                "--keep", str(out / "kept"))
     one_line(done, "--keep", "apart from the run's own")
     assert not out.exists()
+
+
+# ----------------------------------------------------------------------------- a gap in the series
+
+
+def test_a_commit_that_did_not_build_is_no_baseline_and_the_gap_is_said(cli, tmp_path):
+    """B's TVM did not build: asv keeps a null for every benchmark and there is no side data. C is
+    judged against A, the last commit with data, and the gate says B was passed over (it was
+    judged against B before: DATA MISSING)."""
+    history = Builder(commits=(A, B, C))
+    for commit in (A, C):
+        history.accurate(SEED, commit).timing(SEED, commit)
+    history.failed(SEED, B, "the build of TVM failed", metrics=("ulp_mean", "latency")).unkept(B)
+    results = history.write(tmp_path / "asv")
+    done = gate(cli, results, "--commit", C[:8])
+    no_traceback(done, 0)
+    assert done.stdout.rstrip().endswith(f"verdict: READY for {C[:10]} against {A[:10]} -> exit 0"), done.stdout
+    assert (f"note: compared with {A[:10]}, the last earlier commit with data: {B[:10]} has none "
+            "(every combination failed: a build that failed?)") in done.stdout

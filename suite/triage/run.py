@@ -231,10 +231,10 @@ def _not_runnable(target) -> str | None:
 
 def _run_target(target, before, after, program: ir.Program, arrays: dict, expected: list[verdict.Expected],
                 work: Path, thresholds: Thresholds) -> TargetOutcome:
-    """Both programs built and run on ``target``, each output judged (``expected``: the exact
-    outputs, in parameter order). A program whose one output is its last parameter is loaded as
-    the benchmarks load their kernels; any other is loaded with its arguments in order, where the
-    target runs such kernels (else skipped, with the reason)."""
+    """Both programs built and run on ``target`` by the one kernel path (:mod:`suite.core.execution`:
+    its arguments in parameter order, each output allocated), each output judged (``expected``: the
+    exact outputs, in parameter order). A program of several outputs, or of one elsewhere than
+    last, runs where the target runs such kernels (else skipped, with the reason)."""
     if reason := _not_runnable(target):
         return TargetOutcome(target.name, Status.SKIPPED, reason)
     several = _several(program)
