@@ -15,7 +15,7 @@ LAYERS = [
     {"suite.targets"},
     {"suite.core"},
     {"suite.asv_plumbing", "suite.reporting", "suite.triage", "suite.history"},
-    {"suite.run", "suite.check"},  # the libraries of `run` and `check`
+    {"suite.run", "suite.check", "suite.fuzz"},  # the libraries of `run`, `check` and `fuzz`
 ]
 
 

@@ -76,8 +76,10 @@ class Ran:
     failure: Failure | None = None
 
     @property
-    def output(self) -> np.ndarray:
-        """The one output of a kernel of one output."""
+    def output(self) -> np.ndarray | None:
+        """The one output of a kernel of one output; None when the run failed."""
+        if self.outputs is None:
+            return None
         (only,) = self.outputs
         return only
 
