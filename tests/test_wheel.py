@@ -2,9 +2,12 @@
 configuration and benchmarks, the C models, the tuning records), and `report` and `gate` work from
 it, in a fresh virtual environment without TVM, on real results."""
 
+import os
+import shutil
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -18,8 +21,9 @@ pytestmark = pytest.mark.slow
 def installed(tmp_path_factory):
     """(wheel, the fresh environment's bin directory)."""
     where = tmp_path_factory.mktemp("wheel")
+    source = _clean_copy(where / "source")
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(where / "dist"),
-                            str(REPO_ROOT)], capture_output=True, text=True)
+                            str(source)], capture_output=True, text=True)
     assert built.returncode == 0, built.stdout + built.stderr
     (wheel,) = (where / "dist").glob("tvm_accuracy_suite-*.whl")
     subprocess.run([sys.executable, "-m", "venv", str(where / "venv")], check=True)
@@ -27,6 +31,24 @@ def installed(tmp_path_factory):
                           text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     return wheel, where / "venv" / "bin"
+
+
+def _clean_copy(target: Path) -> Path:
+    """The checkout's files as git sees them (tracked, and new ones not ignored), links kept as
+    links: setuptools reuses a checkout's build/ directory, whose stale files a wheel built in place
+    would carry."""
+    listed = subprocess.run(["git", "-C", str(REPO_ROOT), "ls-files", "-z", "--cached", "--others",
+                             "--exclude-standard"], capture_output=True, text=True, check=True).stdout
+    for name in filter(None, listed.split("\0")):
+        source, copy = Path(REPO_ROOT) / name, target / name
+        if not source.exists() and not source.is_symlink():
+            continue  # deleted in the work tree, not yet in git
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_symlink():
+            os.symlink(os.readlink(source), copy)
+        else:
+            shutil.copy2(source, copy)
+    return target
 
 
 def test_the_wheel_holds_what_the_suite_reads(installed):
