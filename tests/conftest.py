@@ -181,3 +181,15 @@ def check_fault_table(faults: dict, namespace: dict) -> None:
         assert cases and set(cases) <= defined, kind
     listed = {case for cases in faults.values() for case in cases}
     assert defined - listed == {"test_every_fault_kind_has_cases"}, "a fault test without its row"
+
+
+def one_line(result, *words, status=2):
+    """Refused as a user's error: ``status``, no traceback, one line on stderr
+    (``tvm-suite: error: ...``) naming each of ``words``; the line."""
+    assert result.returncode == status, (result.returncode, result.stdout[-1000:], result.stderr[-2000:])
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tvm-suite: error: "), result.stderr
+    for word in words:
+        assert str(word) in lines[0], (word, lines[0])
+    return lines[0]

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from asv_runs import place, two_commit_results
-from conftest import SUITE_BIN, check_fault_table, read_only_copy, run_cli, small_filesystem
+from conftest import SUITE_BIN, check_fault_table, one_line, read_only_copy, run_cli, small_filesystem
 
 pytestmark = pytest.mark.slow
 
@@ -43,15 +43,6 @@ FAULTS = {
 
 def test_every_fault_kind_has_cases():
     check_fault_table(FAULTS, globals())
-
-
-def one_line(result, *words, status=2):
-    assert result.returncode == status, (result.returncode, result.stdout[-1000:], result.stderr[-2000:])
-    assert "Traceback" not in result.stderr, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("tvm-suite: error: "), result.stderr
-    for word in words:
-        assert str(word) in lines[0], (word, lines[0])
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from asv_runs import place, plant_samples, two_commit_repo
-from conftest import check_fault_table, run_cli, session_root
+from conftest import check_fault_table, one_line, run_cli, session_root
 from suite.core import runstore
 from test_check import SEED_DEFAULT, candidate_out, check_copy, history_stand_in, kept_history, listing, run_check
 
@@ -43,16 +43,6 @@ FAULTS = {
 
 def test_every_fault_kind_has_cases():
     check_fault_table(FAULTS, globals())
-
-
-def one_line(result, *words, status=2):
-    assert result.returncode == status, (result.returncode, result.stdout[-1000:], result.stderr[-2000:])
-    assert "Traceback" not in result.stderr, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("tvm-suite: error: "), result.stderr
-    for word in words:
-        assert str(word) in lines[0], (word, lines[0])
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

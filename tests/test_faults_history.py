@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import check_fault_table
+from conftest import one_line as refused
 
 from histories import A, B, C, MACHINE, QF_TUNED, SAMPLES, SEED, Builder
 from suite.core import runstore
@@ -92,14 +93,10 @@ def no_traceback(result, status):
 
 
 def one_line(result, *words, status=2):
-    """Refused: the status, one line on stderr naming ``words``, nothing judged on stdout."""
-    no_traceback(result, status)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("tvm-suite: error: "), result.stderr
-    for word in words:
-        assert str(word) in lines[0], (str(word), lines[0])
-    assert "verdict:" not in result.stdout, result.stdout
-    return lines[0]
+    """Refused (:func:`conftest.one_line`), and nothing judged on stdout."""
+    line = refused(result, *words, status=status)
+    assert "Traceback" not in result.stdout and "verdict:" not in result.stdout, result.stdout
+    return line
 
 
 def row(stdout: str, check: str) -> str:

@@ -16,7 +16,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import check_fault_table
+from conftest import check_fault_table, one_line
 from suite import targets
 from suite.core import execution, measurement, model_accuracy, model_calls
 from suite.core.record import Record, Status
@@ -41,16 +41,6 @@ FAULTS = {
 
 def test_every_fault_kind_has_cases():
     check_fault_table(FAULTS, globals())
-
-
-def one_line(result, *words, status=2):
-    assert result.returncode == status, (result.returncode, result.stdout[-1000:], result.stderr[-2000:])
-    assert "Traceback" not in result.stderr, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("tvm-suite: error: "), result.stderr
-    for word in words:
-        assert str(word) in lines[0], (word, lines[0])
-    return lines[0]
 
 
 def model(cli, *args):
