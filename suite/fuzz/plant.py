@@ -254,23 +254,21 @@ def _product_to_sum(accumulator, term, dtype):
 def _narrowing_cast(program, dtype):
     if dtype != "float32":
         raise NotApplicable("a narrowing cast of float16 is no cast")
-    number, match, accumulator, term = _update_parts(program)
-    loads = [load for load in _loads(term) if load[2] != match.group(2)]
-    if not loads:
-        raise NotApplicable("no load in the term")
-    start, end = loads[0][0], loads[0][1]
-    cast = f'T.Cast("float32", T.Cast("float16", {term[start:end]}))'
-    program.set(number, _store_line(match, f"{accumulator} + {term[:start]}{cast}{term[end:]}"))
+    _cast_first_load(program, lambda load: f'T.Cast("float32", T.Cast("float16", {load}))')
 
 
 def _truncating_cast(program, dtype):
+    _cast_first_load(program, lambda load: f'T.Cast("{dtype}", T.Cast("int32", {load} * T.{dtype}(4.0)))')
+
+
+def _cast_first_load(program, cast):
+    """The update's first load of an input (not the accumulator) wrapped by ``cast(load text)``."""
     number, match, accumulator, term = _update_parts(program)
     loads = [load for load in _loads(term) if load[2] != match.group(2)]
     if not loads:
         raise NotApplicable("no load in the term")
     start, end = loads[0][0], loads[0][1]
-    cast = f'T.Cast("{dtype}", T.Cast("int32", {term[start:end]} * T.{dtype}(4.0)))'
-    program.set(number, _store_line(match, f"{accumulator} + {term[:start]}{cast}{term[end:]}"))
+    program.set(number, _store_line(match, f"{accumulator} + {term[:start]}{cast(term[start:end])}{term[end:]}"))
 
 
 def _store_index_swap(program, dtype):
