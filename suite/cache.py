@@ -59,7 +59,12 @@ def ensure_dir(path: Path, option: str) -> Path:
     except OSError as err:
         from suite.errors import UserError
 
-        why = "it is a file" if path.exists() and not path.is_dir() else (err.strerror or str(err))
+        if path.is_symlink() and not path.exists():
+            why = f"it is a link to nothing ({os.readlink(path)})"
+        elif path.exists() and not path.is_dir():
+            why = "it is a file"
+        else:
+            why = err.strerror or str(err)
         raise UserError(f"{option} {path} is not a directory the suite can write to: {why}".lstrip()) from None
     return path
 

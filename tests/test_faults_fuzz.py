@@ -14,6 +14,7 @@ FAULTS = {
         "test_traces_zero_or_absurd", "test_minutes_zero_negative_or_absurd"],
     "an out dir another fuzz is using: refused naming the holder": ["test_out_dir_in_use"],
     "an out dir that is a file: one line, exit 2": ["test_out_dir_is_a_file"],
+    "an out dir that is a link to nothing: one line, exit 2": ["test_out_dir_is_a_link_to_nothing"],
     "a trace that hangs: a TIMEOUT finding, the campaign goes on": ["test_a_hang_is_a_timeout_finding"],
     "an interrupted campaign: a rerun continues from the journal": ["test_rerun_continues_from_the_journal"],
 }
@@ -64,6 +65,12 @@ def test_out_dir_in_use(cli, tmp_path):
 def test_out_dir_is_a_file(cli, tmp_path):
     (tmp_path / "o").write_text("not a directory")
     assert "is a file" in _one_line_exit_2(cli("fuzz", "--out", tmp_path / "o"))
+
+
+def test_out_dir_is_a_link_to_nothing(cli, tmp_path):
+    (tmp_path / "o").symlink_to(tmp_path / "gone")
+    assert "a link to nothing" in _one_line_exit_2(cli("fuzz", "--out", tmp_path / "o"))
+    assert not (tmp_path / "gone").exists()
 
 
 @pytest.mark.slow

@@ -45,7 +45,8 @@ FAULTS = {
     "a kept history": ["test_a_kept_history_is_the_sealed_commits_less_their_maps_and_gives_the_same_verdict",
                        "test_keeping_again_leaves_the_same_commits_and_refuses_other_data",
                        "test_an_unsealed_or_damaged_commit_is_not_kept",
-                       "test_history_keep_inside_its_own_out_is_refused_before_any_work"],
+                       "test_history_keep_inside_its_own_out_is_refused_before_any_work",
+                       "test_history_keep_to_a_link_to_nothing_is_refused_before_any_work"],
 }
 
 
@@ -492,3 +493,11 @@ def test_a_commit_that_did_not_build_is_no_baseline_and_the_gap_is_said(cli, tmp
     assert done.stdout.rstrip().endswith(f"verdict: READY for {C[:10]} against {A[:10]} -> exit 0"), done.stdout
     assert (f"note: compared with {A[:10]}, the last earlier commit with data: {B[:10]} has none "
             "(every combination failed: a build that failed?)") in done.stdout
+
+
+def test_history_keep_to_a_link_to_nothing_is_refused_before_any_work(cli, tmp_path):
+    (tmp_path / "kept").symlink_to(tmp_path / "gone")
+    done = cli("history", "--tvm-repo", str(tmp_path / "no-clone"), "--releases", "0.26.0",
+               "--out", str(tmp_path / "out"), "--keep", str(tmp_path / "kept"))
+    one_line(done, "--keep", "a link to nothing")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "gone").exists()

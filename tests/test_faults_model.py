@@ -31,6 +31,7 @@ FAULTS = {
     "a target that runs no kernel": ["test_a_compile_only_target_is_refused"],
     "a target this machine cannot run": ["test_an_unavailable_target_is_one_line"],
     "an --out that is a file": ["test_an_out_that_is_a_file_is_refused_before_any_work"],
+    "an --out that is a link to nothing": ["test_an_out_that_links_to_nothing_is_refused_before_any_work"],
     "bad input with --json": ["test_bad_input_with_json_is_a_json_error_on_stdout"],
     "a call without a tuning record": ["test_a_call_without_a_record_runs_default_in_tuned_and_is_listed"],
     "a call the target cannot build": ["test_a_call_that_does_not_build_leaves_the_setting_not_measured"],
@@ -99,6 +100,15 @@ def test_an_out_that_is_a_file_is_refused_before_any_work(cli, tmp_path, monkeyp
     monkeypatch.setattr(model_accuracy, "evaluate", lambda *a, **k: asked.append(a))
     one_line(model(cli, "--out", afile), str(afile), "a file")
     assert asked == [] and afile.read_text() == "x"
+
+
+def test_an_out_that_links_to_nothing_is_refused_before_any_work(cli, tmp_path, monkeypatch):
+    link = tmp_path / "out"
+    link.symlink_to(tmp_path / "gone")
+    asked = []
+    monkeypatch.setattr(model_accuracy, "evaluate", lambda *a, **k: asked.append(a))
+    one_line(model(cli, "--out", link), str(link), "a link to nothing")
+    assert asked == [] and not (tmp_path / "gone").exists()
 
 
 def test_bad_input_with_json_is_a_json_error_on_stdout(cli):

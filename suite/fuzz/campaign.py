@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from suite import compat, targets
+from suite import cache, compat, targets
 from suite.core import reference, runstore, schedules, workloads
 from suite.core.bounds import Expected
 from suite.core.combo import select_workloads
@@ -84,6 +84,7 @@ def check(options: Options) -> list[Combination]:
     out = options.out
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file, not a directory: give a directory for the campaign")
+    cache.ensure_dir(out, "--out")  # made and writable (a link to nothing, a read-only disk: one line)
     for dtype in options.dtypes:
         workloads.check_dtype(dtype)
     found_targets = []

@@ -49,12 +49,14 @@ class Kept:
 
 
 def check_apart(run_dir: Path, kept_dir: Path) -> None:
-    """A kept history is a directory of its own: not the run's, not inside it, not around it."""
-    run_dir, kept_dir = Path(run_dir).resolve(), Path(kept_dir).resolve()
+    """A kept history is a directory of its own, made and writable: not the run's, not inside it,
+    not around it, not a file or a link to nothing."""
+    given, run_dir, kept_dir = Path(kept_dir), Path(run_dir).resolve(), Path(kept_dir).resolve()
     if kept_dir == run_dir or run_dir in kept_dir.parents or kept_dir in run_dir.parents:
         raise UserError(f"--keep {kept_dir}: give a directory apart from the run's own ({run_dir})")
     if kept_dir.exists() and not kept_dir.is_dir():
         raise UserError(f"--keep {kept_dir}: not a directory")
+    cache.ensure_dir(given, "--keep")  # before hours of builds
 
 
 def keep(run_dir: Path, kept_dir: Path, machine: str) -> Kept:
