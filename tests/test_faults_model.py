@@ -31,6 +31,7 @@ FAULTS = {
     "a target that runs no kernel": ["test_a_compile_only_target_is_refused"],
     "a target this machine cannot run": ["test_an_unavailable_target_is_one_line"],
     "an --out that is a file": ["test_an_out_that_is_a_file_is_refused_before_any_work"],
+    "an --out holding a model.json the suite did not write": ["test_a_model_json_of_the_users_is_never_replaced"],
     "an --out that is a link to nothing": ["test_an_out_that_links_to_nothing_is_refused_before_any_work"],
     "bad input with --json": ["test_bad_input_with_json_is_a_json_error_on_stdout"],
     "a call without a tuning record": ["test_a_call_without_a_record_runs_default_in_tuned_and_is_listed"],
@@ -109,6 +110,14 @@ def test_an_out_that_links_to_nothing_is_refused_before_any_work(cli, tmp_path, 
     monkeypatch.setattr(model_accuracy, "evaluate", lambda *a, **k: asked.append(a))
     one_line(model(cli, "--out", link), str(link), "a link to nothing")
     assert asked == [] and not (tmp_path / "gone").exists()
+
+
+def test_a_model_json_of_the_users_is_never_replaced(cli, tmp_path, monkeypatch):
+    (tmp_path / "model.json").write_text("mine")
+    asked = []
+    monkeypatch.setattr(model_accuracy, "evaluate", lambda *a, **k: asked.append(a))
+    one_line(model(cli, "--out", tmp_path), str(tmp_path), "did not write", "never replaced")
+    assert asked == [] and (tmp_path / "model.json").read_text() == "mine"
 
 
 def test_bad_input_with_json_is_a_json_error_on_stdout(cli):

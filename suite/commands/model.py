@@ -56,7 +56,7 @@ def run(args) -> int:
     chosen = [_runnable(targets.get(t)) for t in dict.fromkeys(args.targets)]
     orders = [_model_order(o) for o in dict.fromkeys(args.orders)]
     if args.out:
-        cache.ensure_dir(args.out, "--out")
+        _check_out(args.out)
     baseline = _runnable(targets.get(model_accuracy.BASELINE_TARGET))
     plan = model_calls.model_calls(args.model)
     settings = model_accuracy.settings_to_run(dtypes, chosen, orders, baseline)
@@ -86,8 +86,23 @@ def _model_order(order: str) -> str:
     return order
 
 
+#: What marks a model.json as the suite's: a directory holding another is the user's, never replaced.
+WRITTEN_BY = {"written_by": "tvm-suite model"}
+
+
+def _check_out(out) -> None:
+    """--out made and writable, and holding no model.json but one this command wrote."""
+    cache.ensure_dir(out, "--out")
+    existing = out / "model.json"
+    if existing.exists() or existing.is_symlink():
+        found = cache.read_json(existing) if existing.is_file() and not existing.is_symlink() else None
+        if not (isinstance(found, dict) and found.get("written_by") == WRITTEN_BY["written_by"]):
+            raise UserError(f"--out {out} holds a model.json that tvm-suite model did not write: it is never "
+                            "replaced; give another directory")
+
+
 def _write(out, found: dict, logits: dict) -> None:
-    cache.write_json(out / "model.json", found)
+    cache.write_json(out / "model.json", {**WRITTEN_BY, **found})
     for name, array in logits.items():
         cache.write_array(out / f"{found['model']}.{name}.logits.npy", array)
     print(f"written to {out}: model.json and the logits of every setting (.npy)")
