@@ -15,6 +15,7 @@ FAULTS = {
     "an out dir another fuzz is using: refused naming the holder": ["test_out_dir_in_use"],
     "an out dir that is a file: one line, exit 2": ["test_out_dir_is_a_file"],
     "an out dir that is a link to nothing: one line, exit 2": ["test_out_dir_is_a_link_to_nothing"],
+    "an out dir holding the user's files: refused, nothing replaced": ["test_out_dir_of_the_users_files_is_refused"],
     "a trace that hangs: a TIMEOUT finding, the campaign goes on": ["test_a_hang_is_a_timeout_finding"],
     "an interrupted campaign: a rerun continues from the journal": ["test_rerun_continues_from_the_journal"],
 }
@@ -71,6 +72,16 @@ def test_out_dir_is_a_link_to_nothing(cli, tmp_path):
     (tmp_path / "o").symlink_to(tmp_path / "gone")
     assert "a link to nothing" in _one_line_exit_2(cli("fuzz", "--out", tmp_path / "o"))
     assert not (tmp_path / "gone").exists()
+
+
+def test_out_dir_of_the_users_files_is_refused(cli, tmp_path):
+    out = tmp_path / "o"
+    (out / "work").mkdir(parents=True)
+    (out / "work" / "notes.txt").write_text("mine")
+    (out / "summary.json").write_text("mine too")
+    stderr = _one_line_exit_2(cli("fuzz", "--out", out))
+    assert "holds files a fuzz did not make (summary.json, work)" in stderr
+    assert (out / "work" / "notes.txt").read_text() == "mine" and (out / "summary.json").read_text() == "mine too"
 
 
 @pytest.mark.slow

@@ -48,6 +48,9 @@ _NOT_PRIMITIVES = re.compile(r"^(Get\w*|Sample\w*|EnterPostproc)$")
 _ANSWER = {"build_failed": BUILD_FAILED, "run_failed": RUN_FAILED, "crash": CRASH, "timeout": TIMEOUT,
            "skipped": SKIPPED, "not_applicable": NOT_APPLICABLE}
 JOURNAL, SUMMARY, FINDINGS_DIR = "journal.jsonl", "summary.json", "findings"
+#: Marks an out directory a fuzz made: one without it that holds anything is the user's (fuzz would
+#: append to its journal.jsonl, replace its summary.json and remove its work/), so it is refused.
+OWN_MARK = ".tvm-suite-fuzz"
 #: The least time the unscheduled function (the before program) gets to build and run.
 BEFORE_TIMEOUT_S = 300.0
 
@@ -85,6 +88,11 @@ def check(options: Options) -> list[Combination]:
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file, not a directory: give a directory for the campaign")
     cache.ensure_dir(out, "--out")  # made and writable (a link to nothing, a read-only disk: one line)
+    # runs/ holds the lock (runstore.RunLock): a campaign in use is said by the lock, naming its holder
+    theirs = sorted(p.name for p in out.iterdir() if p.name != runstore.RUNS)
+    if theirs and not (out / OWN_MARK).exists():
+        raise UserError(f"--out {out} holds files a fuzz did not make ({', '.join(theirs[:3])}"
+                        f"{', ...' if len(theirs) > 3 else ''}): give a new or empty directory, or a campaign's own")
     for dtype in options.dtypes:
         workloads.check_dtype(dtype)
     found_targets = []
@@ -159,6 +167,7 @@ class Campaign:
         out.mkdir(parents=True, exist_ok=True)
         self.thresholds = self.thresholds or thresholds_file.load()
         with runstore.RunLock(out, compat.installed_version(), "fuzz"):
+            (out / OWN_MARK).touch()
             journal = Journal(out / JOURNAL)
             self.records = journal.read()
             resumed = sum(1 for r in self.records.values() if r.get("seed") == self.options.seed)
@@ -177,7 +186,7 @@ class Campaign:
                 worker.close()
                 shutil.rmtree(out / "work", ignore_errors=True)
             summary = self.summary(combinations, time.monotonic() - started, stopped)
-            (out / SUMMARY).write_text(json.dumps(summary, indent=1))
+            cache.write_json(out / SUMMARY, summary)
         return summary
 
     def summary(self, combinations: list[Combination], elapsed_s: float, stopped: str | None) -> dict:
