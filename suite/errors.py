@@ -21,6 +21,7 @@ class ExitCode(enum.IntEnum):
     CHANGED = 12  #: triage: the after program computes something else
     UNDEFINED = 13  #: triage: the before program itself is undefined
     CRASHED = 14  #: fuzz: a schedule crashed TVM or hung (and none computed a wrong result)
+    SHIFTED = 15  #: triage: both within the rounding bound, the error moved beyond any reordering
     SIGINT = 130  #: interrupted by Ctrl-C (128 + 2)
     SIGTERM = 143  #: terminated (128 + 15)
 

@@ -799,6 +799,18 @@ def test_reordered_rfactor_float16_sum_and_cuda_skipped_with_its_reason(cli):
 
 
 @pytest.mark.slow
+def test_a_term_counted_twice_below_the_bound_is_shifted_not_reordered(cli):
+    # The bound of a float16 sum of 1,023 terms admits the error of one extra term; no reordering
+    # makes the error 8x larger (rowsum_rfactor's is below 1x): SHIFTED, exit 15, no reproducer.
+    status, report = triage(cli, CASES / "rowsum.py", CASES / "rowsum_last_twice.py")
+    (llvm,) = report["targets"]
+    assert status == 15 and report["verdict"] == llvm["verdict"] == "SHIFTED", report
+    figures = llvm["figures"]
+    assert figures["after_bound_fraction"] < 1 and figures["error_ratio"] > 5 and figures["error_ratio_z"] > 5
+    assert "error ratio 1.25" in llvm["summary"] and llvm["first_wrong"] is None
+
+
+@pytest.mark.slow
 def test_the_seed_issue_modules_verbatim_on_llvm_are_equivalent(cli, tmp_path):
     before, after = readme_seed_modules(tmp_path)
     status, report = triage(cli, before, after)

@@ -13,11 +13,12 @@ from suite.errors import ExitCode
 
 NAME = "triage"
 HELP = ("a verdict on a report of TVM computing different numbers before and after "
-        "scheduling: EQUIVALENT, REORDERED, ARITHMETIC, CHANGED (a reproducer is written), "
+        "scheduling: EQUIVALENT, REORDERED, ARITHMETIC, SHIFTED, CHANGED (a reproducer is written), "
         "UNDEFINED (the before program itself)")
 EXIT_CODES = [(ExitCode.OK, "EQUIVALENT: after's output is before's, bit for bit"),
               (ExitCode.REORDERED, "REORDERED: both within the rounding bound of the exact value"),
               (ExitCode.ARITHMETIC, "ARITHMETIC: qfloat marked, its IEEE twin not"),
+              (ExitCode.SHIFTED, "SHIFTED: both within the rounding bound, the error moved beyond any reordering"),
               (ExitCode.CHANGED, "CHANGED: the after program computes something else"),
               (ExitCode.UNDEFINED, "UNDEFINED: the before program itself is undefined"),
               (ExitCode.NO_VERDICT, "no verdict: no target could build and run both programs")]
