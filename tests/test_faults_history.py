@@ -25,6 +25,7 @@ from conftest import one_line as refused
 
 from histories import A, B, C, MACHINE, QF_TUNED, SAMPLES, SEED, Builder
 from suite.core import runstore
+from suite.errors import UserError
 
 #: kind of fault -> the cases of it (the test functions below, by name)
 FAULTS = {
@@ -43,6 +44,7 @@ FAULTS = {
                                "test_a_commit_asv_has_not_finished_stays_unsealed"],
     "a gap in the series": ["test_a_commit_that_did_not_build_is_no_baseline_and_the_gap_is_said"],
     "a kept history": ["test_a_kept_history_is_the_sealed_commits_less_their_maps_and_gives_the_same_verdict",
+                       "test_a_commit_that_did_not_build_is_kept_with_its_build_log_and_the_gap_travels",
                        "test_keeping_again_leaves_the_same_commits_and_refuses_other_data",
                        "test_an_unsealed_or_damaged_commit_is_not_kept",
                        "test_history_keep_inside_its_own_out_is_refused_before_any_work",
@@ -435,7 +437,6 @@ def test_a_kept_history_is_the_sealed_commits_less_their_maps_and_gives_the_same
 
 
 def test_keeping_again_leaves_the_same_commits_and_refuses_other_data(run_dir, tmp_path):
-    from suite.errors import UserError
     from suite.history import keep
 
     kept_dir = tmp_path / "kept"
@@ -493,6 +494,35 @@ def test_a_commit_that_did_not_build_is_no_baseline_and_the_gap_is_said(cli, tmp
     assert done.stdout.rstrip().endswith(f"verdict: READY for {C[:10]} against {A[:10]} -> exit 0"), done.stdout
     assert (f"note: compared with {A[:10]}, the last earlier commit with data: {B[:10]} has none "
             "(every combination failed: a build that failed?)") in done.stdout
+
+
+def test_a_commit_that_did_not_build_is_kept_with_its_build_log_and_the_gap_travels(cli, tmp_path):
+    """B's TVM did not build: --keep keeps its results (nulls) and its build log, not a sealed side
+    data it never had; the kept history gives the gate's verdict and note of the run's. An
+    unfinished commit (results with a value, no side data) is still not kept."""
+    from suite.history import keep
+
+    history = Builder(commits=(A, B, C))
+    for commit in (A, C):
+        history.accurate(SEED, commit).timing(SEED, commit)
+    history.failed(SEED, B, "the build of TVM failed", metrics=("ulp_mean", "latency")).unkept(B)
+    run_dir = tmp_path / "run"
+    results = history.write(run_dir)
+    (run_dir / "install-logs").mkdir()
+    (run_dir / "install-logs" / f"{B}.log").write_text("error: ninja: build stopped: subcommand failed.\n")
+    kept_dir = tmp_path / "kept"
+    kept = keep.keep(run_dir, kept_dir, MACHINE)
+    assert kept.copied == (A, C) and kept.failed == (B,) and kept.unsealed == (), kept
+    assert (kept_dir / "install-logs" / f"{B}.log").read_text().startswith("error: ninja")
+    assert f"kept without data (TVM did not build; the build log in install-logs/): {B[:12]}" in kept.text(kept_dir)
+    real, kept_gate = gate(cli, results, "--commit", C[:8]), gate(cli, kept_dir / "results", "--commit", C[:8])
+    no_traceback(kept_gate, 0)
+    assert kept_gate.stdout.replace(str(kept_dir), "X") == real.stdout.replace(str(run_dir), "X")
+    assert f"{B[:10]} has none" in kept_gate.stdout
+    assert keep.keep(run_dir, kept_dir, MACHINE).failed == (B,)  # again: the same, left alone
+    (run_dir / "install-logs" / f"{B}.log").write_text("built again, failed otherwise\n")
+    with pytest.raises(UserError, match="differs from the run's"):
+        keep.keep(run_dir, kept_dir, MACHINE)
 
 
 def test_history_keep_to_a_link_to_nothing_is_refused_before_any_work(cli, tmp_path):

@@ -5,8 +5,10 @@ and `check --baseline-from` with no build).
 What is kept of a commit is its asv results file and its side data as its run sealed it, less the
 difference maps (``maps/``: the largest part, and only pictures of divergences the values already
 report): the manifest kept lists the run's own digests, less the entries of the maps, so every file
-kept is still verified against the digest its run sealed. A commit is kept only
-when its side data loads verified; one kept already is left as it is when it is the same, and
+kept is still verified against the digest its run sealed. A commit is kept
+when its side data loads verified, or when its TVM did not build: asv finished it with a null for
+every benchmark and no side data, and what is kept is its results file and its build log
+(``install-logs/<commit>.log``), so the gap in the series and its cause travel together; one kept already is left as it is when it is the same, and
 refused when it differs (a commit measured twice is the user's to choose, never replaced silently).
 Each commit is copied into a staging directory and renamed into place: an interrupted keep leaves
 whole commits only.
@@ -27,21 +29,28 @@ from suite.errors import UserError
 LEFT_OUT = ("maps/",)
 #: asv's files of a results directory that describe the run rather than one commit.
 ASV_FILES = ("benchmarks.json",)
+#: Where a run, and a kept history, hold the build log of each commit (install_tvm's --log-dir).
+BUILD_LOGS = "install-logs"
 
 
 @dataclass(frozen=True)
 class Kept:
-    """What :func:`keep` did: the commits copied, those kept already (the same), those without
-    sealed side data (not kept), and the bytes the kept history holds."""
+    """What :func:`keep` did: the commits copied, those kept already (the same), those whose TVM did
+    not build (kept: results and build log), those without sealed side data (not kept), and the
+    bytes the kept history holds."""
 
     copied: tuple[str, ...]
     already: tuple[str, ...]
     unsealed: tuple[str, ...]
     size: int
+    failed: tuple[str, ...] = ()
 
     def text(self, kept_dir: Path) -> str:
         lines = [f"kept in {kept_dir}: {len(self.copied)} commits copied, {len(self.already)} kept already; "
                  f"{self.size / 2**20:.1f} MiB in all"]
+        if self.failed:
+            lines.append(f"kept without data (TVM did not build; the build log in {BUILD_LOGS}/): "
+                         f"{', '.join(c[:12] for c in self.failed)}")
         if self.unsealed:
             lines.append(f"not kept (no sealed side data: a run that did not finish): "
                          f"{', '.join(c[:12] for c in self.unsealed)}")
@@ -66,23 +75,27 @@ def keep(run_dir: Path, kept_dir: Path, machine: str) -> Kept:
     machine = runstore.check_machine(machine)
     source = run_dir / "results" / machine
     commits = sorted({_commit_of(p) for p in source.glob("*-*.json")})
-    copied, already, unsealed = [], [], []
+    copied, already, unsealed, failed = [], [], [], []
     for commit in commits:
         place = runstore.Place(run_dir, machine, commit)
         if not (place.dir / runstore.MANIFEST).exists():
-            unsealed.append(commit)
+            if not place.dir.exists() and _build_failed(run_dir, machine, commit):
+                _keep_failed(run_dir, kept_dir, machine, commit)
+                failed.append(commit)
+            else:
+                unsealed.append(commit)
             continue
         runstore.load(place)  # verified whole before anything is copied (DamagedRunData names the file)
         if _keep_commit(run_dir, kept_dir, machine, commit):
             copied.append(commit)
         else:
             already.append(commit)
-    if copied:
+    if copied or failed:
         _copy_if_changed(source / "machine.json", kept_dir / "results" / machine / "machine.json")
         for name in ASV_FILES:
             _copy_if_changed(run_dir / "results" / name, kept_dir / "results" / name)
     size = sum(p.stat().st_size for p in kept_dir.rglob("*") if p.is_file()) if kept_dir.exists() else 0
-    return Kept(tuple(copied), tuple(already), tuple(unsealed), size)
+    return Kept(tuple(copied), tuple(already), tuple(unsealed), size, tuple(failed))
 
 
 def _commit_of(results_file: Path) -> str:
@@ -93,6 +106,39 @@ def _commit_of(results_file: Path) -> str:
         raise UserError(f"{results_file}: damaged (not an asv results file)") from None
 
 
+def _results_of(run_dir: Path, machine: str, commit: str) -> list[Path]:
+    return sorted(p for p in (run_dir / "results" / machine).glob(f"{commit[:8]}-*.json") if _commit_of(p) == commit)
+
+
+def _build_failed(run_dir: Path, machine: str, commit: str) -> bool:
+    """asv's results of the commit hold a null for every benchmark: what asv records when the
+    install command (TVM's build) fails. asv writes a commit's file once, after its last benchmark,
+    so an interrupted commit has no such file."""
+    results = _results_of(run_dir, machine, commit)
+    return bool(results) and all(_all_null(json.loads(path.read_text()).get("results", {})) for path in results)
+
+
+def _all_null(results: dict) -> bool:
+    def null(value) -> bool:
+        return value is None or (isinstance(value, list) and all(null(v) for v in value))
+    return all(null(columns[0] if isinstance(columns, list) and columns else columns) for columns in results.values())
+
+
+def _keep_failed(run_dir: Path, kept_dir: Path, machine: str, commit: str) -> None:
+    """A commit whose TVM did not build: its results file (nulls) and its build log, each copied
+    unless the same is there; a different one is the user's to choose, as for a measured commit."""
+    log = run_dir / BUILD_LOGS / f"{commit}.log"
+    sources = [(log, kept_dir / BUILD_LOGS / log.name)] if log.is_file() else []
+    sources += [(p, kept_dir / "results" / machine / p.name) for p in _results_of(run_dir, machine, commit)]
+    for source, target in sources:
+        if target.exists() and cache.file_digest(target) != cache.file_digest(source):
+            raise UserError(f"{target} differs from the run's {source} (built again?): keep the one you want: "
+                            "remove it, then keep again")
+    for source, target in sources:  # the results last: a failed commit is never kept without its log
+        if not target.exists():
+            cache.write_file(target, lambda tmp, s=source: shutil.copyfile(s, tmp))
+
+
 def _kept_manifest(place: runstore.Place) -> dict:
     manifest = cache.read_sealed_json(place.dir / runstore.MANIFEST)
     return {name: digest for name, digest in manifest.items() if not name.startswith(LEFT_OUT)}
@@ -101,7 +147,7 @@ def _kept_manifest(place: runstore.Place) -> dict:
 def _keep_commit(run_dir: Path, kept_dir: Path, machine: str, commit: str) -> bool:
     """Copy one commit; False when it is kept already, the same."""
     manifest = _kept_manifest(runstore.Place(run_dir, machine, commit))
-    results = sorted(p for p in (run_dir / "results" / machine).glob(f"{commit[:8]}-*.json") if _commit_of(p) == commit)
+    results = _results_of(run_dir, machine, commit)
     target = runstore.Place(kept_dir, machine, commit).dir
     if target.exists():
         theirs = cache.read_sealed_json(target / runstore.MANIFEST) if (target / runstore.MANIFEST).exists() else None
