@@ -523,6 +523,13 @@ def test_a_commit_that_did_not_build_is_kept_with_its_build_log_and_the_gap_trav
     (run_dir / "install-logs" / f"{B}.log").write_text("built again, failed otherwise\n")
     with pytest.raises(UserError, match="differs from the run's"):
         keep.keep(run_dir, kept_dir, MACHINE)
+    log = run_dir / "install-logs" / f"{B}.log"
+    log.unlink()
+    log.symlink_to(tmp_path / "secret")  # a link is not copied into the history, whatever it points at
+    (tmp_path / "secret").write_text("not a build log\n")
+    with pytest.raises(UserError, match="a link, not the build log"):
+        keep.keep(run_dir, tmp_path / "kept-again", MACHINE)
+    assert not (tmp_path / "kept-again" / "install-logs").exists()
 
 
 def test_history_keep_to_a_link_to_nothing_is_refused_before_any_work(cli, tmp_path):

@@ -128,6 +128,8 @@ def _keep_failed(run_dir: Path, kept_dir: Path, machine: str, commit: str) -> No
     """A commit whose TVM did not build: its results file (nulls) and its build log, each copied
     unless the same is there; a different one is the user's to choose, as for a measured commit."""
     log = run_dir / BUILD_LOGS / f"{commit}.log"
+    if log.is_symlink():  # install_tvm writes a file: a link would copy whatever it points at into the history
+        raise UserError(f"{log}: a link, not the build log install_tvm writes: remove it, then keep again")
     sources = [(log, kept_dir / BUILD_LOGS / log.name)] if log.is_file() else []
     sources += [(p, kept_dir / "results" / machine / p.name) for p in _results_of(run_dir, machine, commit)]
     for source, target in sources:
