@@ -126,6 +126,17 @@ def test_kernels_of_two_llvms_are_not_compared():
     assert result.verdict is Verdict.READY  # accuracy is checked at each commit on its own
 
 
+def test_one_ulp_more_on_average_fails_by_default_and_the_same_value_passes():
+    # ULP mean is deterministic for one build, and did not move between two releases whose code
+    # all changed: one ULP more on the quick grid's largest mean (103, float32) is news.
+    for after, status, verdict in ((103.8, Status.FAIL, Verdict.NOT_READY), (102.8, Status.PASS, Verdict.READY)):
+        b = Builder()
+        b.accurate(SEED, A, ulp_mean=102.8).accurate(SEED, B, ulp_mean=after)
+        result = judge(b.history())
+        assert check(result, "ulp_mean vs").status is status and result.verdict is verdict, result.checks
+    assert check(result, "ulp_mean vs").limit == "<= 1.005x"
+
+
 # ----------------------------------------------------------------------------- the records rule
 
 
@@ -309,6 +320,16 @@ def test_a_baseline_newer_than_the_candidate_is_said():
     ("[latency]\nalpha = 0.001\n", "latency.alpha = 0.001 is below 1/252 = 0.00397, the smallest p-value of a "
                                    "one-sided Mann-Whitney test with 5 samples a side: the check could never fail"),
     ("a = " + "[" * 100 + "]" * 100 + "\n", "nested"),
+    ("[model.float16]\nmin_top1_agreement = 0\n", "model.float16.min_top1_agreement = 0 is out of range: it must "
+                                                  "be above 0 and at most 1"),
+    ("[model.float16]\nmin_top1_agreement = 99\n", "model.float16.min_top1_agreement = 99 is out of range"),
+    ("[model.float32]\nmin_top5_agreement = -0.5\n", "model.float32.min_top5_agreement = -0.5 is out of range"),
+    ("[model.float32]\nmax_tuned_rmse_ratio = 0.5\n", "model.float32.max_tuned_rmse_ratio = 0.5 is out of range: "
+                                                      "it must be at least 1"),
+    ("[model.float32]\nmax_rmse_ratio = inf\n", "model.float32.max_rmse_ratio must be a finite number"),
+    ("[model.float16]\nmax_abs_error = 0\n", "model.float16.max_abs_error = 0 is out of range: it must be above 0"),
+    ("[model.float16]\nmin_top3_agreement = 0.9\n", "unknown key 'model.float16.min_top3_agreement'"),
+    ("[model.bfloat16]\nmax_rmse_ratio = 2\n", "unknown key 'model.bfloat16'"),
 ])
 def test_thresholds_out_of_their_meaning_are_refused_naming_key_and_file(tmp_path, text, words):
     with pytest.raises(limits.ThresholdsError) as err:
@@ -321,7 +342,7 @@ def test_thresholds_are_immutable_and_complete():
     assert DEFAULTS.latency.alpha == 0.01 and DEFAULTS.bound.lam == 9.4
     with pytest.raises(AttributeError):
         DEFAULTS.latency.alpha = 0.5
-    assert {c.metric for c in DEFAULTS.change} == {"code_bytes", "packets", "qfloat_arith"}
+    assert {c.metric for c in DEFAULTS.change} == {"code_bytes", "packets", "qfloat_arith", "ulp_mean"}
 
 
 # ----------------------------------------------------------------------------- one verdict everywhere
