@@ -120,8 +120,10 @@ def test_a_deterministic_metric_that_moves_under_the_same_code_is_the_suites_bug
         gate.evaluate_named(two_runs(1.0, CODE_A, ulp_b=10.5).history(), B, limits.load())
     assert "ulp_mean of seed.conv2d_nhwc_7x7s2 float16 llvm default is 10.0" in str(found.value)
     assert "and 10.5 at" in str(found.value) and "same code" in str(found.value)
-    # the same move with changed code is TVM's news, judged by the gate's rules
-    assert gate.evaluate_named(two_runs(1.0, CODE_B, ulp_b=10.5).history(), B, limits.load()).verdict is Verdict.READY
+    # the same move with changed code is TVM's news, judged by the gate's rules: [change.ulp_mean]
+    news = gate.evaluate_named(two_runs(1.0, CODE_B, ulp_b=10.5).history(), B, limits.load())
+    ulp = next(c for c in news.checks if c.name.startswith("ulp_mean vs"))
+    assert news.verdict is Verdict.NOT_READY and ulp.status is Status.FAIL and "10 -> 10.5" in ulp.details[0]
 
 
 def test_gate_and_report_refuse_a_non_deterministic_history_in_one_line(tmp_path, capsys):

@@ -1,15 +1,32 @@
 """Faults of `tvm-suite fuzz`: each row a kind of fault and the tests that show it is handled."""
 
 import json
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
 
 import pytest
 
-from conftest import check_fault_table
+from conftest import SUITE_BIN, check_fault_table, run_cli
 from suite.core import runstore
 
 FAULTS = {
     "unknown workload, target or dtype: one line, exit 2": [
-        "test_unknown_workload", "test_unknown_target", "test_unknown_dtype", "test_hexagon_is_not_fuzzed_yet"],
+        "test_unknown_workload", "test_unknown_target", "test_unknown_dtype"],
+    "a target that runs no code here, or whose design space MetaSchedule has not: one line, exit 2": [
+        "test_compile_only_and_untunable_hexagon_targets_are_refused"],
+    "--trace-timeout zero, negative or absurd: one line, exit 2": ["test_trace_timeout_zero_negative_or_absurd"],
+    "--thresholds missing, a directory, damaged (not TOML) or out of range: one line, exit 2, before any work": [
+        "test_thresholds_missing_or_a_directory", "test_thresholds_damaged_or_out_of_range"],
+    "--cluster empty, unreachable or no Dask scheduler: one line, exit 2, before any work": [
+        "test_cluster_address_empty", "test_cluster_unreachable", "test_cluster_not_a_dask_scheduler"],
+    "--cluster workers of another TVM build: refused naming both builds, nothing judged": [
+        "test_cluster_worker_of_another_build_is_refused"],
+    "Ctrl-C mid-campaign: every judged schedule kept, none of the ended children's a finding; a rerun continues": [
+        "test_ctrl_c_keeps_every_judged_schedule_and_a_rerun_continues"],
     "--traces 0 or absurd, --minutes <= 0 or absurd: one line, exit 2": [
         "test_traces_zero_or_absurd", "test_minutes_zero_negative_or_absurd"],
     "an out dir another fuzz is using: refused naming the holder": ["test_out_dir_in_use"],
@@ -43,8 +60,134 @@ def test_unknown_dtype(cli, tmp_path):
     assert "bfloat7" in _one_line_exit_2(cli("fuzz", "--dtypes", "bfloat7", "--out", tmp_path / "o"))
 
 
-def test_hexagon_is_not_fuzzed_yet(cli, tmp_path):
-    assert "Hexagon" in _one_line_exit_2(cli("fuzz", "--targets", "hexagon-v68-qf", "--out", tmp_path / "o"))
+def test_compile_only_and_untunable_hexagon_targets_are_refused(cli, tmp_path):
+    assert "nothing runs its code here (compile-only)" in _one_line_exit_2(
+        cli("fuzz", "--targets", "hexagon-v68", "--out", tmp_path / "o"))
+    from suite.targets import hexagon
+
+    if not hexagon.missing_tools():  # runs, but MetaSchedule has no design space of its own for it
+        assert "design space" in _one_line_exit_2(cli("fuzz", "--targets", "hexagon-v68-emu", "--out", tmp_path / "o"))
+
+
+def test_trace_timeout_zero_negative_or_absurd(cli, tmp_path):
+    for value in ("0", "-5", "nan", "3601", "soon"):
+        assert "--trace-timeout" in _one_line_exit_2(cli("fuzz", "--trace-timeout", value, "--out", tmp_path / "o"))
+
+
+def test_thresholds_missing_or_a_directory(cli, tmp_path):
+    assert f"thresholds file {tmp_path / 'gone.toml'} does not exist" in _one_line_exit_2(
+        cli("fuzz", "--thresholds", tmp_path / "gone.toml", "--out", tmp_path / "o"))
+    assert not (tmp_path / "o").exists()  # refused before the out directory is made
+    (tmp_path / "dir.toml").mkdir()
+    assert f"thresholds file {tmp_path / 'dir.toml'} is a directory" in _one_line_exit_2(
+        cli("fuzz", "--thresholds", tmp_path / "dir.toml", "--out", tmp_path / "o"))
+    assert "empty path" in _one_line_exit_2(cli("fuzz", "--thresholds", "", "--out", tmp_path / "o"))
+
+
+def test_thresholds_damaged_or_out_of_range(cli, tmp_path):
+    damaged = tmp_path / "damaged.toml"
+    damaged.write_bytes(b"[bound\nlambda = \xff\x00")
+    assert f"{damaged}: not a readable TOML file" in _one_line_exit_2(
+        cli("fuzz", "--thresholds", damaged, "--out", tmp_path / "o"))
+    for body, says in (("[bound]\nlambda = -1.0\n", "bound.lambda = -1.0 is out of range: it must be above 0"),
+                       ("[bound]\nlambda = \"big\"\n", "bound.lambda must be a finite number, not 'big'"),
+                       ("[bound]\nmax_fraction = 0\n", "bound.max_fraction = 0 is out of range")):
+        (tmp_path / "range.toml").write_text(body)
+        assert f"{tmp_path / 'range.toml'}: {says}" in _one_line_exit_2(
+            cli("fuzz", "--thresholds", tmp_path / "range.toml", "--out", tmp_path / "o"))
+    assert not (tmp_path / "o").exists()
+
+
+def test_cluster_address_empty(cli, tmp_path):
+    assert "names no Dask scheduler" in _one_line_exit_2(cli("fuzz", "--cluster", " ", "--out", tmp_path / "o"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_cluster_unreachable(tmp_path):
+    """A port nothing listens on (Dask's connect timeout 1 s): one line, nothing judged."""
+    pytest.importorskip("distributed")
+    port = _free_port()
+    done = run_cli("fuzz", "--cluster", f"tcp://127.0.0.1:{port}", "--out", tmp_path / "o",
+                   env={"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"})
+    assert f"cannot reach the Dask scheduler at tcp://127.0.0.1:{port}" in _one_line_exit_2(done)
+    assert not (tmp_path / "o" / "journal.jsonl").exists()
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_cluster_not_a_dask_scheduler(tmp_path):
+    """Something that answers but is no Dask scheduler (it sends other bytes): one line."""
+    pytest.importorskip("distributed")
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+
+        def answer():
+            conn, _ = server.accept()
+            with conn:
+                conn.sendall(b"SSH-2.0-OpenSSH_9.2 hello there\r\n")
+                time.sleep(2)
+
+        thread = threading.Thread(target=answer, daemon=True)
+        thread.start()
+        done = run_cli("fuzz", "--cluster", f"tcp://127.0.0.1:{port}", "--out", tmp_path / "o",
+                       env={"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"})
+    assert "not as a Dask scheduler" in _one_line_exit_2(done)
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_cluster_worker_of_another_build_is_refused(tmp_path):
+    pytest.importorskip("distributed")
+    from test_cluster import Cluster
+
+    from suite import compat
+
+    other = Cluster(tmp_path, workers=1, env={"TVM_SUITE_TEST_FAKE_BUILD": "0.27.0-0123456789"})
+    try:
+        done = run_cli("fuzz", "--workloads", "miniresnet.matmul_add.16-10", "--traces", "1",
+                       "--cluster", other.address, "--out", tmp_path / "o")
+    finally:
+        other.close()
+    line = _one_line_exit_2(done)
+    assert f"runs TVM build 0.27.0-0123456789, this machine {compat.build_id()}" in line
+    assert not (tmp_path / "o" / "journal.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_every_judged_schedule_and_a_rerun_continues(tmp_path):
+    """Slow: SIGINT once schedules are being judged on both workers: exit 130 in one line saying
+    what is kept; every journal line whole, none a CRASH of a child ended by the interruption; a
+    rerun judges exactly what is left."""
+    out = tmp_path / "o"
+    args = ["fuzz", "--workloads", "miniresnet.conv2d_add_relu.16x16x8-k3s1-8", "--traces", "12", "--out", str(out)]
+    command = [str(SUITE_BIN)] if SUITE_BIN.exists() else [sys.executable, "-m", "suite.cli"]
+    process = subprocess.Popen(command + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    journal = out / "journal.jsonl"
+    deadline = time.monotonic() + 400
+    while time.monotonic() < deadline and process.poll() is None:
+        if journal.exists() and any('"kind": "trace"' in line for line in journal.read_text().splitlines()):
+            break
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    assert "rerun with the same --seed and --out to continue" in stderr.strip().splitlines()[-1]
+    kept = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert kept and all(r["outcome"] not in ("CRASH", "TIMEOUT") for r in kept), kept
+    assert len({r["id"] for r in kept}) == len(kept) < 6 + 12
+    again = run_cli(*args, "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["judged_this_run"] == 6 + 12 - len(kept)
+    assert len(journal.read_text().splitlines()) == 6 + 12
 
 
 def test_traces_zero_or_absurd(cli, tmp_path):

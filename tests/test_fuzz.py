@@ -38,6 +38,17 @@ def test_every_planted_kind_edits_one_line_of_a_matmul():
     assert "A[v_k, v_i]" in swapped
 
 
+def test_plants_read_the_64_bit_literals_of_a_relax_models_functions():
+    """ResNet's fused functions print every extent as T.int64(N): the loop and index kinds found
+    nothing to edit in them (off_by_one_* 10 of 10 and swapped_index 10 of 10 not applicable in a
+    1,060-trace campaign)."""
+    wide = (SEED_PROGRAM.replace("(4, 4)", "(T.int64(4), T.int64(4))")
+            .replace("T.grid(4, 4, 4)", "T.grid(T.int64(4), T.int64(4), T.int64(4))"))
+    for kind in ("off_by_one_inner_loop", "off_by_one_outer_loop"):  # one T.grid: its first extent
+        assert "T.grid(T.int64(3), T.int64(4), T.int64(4))" in plant.mutate(wide, kind, "float32")
+    assert "A[v_k, v_i]" in plant.mutate(wide, "swapped_index", "float32")
+
+
 def test_minimise_drops_what_the_finding_does_not_need():
     trace = [[["GetSBlock", [], ["C", "main"], ["b0"]], ["Annotate", ["b0", "1"], ["x"], []],
               ["Unroll", ["b0"], [], []]], []]
@@ -93,3 +104,110 @@ def test_a_small_campaign_judges_determines_and_continues(tmp_path, cli):
     traces = lambda d: {r["id"]: r["trace"] for r in map(json.loads, (d / "journal.jsonl").read_text().splitlines())  # noqa: E731
                         if r["kind"] == "trace"}
     assert other.returncode == 0 and traces(tmp_path / "a") == traces(tmp_path / "b")
+
+
+#: A 1x1 stride-2 conv2d: its input's row index yy * 2 + ry (ry = 0) is always even.
+STRIDE_2_1X1 = "miniresnet.conv2d_add_radd_relu.16x16x8-k1s2-16"
+
+
+def _journal(out):
+    return [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_a_plant_that_changes_nothing_is_not_applicable(tmp_path, cli):
+    """Slow (a design space): on a 1x1 stride-2 conv2d, input_index_stride's ``// 2 * 2`` lands on
+    an index that is always even, and cache_copy_stride on one alike: the planted programs' outputs
+    are the unplanted ones', bit for bit. They count as NOT_APPLICABLE with that reason, not as
+    misses; the 5 plants that change the output are all caught."""
+    done = cli("fuzz", "--workloads", STRIDE_2_1X1, "--traces", "1", "--plant", "11", "--out", tmp_path / "o",
+               "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    plants = {r["planted"]: r for r in _journal(tmp_path / "o") if r["kind"] == "plant"}
+    for kind in ("input_index_stride", "cache_copy_stride"):
+        assert plants[kind]["outcome"] == campaign.NOT_APPLICABLE, plants[kind]
+        assert "changes nothing" in plants[kind]["message"] and "bit for bit" in plants[kind]["message"]
+        assert summary["plant"]["kinds"][kind]["verdicts"] == {"NOT_APPLICABLE": 1}
+    assert summary["plant"]["no_effect"] == 2 and summary["plant"]["not_applicable"] == 6
+    assert summary["plant"]["planted"] == summary["plant"]["caught"] == 5
+    assert {k for k, r in plants.items() if r["outcome"] == verdict.CHANGED} == {
+        "init_constant", "dropped_init", "narrowing_cast", "truncating_cast", "dropped_copy"}
+
+
+@pytest.mark.slow
+def test_builds_run_on_every_core_and_thresholds_decide_the_verdicts(tmp_path, cli):
+    """Slow: the schedules run on one worker child per core, and every schedule of both
+    combinations is judged (a child outlives the combination whose thread started it); a
+    thresholds file whose bound is a millionth of the default's makes the reorderings of a
+    float16 conv2d CHANGED, and the summary names the file and its lambda. A rerun with the
+    default thresholds judges them again."""
+    from suite.fuzz.pool import cores
+
+    strict = tmp_path / "strict.toml"
+    strict.write_text("[bound]\nmax_fraction = 1.0\nlambda = 0.000001\n")
+    args = ("fuzz", "--workloads", "miniresnet.conv2d_add_relu.16x16x8-k3s1-8,miniresnet.matmul_add.16-10",
+            "--dtypes", "float16", "--traces", "3")
+    done = cli(*args, "--thresholds", strict, "--out", tmp_path / "o", "--json")
+    summary = json.loads(done.stdout)
+    assert [sum(row.values()) for row in summary["table"].values()] == [6 + 3, 6 + 3], done.stderr
+    assert summary["where"] == f"{cores()} worker process{'es' if cores() > 1 else ''} here"
+    assert summary["thresholds"]["lambda"] == 1e-6 and summary["thresholds"]["source"] == str(strict)
+    outcomes = [r["outcome"] for r in _journal(tmp_path / "o") if r["outcome"] in verdict.KINDS]
+    assert verdict.CHANGED in outcomes and done.returncode == 12, done.stderr
+    again = cli(*args, "--out", tmp_path / "o", "--json")
+    summary = json.loads(again.stdout)
+    assert summary["judged_this_run"] == 2 * (6 + 3) and summary["false_changed"] == 0, again.stderr
+    assert summary["thresholds"]["lambda"] != 1e-6
+
+
+@pytest.mark.slow
+def test_hexagon_schedules_are_sampled_run_on_the_emulator_and_judged(tmp_path, cli):
+    """Slow (Hexagon's design space, then builds and emulated runs): two schedules of a float16
+    matmul sampled from MetaSchedule's Hexagon space, built as hexagon-v68-qf builds, run under
+    qemu-hexagon with the IEEE twin, and judged. The named orders are bit for bit the unscheduled
+    function's; a schedule judged CHANGED was judged with its twin's values, and is a finding."""
+    from suite import targets
+
+    if reason := targets.get("hexagon-v68-qf").unavailable():
+        pytest.skip(reason)
+    done = cli("fuzz", "--targets", "hexagon-v68-qf", "--workloads", "miniresnet.matmul_add.16-10",
+               "--dtypes", "float16", "--traces", "2", "--out", tmp_path / "o", "--json")
+    summary = json.loads(done.stdout)
+    lines = {r["name"]: r for r in _journal(tmp_path / "o")}
+    assert len(lines) == 6 + 2
+    assert [lines[o]["outcome"] for o in ("default", "seed-swap", "reduction-outer")] == [verdict.EQUIVALENT] * 3
+    traces = [lines["0"], lines["1"]]
+    assert all(r["outcome"] in verdict.KINDS and r["trace"] for r in traces), traces
+    changed = [r for r in traces if r["outcome"] == verdict.CHANGED]
+    assert all("twin_after" in r["first_wrong"] and r["finding"]["key"] for r in changed)
+    assert done.returncode == summary["exit_status"] == (12 if changed else 0), done.stderr
+    assert summary["table"]["miniresnet.matmul_add.16-10 float16 hexagon-v68-qf"]["TIMEOUT"] == 0
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_a_campaign_on_a_dask_cluster_judges_as_the_local_one(tmp_path):
+    """Slow, starts Dask: the schedules of a campaign built and run by two Dask workers (each
+    keeping a worker child) get the verdicts, messages and first wrong elements the local pool
+    gives, every one; the summary names the cluster."""
+    pytest.importorskip("distributed")
+    from conftest import run_cli
+    from test_cluster import Cluster
+
+    args = ("fuzz", "--workloads", "miniresnet.matmul_add.16-10", "--dtypes", "float16", "--traces", "3",
+            "--plant", "3", "--json")
+    local = run_cli(*args, "--out", tmp_path / "local")
+    assert local.returncode == 0, local.stderr
+    (tmp_path / "dask").mkdir()
+    dask = Cluster(tmp_path / "dask", workers=2)
+    try:
+        remote = run_cli(*args, "--out", tmp_path / "remote", "--cluster", dask.address)
+    finally:
+        dask.close()
+    assert remote.returncode == 0, remote.stderr
+    assert json.loads(remote.stdout)["where"] == f"the Dask cluster at {dask.address} (2 worker threads)"
+    fields = ("outcome", "message", "summary", "first_wrong", "trace")
+    mine = {r["id"]: {k: r.get(k) for k in fields} for r in _journal(tmp_path / "local")}
+    theirs = {r["id"]: {k: r.get(k) for k in fields} for r in _journal(tmp_path / "remote")}
+    assert theirs == mine and len(mine) == 6 + 3 + 3

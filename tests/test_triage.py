@@ -570,11 +570,16 @@ def test_verdict_rules_on_arrays():
     rng = np.random.default_rng(5)
     exact = rng.uniform(-4, 4, 4096)
     expected = expected_of(exact, np.abs(exact) + 4)
-    before = exact.astype("float16")
-    nudged = (exact + rng.normal(0, 1e-3, exact.size)).astype("float16")  # another rounding, same size
+    # two summation orders: errors of the same size and balance, drawn apart
+    before = (exact + rng.normal(0, 1e-3, exact.size)).astype("float16")
+    nudged = (exact + rng.normal(0, 1e-3, exact.size)).astype("float16")
     assert verdict.judge(expected, before, before.copy()).kind == verdict.EQUIVALENT
     reordered = verdict.judge(expected, before, nudged)
     assert reordered.kind == verdict.REORDERED and reordered.figures["after_bound_fraction"] < 1
+    # the same error four times over: within the bound, beyond any reordering
+    shifted = verdict.judge(expected, before, (exact + 4 * (before - exact)).astype("float16"))
+    assert shifted.kind == verdict.SHIFTED and shifted.figures["after_bound_fraction"] < 1
+    assert shifted.figures["error_ratio"] > 3 and "error ratio 1.25" in shifted.summary
     wrong = before.copy()
     wrong[1234] = -wrong[1234]
     changed = verdict.judge(expected, before, wrong)
@@ -586,13 +591,14 @@ def test_verdict_rules_on_arrays():
     arithmetic = verdict.judge(expected, before, biased, twin_before=before, twin_after=before.copy())
     assert arithmetic.kind == verdict.ARITHMETIC and arithmetic.figures["twin_error_ratio"] == 1.0
     assert arithmetic.figures["error_ratio"] > 1.25 and arithmetic.figures["bias_shift"] > 0.25
-    # the twin moved as much as a reordering: a reordering, even with qfloat marked
-    assert verdict.judge(expected, before, biased, before, nudged).kind == verdict.REORDERED
+    # the twin moved as a reordering does: the arithmetic; as qfloat did: the schedule (SHIFTED)
+    assert verdict.judge(expected, before, biased, before, nudged).kind == verdict.ARITHMETIC
+    assert verdict.judge(expected, before, biased, before, biased.copy()).kind == verdict.SHIFTED
     assert verdict.judge(expected, before, biased, before, wrong).kind == verdict.CHANGED  # the twin decides
     ints = verdict.Expected(np.arange(8), None, 0, "Y", "int32")
     found = verdict.judge(ints, np.arange(8, dtype="int32"), np.arange(8, dtype="int32") * [1, 1, 1, -1, 1, 1, 1, 1])
     assert found.kind == verdict.CHANGED and found.first["index"] == [3] and found.first["after"] == -3
-    assert [verdict.EXIT_STATUS[k] for k in verdict.KINDS] == [0, 10, 11, 12, 13]
+    assert [verdict.EXIT_STATUS[k] for k in verdict.KINDS] == [0, 10, 11, 15, 12, 13]
 
 
 def test_several_outputs_the_worst_verdict_and_each_output_named():

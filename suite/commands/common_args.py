@@ -28,6 +28,13 @@ def names(value: str) -> list[str]:
     return found
 
 
+def cluster_address(value: str) -> str:
+    """A Dask scheduler's address; an empty one is an error, never "no cluster"."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError(f"{value!r} names no Dask scheduler (give tcp://HOST:PORT)")
+    return value.strip()
+
+
 def commit_name(value: str) -> str:
     """A commit named by hash (prefix) or tag; an empty name is an error, never the newest commit."""
     if not value.strip():

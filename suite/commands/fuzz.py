@@ -9,9 +9,10 @@ import sys
 from suite import targets
 from suite.commands import common_args
 from suite.commands.base import say, say_json
-from suite.commands.common_args import names, path, whole_number
+from suite.commands.common_args import cluster_address, names, path, whole_number
 from suite.core import workloads
 from suite.errors import ExitCode
+from suite.fuzz import EMULATED_TIMEOUT_S, NATIVE_TIMEOUT_S
 
 NAME = "fuzz"
 HELP = ("schedules sampled from MetaSchedule's design space, each built and run in a child process "
@@ -20,6 +21,8 @@ HELP = ("schedules sampled from MetaSchedule's design space, each built and run 
 EXIT_CODES = [(ExitCode.OK, "nothing found: no schedule computed a wrong result, crashed or hung"),
               (ExitCode.CHANGED, "a schedule computes something else (CHANGED): kept in OUT/findings"),
               (ExitCode.UNDEFINED, "a schedule is undefined (UNDEFINED): kept in OUT/findings"),
+              (ExitCode.SHIFTED, "a schedule moved the error beyond any reordering (SHIFTED), none CHANGED or "
+                                 "UNDEFINED: kept in OUT/findings"),
               (ExitCode.CRASHED, "a schedule crashed TVM or hung, none computed a wrong result: kept in OUT/findings")]
 INTERRUPTED = "every schedule judged is in OUT/journal.jsonl; rerun with the same --seed and --out to continue"
 #: More traces than a week of campaign judges on one machine: a typo, not a campaign.
@@ -45,7 +48,8 @@ def add_arguments(p) -> None:
     p.add_argument("--dtypes", type=names, default=["float32"],
                    help=f"comma-separated, of {', '.join(workloads.DTYPES)} (default: float32)")
     p.add_argument("--targets", type=names, default=["llvm"],
-                   help=f"comma-separated, of {', '.join(t for t in targets.names() if 'hexagon' not in t)} "
+                   help=f"comma-separated, of those that run code and can be tuned: "
+                        f"{', '.join(t for t in targets.names() if 'hexagon' not in t or t.endswith('-qf'))} "
                         "(default: llvm)")
     p.add_argument("--traces", type=whole_number(1, MAX_TRACES), default=10,
                    help=f"schedules sampled per combination, besides the named orders (1 to {MAX_TRACES:,}; default 10)")
@@ -57,8 +61,16 @@ def add_arguments(p) -> None:
                    help="the campaign's directory: journal, findings, summary (default: ./fuzz-out)")
     p.add_argument("--plant", type=whole_number(0, MAX_TRACES), default=0, metavar="K",
                    help="also plant K known bugs in scheduled TIR and report the oracle's recall (default 0)")
-    p.add_argument("--trace-timeout", type=_positive_seconds(3600, "seconds"), default=300.0, metavar="S",
-                   help="a schedule whose build and run take longer is a TIMEOUT finding (default 300)")
+    p.add_argument("--trace-timeout", type=_positive_seconds(3600, "seconds"), metavar="S",
+                   help="a schedule whose build and run take longer is a TIMEOUT finding (default: "
+                        f"{NATIVE_TIMEOUT_S:g} on llvm and cuda, {EMULATED_TIMEOUT_S:g} on Hexagon's "
+                        "emulator: a build and two emulated runs, the kernel and its IEEE twin)")
+    p.add_argument("--cluster", type=cluster_address, metavar="ADDR",
+                   help="build and run the schedules on the workers of the Dask scheduler at ADDR (tcp://HOST:8786), "
+                        "which must run this TVM build and this suite (default: worker processes here, one per core)")
+    p.add_argument("--thresholds", type=path, help="TOML thresholds: the rounding bound's lambda and limit ([bound]) "
+                                                   "and the divergence rules ([divergence]) of the verdicts "
+                                                   "(default: reports/thresholds.toml)")
     common_args.json_output(p, "the summary, its exit status and the findings")
 
 
@@ -67,7 +79,7 @@ def run(args) -> int:
 
     options = campaign.Options(workloads=args.workloads, dtypes=args.dtypes, targets=args.targets, traces=args.traces,
                                seed=args.seed, minutes=args.minutes, out=args.out, plant=args.plant,
-                               timeout_s=args.trace_timeout)
+                               timeout_s=args.trace_timeout, cluster=args.cluster, thresholds=args.thresholds)
     summary = campaign.Campaign(options, log=lambda line: print(f"fuzz: {line}", file=sys.stderr, flush=True)).run()
     status = summary["exit_status"]
     say(campaign.text(summary), status)  # for people: on stderr with --json

@@ -1,9 +1,11 @@
 """A fuzz campaign: for each combination (workload x dtype x target), the suite's named orders and
 N schedules sampled from MetaSchedule's design space (:mod:`suite.fuzz.sampling`), each built and
-run in the worker child (:mod:`suite.fuzz.worker`) and judged by triage's verdict
-(:func:`suite.triage.verdict.judge`) against the float64 reference of the workload's op chain,
-the unscheduled function's output as "before". Bugs planted in scheduled TIR
-(:mod:`suite.fuzz.plant`) measure the oracle's recall; unmodified schedules judged CHANGED are its
+run by a worker child (:mod:`suite.fuzz.worker`; one per core here, or a Dask cluster's:
+:mod:`suite.fuzz.pool`) and judged by triage's verdict (:func:`suite.triage.verdict.judge`, under
+the thresholds given) against the float64 reference of the workload's op chain, the unscheduled
+function's output as "before" (with the IEEE twin's on a qfloat target). Bugs planted in scheduled
+TIR (:mod:`suite.fuzz.plant`) measure the oracle's recall; a plant whose output is the unplanted
+program's, bit for bit, is not applicable. Unmodified schedules judged CHANGED are the oracle's
 false alarms.
 
 The out directory holds ``journal.jsonl`` (one JSON line per judged schedule, appended whole as
@@ -14,10 +16,13 @@ locked while a campaign writes it (:class:`suite.core.runstore.RunLock`).
 
 from __future__ import annotations
 
+import concurrent.futures
+import hashlib
 import json
 import os
 import re
 import shutil
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,10 +34,9 @@ from suite.core import reference, runstore, schedules, workloads
 from suite.core.bounds import Expected
 from suite.core.combo import select_workloads
 from suite.errors import CannotWrite, ExitCode, UserError
-from suite.fuzz import plant, sampling
-from suite.fuzz.worker import Worker
+from suite.fuzz import EMULATED_TIMEOUT_S, NATIVE_TIMEOUT_S, plant, pool as pools, sampling
 from suite.reporting import thresholds as thresholds_file
-from suite.targets.base import Mode
+from suite.targets.base import Mode, NotTunable
 from suite.triage import verdict
 
 #: Outcomes besides the five verdicts: the schedule did not get as far as a judgement.
@@ -40,9 +44,11 @@ BUILD_FAILED, RUN_FAILED, CRASH, TIMEOUT, SKIPPED = "BUILD_FAILED", "RUN_FAILED"
 NOT_APPLICABLE = "NOT_APPLICABLE"  #: a planted kind with nothing to edit in that program
 OUTCOMES = (*verdict.KINDS, BUILD_FAILED, RUN_FAILED, CRASH, TIMEOUT, SKIPPED, NOT_APPLICABLE)
 #: What is kept as a finding, the most serious first (the exit status is the first found's).
-FINDINGS = (verdict.CHANGED, verdict.UNDEFINED, CRASH, TIMEOUT)
+FINDINGS = (verdict.CHANGED, verdict.UNDEFINED, verdict.SHIFTED, CRASH, TIMEOUT)
 EXIT_STATUS = {verdict.CHANGED: ExitCode.CHANGED, verdict.UNDEFINED: ExitCode.UNDEFINED,
-               CRASH: ExitCode.CRASHED, TIMEOUT: ExitCode.CRASHED}
+               verdict.SHIFTED: ExitCode.SHIFTED, CRASH: ExitCode.CRASHED, TIMEOUT: ExitCode.CRASHED}
+#: The verdicts that say a schedule computes something else: a planted bug judged so is caught.
+WRONG = (verdict.CHANGED, verdict.UNDEFINED, verdict.SHIFTED)
 #: Instructions that look things up or sample: never the primitive a finding is filed under.
 _NOT_PRIMITIVES = re.compile(r"^(Get\w*|Sample\w*|EnterPostproc)$")
 _ANSWER = {"build_failed": BUILD_FAILED, "run_failed": RUN_FAILED, "crash": CRASH, "timeout": TIMEOUT,
@@ -53,6 +59,8 @@ JOURNAL, SUMMARY, FINDINGS_DIR = "journal.jsonl", "summary.json", "findings"
 OWN_MARK = ".tvm-suite-fuzz"
 #: The least time the unscheduled function (the before program) gets to build and run.
 BEFORE_TIMEOUT_S = 300.0
+#: Why a plant that applied is not counted: its program computes what the unplanted one does.
+NO_EFFECT = "the edit changes nothing here: the planted program's output is the unplanted one's, bit for bit"
 
 
 @dataclass
@@ -65,8 +73,11 @@ class Options:
     minutes: float
     out: Path
     plant: int = 0
-    timeout_s: float = 300.0
+    timeout_s: float | None = None  #: None: NATIVE_TIMEOUT_S or EMULATED_TIMEOUT_S, by target
     minimise_tries: int = 12
+    cluster: str | None = None  #: a Dask scheduler's address: schedules built and run on its workers
+    thresholds: Path | None = None  #: the thresholds file ([bound], [divergence]); None: the defaults
+    jobs: int | None = None  #: worker children here; None: one per core
 
 
 @dataclass
@@ -76,10 +87,18 @@ class Combination:
     target: object
     expected: Expected = None
     before: np.ndarray | None = None
+    before_twin: np.ndarray | None = None
 
     @property
     def label(self) -> str:
         return f"{self.workload.id} {self.dtype} {self.target.name}"
+
+
+def timeout_of(options: Options, target) -> float:
+    """The seconds one schedule of ``target`` may take to build and run (--trace-timeout)."""
+    if options.timeout_s is not None:
+        return options.timeout_s
+    return EMULATED_TIMEOUT_S if target.mode is Mode.EMULATED else NATIVE_TIMEOUT_S
 
 
 def check(options: Options) -> list[Combination]:
@@ -98,10 +117,14 @@ def check(options: Options) -> list[Combination]:
     found_targets = []
     for name in options.targets:
         target = targets.get(name)
-        if target.ieee_twin or "hexagon" in target.name:
-            raise UserError(f"--targets {name}: fuzz runs llvm and cuda schedules; Hexagon is not fuzzed yet")
-        if target.mode is not Mode.NATIVE or (reason := target.unavailable()):
-            raise UserError(f"--targets {name}: nothing runs its code here ({reason or target.mode.value})")
+        reason = target.mode.value if target.mode is Mode.COMPILE_ONLY else target.unavailable()
+        if reason:
+            raise UserError(f"--targets {name}: nothing runs its code here ({reason})")
+        try:  # the schedules are sampled from the space MetaSchedule tunes this target in
+            target.tuning_target()
+        except NotTunable as err:
+            raise UserError(f"--targets {name}: fuzz samples MetaSchedule's design space of a target, and {err}") \
+                from None
         found_targets.append(target)
     ids = select_workloads(options.workloads)
     return [Combination(workloads.get(w), d, t) for t in found_targets for d in options.dtypes for w in ids]
@@ -153,6 +176,12 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:150]
 
 
+def judged_by(thresholds) -> str:
+    """What a verdict depends on besides the schedule: the rounding bound's and the divergence
+    rules' parameters. A journal line judged by others is judged again, not reused."""
+    return hashlib.sha256(repr((thresholds.bound, thresholds.divergence)).encode()).hexdigest()[:16]
+
+
 @dataclass
 class Campaign:
     options: Options
@@ -160,42 +189,62 @@ class Campaign:
     thresholds: object = None
     records: dict = field(default_factory=dict)
     judged_now: int = 0
+    stopping: bool = False  #: set on an interruption: an answer that comes after it is not journaled
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def run(self) -> dict:
+        self.thresholds = self.thresholds or thresholds_file.load(self.options.thresholds)  # refused before any work
         combinations = check(self.options)
         out = self.options.out
         out.mkdir(parents=True, exist_ok=True)
-        self.thresholds = self.thresholds or thresholds_file.load()
+        self.judged_by = judged_by(self.thresholds)
         with runstore.RunLock(out, compat.installed_version(), "fuzz"):
             (out / OWN_MARK).touch()
             journal = Journal(out / JOURNAL)
             self.records = journal.read()
-            resumed = sum(1 for r in self.records.values() if r.get("seed") == self.options.seed)
+            resumed = sum(1 for r in self.records.values() if self._reusable(r))
             if resumed:
                 self.log(f"continuing: {resumed} schedules already judged in {out / JOURNAL}")
             started = time.monotonic()
             deadline = started + self.options.minutes * 60
-            worker = Worker(out / "work")
-            stopped = None
+            local = pools.LocalPool(out / "work", self.options.jobs)
+            pool = local
+            stopped = threads = None
             try:
+                if self.options.cluster:
+                    pool = pools.ClusterPool(self.options.cluster, local)
+                self.log(f"building and running on {pool.where}")
+                # One set of threads for the whole campaign: a worker child dies with the thread that
+                # started it (Linux's parent-death signal is the thread's), so the threads outlive
+                # every child they start
+                threads = concurrent.futures.ThreadPoolExecutor(pool.size, thread_name_prefix="fuzz")
                 for n, combination in enumerate(combinations):
-                    stopped = self._combination(combination, n, len(combinations), worker, journal, deadline)
+                    stopped = self._combination(combination, n, len(combinations), pool, threads, journal, deadline)
                     if stopped:
                         break
             finally:
-                worker.close()
+                self.stopping = True  # whatever answers now (a child ended below) is no verdict
+                pool.close()
+                if threads is not None:
+                    threads.shutdown(wait=True)
                 shutil.rmtree(out / "work", ignore_errors=True)
             summary = self.summary(combinations, time.monotonic() - started, stopped)
+            summary["thresholds"] = {"source": self.thresholds.source, "lambda": self.thresholds.bound.lam,
+                                     "max_fraction": self.thresholds.bound.max_fraction}
+            summary["where"] = pool.where
             cache.write_json(out / SUMMARY, summary)
         return summary
 
+    def _reusable(self, record: dict) -> bool:
+        return record.get("seed") == self.options.seed and record.get("judged_by") == self.judged_by
+
     def summary(self, combinations: list[Combination], elapsed_s: float, stopped: str | None) -> dict:
-        mine = [r for r in self.records.values() if r.get("seed") == self.options.seed]
+        mine = [r for r in self.records.values() if self._reusable(r)]
         return summarize(mine, combinations, elapsed_s, self.judged_now, stopped)
 
     # ------------------------------------------------------------------ one combination
 
-    def _combination(self, combination: Combination, position: int, count: int, worker: Worker, journal: Journal,
+    def _combination(self, combination: Combination, position: int, count: int, pool, threads, journal: Journal,
                      deadline: float) -> str | None:
         opts = self.options
         base = f"{combination.workload.id}|{combination.dtype}|{combination.target.name}|seed{opts.seed}"
@@ -203,85 +252,152 @@ class Campaign:
         items += [("trace", str(i), None) for i in range(opts.traces)]
         kinds = list(plant.KINDS)  # plant p goes to combination p mod count, of kind p mod the kinds
         items += [("plant", f"{kinds[p % len(kinds)]}#{p}", p) for p in range(opts.plant) if p % count == position]
-        todo = [item for item in items if f"{base}|{item[0]}:{item[1]}" not in self.records]
+        todo = [item for item in items if not self._reusable(self.records.get(f"{base}|{item[0]}:{item[1]}", {}))]
         if not todo:
             return None
         self.log(f"{combination.label}: {len(todo)} of {len(items)} schedules to judge")
         combination.expected = _expected(combination)
         # the unscheduled function is the reference run, not a schedule under test: the timeout that
         # makes a slow schedule a finding does not apply to it
-        before = self._ask(worker, combination, {"order": "default"}, base, "before",
-                           max(opts.timeout_s, BEFORE_TIMEOUT_S))
+        timeout = timeout_of(opts, combination.target)
+        try:
+            before = self._ask(pool, combination, {"order": "default"}, base, "before", max(timeout, BEFORE_TIMEOUT_S))
+        except pools.Lost as err:
+            self.log(f"{combination.label}: the unscheduled function was {err}; nothing of it is judged this time")
+            return None
         if before.get("status") != "ok":
             self.log(f"{combination.label}: the unscheduled function does not build and run here "
                      f"({before.get('message')}); nothing of it is judged")
             return None
         combination.before = np.load(before["dir"] / "output.npy")
+        if (before["dir"] / "twin.npy").exists():
+            combination.before_twin = np.load(before["dir"] / "twin.npy")
+        shutil.rmtree(before["dir"], ignore_errors=True)
         spaces = None
-        for kind, name, plant_number in todo:
-            if time.monotonic() > deadline:
-                return "time"
-            record = {"id": f"{base}|{kind}:{name}", "seed": opts.seed, "workload": combination.workload.id,
-                      "dtype": combination.dtype, "target": combination.target.name, "kind": kind, "name": name}
-            request = {}
-            if kind == "order":
-                request["order"] = name
-            else:
-                if spaces is None and opts.traces:
-                    spaces = sampling.design_space(combination.workload, combination.dtype, combination.target)
-                index = int(name) if kind == "trace" else (plant_number % opts.traces if opts.traces else None)
-                if index is not None:
-                    trace, resampled = sampling.sample(combination.workload, combination.dtype, combination.target,
-                                                       spaces, opts.seed, index)
-                    request["trace"] = trace
-                    record.update(trace=trace, resampled=resampled, trace_index=index)
+        # Sampled here, one ahead of the pool's places, while the pool builds and runs: each
+        # schedule is journaled by the thread that judged it, as it completes.
+        running: set = set()
+        finishing = False
+        try:
+            for kind, name, plant_number in todo:
+                if time.monotonic() > deadline:
+                    finishing = True
+                    return "time"
+                record = {"id": f"{base}|{kind}:{name}", "seed": opts.seed, "judged_by": self.judged_by,
+                          "workload": combination.workload.id, "dtype": combination.dtype,
+                          "target": combination.target.name, "kind": kind, "name": name}
+                request = {}
+                if kind == "order":
+                    request["order"] = name
                 else:
-                    request["order"] = "default"
-                if kind == "plant":
-                    request["plant"] = record["planted"] = name.split("#")[0]
-                    record["expected"] = plant.EXPECTED
-            started = time.perf_counter()
-            outcome = self._judge(worker, combination, request, record["id"])
+                    if spaces is None and opts.traces:
+                        made = time.perf_counter()
+                        spaces = sampling.design_space(combination.workload, combination.dtype, combination.target)
+                        self.log(f"{combination.label}: {len(spaces)} design spaces in "
+                                 f"{time.perf_counter() - made:.1f} s")
+                    index = int(name) if kind == "trace" else (plant_number % opts.traces if opts.traces else None)
+                    if index is not None:
+                        trace, resampled = sampling.sample(combination.workload, combination.dtype,
+                                                           combination.target, spaces, opts.seed, index)
+                        request["trace"] = trace
+                        record.update(trace=trace, resampled=resampled, trace_index=index)
+                    else:
+                        request["order"] = "default"
+                    if kind == "plant":
+                        request["plant"] = record["planted"] = name.split("#")[0]
+                        record["expected"] = plant.EXPECTED
+                running.add(threads.submit(self._one, pool, combination, journal, record, request))
+                while len(running) > pool.size:
+                    done, running = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+                    for future in done:
+                        future.result()
+            finishing = True
+        finally:
+            # at the end or at --minutes, the schedules begun are finished and journaled; on an
+            # interruption (or an error) they are dropped: their children are ended now
+            if not finishing:
+                self.stopping = True
+                pool.close()
+            for future in concurrent.futures.as_completed(running):
+                if finishing:
+                    future.result()
+        return None
+
+    def _one(self, pool, combination: Combination, journal: Journal, record: dict, request: dict) -> None:
+        """Judge one schedule and journal it (in a thread of the campaign)."""
+        started = time.perf_counter()
+        try:
+            outcome = self._judge(pool, combination, request, record["id"])
+            kind = record["kind"]
             if kind == "plant" and outcome["outcome"] == NOT_APPLICABLE and "trace" in request:
+                shutil.rmtree(outcome["dir"], ignore_errors=True)
                 del request["trace"]  # the sampled schedule has nothing of that kind: the unscheduled one may
                 request["order"] = "default"
                 record.update(trace=None, trace_index=None, planted_in="default")
-                outcome = self._judge(worker, combination, request, record["id"])
-            record.update({k: v for k, v in outcome.items() if k != "dir"}, seconds=round(time.perf_counter() - started, 3))
-            if kind != "plant" and record["outcome"] in FINDINGS:
-                record["finding"] = self._keep_finding(worker, combination, request, record, outcome)
+                outcome = self._judge(pool, combination, request, record["id"])
+            if kind == "plant" and outcome["outcome"] in verdict.KINDS and self._no_effect(pool, combination, request,
+                                                                                        record, outcome):
+                outcome.update(outcome=NOT_APPLICABLE, message=NO_EFFECT, summary="", first_wrong=None)
+            record.update({k: v for k, v in outcome.items() if k != "dir"},
+                          seconds=round(time.perf_counter() - started, 3))
+            if kind != "plant" and record["outcome"] in FINDINGS and not self.stopping:
+                record["finding"] = self._keep_finding(pool, combination, request, record, outcome)
             shutil.rmtree(outcome["dir"], ignore_errors=True)
+        except pools.Lost as err:  # not judged: the rerun judges it
+            if not self.stopping:
+                self.log(f"{combination.label} {record['kind']} {record['name']}: {err}; not judged, a rerun judges it")
+            return
+        with self._lock:
+            if self.stopping:  # the child was ended under it: no verdict
+                return
             journal.append(record)
             self.records[record["id"]] = record
             self.judged_now += 1
-            self.log(f"{combination.label} {kind} {name}: {record['outcome']}"
-                     + (f" ({record['message']})" if record.get("message") else ""))
-        return None
+        self.log(f"{combination.label} {record['kind']} {record['name']}: {record['outcome']}"
+                 + (f" ({record['message']})" if record.get("message") else ""))
 
-    def _ask(self, worker: Worker, combination: Combination, request: dict, base: str, name: str,
+    def _no_effect(self, pool, combination: Combination, request: dict, record: dict, outcome: dict) -> bool:
+        """Whether a planted program's output is the unplanted program's, bit for bit: the edit
+        landed where it changes nothing (a stride on an index that is always even, a loop whose
+        last iteration writes what an earlier one did), so it measures nothing of the oracle."""
+        planted = np.load(outcome["dir"] / "output.npy")
+        if "trace" not in request:
+            return verdict.same_bits(planted, combination.before)
+        unplanted = self._ask(pool, combination, {k: v for k, v in request.items() if k != "plant"}, "",
+                              f"{record['id']}|unplanted")
+        try:
+            return unplanted["status"] == "ok" and verdict.same_bits(planted, np.load(unplanted["dir"] / "output.npy"))
+        finally:
+            shutil.rmtree(unplanted["dir"], ignore_errors=True)
+
+    def _ask(self, pool, combination: Combination, request: dict, base: str, name: str,
              timeout_s: float | None = None) -> dict:
-        where = self.options.out / "work" / _safe(f"{base}|{name}")
-        answer = worker.ask({"workload": combination.workload.id, "dtype": combination.dtype,
-                             "target": combination.target.name, "dir": str(where), **request},
-                            timeout_s or self.options.timeout_s)
+        where = self.options.out / "work" / "requests" / _safe(f"{base}|{name}")
+        answer = pool.ask({"workload": combination.workload.id, "dtype": combination.dtype,
+                           "target": combination.target.name, "dir": str(where), **request},
+                          timeout_s or timeout_of(self.options, combination.target))
         if answer.get("status") == "error":  # the suite's own refusal, not the schedule's
             raise UserError(answer["message"])
         return {**answer, "dir": where}
 
-    def _judge(self, worker: Worker, combination: Combination, request: dict, name: str) -> dict:
+    def _judge(self, pool, combination: Combination, request: dict, name: str) -> dict:
         """The outcome of one schedule: a verdict (with its summary and first wrong element), or
         why there is none (BUILD_FAILED, RUN_FAILED, CRASH, TIMEOUT, SKIPPED, NOT_APPLICABLE)."""
-        answer = self._ask(worker, combination, request, "", name)
+        answer = self._ask(pool, combination, request, "", name)
         if answer["status"] != "ok":
             return {"outcome": _ANSWER[answer["status"]], "message": answer.get("message", ""), "dir": answer["dir"]}
         after = np.load(answer["dir"] / "output.npy")
-        judgement = verdict.judge(combination.expected, combination.before, after, thresholds=self.thresholds)
+        twin = answer["dir"] / "twin.npy"
+        twin_after = np.load(twin) if twin.exists() and combination.before_twin is not None else None
+        judgement = verdict.judge(combination.expected, combination.before, after,
+                                  combination.before_twin if twin_after is not None else None, twin_after,
+                                  thresholds=self.thresholds)
         return {"outcome": judgement.kind, "message": "", "summary": judgement.summary, "first_wrong": judgement.first,
                 "dir": answer["dir"]}
 
     # ------------------------------------------------------------------ findings
 
-    def _keep_finding(self, worker: Worker, combination: Combination, request: dict, record: dict,
+    def _keep_finding(self, pool, combination: Combination, request: dict, record: dict,
                       outcome: dict) -> dict:
         """The finding's directory: trace, minimised trace, TVMScript before and after, report."""
         where = self.options.out / FINDINGS_DIR / _safe(record["id"])
@@ -292,14 +408,14 @@ class Campaign:
             (where / "trace.json").write_text(json.dumps(request["trace"]))
 
             def holds(trace) -> bool:
-                again = self._judge(worker, combination, {"trace": trace}, "minimising")
+                again = self._judge(pool, combination, {"trace": trace}, f"{record['id']}|minimising")
                 shutil.rmtree(again["dir"], ignore_errors=True)
                 return again["outcome"] == record["outcome"]
 
             minimised = minimise(request["trace"], holds, self.options.minimise_tries)
             (where / "minimised.json").write_text(json.dumps(minimised))
             kept = {"trace": minimised}
-        last = self._ask(worker, combination, kept, "", "finding")
+        last = self._ask(pool, combination, kept, "", f"{record['id']}|finding")
         if (last["dir"] / "after.py").exists():
             shutil.copy(last["dir"] / "after.py", where / "after.py")
         shutil.rmtree(last["dir"], ignore_errors=True)
@@ -369,18 +485,19 @@ def _without(instructions: list, decisions: dict, position: int) -> list:
 def _report(combination: Combination, record: dict, key: str, has_trace: bool) -> str:
     """A report for TVM's issue tracker: what, the minimal program, how to reproduce, the verdict."""
     what = {verdict.CHANGED: "computes a different result", verdict.UNDEFINED: "is undefined",
+            verdict.SHIFTED: "moves the error beyond any reordering (within the rounding bound: suspect)",
             CRASH: "crashes TVM", TIMEOUT: "hangs"}[record["outcome"]]
     schedule = "a MetaSchedule trace (minimised: minimised.json)" if has_trace else f"the loop order {record['name']}"
     reproduce = (f"tvm-suite triage before.py --trace minimised.json --target {combination.target.name}" if has_trace
                  else f"tvm-suite triage before.py after.py --target {combination.target.name}")
-    after = "after.py" if has_trace or record["outcome"] in (verdict.CHANGED, verdict.UNDEFINED) else "(none)"
+    after = "after.py" if has_trace or record["outcome"] in WRONG else "(none)"
     lines = [f"# {combination.workload.id} ({combination.dtype}, {combination.target.name}) scheduled by {schedule} "
              f"{what}", "",
              f"TVM {compat.installed_version()}. Found by `tvm-suite fuzz` (seed {record['seed']}), filed under: {key}.",
              "", "The function before scheduling is before.py; after the schedule, " + after + ".", "",
              "Reproduce (the suite's triage judges both programs against the exact value):", "", "```sh",
              reproduce, "```", ""]
-    if record["outcome"] in (verdict.CHANGED, verdict.UNDEFINED):
+    if record["outcome"] in WRONG:
         lines += [f"What triage's verdict says: {record['outcome']}: {record.get('summary', '')}", ""]
     else:
         lines += [f"What happened: {record.get('message', '')}", ""]
@@ -414,21 +531,24 @@ def summarize(records: list[dict], combinations: list[Combination], elapsed_s: f
                                                               "count": 0, "first": r["finding"]["dir"]})
             entry["count"] += 1
     planted = [r for r in records if r["kind"] == "plant" and r["outcome"] != NOT_APPLICABLE]
-    caught = [r for r in planted if r["outcome"] in (verdict.CHANGED, verdict.UNDEFINED)]
+    caught = [r for r in planted if r["outcome"] in WRONG]
     by_kind = {}
     for r in [r for r in records if r["kind"] == "plant"]:
         entry = by_kind.setdefault(r["planted"], {"expected": r.get("expected", plant.EXPECTED), "verdicts": {}})
         entry["verdicts"][r["outcome"]] = entry["verdicts"].get(r["outcome"], 0) + 1
     unmodified = [r for r in records if r["kind"] != "plant" and r["outcome"] in verdict.KINDS]
     false_changed = sum(1 for r in unmodified if r["outcome"] == verdict.CHANGED)
+    shifted = sum(1 for r in unmodified if r["outcome"] == verdict.SHIFTED)
     status = next((EXIT_STATUS[kind] for kind in FINDINGS if any(f["outcome"] == kind for f in findings.values())),
                   ExitCode.OK)
     return {
         "table": table,
         "findings": sorted(findings.values(), key=lambda f: FINDINGS.index(f["outcome"])),
         "plant": {"planted": len(planted), "caught": len(caught),
-                  "recall": len(caught) / len(planted) if planted else None, "kinds": by_kind},
-        "unmodified_judged": len(unmodified), "false_changed": false_changed,
+                  "recall": len(caught) / len(planted) if planted else None, "kinds": by_kind,
+                  "not_applicable": sum(1 for r in records if r["kind"] == "plant" and r["outcome"] == NOT_APPLICABLE),
+                  "no_effect": sum(1 for r in records if r["kind"] == "plant" and r.get("message") == NO_EFFECT)},
+        "unmodified_judged": len(unmodified), "false_changed": false_changed, "unmodified_shifted": shifted,
         "false_changed_upper_95": upper_bound_95(false_changed, len(unmodified)),
         "judged_this_run": judged_now, "seconds": round(elapsed_s, 1),
         "judged_per_hour": round(judged_now * 3600 / elapsed_s, 1) if elapsed_s > 0 and judged_now else None,
@@ -451,14 +571,16 @@ def text(summary: dict) -> str:
         lines.append("findings: none")
     plant_ = summary["plant"]
     if plant_["planted"]:
-        lines.append(f"planted bugs: {plant_['caught']} of {plant_['planted']} judged CHANGED or UNDEFINED "
-                     f"(recall {plant_['recall']:.0%})")
+        lines.append(f"planted bugs: {plant_['caught']} of {plant_['planted']} judged CHANGED, SHIFTED or UNDEFINED "
+                     f"(recall {plant_['recall']:.0%}); not applicable: {plant_['not_applicable']}, of which "
+                     f"{plant_['no_effect']} changed nothing (output bit for bit the unplanted program's)")
         for kind, entry in plant_["kinds"].items():
             verdicts = ", ".join(f"{k} {v}" for k, v in entry["verdicts"].items())
             lines.append(f"  {kind:<24} should be {entry['expected']}: {verdicts}")
     bound = summary["false_changed_upper_95"]
     lines.append(f"false CHANGED on unmodified schedules: {summary['false_changed']} of {summary['unmodified_judged']}"
-                 + (f" (95% upper bound {bound:.3f})" if bound is not None else ""))
+                 + (f" (95% upper bound {bound:.3f})" if bound is not None else "")
+                 + f"; SHIFTED (suspect, kept as findings): {summary['unmodified_shifted']}")
     rate = summary["judged_per_hour"]
     lines.append(f"{summary['judged_this_run']} judged in {summary['seconds']:.0f} s"
                  + (f" ({rate:.0f} per hour)" if rate else "")

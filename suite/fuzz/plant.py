@@ -15,7 +15,10 @@ import re
 
 #: A statement that stores into a buffer: indentation, buffer, indices, value.
 _STORE = re.compile(r"^(\s*)(\w+)\[(.*?)\] = (.+)$")
-_SHAPE = re.compile(r"(\w+)(?:: T\.Buffer| = T\.(?:sblock_)?alloc_buffer)\(\(([\d, ]+)\)")
+_SHAPE = re.compile(r"(\w+)(?:: T\.Buffer| = T\.(?:sblock_)?alloc_buffer)\(\(((?:[\d, ]|T\.int(?:32|64)\(\d+\))+)\)")
+#: An integer literal as TVMScript prints it: ``7``, or ``T.int64(7)`` where the function's indices are
+#: 64-bit (the fused functions of Relax models are).
+_INT = re.compile(r"^(\s*)(T\.int(?:32|64)\()?(\d+)(\)?)(\s*)$")
 _LOOP = re.compile(r"^(\s*)for .* in (T\.grid|range|T\.parallel|T\.serial|T\.vectorized|T\.unroll)\(")
 _CONSTANT = re.compile(r"T\.(float16|float32|float64)\(([-\d.e+]+)\)")
 
@@ -54,7 +57,8 @@ def _loads(expression: str) -> list[tuple[int, int, str, list[str]]]:
 class _Program:
     def __init__(self, text: str):
         self.lines = text.splitlines()
-        self.shapes = {name: [int(d) for d in dims.split(",") if d.strip()] for name, dims in _SHAPE.findall(text)}
+        self.shapes = {name: [int(_INT.match(d).group(3)) for d in dims.split(",") if d.strip()]
+                       for name, dims in _SHAPE.findall(text)}
 
     def stores(self):
         for number, line in enumerate(self.lines):
@@ -302,8 +306,10 @@ def _off_by_one(outermost: bool):
         call, _, rest = loop.partition("(")
         arguments = _split_top(rest.rsplit(")", 1)[0])
         for n, argument in enumerate(arguments):
-            if re.fullmatch(r"\s*\d+\s*", argument) and int(argument) > 1:
-                arguments[n] = f" {int(argument) - 1}" if n else str(int(argument) - 1)
+            if (literal := _INT.match(argument)) and int(literal.group(3)) > 1 and bool(literal.group(2)) == bool(
+                    literal.group(4)):
+                lead, wrap, value, close, tail = literal.groups()
+                arguments[n] = f"{lead}{wrap or ''}{int(value) - 1}{close}{tail}"
                 break
         program.set(at, f"{head} in {call}({','.join(arguments)}){rest.rsplit(')', 1)[1]}")
     return kind

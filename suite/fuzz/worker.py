@@ -3,7 +3,9 @@
 One child imports TVM once and takes requests one at a time (JSON lines on its stdin, answers on
 its stdout): a schedule (a named order or a trace, a bug planted or not) of one combination,
 built and run through :mod:`suite.core.execution` on the workload's seeded inputs, its output
-written as ``output.npy`` and its TVMScript as ``after.py`` in the directory the request names.
+written as ``output.npy`` (on a qfloat target also its IEEE twin's, ``twin.npy``) and its
+TVMScript as ``after.py`` in the directory the request names; llvm code for the CPU the request
+names (``cpu``: a cluster's worker builds for its client), else this machine's.
 The parent waits for each answer no longer than its timeout: a child that hangs is ended (its
 session, :func:`suite.children.end`) and one that dies (a segfault in TVM) is seen by its closed
 pipe; either is the finding of that request, and the next request starts a new child. The child's
@@ -12,9 +14,11 @@ stderr goes to ``worker.log`` in the campaign's work directory, whose last line 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,8 +34,9 @@ START_S = 300.0
 class Worker:
     """The parent's handle of the child: :meth:`ask` one request, get its answer."""
 
-    def __init__(self, work: Path):
+    def __init__(self, work: Path, env: dict | None = None):
         self.work = Path(work)
+        self.env = env
         self.process = None
         self._buffer = b""
 
@@ -39,11 +44,15 @@ class Worker:
         self.work.mkdir(parents=True, exist_ok=True)
         log = open(self.work / "worker.log", "ab")
         try:
-            self.process = children.start_python(["-m", "suite.fuzz.worker"], stdin=-1, stdout=-1, stderr=log)
+            self.process = children.start_python(["-m", "suite.fuzz.worker"], stdin=-1, stdout=-1, stderr=log,
+                                                 env={**os.environ, **self.env} if self.env else None)
         finally:
             log.close()
         self._buffer = b""
-        ready = self._read_line(START_S)
+        try:
+            ready = self._read_line(START_S)
+        except EOFError:
+            ready = None
         if ready is None or json.loads(ready).get("ready") is not True:
             self.close()
             raise RuntimeError(f"the fuzz worker did not start: {self._log_tail()}")
@@ -58,21 +67,28 @@ class Worker:
             self.process.stdin.flush()
         except BrokenPipeError:
             return self._crashed()
-        line = self._read_line(timeout_s)
-        if line is None:
-            if self.process.poll() is None:
-                self.close()
-                return {"status": "timeout", "message": f"no answer in {timeout_s:g} s"}
+        try:
+            line = self._read_line(timeout_s)
+        except EOFError:  # the child closed its end: it died (it may not have been reaped yet)
             return self._crashed()
+        if line is None:
+            self.close()
+            return {"status": "timeout", "message": f"no answer in {timeout_s:g} s"}
         return json.loads(line)
 
     def _crashed(self) -> dict:
-        status = self.process.wait()
+        try:
+            status = self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # closed its output but goes on: ended, as a hang is
+            self.close()
+            return {"status": "crash", "message": f"the worker closed its output and did not exit: {self._log_tail()}"}
         self.process = None
         how = f"killed by signal {-status}" if status < 0 else f"exit {status}"
         return {"status": "crash", "message": f"the worker died ({how}): {self._log_tail()}"}
 
     def _read_line(self, timeout_s: float) -> bytes | None:
+        """The child's next line; None when none came within ``timeout_s``; EOFError when its
+        output closed."""
         deadline = time.monotonic() + timeout_s
         fd = self.process.stdout.fileno()
         while b"\n" not in self._buffer:
@@ -81,7 +97,7 @@ class Worker:
                 return None
             chunk = os.read(fd, 65536)
             if not chunk:
-                return None
+                raise EOFError
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line
@@ -147,10 +163,14 @@ def _serve(request: dict) -> dict:
         return {"status": status, "message": built.failure.message}
     arguments = [*workloads.make_inputs(workload, request["dtype"]),
                  Output(tuple(workload.output_shape), request["dtype"])]
-    ran = execution.run(built, arguments, twin=False)
+    # a qfloat target's IEEE twin runs too: the verdict tells qfloat's own rounding (ARITHMETIC)
+    # from the schedule's by it, as triage does
+    ran = execution.run(built, arguments, twin=bool(target.ieee_twin))
     if ran.failure is not None:
-        return {"status": "run_failed", "message": ran.failure.message}
+        return {"status": "run_failed", "message": ran.failure.words()}
     np.save(where / "output.npy", ran.output, allow_pickle=False)
+    if ran.twin is not None:
+        np.save(where / "twin.npy", ran.twin, allow_pickle=False)
     return {"status": "ok", "compile_s": built.compile_s}
 
 
@@ -162,6 +182,7 @@ def main() -> int:
     sys.stdout = sys.stderr
     from suite import compat
     from suite.errors import UserError, first_line
+    from suite.targets import llvm
 
     compat.tvm()  # imported before the parent's clock starts
 
@@ -169,8 +190,10 @@ def main() -> int:
     answers.flush()
     for line in sys.stdin:
         request = json.loads(line)
+        cpu = request.get("cpu")  # a cluster's worker builds llvm code for its client's CPU
         try:
-            answer = _serve(request)
+            with llvm.building_for(cpu["mcpu"], cpu["model"]) if cpu else contextlib.nullcontext():
+                answer = _serve(request)
         except UserError as err:  # the suite's own refusal (a damaged record): the campaign's to say
             answer = {"status": "error", "message": str(err)}
         except Exception as err:
