@@ -36,7 +36,8 @@ record = safe_import("suite.core.record")
 measurement = safe_import("suite.core.measurement")
 errors = safe_import("suite.errors")
 runstore = safe_import("suite.core.runstore")
-SUITE = None not in (children, tracked, combo, record, measurement, errors, runstore)
+model_grid = safe_import("suite.core.model_grid")
+SUITE = None not in (children, tracked, combo, record, measurement, errors, runstore, model_grid)
 
 if SUITE:
     # asv imports this module in its benchmark server (launch_method forkserver), whose parent is
@@ -45,10 +46,15 @@ if SUITE:
     GRID = combo.Grid.from_env()
     PARAMS = GRID.params()
     PARAM_NAMES = combo.PARAM_NAMES
+    try:
+        MODEL_GRID = model_grid.ModelGrid.from_env()
+    except errors.UserError as err:  # a bad TVM_SUITE_MODEL* value: said by each model benchmark's skip
+        MODEL_GRID, MODEL_GRID_ERROR = None, str(err)
 else:
-    GRID = None
+    GRID = MODEL_GRID = None
     PARAMS = [["seed.conv2d_nhwc_7x7s2"], ["float32"], ["llvm"], ["default"]]
     PARAM_NAMES = ["workload", "dtype", "target", "order"]
+MODEL_PARAMS = MODEL_GRID.params() if MODEL_GRID is not None else [["miniresnet"], ["float32"], ["llvm"], ["default"]]
 
 
 def _track(metric):
@@ -125,3 +131,53 @@ class ComboBenchmark:
     def read(self) -> dict:
         """This combination's values, each under its metric's name (suite.tracked)."""
         return self.record.values()
+
+
+class ModelBenchmark:
+    """A whole model's setting (model x dtype x target x order: suite.core.model_grid, whose
+    environment contract gives the grid); every setting of a model is measured at once, by the
+    first benchmark process that asks (or `run`'s measure phase), and kept in the cache. Subclasses
+    say which settings have their values: ``tuned_only``, ``twin_only`` (targets with an IEEE twin),
+    ``emulated_only``."""
+
+    params = MODEL_PARAMS
+    param_names = ["model", "dtype", "target", "order"]
+    timeout = 3600
+    version = "1"
+    tuned_only = twin_only = emulated_only = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if MODEL_GRID is not None:
+            names = [t for t in MODEL_GRID.targets
+                     if not (cls.twin_only and not combo.targets.get(t).ieee_twin)
+                     and not (cls.emulated_only and combo.targets.get(t).mode.value != "emulated")]
+            orders = [o for o in MODEL_GRID.orders if not (cls.tuned_only and o != "tuned")]
+            if MODEL_GRID.empty or not (names and orders):
+                return  # no settings give this class's values: no benchmarks in this run
+            cls.params = [MODEL_GRID.models, MODEL_GRID.dtypes, names, orders]
+        if tracked is not None:
+            module = cls.__module__.rsplit(".", 1)[-1]
+            for metric in tracked.of_class(module, cls.__name__):
+                if metric.in_asv:
+                    setattr(cls, metric.method, _track(metric))
+
+    def setup(self, model, dtype, target, order):
+        if not SUITE:
+            raise not_imported()
+        if MODEL_GRID is None:
+            raise NotImplementedError(MODEL_GRID_ERROR)
+        children.die_with_parent()
+        ids = (model, dtype, target, order)
+        found = model_grid.result_of(model_grid.measure(MODEL_GRID, model), dtype, target, order)
+        if found is None or found["status"] == "skipped":
+            why = found["reason"] if found else "not in the model grid"
+            runstore.note_failure(ids, f"skipped: {why}")  # asv keeps only a NaN
+            raise NotImplementedError(why)
+        if found["status"] != "measured":
+            runstore.note_failure(ids, found["reason"])
+            raise record.CombinationFailed(f"{' '.join(ids)} not measured: {found['reason']}")
+        module, name = type(self).__module__.rsplit(".", 1)[-1], type(self).__name__
+        mine = [m.name for m in tracked.of_class(module, name)]
+        self.values = {k: v for k, v in model_grid.values(found).items() if k in mine}
+        runstore.note_values(f"{module}.{name}", ids, self.values)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from suite import cache, compat, git
-from suite.core import ahead, entries, measurement, peers, runstore, timing, tuning
+from suite.core import ahead, entries, measurement, model_grid, peers, runstore, timing, tuning
 from suite.core.combo import Combo, Grid
 from suite.core.record import Kind, Record, Status
 from suite.errors import Interrupted, Skipped, UserError, raise_if_signalled
@@ -87,6 +88,7 @@ class MeasurePhase:
     timing_s: float
     measure_s: float  #: building, running and references; with a helper process, the wait for it
     helper_s: float | None  #: the helper process's busy seconds; None: no helper
+    model_s: float = 0.0  #: the whole-model settings (suite.core.model_grid), from the cache where kept
 
 
 def warm_cache(grid: Grid, place: runstore.Place, log=print, cluster: str | None = None) -> MeasurePhase:
@@ -137,8 +139,28 @@ def warm_cache(grid: Grid, place: runstore.Place, log=print, cluster: str | None
                         pass
             log(f"  {record.status.value:7s} {combo.label} ({time.perf_counter() - t0:.1f} s)")
             shown.step(combo.label)
+    model_s = measure_models(grid, log)
     return MeasurePhase(records, latency, ratios, time.perf_counter() - started, timing_s, measure_s,
-                        helper.busy_s if helper else None)
+                        helper.busy_s if helper else None, model_s)
+
+
+def measure_models(grid: Grid, log=print) -> float:
+    """The whole-model benchmarks' settings (suite.core.model_grid: the models and inputs the
+    environment names, this grid's dtypes, targets and orders), measured into the cache here, once
+    per model, so that asv's benchmark processes only read them; their seconds."""
+    started = time.perf_counter()
+    models = model_grid.ModelGrid.from_env({**os.environ, **grid.to_env()})
+    if models.empty:
+        return 0.0
+    announce("model")
+    for model in models.models:
+        t0 = time.perf_counter()
+        found = model_grid.measure(models, model)
+        for r in found["results"]:
+            words = r["status"] + (f": {r['reason']}" if r["status"] != "measured" else "")
+            log(f"  model {model} {r['dtype']} {r['target']} {r['order']} {models.inputs} inputs: {words}")
+        log(f"  model {model}: {time.perf_counter() - t0:.1f} s")
+    return time.perf_counter() - started
 
 
 def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_commit=None,
@@ -148,6 +170,7 @@ def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_com
     installed TVM, keep the results, publish asv's HTML, then give the gate's verdict on the commit
     (its exit status) and write the report of it. ``out_dir`` is this run's alone while it works."""
     thresholds = limits.load(thresholds_path)  # a bad thresholds file is refused before any work
+    model_grid.ModelGrid.from_env({**os.environ, **grid.to_env()})  # and bad TVM_SUITE_MODEL* values
     compat.tvm()
     if cluster is not None:  # a one-line error before anything is written, cached or not
         from suite.core import cluster as dask_cluster
@@ -362,7 +385,7 @@ def _summary_text(warm: MeasurePhase, commit, out_dir, filed: AsvRun) -> str:
 
 
 def _measure_phase_text(warm: MeasurePhase) -> str:
-    text = f"measure phase: {warm.seconds:.1f} s; timing {warm.timing_s:.1f} s"
+    text = f"measure phase: {warm.seconds:.1f} s (whole models {warm.model_s:.1f} s); timing {warm.timing_s:.1f} s"
     if warm.helper_s is None:
         return text + f", building, running and references {warm.measure_s:.1f} s"
     return text + (f"; building, running and references {warm.helper_s:.1f} s in a helper process beside "

@@ -142,6 +142,29 @@ METRICS: tuple[Metric, ...] = (
     _m("hvx_efficiency", "bench_codegen.HexagonCounts.track_hvx_efficiency", "fraction",
        "The fewest packets HVX's two multiply resources allow for the conv2d or dense (packet_floor) over "
        "the packets executed: 1 is the machine's limit.", worse=LOWER),
+    # A whole model's logits against float64 (suite.core.model_grid; `tvm-suite model`): bench_model.
+    # Its series are model x dtype x target x order.
+    _m("model_rmse_ratio", "bench_model.ModelAccuracy.track_rmse_ratio", "ratio",
+       "RMSE of the logits against float64 / that of llvm default in the same dtype (PyTorch's eager run)."),
+    _m("model_rmse_ratio_fp32", "bench_model.ModelAccuracy.track_rmse_ratio_fp32", "ratio",
+       "RMSE of the logits against float64 / that of llvm float32 default: what the dtype costs."),
+    _m("model_max_abs_error", "bench_model.ModelAccuracy.track_max_abs_error", "value",
+       "Largest |logit - float64 logit| over the inputs and classes."),
+    _m("model_top1_agreement", "bench_model.ModelAccuracy.track_top1_agreement", "fraction",
+       "Inputs whose float64 top class is the target's top class.", worse=LOWER),
+    _m("model_top5_agreement", "bench_model.ModelAccuracy.track_top5_agreement", "fraction",
+       "Inputs whose float64 top class is among the target's top 5.", worse=LOWER),
+    _m("model_tuned_rmse_ratio", "bench_model.ModelTuned.track_rmse_ratio_default", "ratio",
+       "tuned only: RMSE of the logits against float64 / that of default on the same target and dtype."),
+    _m("model_twin_rmse_ratio", "bench_model.ModelTwin.track_rmse_ratio", "ratio",
+       "model_rmse_ratio of the IEEE twin's chain (the same kernels, IEEE rounding): near the qfloat run's, "
+       "its error is the schedule's; far below it, qfloat's arithmetic."),
+    _m("model_twin_top1_agreement", "bench_model.ModelTwin.track_top1_agreement", "fraction",
+       "model_top1_agreement of the IEEE twin's chain.", worse=LOWER),
+    _m("model_twin_tuned_rmse_ratio", "bench_model.ModelTwin.track_rmse_ratio_default", "ratio",
+       "tuned only: model_tuned_rmse_ratio of the IEEE twin's chains."),
+    _m("model_packets_per_input", "bench_model.ModelCost.track_packets_per_input", "packets",
+       "VLIW packets every call of the model executed, per input (emulated targets; exact)."),
     # The PyTorch peer: bench_peer
     _m("peer_ratio", "bench_peer.PyTorchPeer.track_latency_ratio_to_pytorch", "ratio",
        "TVM latency / PyTorch latency for the same layer (a CUDA-graph replay on the GPU, eager on the "

@@ -125,6 +125,19 @@ def run_in_process(*args, env=None, cwd=None):
 
 
 @pytest.fixture
+def unkept(monkeypatch):
+    """Nothing of `tvm-suite model`'s runs read from or kept in the cache (suite.core.model_store):
+    a test that plants a wrong kernel must neither find the real one's logits there nor leave its
+    own for other tests."""
+    from suite.core import model_store
+
+    monkeypatch.setattr(model_store.InputStore, "load_run", lambda self, index: None)
+    monkeypatch.setattr(model_store.InputStore, "load_attribution", lambda self, index, calls: None)
+    monkeypatch.setattr(model_store.InputStore, "store_run", lambda self, index, **kept: None)
+    monkeypatch.setattr(model_store.InputStore, "store_attribution", lambda self, *args: None)
+
+
+@pytest.fixture
 def cli():
     """`tvm-suite` in this process (see run_in_process)."""
     return run_in_process

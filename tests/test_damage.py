@@ -275,7 +275,13 @@ CACHE_FILES = {
     "divergence/*/*": "divergence",
     "catalog/*/*": "catalog",
     "tune-logs/*": None,
+    # `tvm-suite model`'s (and run's whole-model benchmarks'): read again by the model's next run
+    "model-calls/*/*": "model", "model-weights/*/*": "model", "model-input/*/*": "model",
+    "model-attribution/*/*": "model", "model-float64/*/*": "model",
 }
+#: The whole model whose kept entries are damaged: miniresnet on llvm, 2 inputs, with its attribution.
+MODEL_ARGS = ("model", "--model", "miniresnet", "--dtypes", "float16", "--orders", "default", "--inputs", "2",
+              "--attribute", "--json")
 #: Cheap combinations (a matmul: a second to build and run, 0.3 s emulated) with a tuned order to compare
 #: with default; the qfloat one has an IEEE twin and emulated runs.
 MATMUL = "resnet50.matmul_add.2048-1000"
@@ -338,6 +344,8 @@ def _cache_cases():
 def test_damaged_cache_files_are_computed_again(own_cache, capsys, pattern, combo):
     if combo == "qf" and (reason := targets.get("hexagon-v68-qf").unavailable()):
         pytest.skip(reason)
+    if CACHE_FILES[pattern] == "model":
+        return _damaged_model_entries(own_cache, capsys, pattern)
     ids = COMBOS[combo]
     against = () if pattern.startswith("catalog") else ("--against", "default")
     clean = measured(capsys, ids, *against)
@@ -363,6 +371,28 @@ def test_damaged_cache_files_are_computed_again(own_cache, capsys, pattern, comb
                 assert measured_in_a_process(ids, *against) == clean, (name, how)
             else:
                 assert measured(capsys, ids, *against) == clean, (name, how)
+
+
+def _model_numbers(capsys) -> list:
+    status, out, err = run(capsys, *MODEL_ARGS)
+    assert status == 0 and "Traceback" not in err, err
+    return [{k: v for k, v in r.items() if k != "seconds_per_input"} for r in json.loads(out)["results"]]
+
+
+def _damaged_model_entries(cache: Path, capsys, pattern: str) -> None:
+    """Every file of a model entry kind, each damage: the model's next run gives the same numbers
+    (a damaged entry is never read: computed again, said in one line)."""
+    clean = _model_numbers(capsys)
+    files = sorted(p for p in cache.glob(pattern) if p.is_file() and "miniresnet" in p.parent.name)
+    assert files, f"no {pattern} for miniresnet"
+    for name in sorted({victim.name for victim in files}):
+        victims = [victim for victim in files if victim.name == name]
+        originals = [victim.read_bytes() for victim in victims]
+        for how in DAMAGES + tuple(json_damages(victims[0])):
+            for victim, original in zip(victims, originals):
+                _restore(victim, original)
+                (damage_json if how.startswith("wrong") else damage)(victim, how)
+            assert _model_numbers(capsys) == clean, (name, how)
 
 
 def _restore(path: Path, data: bytes) -> None:

@@ -1,6 +1,6 @@
 """Faults users meet with `tvm-suite model`: bad names and numbers, targets that cannot run a
 model, calls without a tuning record, calls the target cannot build or run, a kernel that gives
-non-finite values.
+non-finite values, a run interrupted, a damaged cache entry.
 
 Each kind of fault is a row of FAULTS with the cases it covers; ``test_every_fault_kind_has_cases``
 keeps the table and the tests together. The contract: bad input is one line on stderr naming what
@@ -12,13 +12,17 @@ one JSON document either way. On ``miniresnet``, whose kernels build in seconds.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import time
 
 import numpy as np
 import pytest
 
-from conftest import check_fault_table, one_line
-from suite import targets
-from suite.core import execution, measurement, model_accuracy, model_calls
+from conftest import SUITE_BIN, check_fault_table, one_line
+from suite import cache, targets
+from suite.core import execution, measurement, model_accuracy, model_calls, model_store
 from suite.core.record import Record, Status
 
 MODEL = "miniresnet"
@@ -38,6 +42,9 @@ FAULTS = {
     "a call the target cannot build": ["test_a_call_that_does_not_build_leaves_the_setting_not_measured"],
     "a call the target cannot run": ["test_a_call_that_does_not_run_leaves_the_setting_not_measured"],
     "a kernel that gives non-finite values": ["test_non_finite_logits_are_counted_and_agree_on_nothing"],
+    "a run interrupted (Ctrl-C)": ["test_an_interrupted_run_keeps_its_inputs_and_a_rerun_finishes_the_same_numbers"],
+    "a damaged cache entry": ["test_a_damaged_cache_entry_is_computed_again_with_one_line"],
+    "a model grid environment out of range": ["test_a_bad_model_grid_environment_is_one_line_before_any_work"],
 }
 
 
@@ -51,6 +58,11 @@ def model(cli, *args):
 
 def result(found, dtype="float32", target="llvm", order="default") -> dict:
     return next(r for r in found["results"] if (r["dtype"], r["target"], r["order"]) == (dtype, target, order))
+
+
+def numbers(found) -> list:
+    """What a run measured, less the seconds it took and what it found in the cache."""
+    return [{k: v for k, v in r.items() if k not in ("seconds_per_input",)} for r in found["results"]]
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -145,7 +157,7 @@ def test_a_call_without_a_record_runs_default_in_tuned_and_is_listed(cli):
     assert "9 calls default" in done.stderr
 
 
-def test_a_call_that_does_not_build_leaves_the_setting_not_measured(cli, monkeypatch):
+def test_a_call_that_does_not_build_leaves_the_setting_not_measured(cli, monkeypatch, unkept):
     broken = "miniresnet.conv2d_add.8x8x16-k3s1-16"
     real = measurement.measure
 
@@ -165,7 +177,7 @@ def test_a_call_that_does_not_build_leaves_the_setting_not_measured(cli, monkeyp
     assert "not measured: " + fp16["reason"] in done.stderr
 
 
-def test_a_call_that_does_not_run_leaves_the_setting_not_measured(cli, monkeypatch):
+def test_a_call_that_does_not_run_leaves_the_setting_not_measured(cli, monkeypatch, unkept):
     """The sixth call's kernel fails on the second input: the setting is not measured (the first
     input's logits stand for nothing), the reason names the call."""
     llvm = targets.get("llvm")
@@ -189,11 +201,11 @@ def test_a_call_that_does_not_run_leaves_the_setting_not_measured(cli, monkeypat
     assert len(runs) == 2  # no call of that setting ran after it
 
 
-def test_non_finite_logits_are_counted_and_agree_on_nothing(cli, monkeypatch):
+def test_non_finite_logits_are_counted_and_agree_on_nothing(cli, monkeypatch, unkept):
     real = model_accuracy.run_call
 
-    def nan_in_one_class(built, call, inputs, dtype):
-        output = real(built, call, inputs, dtype)
+    def nan_in_one_class(built, call, inputs, dtype, **tally):
+        output = real(built, call, inputs, dtype, **tally)
         if call.index == 8:
             output = output.copy()
             output[0, 3] = np.nan
@@ -205,3 +217,110 @@ def test_non_finite_logits_are_counted_and_agree_on_nothing(cli, monkeypatch):
     m = result(json.loads(done.stdout))["metrics"]
     assert m["nonfinite"] == 2 and m["top1_agreement"] == 0 and m["top5_agreement"] == 0
     assert np.isnan(m["max_abs_error"])
+
+
+# ----------------------------------------------------------------------------- what is kept
+
+
+def _entries(root, kind: str, label: str) -> list:
+    return sorted((root / kind).glob(f"{label}-*"), key=lambda p: p.stat().st_mtime)
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_keeps_its_inputs_and_a_rerun_finishes_the_same_numbers(cli, tmp_path, monkeypatch):
+    """Ctrl-C in a `tvm-suite model` process (a cache of its own: its kernels are built first) once
+    it has kept an input's run and attribution: exit 130, one line saying what was kept; the rerun
+    runs only the rest (it was "interrupted" with nothing kept, the whole run lost), and its numbers
+    are those of a run never interrupted; a third run runs nothing on the target at all."""
+    args = ["model", "--model", MODEL, "--dtypes", "float32", "--orders", "default", "--inputs", "40",
+            "--attribute", "--json"]
+    own = tmp_path / "cache"
+    env = {**os.environ, "TVM_SUITE_CACHE": str(own)}
+    process = subprocess.Popen([str(SUITE_BIN), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 600
+    while not _entries(own, "model-attribution", f"{MODEL}.float32.llvm.default.0"):
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGINT)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 130, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("tvm-suite: interrupted (SIGINT): ") and "kept in the cache" in last, err
+    assert "Traceback" not in err and json.loads(out)["exit_status"] == 130
+    kept = len(list((own / "model-input").glob(f"{MODEL}.float32.llvm.default.*")))
+    assert 0 < kept < 40, kept
+
+    again = subprocess.run([str(SUITE_BIN), *args], capture_output=True, text=True, env=env)
+    assert again.returncode == 0, again.stderr
+    resumed = json.loads(again.stdout)
+    assert resumed["cache"]["resumed"] == ["float32 llvm default"] and resumed["cache"]["reused"] == []
+    assert "1 resumed" in again.stderr
+    fresh = cli(*args)  # the session's cache: computed apart from the interrupted one
+    assert fresh.returncode == 0, fresh.stderr
+    assert numbers(resumed) == numbers(json.loads(fresh.stdout))
+
+    def no_target(*a, **k):
+        raise AssertionError("the target ran again")
+
+    monkeypatch.setattr(execution, "run", no_target)
+    third = cli(*args, env={"TVM_SUITE_CACHE": own})
+    assert third.returncode == 0, third.stderr
+    assert json.loads(third.stdout)["cache"]["reused"] == ["float32 llvm default"]
+    assert "1 setting(s) reused whole" in third.stderr and numbers(json.loads(third.stdout)) == numbers(resumed)
+
+
+def _damage_logits(entry):
+    other = np.full((1, 10), 0.5, dtype=np.float32)  # a valid array, the wrong numbers
+    np.save(entry / "logits.npy", other, allow_pickle=False)
+
+
+def _damage_manifest(entry):
+    (entry / cache.MANIFEST).write_text((entry / cache.MANIFEST).read_text()[:40])
+
+
+def _damage_weights(entry):
+    (entry / "weights.npz").write_bytes((entry / "weights.npz").read_bytes()[:100])
+
+
+def _entry(which: str):
+    """The entry this code keeps: an input of miniresnet float32 llvm default, or its weights."""
+    plan = model_calls.model_calls(MODEL)
+    if which == "weights":
+        return model_store.weights_entry(plan)
+    setting = model_accuracy.Setting("float32", targets.get("llvm"), "default")
+    store = model_store.InputStore(plan, setting.ids, model_accuracy.setting_key(plan, setting), 10)
+    return store.where("model-input", int(which))
+
+
+@pytest.mark.parametrize("which, damage", [("1", _damage_logits), ("0", _damage_manifest),
+                                           ("weights", _damage_weights)], ids=["logits", "manifest", "weights"])
+def test_a_damaged_cache_entry_is_computed_again_with_one_line(cli, which, damage):
+    """A kept input whose logits are other numbers, a manifest cut short, the weights cut short:
+    never read as they are (a silently wrong number) nor a traceback: one line naming the entry,
+    computed again, the same numbers as before."""
+    args = ("--dtypes", "float32", "--orders", "default", "--inputs", "2", "--json")
+    first = model(cli, *args)
+    assert first.returncode == 0, first.stderr
+    entry = _entry(which)
+    damage(entry)
+    again = model(cli, *args)
+    assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr
+    notes = [line for line in again.stderr.splitlines() if "damaged" in line]
+    assert len(notes) == 1 and str(entry) in notes[0] and "computed again" in notes[0], again.stderr
+    assert numbers(json.loads(again.stdout)) == numbers(json.loads(first.stdout))
+    assert not [line for line in model(cli, *args).stderr.splitlines() if "damaged" in line]  # stored anew
+
+
+@pytest.mark.parametrize("variable, value, words", [
+    ("TVM_SUITE_MODEL_INPUTS", "0", "TVM_SUITE_MODEL_INPUTS=0 is out of range (1 to 1000)"),
+    ("TVM_SUITE_MODEL_INPUTS", "many", "TVM_SUITE_MODEL_INPUTS='many' is not a number"),
+    ("TVM_SUITE_MODEL_BUDGET_S", "-5", "TVM_SUITE_MODEL_BUDGET_S=-5 is out of range"),
+    ("TVM_SUITE_MODEL_BUDGET_S", "nan", "TVM_SUITE_MODEL_BUDGET_S=nan is out of range"),
+    ("TVM_SUITE_MODELS", "vgg16", "unknown model 'vgg16'"),
+])
+def test_a_bad_model_grid_environment_is_one_line_before_any_work(cli, tmp_path, variable, value, words):
+    out = tmp_path / "asv"
+    one_line(cli("run", "--quick", "--workloads", "resnet50.mean.7x7x2048", "--out", out, env={variable: value}),
+             words)
+    assert not out.exists()

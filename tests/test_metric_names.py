@@ -38,7 +38,7 @@ def test_a_records_values_name_every_metric_of_the_classes_that_read_it(benchmar
     readers = []
     for metric in tracked.METRICS:
         cls = getattr(benchmarks(metric.module), metric.cls)
-        if cls.read is benchmarks("common").ComboBenchmark.read:
+        if getattr(cls, "read", None) is benchmarks("common").ComboBenchmark.read:
             readers.append(metric.cls)
             assert metric.name in values, metric
     assert set(readers) == {"Accuracy", "TwinAccuracy", "HexagonCodegen", "HexagonEmulated", "HexagonCounts"}
@@ -62,3 +62,17 @@ def test_latency_and_the_peer_ratios_are_read_under_their_metrics_names(benchmar
         benchmark.combo = None
         assert benchmark.read() == expected
         assert {m.name for m in tracked.of_class(module, cls.__name__)} == set(expected)
+
+
+def test_a_model_settings_values_name_every_metric_of_the_model_classes():
+    """A qfloat setting in tuned (twin and packets included): suite.core.model_grid's values hold
+    every metric bench_model's classes declare, under its name."""
+    from suite.core import model_grid
+
+    metrics_ = {"rmse_ratio": 1.2, "rmse_ratio_fp32": 7000.0, "max_abs_error": 0.01, "top1_agreement": 0.875,
+                "top5_agreement": 1.0, "rmse_ratio_default": 1.1}
+    result = {"status": "measured", "metrics": metrics_, "per_input": {"packets": 1e6},
+              "ieee_twin": {"rmse_ratio": 1.0, "top1_agreement": 1.0, "rmse_ratio_default": 1.0}}
+    values = model_grid.values(result)
+    assert set(values) == {m.name for m in tracked.METRICS if m.module == "bench_model"}
+    assert values["model_tuned_rmse_ratio"] == 1.1 and values["model_packets_per_input"] == 1e6

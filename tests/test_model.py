@@ -4,13 +4,15 @@ a 32x32 image, 9 calls), whose kernels build in seconds."""
 
 from __future__ import annotations
 
+import importlib
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from suite import targets
-from suite.core import model_accuracy, model_calls, model_weights
+from suite import targets, tracked
+from suite.core import model_accuracy, model_calls, model_grid, model_store, model_weights
 from suite.core.model_accuracy import Setting
 
 MODEL = "miniresnet"
@@ -121,13 +123,13 @@ def test_the_attribution_of_a_real_run_adds_up(fp32_attributed):
     assert last["only_rmse"] == pytest.approx(last["local_rmse"])
 
 
-def test_a_planted_wrong_kernel_is_ranked_first(plan, monkeypatch):
+def test_a_planted_wrong_kernel_is_ranked_first(plan, monkeypatch, unkept):
     """A kernel off by 1e-3 on every element of call 4 (a mid-model convolution): the attribution
     puts it first, with almost all of the error, and its local error stands out."""
     real = model_accuracy.run_call
 
-    def planted(built, call, inputs, dtype):
-        output = real(built, call, inputs, dtype)
+    def planted(built, call, inputs, dtype, **tally):
+        output = real(built, call, inputs, dtype, **tally)
         return output + np.asarray(1e-3, dtype) if call.index == 4 else output
 
     monkeypatch.setattr(model_accuracy, "run_call", planted)
@@ -190,3 +192,88 @@ def test_the_model_runs_on_the_executed_qfloat_model(plan):
     assert r["status"] == "measured", r
     m = r["metrics"]
     assert m["nonfinite"] == 0 and 0 < m["max_abs_error"] < 0.1 and m["vs_llvm"]["max_abs"] < 0.1
+    # what the 9 calls executed under the emulator, exact, and the IEEE twin's chain beside it
+    assert r["per_input"]["packets"] > 0 and r["per_input"]["emulated_s"] > 0
+    twin = r["ieee_twin"]
+    assert twin["nonfinite"] == 0 and 0 < twin["max_abs_error"] < 0.1 and twin["vs_target"]["max_abs"] < 0.1
+
+
+# ----------------------------------------------------------------------------- kept, and the benchmarks
+
+
+def test_the_weights_are_kept_and_read_back_bit_for_bit(plan):
+    kept = model_store.weights(plan)  # calibrated, or read: the same either way
+    again = model_store.weights(plan)
+    fresh = model_weights.weights(plan)
+    assert len(kept) == len(fresh) == 14
+    assert all(np.array_equal(a, b) and np.array_equal(a, c) for a, b, c in zip(kept, again, fresh))
+
+
+def test_a_longer_run_reuses_the_inputs_of_a_shorter_one(plan):
+    """Image i is the same whatever N: 3 inputs after 2 run only the third, and give the numbers
+    of 3 inputs run at once."""
+    evaluate(plan, count=2)
+    found, _ = evaluate(plan, count=3)
+    assert found["cache"]["resumed"] == ["float32 llvm default"] or found["cache"]["reused"] == ["float32 llvm default"]
+    whole, _ = evaluate(plan, count=3)
+    assert whole["cache"]["reused"] == ["float32 llvm default"]
+    assert whole["results"] == found["results"]
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
+    return importlib.import_module("benchmarks.bench_model"), importlib.import_module("benchmarks.common")
+
+
+def test_the_benchmark_reads_a_setting_and_skips_one_over_the_budget(bench, monkeypatch):
+    """benchmarks/bench_model.py: a measured setting's values under their metrics' names; an emulated
+    setting estimated over the budget (1 ms) skipped with its estimate (or the target's reason where it
+    cannot run here), never measured."""
+    bench_model, common = bench
+    grid = model_grid.ModelGrid([MODEL], ["float16"], ["llvm", "hexagon-v68-qf"], ["default"], 2, 1e-3)
+    monkeypatch.setattr(common, "MODEL_GRID", grid)
+    benchmark = object.__new__(bench_model.ModelAccuracy)
+    benchmark.setup(MODEL, "float16", "llvm", "default")
+    assert set(benchmark.values) == {m.name for m in tracked.of_class("bench_model", "ModelAccuracy")}
+    assert benchmark.values["model_rmse_ratio"] == 1.0 and benchmark.values["model_rmse_ratio_fp32"] > 100
+    assert benchmark.track_rmse_ratio(MODEL, "float16", "llvm", "default") == 1.0
+    with pytest.raises(NotImplementedError) as skipped:
+        benchmark.setup(MODEL, "float16", "hexagon-v68-qf", "default")
+    reason = targets.get("hexagon-v68-qf").unavailable()
+    assert str(skipped.value) == reason if reason else str(skipped.value).startswith(
+        "not feasible within the budget: about ")
+    assert "TVM_SUITE_MODEL_BUDGET_S" in str(skipped.value) or reason
+
+
+@pytest.mark.parametrize("environ, grid", [
+    ({}, (["miniresnet"], ["float32", "float16"], ["llvm"], ["default", "tuned"], 8)),
+    ({"TVM_SUITE_MODELS": "resnet18,miniresnet", "TVM_SUITE_MODEL_INPUTS": "2", "TVM_SUITE_DTYPES": "float16",
+      "TVM_SUITE_TARGETS": "llvm,hexagon-v68", "TVM_SUITE_ORDERS": "default,seed-swap"},
+     (["resnet18", "miniresnet"], ["float16"], ["llvm"], ["default"], 2)),
+    ({"TVM_SUITE_MODELS": "none"}, ([], ["float32", "float16"], ["llvm"], ["default", "tuned"], 8)),
+])
+def test_the_model_grid_comes_from_the_environment(environ, grid):
+    """Compile-only targets and orders a model does not run in are left out, not failed."""
+    found = model_grid.ModelGrid.from_env(environ)
+    assert (found.models, found.dtypes, found.targets, found.orders, found.inputs) == grid
+    assert found.empty == (not grid[0])
+
+
+@pytest.mark.slow
+def test_the_twin_left_out_is_run_by_the_next_run_that_wants_it(cli):
+    """--no-twin keeps the qfloat run without the IEEE twin's chain; the next run without it runs the
+    twin rather than taking the kept input for a complete one."""
+    if reason := targets.get("hexagon-v68-qf").unavailable():
+        pytest.skip(reason)
+    args = ("model", "--model", MODEL, "--dtypes", "float16", "--targets", "hexagon-v68-qf", "--orders", "default",
+            "--inputs", "2", "--json")
+    alone = cli(*args, "--no-twin")
+    assert alone.returncode == 0, alone.stderr
+    without = result(json.loads(alone.stdout), "float16", "hexagon-v68-qf")
+    assert "ieee_twin" not in without and "ieee_twin" not in without["seconds_per_input"]
+    both = cli(*args)
+    assert both.returncode == 0, both.stderr
+    found = json.loads(both.stdout)
+    with_twin = result(found, "float16", "hexagon-v68-qf")
+    assert with_twin["ieee_twin"]["rmse"] > 0 and with_twin["metrics"] == without["metrics"]

@@ -41,6 +41,9 @@ def add_arguments(p) -> None:
     p.add_argument("--attribute", action="store_true",
                    help="also each call's share of the logits' error (one more target run per call and input, "
                         "and a float64 evaluation per call and input)")
+    p.add_argument("--no-twin", action="store_true",
+                   help="on a target with an IEEE twin (hexagon-v68-qf), leave its chain out (it doubles the "
+                        "emulation of every call with a rewritten instruction)")
     common_args.json_output(p, "the results")
     p.add_argument("--out", type=path, metavar="DIR", help="also write model.json and every setting's logits (.npy)")
 
@@ -60,7 +63,8 @@ def run(args) -> int:
     baseline = _runnable(targets.get(model_accuracy.BASELINE_TARGET))
     plan = model_calls.model_calls(args.model)
     settings = model_accuracy.settings_to_run(dtypes, chosen, orders, baseline)
-    found, logits = model_accuracy.evaluate(plan, settings, args.inputs, attribute=args.attribute)
+    found, logits = model_accuracy.evaluate(plan, settings, args.inputs, attribute=args.attribute,
+                                            twin=not args.no_twin)
     status = ExitCode.OK if all(r["status"] == "measured" for r in found["results"] if r["requested"]) \
         else ExitCode.NOT_READY
     if args.out:
@@ -119,20 +123,33 @@ def _print(found: dict) -> None:
     for r in found["results"]:
         ids = [r["dtype"], r["target"], r["order"] + ("" if r["requested"] else " (baseline)")]
         if r["status"] != "measured":
-            rows.append(ids + ["not measured: " + r["reason"]] + [""] * 8)
+            rows.append(ids + ["not measured: " + r["reason"]] + [""] * 10)
             continue
         m = r["metrics"]
         untuned = len(r.get("default_calls") or ())
+        packets = (r.get("per_input") or {}).get("packets")
         rows.append(ids + [_number(m["max_abs_error"]), _number(m["mean_abs_error"]), _number(m["rmse_ratio"]),
-                           _number(m["rmse_ratio_fp32"]), _number((m["vs_llvm"] or {}).get("max_abs")),
+                           _number(m["rmse_ratio_fp32"]), _number(m.get("rmse_ratio_default")),
+                           _number((m["vs_llvm"] or {}).get("max_abs")),
                            f"{m['top1_agreement']:.2f}", f"{m['top5_agreement']:.2f}",
-                           f"{r['seconds_per_input']['target']:.2f}",
+                           f"{r['seconds_per_input']['target']:.2f}", "-" if packets is None else f"{packets:,.0f}",
                            f"{untuned} calls default" if untuned else ""])
+        if "ieee_twin" in r:
+            t = r["ieee_twin"]
+            rows.append([r["dtype"], r["target"], f"{r['order']} (IEEE twin)", _number(t["max_abs_error"]),
+                         _number(t["mean_abs_error"]), _number(t["rmse_ratio"]), "", _number(t["rmse_ratio_default"]),
+                         "", f"{t['top1_agreement']:.2f}", f"{t['top5_agreement']:.2f}",
+                         f"{r['seconds_per_input']['ieee_twin']:.2f}", "", ""])
     print(tabulate(rows, ["dtype", "target", "order", "max|err|", "mean|err|", "RMSE/eager", "RMSE/fp32",
-                          "vs llvm max", "top-1", "top-5", "s/input", "no record"],
+                          "RMSE/default", "vs llvm max", "top-1", "top-5", "s/input", "pkts/input", "no record"],
                    tablefmt="plain", disable_numparse=True))
     print("errors of the logits against float64; eager: llvm default in the same dtype (PyTorch's rule passes "
-          "at 2x fp32, 3x fp16); top-k: inputs whose float64 top class is the target's top-1 / among its top-5")
+          "at 2x fp32, 3x fp16); default: the same target and dtype in order default; top-k: inputs whose float64 "
+          "top class is the target's top-1 / among its top-5; IEEE twin: the same kernels with IEEE rounding")
+    kept = found.get("cache") or {}
+    if kept:
+        print(f"cache: {len(kept['reused'])} setting(s) reused whole, {len(kept['resumed'])} resumed, "
+              f"{len(kept['run'])} run" + (f" (reused: {', '.join(kept['reused'])})" if kept["reused"] else ""))
     for r in found["results"]:
         if "attribution" in r:
             _print_attribution(r)

@@ -35,11 +35,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from suite import progress
-from suite.core import execution, measurement, reference, tuning
+from suite import cache, progress
+from suite.core import execution, measurement, model_store, reference, tuning
 from suite.core.combo import Combo
 from suite.core.model_calls import CALL, IMAGE, PARAM, Call, ModelCalls
-from suite.core.model_weights import images, weights
+from suite.core.model_weights import images
+from suite.errors import Interrupted
 from suite.targets.base import Output, Target
 
 #: The loop orders a whole model runs in.
@@ -87,14 +88,31 @@ class Kernels:
     failure: str | None = None
 
 
-def kernels(plan: ModelCalls, setting: Setting) -> Kernels:
-    """One build per fused PrimFunc of the model, from the measurement cache (measured there first
-    when absent)."""
-    found = Kernels()
+def kernel_orders(plan: ModelCalls, setting: Setting) -> list[tuple]:
+    """(workload, the order its PrimFunc runs in) for each fused PrimFunc of the model: in ``tuned``,
+    ``default`` where no tuning record of it exists."""
+    found = []
     for workload in plan.unique_workloads():
         order = setting.order
         if order == "tuned" and tuning.records_target(setting.target.records_from, setting.dtype, workload.id) is None:
             order = "default"
+        found.append((workload, order))
+    return found
+
+
+def setting_key(plan: ModelCalls, setting: Setting) -> dict:
+    """What determines the setting's kernels: each one's measurement key (the TVM build, the
+    suite's measuring code, the target, the schedule), without building anything."""
+    return {w.id: cache.digest(Combo(w, setting.dtype, setting.target, order).key)
+            for w, order in kernel_orders(plan, setting)}
+
+
+def kernels(plan: ModelCalls, setting: Setting) -> Kernels:
+    """One build per fused PrimFunc of the model, from the measurement cache (measured there first
+    when absent)."""
+    found = Kernels()
+    for workload, order in kernel_orders(plan, setting):
+        if order != setting.order:
             found.untuned.append(workload.id)
         combo = Combo(workload, setting.dtype, setting.target, order)
         record = measurement.measure(combo, verify=(setting.target.KERNEL_FILE,))
@@ -107,12 +125,25 @@ def kernels(plan: ModelCalls, setting: Setting) -> Kernels:
     return found
 
 
-def run_call(built: execution.Built, call: Call, inputs: list[np.ndarray], dtype: str) -> np.ndarray:
-    """Call ``call``'s kernel on ``inputs`` (in ``dtype``) once; CallFailed where it does not run."""
-    ran = execution.run(built, [*inputs, Output(tuple(call.workload.output_shape), dtype)], twin=False)
+def run_call(built: execution.Built, call: Call, inputs: list[np.ndarray], dtype: str,
+             tally: dict | None = None) -> np.ndarray:
+    """Call ``call``'s kernel on ``inputs`` (in ``dtype``) once; CallFailed where it does not run.
+    ``tally``: what an emulated call executed (packets, instructions, emulated seconds) added to it."""
+    ran = execution.run(built, [*inputs, Output(tuple(call.workload.output_shape), dtype)], timed=True, twin=False)
     if ran.failure is not None:
         raise CallFailed(f"call {call.index} ({call.workload.id}): {ran.failure.words()}")
+    if tally is not None:  # an emulated run's time is the one run's, kept with its output: no second run
+        for name, value in {**(ran.counts or {}), **({"emulated_s": ran.emulated_s} if ran.emulated_s else {})}.items():
+            tally[name] = tally.get(name, 0) + value
     return ran.output
+
+
+def run_twin_call(built: execution.Built, call: Call, inputs: list[np.ndarray], dtype: str) -> np.ndarray:
+    """The IEEE twin's output of ``call`` on ``inputs`` (a target with a twin); CallFailed where it does not run."""
+    ran = execution.run_twin(built, [*inputs, Output(tuple(call.workload.output_shape), dtype)])
+    if ran.failure is not None:
+        raise CallFailed(f"call {call.index} ({call.workload.id}), IEEE twin: {ran.failure.words()}")
+    return ran.twin
 
 
 def _arguments(call: Call, image, params, outputs) -> list:
@@ -137,13 +168,18 @@ def forward(plan: ModelCalls, image: np.ndarray, params: list[np.ndarray], start
     return outputs
 
 
-def target_forward(plan: ModelCalls, kernels_: Kernels, image, params, dtype: str) -> np.ndarray:
-    """The model's logits on the target: every call's kernel on the target's outputs before it."""
+def target_forward(plan: ModelCalls, kernels_: Kernels, image, params, dtype: str, twin: bool = False,
+                   tally: dict | None = None) -> np.ndarray:
+    """The model's logits on the target: every call's kernel on the target's outputs before it
+    (``twin``: the IEEE twin's kernels on the twin's outputs: the same schedule, IEEE rounding)."""
     outputs: dict[int, np.ndarray] = {}
     last_use = plan.last_use()
     for call in plan.calls:
-        outputs[call.index] = run_call(kernels_.built[call.workload.id], call,
-                                       _arguments(call, image, params, outputs), dtype)
+        arguments = _arguments(call, image, params, outputs)
+        built = kernels_.built[call.workload.id]
+        outputs[call.index] = (run_twin_call(built, call, arguments, dtype) if twin
+                               else run_call(built, call, arguments, dtype, **({"tally": tally} if tally is not None
+                                                                               else {})))
         for done in [i for i in outputs if last_use[i] <= call.index]:
             del outputs[done]
     return outputs[plan.calls[-1].index]
@@ -151,38 +187,52 @@ def target_forward(plan: ModelCalls, kernels_: Kernels, image, params, dtype: st
 
 class _PlacementSums:
     """Sums over the inputs of the squared logits errors of each placement, and of each call's
-    squared local error."""
+    squared local error (added input by input, in input order: the same sums whether an input's
+    share was computed now or kept)."""
 
     def __init__(self, calls: int):
         self.only, self.all_but = np.zeros(calls), np.zeros(calls)
         self.local, self.local_elements = np.zeros(calls), np.zeros(calls)
         self.injected, self.elements = 0.0, 0
 
+    def add(self, one: dict) -> None:
+        self.only += one["only"]
+        self.all_but += one["all_but"]
+        self.local += one["local"]
+        self.local_elements += one["local_elements"]
+        self.injected += float(one["injected"])
+        self.elements += int(one["elements"])
+
 
 def attribute_one(plan: ModelCalls, kernels_: Kernels, image, params64, params, dtype: str,
-                  exact: list[np.ndarray], sums: _PlacementSums) -> None:
-    """Add one input's placements to ``sums``: each call run once on the target, on the float64
-    chain's inputs (``exact``: every call's float64 output), then the float64 side per placement."""
+                  exact: list[np.ndarray]) -> dict:
+    """One input's placements (model_store.ATTRIBUTION_ARRAYS): each call run once on the target,
+    on the float64 chain's inputs (``exact``: every call's float64 output), then the float64 side
+    per placement."""
+    calls = len(plan.calls)
+    one = {"only": np.zeros(calls), "all_but": np.zeros(calls), "local": np.zeros(calls),
+           "local_elements": np.zeros(calls)}
     local = {}
     for call in plan.calls:
         inputs = [np.asarray(x).astype(dtype) for x in _arguments(call, image, params, exact)]
         on_exact = run_call(kernels_.built[call.workload.id], call, inputs, dtype).astype(np.float64)
         local[call.index] = on_exact - exact[call.index]
-        sums.local[call.index] += float(np.sum(local[call.index] ** 2))
-        sums.local_elements[call.index] += local[call.index].size
+        one["local"][call.index] = float(np.sum(local[call.index] ** 2))
+        one["local_elements"][call.index] = local[call.index].size
     image64, logits = image.astype(np.float64), exact[-1]
 
     def squared(outputs):
         return float(np.sum((outputs[-1] - logits) ** 2))
 
     injected = forward(plan, image64, params64, local_errors=local)
-    sums.injected += squared(injected)
+    one["injected"] = np.float64(squared(injected))
     for call in plan.calls:
         i = call.index
-        sums.only[i] += squared(forward(plan, image64, params64, i, exact, replaced={i: exact[i] + local[i]}))
+        one["only"][i] = squared(forward(plan, image64, params64, i, exact, replaced={i: exact[i] + local[i]}))
         others = {j: d for j, d in local.items() if j != i}
-        sums.all_but[i] += squared(forward(plan, image64, params64, i, injected, local_errors=others))
-    sums.elements += logits.size
+        one["all_but"][i] = squared(forward(plan, image64, params64, i, injected, local_errors=others))
+    one["elements"] = np.int64(logits.size)
+    return one
 
 
 @dataclass
@@ -191,12 +241,31 @@ class Outcome:
 
     setting: Setting
     requested: bool
-    kernels: Kernels | None = None
+    untuned: list[str] = field(default_factory=list)  #: workloads run ``default`` in ``tuned``
+    store: model_store.InputStore | None = None
+    kernels: Kernels | None = None  #: built when an input is not in the cache
     logits: list[np.ndarray] = field(default_factory=list)
+    twins: list[np.ndarray] = field(default_factory=list)  #: the IEEE twin's logits, on a target with one
     failure: str | None = None
     target_s: float = 0.0
+    twin_s: float = 0.0
+    counts: dict | None = None  #: what the target executed (emulated targets: packets...), summed
     attribution_s: float = 0.0
     attribution: _PlacementSums | None = None
+    kept: int = 0  #: inputs whose run came from the cache
+    attribution_kept: int = 0
+    twin: bool = True  #: the IEEE twin's chain runs too, on a target with one
+
+    @property
+    def has_twin(self) -> bool:
+        return self.twin and bool(self.setting.target.ieee_twin)
+
+    def built(self, plan: ModelCalls) -> Kernels:
+        if self.kernels is None:
+            self.kernels = kernels(plan, self.setting)
+            if self.kernels.failure is not None:
+                raise CallFailed(self.kernels.failure)
+        return self.kernels
 
 
 def settings_to_run(dtypes, targets_, orders, baseline_target: Target) -> list[tuple[Setting, bool]]:
@@ -214,58 +283,143 @@ def settings_to_run(dtypes, targets_, orders, baseline_target: Target) -> list[t
 
 
 def evaluate(plan: ModelCalls, settings: list[tuple[Setting, bool]], count: int, attribute: bool = False,
-             stream=None) -> tuple[dict, dict[str, np.ndarray]]:
+             stream=None, twin: bool = True, say_kept: bool = True) -> tuple[dict, dict[str, np.ndarray]]:
     """Run every setting over ``count`` synthetic inputs: the JSON-able result (docs/model.md), and
     the logits (inputs x classes) of each setting measured (``dtype.target.order``) and of float64
-    (``dtype.float64``)."""
-    outcomes = [Outcome(s, requested) for s, requested in settings]
-    with progress.Progress("model: kernels", len(outcomes), stream=stream) as step:
-        for outcome in outcomes:
-            outcome.kernels = kernels(plan, outcome.setting)
-            outcome.failure = outcome.kernels.failure
-            step.step(" ".join(outcome.setting.ids))
+    (``dtype.float64``); ``twin``: on targets with an IEEE twin, its chain too. Each input of each setting is kept in the cache as soon as it is done
+    (:mod:`suite.core.model_store`) and read from it after: an interrupted run loses nothing it
+    finished, and a rerun runs only the rest (``say_kept``: Ctrl-C is :class:`suite.errors.Interrupted`
+    saying so; else the KeyboardInterrupt, for a caller that says what it kept itself)."""
+    classes = int(plan.calls[-1].workload.output_shape[-1])
+    outcomes = []
+    for setting, requested in settings:
+        orders = kernel_orders(plan, setting)
+        outcomes.append(Outcome(setting, requested, [w.id for w, o in orders if o != setting.order],
+                                model_store.InputStore(plan, setting.ids, setting_key(plan, setting), classes),
+                                twin=twin))
     dtypes = list(dict.fromkeys(o.setting.dtype for o in outcomes))
-    exact_params = weights(plan)
+    exact_params = model_store.weights(plan)
     params = {d: [p.astype(d) for p in exact_params] for d in dtypes}  # what the target takes
     del exact_params
     # float64 takes the dtype's values too: the error is the arithmetic's, not the weights' rounding.
     rounded = {d: [p.astype(np.float64) for p in params[d]] for d in dtypes}
+    float64 = {d: model_store.Float64Store(plan, d, classes) for d in dtypes}
     exact_logits: dict[str, list[np.ndarray]] = {d: [] for d in dtypes}
     float64_s = dict.fromkeys(dtypes, 0.0)
-    with progress.Progress("model: inputs", count, stream=stream) as step:
-        for image in images(plan, count):
-            for dtype in dtypes:
-                image_d = image.astype(dtype)
-                started = time.perf_counter()
-                exact = forward(plan, image_d.astype(np.float64), rounded[dtype])
-                float64_s[dtype] += time.perf_counter() - started
-                exact_logits[dtype].append(exact[-1])
-                for outcome in (o for o in outcomes if o.setting.dtype == dtype and o.failure is None):
-                    _run_setting(plan, outcome, image_d, rounded[dtype], params[dtype], exact, attribute)
-            step.step()
+    done = 0
+    try:
+        with progress.Progress("model: inputs", count, stream=stream) as step:
+            for index, image in enumerate(images(plan, count)):
+                for dtype in dtypes:
+                    active = [o for o in outcomes if o.setting.dtype == dtype and o.failure is None]
+                    runs = {id(o): o.store.load_run(index) for o in active}
+                    for o in active:  # kept without the twin's chain, which is wanted now: run again
+                        if o.has_twin and runs[id(o)] is not None and runs[id(o)]["twin"] is None:
+                            runs[id(o)] = None
+                    shares = {id(o): o.store.load_attribution(index, len(plan.calls))
+                              for o in active if attribute and o.requested}
+                    chain_needed = any(v is None for v in (*runs.values(), *shares.values()))
+                    image_d = image.astype(dtype)
+                    kept = float64[dtype].load(index)
+                    exact = None
+                    if kept is None or chain_needed:
+                        started = time.perf_counter()
+                        exact = forward(plan, image_d.astype(np.float64), rounded[dtype])
+                        seconds = time.perf_counter() - started
+                        if kept is None:
+                            float64[dtype].store(index, exact[-1], seconds)
+                            kept = exact[-1], seconds
+                    exact_logits[dtype].append(kept[0])
+                    float64_s[dtype] += kept[1]
+                    for outcome in active:
+                        done += _run_setting(plan, outcome, index, image_d, rounded[dtype], params[dtype], exact,
+                                             runs[id(outcome)], shares.get(id(outcome)), attribute)
+                step.step()
+    except KeyboardInterrupt as err:
+        if not say_kept:
+            raise
+        raise Interrupted.by(err, f"{done} input run(s) of this command were kept in the cache ({cache.root()}) "
+                                  "as each finished; the same command again runs only the rest") from None
     found = {"model": plan.model, "inputs": count, "data": DATA_NOTE,
              "calls": [c.summary() for c in plan.calls],
              "float64_s_per_input": {d: s / count for d, s in float64_s.items()},
-             "results": [_result(plan, o, outcomes, exact_logits, count) for o in outcomes]}
+             "results": [_result(plan, o, outcomes, exact_logits, count) for o in outcomes],
+             "cache": _reuse(outcomes, count, attribute)}
     logits = {f"{d}.float64": np.concatenate(exact_logits[d]) for d in dtypes}
     logits.update({".".join(o.setting.ids): np.concatenate(o.logits) for o in outcomes if o.failure is None})
+    logits.update({".".join(o.setting.ids) + ".ieee-twin": np.concatenate(o.twins)
+                   for o in outcomes if o.failure is None and o.has_twin})
     return found, logits
 
 
-def _run_setting(plan, outcome: Outcome, image_d, params64, params, exact, attribute: bool) -> None:
-    dtype = outcome.setting.dtype
+def _reuse(outcomes, count: int, attribute: bool) -> dict:
+    """How much of each setting came from the cache: ``reused`` (every input, and its attribution
+    where asked for), ``resumed`` (some), ``run`` (none)."""
+    found = {"reused": [], "resumed": [], "run": []}
+    for o in outcomes:
+        if o.failure is not None:
+            continue
+        wanted = count * (2 if attribute and o.requested else 1)
+        kept = o.kept + (o.attribution_kept if attribute and o.requested else 0)
+        found["reused" if kept == wanted else "resumed" if kept else "run"].append(" ".join(o.setting.ids))
+    return found
+
+
+def _add_counts(total: dict | None, counts: dict | None) -> dict | None:
+    if counts is None:
+        return total
+    total = dict(total or {})
+    for name, value in counts.items():
+        total[name] = total.get(name, 0) + value
+    return total
+
+
+def _run_setting(plan, outcome: Outcome, index: int, image_d, params64, params, exact, kept, share,
+                 attribute: bool) -> int:
+    """One input of one setting: its run (from the cache where kept, else on the target, then
+    kept), and its attribution where asked for; the number of runs this kept."""
+    dtype, stored = outcome.setting.dtype, 0
     try:
-        started = time.perf_counter()
-        outcome.logits.append(target_forward(plan, outcome.kernels, image_d, params, dtype))
-        outcome.target_s += time.perf_counter() - started
-        if attribute and outcome.requested:
+        if kept is None:
+            tally: dict = {}
+            built = outcome.built(plan)  # not timed: a build is the measurement cache's
             started = time.perf_counter()
+            logits = target_forward(plan, built, image_d, params, dtype, tally=tally)
+            target_s = time.perf_counter() - started
+            twin, twin_s = None, 0.0
+            if outcome.has_twin:
+                started = time.perf_counter()
+                twin = target_forward(plan, outcome.kernels, image_d, params, dtype, twin=True)
+                twin_s = time.perf_counter() - started
+            kept = {"logits": logits, "twin": twin, "target_s": target_s, "twin_s": twin_s,
+                    "counts": tally or None}
+            outcome.store.store_run(index, **kept)
+            stored += 1
+        else:
+            outcome.kept += 1
+        outcome.logits.append(kept["logits"])
+        if outcome.has_twin:
+            outcome.twins.append(kept["twin"])
+        outcome.target_s += kept["target_s"]
+        outcome.twin_s += kept["twin_s"]
+        outcome.counts = _add_counts(outcome.counts, kept["counts"])
+        if attribute and outcome.requested:
+            if share is None:
+                built = outcome.built(plan)
+                started = time.perf_counter()
+                one = attribute_one(plan, built, image_d, params64, params, dtype, exact)
+                share = {"sums": one, "seconds": time.perf_counter() - started}
+                outcome.store.store_attribution(index, one, share["seconds"])
+                stored += 1
+            else:
+                outcome.attribution_kept += 1
             if outcome.attribution is None:
                 outcome.attribution = _PlacementSums(len(plan.calls))
-            attribute_one(plan, outcome.kernels, image_d, params64, params, dtype, exact, outcome.attribution)
-            outcome.attribution_s += time.perf_counter() - started
+            outcome.attribution.add(share["sums"])
+            outcome.attribution_s += share["seconds"]
     except CallFailed as err:
         outcome.failure = str(err)
+    return stored
 
 
 def _find(outcomes, dtype, target, order) -> Outcome | None:
@@ -275,8 +429,8 @@ def _find(outcomes, dtype, target, order) -> Outcome | None:
 def _result(plan: ModelCalls, outcome: Outcome, outcomes, exact_logits, count: int) -> dict:
     dtype, target, order = outcome.setting.ids
     result = {"dtype": dtype, "target": target, "order": order, "requested": outcome.requested}
-    if order == "tuned" and outcome.kernels is not None:
-        untuned = set(outcome.kernels.untuned)
+    if order == "tuned":
+        untuned = set(outcome.untuned)
         result["default_calls"] = [{"index": c.index, "workload": c.workload.id}
                                    for c in plan.calls if c.workload.id in untuned]
     if outcome.failure is not None:
@@ -298,13 +452,34 @@ def _result(plan: ModelCalls, outcome: Outcome, outcomes, exact_logits, count: i
         "torch_multiplier": multiplier,
         "within_torch_rule": bool(metrics["rmse"] <= multiplier * eager_rmse) if eager_rmse is not None else None,
         "vs_default": _difference(logits, default) if default else None,
+        "rmse_ratio_default": _ratio(metrics["rmse"], _rmse(default, exact)) if default else None,
     })
     seconds = {"target": outcome.target_s / count}
     result.update({"status": "measured", "metrics": metrics, "seconds_per_input": seconds})
+    if outcome.counts:  # an emulated target: what it executed per input (exact), and its emulated seconds
+        result["per_input"] = {name: value / count for name, value in sorted(outcome.counts.items())}
+    if outcome.has_twin:
+        seconds["ieee_twin"] = outcome.twin_s / count
+        result["ieee_twin"] = _twin_metrics(outcome, logits, exact, eager_rmse, default)
     if outcome.attribution is not None:
         seconds["attribution"] = outcome.attribution_s / count
         result["attribution"] = _attribution(plan, outcome.attribution, metrics["rmse"] ** 2)
     return result
+
+
+def _twin_metrics(outcome: Outcome, logits, exact, eager_rmse, default: Outcome | None) -> dict:
+    """The same metrics of the IEEE twin's logits (the same schedule with IEEE rounding): what is
+    left of the error without qfloat's arithmetic, and how far qfloat moved the logits from it."""
+    twin = np.concatenate(outcome.twins).astype(np.float64)
+    metrics = _against(twin, exact)
+    default_twin = np.concatenate(default.twins).astype(np.float64) if default and default.has_twin else None
+    metrics.update({
+        "rmse_ratio": _ratio(metrics["rmse"], eager_rmse),
+        "vs_target": _difference(twin, outcome),
+        "rmse_ratio_default": _ratio(metrics["rmse"], float(np.sqrt(np.mean((default_twin - exact) ** 2))))
+        if default_twin is not None else None,
+    })
+    return metrics
 
 
 def _against(logits: np.ndarray, exact: np.ndarray) -> dict:

@@ -221,6 +221,41 @@ def _max_check(history, commit, name, limit, series_filter, multi, value_of, unc
                  f"{worst[0]:.4g} ({where(worst[1], multi)}){note}", tuple(over + unchecked))
 
 
+def model_check(history: res.History, commit: str, limit, multi: bool) -> Check:
+    """``[model.<dtype>]``: a whole model's metric per setting at ``commit`` against its limit (a
+    ceiling, or a floor for agreement). A setting of the model benchmarks not measured there
+    (skipped, failed) is listed as not measured with its reason, never counted as passed."""
+    metric, floor = limit.metric, limit.at_least
+    name = f"model {metric.removeprefix('model_')} {limit.dtype}"
+    bound = f">= {limit.limit:g}" if floor else f"<= {limit.limit:g}"
+    # the settings of the model benchmarks at this commit: any model metric recorded (a number, NaN or null)
+    settings = {s for m in tracked.METRICS if m.module == "bench_model" for s, per_commit
+                in history.values.get(m.name, {}).items() if commit in per_commit and s.dtype == limit.dtype}
+    if metric == "model_tuned_rmse_ratio":
+        settings = {s for s in settings if s.order == "tuned"}
+    worst, over, unmeasured, seen = None, [], [], 0
+    for series in sorted(settings, key=lambda s: (s.ids, s.machine)):
+        value = history.value(metric, series, commit)
+        if not res.finite(value):
+            unmeasured.append(f"not measured: {where(series, multi)}: {failure_reason(history, commit, series)}")
+            continue
+        seen += 1
+        if worst is None or (value < worst[0] if floor else value > worst[0]):
+            worst = (value, series)
+        if (value < limit.limit) if floor else (value > limit.limit):
+            over.append(f"{where(series, multi)}: {value:.4g}")
+    note = f"; {len(unmeasured)} not measured" if unmeasured else ""
+    if not seen:
+        if unmeasured:
+            return Check(name, bound, Status.NOT_CHECKED, f"none measured{note}", tuple(unmeasured))
+        anywhere = any(res.finite(v) for s, per_commit in history.values.get(metric, {}).items()
+                       if s.dtype == limit.dtype for v in per_commit.values())
+        return (Check(name, bound, Status.MISSING, "no values at this commit") if anywhere
+                else Check(name, bound, Status.NOT_CHECKED, "no whole-model results in this dtype at any commit"))
+    return Check(name, bound, Status.FAIL if over else Status.PASS,
+                 f"{worst[0]:.4g} ({where(worst[1], multi)}){note}", tuple(over + unmeasured))
+
+
 def baseline_of(history: res.History, candidate: res.Commit, name: str) -> tuple[res.Commit | None, str]:
     """The baseline commit: ``previous`` (the last earlier commit with any result) or a named one,
     and a note (why there is none; a baseline newer than the candidate)."""
@@ -486,6 +521,8 @@ def evaluate(history: res.History, candidate: res.Commit, baseline: res.Commit |
     for limit in thresholds.accuracy:
         checks.append(_max_check(history, candidate.hash, f"{limit.metric} {limit.dtype}", limit.limit,
                                  lambda s, d=limit.dtype: s.dtype == d, multi, values_of(limit.metric)))
+    for limit in thresholds.model:
+        checks.append(model_check(history, candidate.hash, limit, multi))
     bound = thresholds.bound
 
     def without_k(series, at):  # the fraction at another lambda is rescaled by K, which asv does not keep

@@ -123,11 +123,38 @@ def _previous_with_value(history, metric, s, index):
     return None, None
 
 
+#: The whole-model metrics (bench_model), in the model table's order.
+MODEL_METRICS = tuple(m.name for m in tracked.METRICS if m.module == "bench_model")
+
+
+def model_series(history: res.History) -> set:
+    """The series of the whole-model benchmarks (model x dtype x target x order)."""
+    return {s for name in MODEL_METRICS for s in history.values.get(name, {})}
+
+
+def model_rows(history: res.History) -> list[dict]:
+    """The whole-model settings at the newest commit: their metrics, or "not measured" with the
+    reason kept (a skip: over the emulation budget, a target not here; a failure)."""
+    newest = history.commits[-1].hash
+    rows = []
+    for s in sorted(model_series(history), key=lambda s: (s.ids, s.machine)):
+        values = {m: history.value(m, s, newest) for m in MODEL_METRICS}
+        if all(newest not in history.values.get(m, {}).get(s, {}) for m in MODEL_METRICS):
+            continue  # not in this commit's grid
+        measured = any(res.finite(v) for v in values.values())
+        rows.append({**s.as_dict(), "model": s.workload, "values": values, "measured": measured,
+                     "reason": None if measured else gate.failure_reason(history, newest, s)})
+    return rows
+
+
 def summary_rows(history: res.History) -> tuple[list[dict], int]:
     newest = history.commits[-1]
     index = len(history.commits) - 1
     rows, skipped = [], 0
+    models = model_series(history)  # in the model table
     for s in history.series():
+        if s in models:
+            continue
         values = {m: history.value(m, s, newest.hash) for m in SUMMARY_METRICS}
         failed = sorted(tracked.get(m).method for m, per_series in history.values.items()
                         if newest.hash in per_series.get(s, {}) and per_series[s][newest.hash] is None)
@@ -276,6 +303,7 @@ def compute(history: res.History, result: gate.GateResult) -> dict:
         "summary": rows,
         "summary_columns": [m for m in SUMMARY_METRICS if any(res.finite(r["values"].get(m)) for r in rows)],
         "summary_skipped": skipped,
+        "models": model_rows(history),
         "divergence": _divergence_section(history, thresholds, result, marks),
         "regressions": find_regressions(history, thresholds),
         "code_changes": code_changes(history),

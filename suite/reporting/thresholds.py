@@ -60,6 +60,32 @@ class AccuracyLimit:
 
 
 @dataclass(frozen=True)
+class ModelLimit:
+    """``[model.<dtype>] <key>``: a whole model's metric at the candidate, per setting."""
+
+    dtype: str
+    key: str
+    limit: float
+
+    @property
+    def metric(self) -> str:
+        return MODEL_KEYS[self.key][0]
+
+    @property
+    def at_least(self) -> bool:
+        """The limit is a floor (agreement), not a ceiling."""
+        return MODEL_KEYS[self.key][1]
+
+
+#: [model.<dtype>] key -> (the metric of suite.tracked it limits, whether the limit is a floor).
+MODEL_KEYS = {"max_rmse_ratio": ("model_rmse_ratio", False),
+              "max_tuned_rmse_ratio": ("model_tuned_rmse_ratio", False),
+              "max_abs_error": ("model_max_abs_error", False),
+              "min_top1_agreement": ("model_top1_agreement", True),
+              "min_top5_agreement": ("model_top5_agreement", True)}
+
+
+@dataclass(frozen=True)
 class Bound:
     max_fraction: float
     max_nonfinite: float
@@ -105,6 +131,7 @@ class Thresholds:
     latency: Latency
     change: tuple[Change, ...]
     accuracy: tuple[AccuracyLimit, ...]
+    model: tuple[ModelLimit, ...]
     bound: Bound
     divergence: Divergence
     regressions: Regressions
@@ -117,6 +144,8 @@ class Thresholds:
             "change": {c.metric: {"max_ratio": c.max_ratio, "keep_nonzero": c.keep_nonzero} for c in self.change},
             "accuracy": {d: {a.metric: a.limit for a in self.accuracy if a.dtype == d}
                          for d in dict.fromkeys(a.dtype for a in self.accuracy)},
+            "model": {d: {m.key: m.limit for m in self.model if m.dtype == d}
+                      for d in dict.fromkeys(m.dtype for m in self.model)},
             "bound": {"max_fraction": self.bound.max_fraction, "max_nonfinite": self.bound.max_nonfinite,
                       "lambda": self.bound.lam},
             "divergence": {**{k: v for k, v in vars(self.divergence).items() if k != "accept"},
@@ -134,11 +163,15 @@ _AT_LEAST_0 = (lambda v: v >= 0, "at least 0")
 _AT_LEAST_1 = (lambda v: v >= 1, "at least 1 (a ratio below 1 would fail an unchanged value)")
 _PROBABILITY = (lambda v: 0 < v < 1, "between 0 and 1, both excluded")
 
+_AGREEMENT = (lambda v: 0 < v <= 1, "above 0 and at most 1 (a fraction of the inputs; 0 would switch the check off)")
 _CHANGE = {"max_ratio": _AT_LEAST_1, "keep_nonzero": bool}
+_MODEL = {"max_rmse_ratio": _AT_LEAST_1, "max_tuned_rmse_ratio": _AT_LEAST_1, "max_abs_error": _ABOVE_0,
+          "min_top1_agreement": _AGREEMENT, "min_top5_agreement": _AGREEMENT}
 _SCHEMA = {
     "latency": {"max_ratio": _AT_LEAST_1, "alpha": _PROBABILITY, "baseline": str},
     "change": {m.name: _CHANGE for m in tracked.METRICS},
     "accuracy": {dtype: {metric: _ABOVE_0 for metric in ACCURACY_METRICS} for dtype in ACCURACY_DTYPES},
+    "model": {dtype: _MODEL for dtype in ACCURACY_DTYPES},
     "bound": {"max_fraction": _ABOVE_0, "max_nonfinite": _AT_LEAST_0, "lambda": _ABOVE_0},
     "divergence": {"max_error_ratio": _AT_LEAST_1, "max_bias_shift": _AT_LEAST_0, "min_z": _AT_LEAST_0,
                    "dtypes": list, "workloads": list, "targets": list, "orders": list, "bound_targets": list,
@@ -299,6 +332,8 @@ def load(path=None) -> Thresholds:
         change=_changes(raw.get("change", {}), source),
         accuracy=tuple(AccuracyLimit(dtype, metric, limit) for dtype, limits in sorted(raw.get("accuracy", {}).items())
                        for metric, limit in sorted(limits.items())),
+        model=tuple(ModelLimit(dtype, key, limit) for dtype, limits in sorted(raw.get("model", {}).items())
+                    for key, limit in sorted(limits.items())),
         bound=Bound(raw["bound"]["max_fraction"], raw["bound"]["max_nonfinite"], raw["bound"]["lambda"]),
         divergence=Divergence(**{k: v for k, v in div.items() if k != "accept"},
                               accept=tuple(Acceptance(**a) for a in div.get("accept", []))),

@@ -1,0 +1,103 @@
+"""What a whole model costs on an emulated target, per model and order, and which combinations are
+feasible within a budget (docs/model.md, "Cost"):
+
+    python experiments/model_cost.py --models miniresnet,resnet18,resnet50 --orders default,tuned \\
+        --target hexagon-v68-qf --dtype float16 --inputs 1 --budget-s 1800 [--json out.json]
+
+For each model x order the setting's emulated seconds for ``--inputs`` inputs are first estimated
+(suite.core.model_grid.estimate_s: each call at its PrimFunc's measured emulated seconds where the
+measurement cache has them, else by its FLOPs). A setting within the budget is then run
+(suite.core.model_accuracy.evaluate, with llvm's baselines; kept in the cache, so a second
+invocation reads it): packets and emulated seconds per input (what every call executed, exact),
+wall seconds per input, the logits' errors and agreement, and the IEEE twin's. One over the budget
+is reported with its estimate, not run. ``--measure-calls`` first measures every PrimFunc of the
+setting (build and one emulated run each: the measurement cache's), so that the estimate is of
+measured calls rather than FLOPs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from tabulate import tabulate
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", default="miniresnet")
+    p.add_argument("--orders", default="default,tuned")
+    p.add_argument("--target", default="hexagon-v68-qf")
+    p.add_argument("--dtype", default="float16")
+    p.add_argument("--inputs", type=int, default=1)
+    p.add_argument("--budget-s", type=float, default=1800.0)
+    p.add_argument("--measure-calls", action="store_true")
+    p.add_argument("--json", help="also write the rows here")
+    args = p.parse_args(argv)
+
+    from suite import targets
+    from suite.core import measurement, model_accuracy, model_calls, model_grid
+    from suite.core.combo import Combo
+
+    target, llvm = targets.get(args.target), targets.get(model_accuracy.BASELINE_TARGET)
+    if reason := target.unavailable():
+        print(f"model_cost: {reason}", file=sys.stderr)
+        return 2
+    rows = []
+    for model in args.models.split(","):
+        plan = model_calls.model_calls(model)
+        for order in args.orders.split(","):
+            setting = model_accuracy.Setting(args.dtype, target, order)
+            if args.measure_calls:
+                for workload, used in model_accuracy.kernel_orders(plan, setting):
+                    measurement.measure(Combo(workload, args.dtype, target, used))
+            estimate, how = model_grid.estimate_s(plan, setting, args.inputs)
+            row = {"model": model, "dtype": args.dtype, "target": args.target, "order": order,
+                   "inputs": args.inputs, "calls": len(plan.calls), "estimate_s": estimate, "estimated": how}
+            if estimate > args.budget_s:
+                rows.append({**row, "status": "skipped", "reason": f"estimated {estimate:,.0f} s over the budget "
+                                                                   f"{args.budget_s:,.0f} s"})
+                continue
+            settings = model_accuracy.settings_to_run([args.dtype], [target], [order], llvm)
+            started = time.perf_counter()
+            found, _ = model_accuracy.evaluate(plan, settings, args.inputs)
+            wall = time.perf_counter() - started
+            r = model_grid.result_of(found, args.dtype, args.target, order)
+            if r["status"] != "measured":
+                rows.append({**row, "status": r["status"], "reason": r["reason"]})
+                continue
+            m, twin = r["metrics"], r.get("ieee_twin") or {}
+            rows.append({**row, "status": "measured", "wall_s_this_run": wall,
+                         "s_per_input": r["seconds_per_input"]["target"],
+                         "twin_s_per_input": r["seconds_per_input"].get("ieee_twin"),
+                         "per_input": r.get("per_input"), "max_abs_error": m["max_abs_error"],
+                         "rmse_ratio": m["rmse_ratio"], "rmse_ratio_default": m.get("rmse_ratio_default"),
+                         "top1": m["top1_agreement"], "top5": m["top5_agreement"],
+                         "twin_max_abs_error": twin.get("max_abs_error"), "twin_rmse_ratio": twin.get("rmse_ratio"),
+                         "twin_rmse_ratio_default": twin.get("rmse_ratio_default"),
+                         "default_calls": len(r.get("default_calls") or ())})
+    table = [[r["model"], r["order"], r["inputs"], f"{r['estimate_s']:,.0f}", r["status"],
+              f"{r['s_per_input']:.2f}" if "s_per_input" in r else "-",
+              f"{(r.get('per_input') or {}).get('emulated_s', 0):.2f}" if "s_per_input" in r else "-",
+              f"{(r.get('per_input') or {}).get('packets', 0):,.0f}" if "s_per_input" in r else "-",
+              f"{r['max_abs_error']:.3g}" if "max_abs_error" in r else "-",
+              f"{r['rmse_ratio']:.3g}" if "rmse_ratio" in r else "-",
+              f"{r['top1']:.2f}/{r['top5']:.2f}" if "top1" in r else "-",
+              f"{r['twin_rmse_ratio']:.3g}" if r.get("twin_rmse_ratio") is not None else "-"]
+             for r in rows]
+    print(tabulate(table, ["model", "order", "N", "estimate s", "status", "s/input", "emulated s/input",
+                           "packets/input", "max|err|", "RMSE/eager", "top-1/5", "twin RMSE/eager"],
+                   tablefmt="github", disable_numparse=True))
+    for r in rows:
+        if r["status"] != "measured":
+            print(f"{r['model']} {r['order']}: {r['status']}: {r.get('reason')}; {r['estimated']}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""The gate's and the report's whole-model checks ([model.<dtype>] of the thresholds, bench_model's
+values) on in-memory histories (tests/histories.py): a setting over its limit fails, one not
+measured is listed with its reason and never passes, the report shows them in its model table."""
+
+import math
+
+from histories import A, B, SEED, Builder
+from suite.reporting import gate, report
+from suite.reporting import thresholds as limits
+from suite.reporting.gate import Status, Verdict
+
+DEFAULTS = limits.load()
+FP32 = ("miniresnet", "float32", "llvm", "default")
+FP16 = ("miniresnet", "float16", "llvm", "default")
+FP16_TUNED = ("miniresnet", "float16", "llvm", "tuned")
+QF = ("miniresnet", "float16", "hexagon-v68-qf", "default")
+INFEASIBLE = "skipped: not feasible within the budget: about 9,000 emulated seconds for 8 inputs"
+
+
+def fine(b: Builder, ids, commit, **changed) -> Builder:
+    """A model setting's values as miniresnet on llvm gives them (8 inputs)."""
+    fp16 = ids[1] == "float16"
+    values = {"model_rmse_ratio": 1.0, "model_rmse_ratio_fp32": 7111.0 if fp16 else 1.0,
+              "model_max_abs_error": 0.0081 if fp16 else 1.7e-6, "model_top1_agreement": 0.875 if fp16 else 1.0,
+              "model_top5_agreement": 1.0}
+    if ids[3] == "tuned":
+        values["model_tuned_rmse_ratio"] = 1.0
+    return b.values_at(ids, commit, **{**values, **changed})
+
+
+def history(**at_b) -> Builder:
+    b = Builder()
+    for commit in (A, B):
+        b.accurate(SEED, commit).timing(SEED, commit)
+        for ids in (FP32, FP16, FP16_TUNED):
+            fine(b, ids, commit, **(at_b.get(ids[1] + ids[3], {}) if commit == B else {}))
+    return b
+
+
+def checks(result, prefix="model "):
+    return {c.name: c for c in result.checks if c.name.startswith(prefix)}
+
+
+def test_model_settings_within_their_limits_are_ready():
+    result = gate.evaluate_named(history().history(), B, DEFAULTS)
+    assert result.verdict is Verdict.READY
+    found = checks(result)
+    assert set(found) == {f"model {m} {d}" for d in ("float16", "float32")
+                          for m in ("rmse_ratio", "tuned_rmse_ratio", "top1_agreement", "top5_agreement")}
+    assert found["model top1_agreement float16"].status is Status.PASS
+    assert found["model top1_agreement float16"].limit == ">= 0.75"
+    assert found["model top1_agreement float16"].worst == "0.875 (miniresnet float16 llvm default)"
+    # float32 has no tuned setting here: nothing to check, never a pass
+    assert found["model tuned_rmse_ratio float32"].status is Status.NOT_CHECKED
+
+
+def test_top1_agreement_below_its_floor_and_a_tuned_ratio_over_2_fail():
+    b = history(float16default={"model_top1_agreement": 0.5}, float16tuned={"model_tuned_rmse_ratio": 2.5})
+    result = gate.evaluate_named(b.history(), B, DEFAULTS)
+    assert result.verdict is Verdict.NOT_READY
+    found = checks(result)
+    top1 = found["model top1_agreement float16"]
+    assert top1.status is Status.FAIL and top1.details == ("miniresnet float16 llvm default: 0.5",)
+    assert top1.worst == "0.5 (miniresnet float16 llvm default)"
+    tuned = found["model tuned_rmse_ratio float16"]
+    assert tuned.status is Status.FAIL and tuned.details == ("miniresnet float16 llvm tuned: 2.5",)
+    assert found["model rmse_ratio float16"].status is Status.PASS
+
+
+def test_a_setting_not_measured_is_listed_with_its_reason_never_passed():
+    b = history()
+    b.values_at(QF, B, model_rmse_ratio=math.nan)  # asv's NaN: skipped
+    b.side[B]["failures"][QF] = INFEASIBLE
+    result = gate.evaluate_named(b.history(), B, DEFAULTS)
+    ratio = checks(result)["model rmse_ratio float16"]
+    assert ratio.status is Status.PASS and ratio.worst.endswith("; 1 not measured")
+    assert ratio.details == (f"not measured: miniresnet float16 hexagon-v68-qf default: {INFEASIBLE}",)
+    only = Builder()  # the only setting of a dtype not measured: not checked, with the reason
+    only.accurate(SEED, A).timing(SEED, A).values_at(QF, A, model_rmse_ratio=math.nan)
+    only.side[A]["failures"][QF] = INFEASIBLE
+    alone = checks(gate.evaluate_named(only.history(), A, DEFAULTS))["model rmse_ratio float16"]
+    assert alone.status is Status.NOT_CHECKED and alone.worst == "none measured; 1 not measured"
+
+
+def test_a_setting_that_failed_is_not_ready_with_its_reason():
+    b = history()
+    b.failed(FP16, B, "call 6 (miniresnet.conv2d_add_radd_relu.16x16x8-k1s2-16): run failed: segfault",
+             metrics=("model_rmse_ratio", "model_max_abs_error", "model_rmse_ratio_fp32"))
+    result = gate.evaluate_named(b.history(), B, DEFAULTS)
+    assert result.verdict is Verdict.NOT_READY
+    completed = next(c for c in result.checks if c.name == "combinations completed")
+    assert completed.status is Status.FAIL
+    assert completed.details == ("miniresnet float16 llvm default: call 6 (miniresnet.conv2d_add_radd_relu."
+                                 "16x16x8-k1s2-16): run failed: segfault",)
+
+
+def test_model_values_that_vanish_at_the_candidate_are_data_missing():
+    b = Builder()
+    fine(b, FP32, A)
+    b.accurate(SEED, A).timing(SEED, A).accurate(SEED, B).timing(SEED, B)
+    top1 = checks(gate.evaluate_named(b.history(), B, DEFAULTS))["model top1_agreement float32"]
+    assert top1.status is Status.MISSING and top1.worst == "no values at this commit"
+
+
+def test_the_report_has_a_model_table_and_leaves_models_out_of_the_kernels():
+    b = history(float16default={"model_top1_agreement": 0.5})
+    b.values_at(QF, B, model_rmse_ratio=math.nan)
+    b.side[B]["failures"][QF] = INFEASIBLE
+    h = b.history()
+    result = gate.evaluate_named(h, B, DEFAULTS)
+    facts = report.compute(h, result)
+    rows = {tuple(r[k] for k in ("model", "dtype", "target", "order")): r for r in facts["models"]}
+    assert set(rows) == {FP32, FP16, FP16_TUNED, QF}
+    assert rows[FP16]["values"]["model_top1_agreement"] == 0.5 and rows[FP16]["measured"]
+    assert not rows[QF]["measured"] and rows[QF]["reason"] == INFEASIBLE
+    assert [r["workload"] for r in facts["summary"]] == [SEED[0]] and facts["summary_skipped"] == 0
+    html = report.render_html(facts, h, facts["divergence"]["marks"])
+    assert 'id="models-table"' in html and f"not measured: {INFEASIBLE}" in html
+    assert "<td>0.50</td>" in html
