@@ -84,6 +84,8 @@ def test_empty_lists_and_bad_numbers_are_refused(cli, tmp_path):
         assert_one_line_error(cli(*args), "names nothing")
     assert_one_line_error(cli("tune", "--dtype", "float16", "--trials", "0"), "--trials", "0 is not between 1 and 1,000,000")
     assert_one_line_error(cli("run", "--out", ""), "--out", "an empty path")
+    for command in ("run", "fuzz"):  # an empty address is no cluster named, never "measure here"
+        assert_one_line_error(cli(command, "--cluster", " "), "--cluster", "names no Dask scheduler")
 
 
 def test_paths_that_are_files_are_refused_before_any_work(cli, tmp_path):

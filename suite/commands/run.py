@@ -25,7 +25,7 @@ def add_arguments(p) -> None:
     p.add_argument("--tvm-repo", type=path, help="a TVM clone whose tag v<version> names the installed TVM's commit "
                                                  "(default: a versions repository in --out)")
     p.add_argument("--tvm-commit", help="the TVM commit the installed TVM was built from (needs --tvm-repo)")
-    p.add_argument("--cluster", metavar="ADDRESS",
+    p.add_argument("--cluster", type=common_args.cluster_address, metavar="ADDRESS",
                    help="a Dask scheduler (tcp://HOST:8786) whose workers build, run and check every combination "
                         "not yet cached; latency is timed here (needs the cluster extra)")
     p.add_argument("--thresholds", type=path, help="TOML thresholds of the verdict (default: reports/thresholds.toml)")
