@@ -354,8 +354,22 @@ def test_damaged_cache_files_are_computed_again(own_cache, capsys, pattern, comb
     files = sorted(p for p in entry.rglob("*") if p.is_file() and fnmatch.fnmatch(
         p.relative_to(own_cache).as_posix(), pattern))
     assert files, f"no {pattern} for {' '.join(ids)}"
-    # Files of one name in several entries of a kind (the qfloat and the IEEE twin emulation) are
-    # damaged together: each damage costs a measurement made again.
+    def same_as_clean(name, how):
+        if CACHE_FILES[pattern] == "entry":        # read again only when the measurement is made again
+            shutil.rmtree(_measure_entry(own_cache, ids))
+        if CACHE_FILES[pattern] == "catalog":
+            assert run(capsys, "list", "--model", "resnet18", "--json")[1] == listed, (name, how)
+        elif CACHE_FILES[pattern] == "key":
+            assert measured_in_a_process(ids, *against) == clean, (name, how)
+        else:
+            assert measured(capsys, ids, *against) == clean, (name, how)
+    _each_damage(files, same_as_clean)
+
+
+def _each_damage(files: list[Path], check) -> None:
+    """Every damage to every file, then ``check(name, how)``. Files of one name in several entries
+    of a kind (the qfloat and the IEEE twin emulation) are damaged together: each damage costs a
+    measurement made again."""
     for name in sorted({victim.name for victim in files}):
         victims = [victim for victim in files if victim.name == name]
         originals = [victim.read_bytes() for victim in victims]
@@ -363,14 +377,7 @@ def test_damaged_cache_files_are_computed_again(own_cache, capsys, pattern, comb
             for victim, original in zip(victims, originals):
                 _restore(victim, original)  # each damage to the file as it was (a part nothing rereads stays so)
                 (damage_json if how.startswith("wrong") else damage)(victim, how)
-            if CACHE_FILES[pattern] == "entry":        # read again only when the measurement is made again
-                shutil.rmtree(_measure_entry(own_cache, ids))
-            if CACHE_FILES[pattern] == "catalog":
-                assert run(capsys, "list", "--model", "resnet18", "--json")[1] == listed, (name, how)
-            elif CACHE_FILES[pattern] == "key":
-                assert measured_in_a_process(ids, *against) == clean, (name, how)
-            else:
-                assert measured(capsys, ids, *against) == clean, (name, how)
+            check(name, how)
 
 
 def _model_numbers(capsys) -> list:
@@ -385,14 +392,9 @@ def _damaged_model_entries(cache: Path, capsys, pattern: str) -> None:
     clean = _model_numbers(capsys)
     files = sorted(p for p in cache.glob(pattern) if p.is_file() and "miniresnet" in p.parent.name)
     assert files, f"no {pattern} for miniresnet"
-    for name in sorted({victim.name for victim in files}):
-        victims = [victim for victim in files if victim.name == name]
-        originals = [victim.read_bytes() for victim in victims]
-        for how in DAMAGES + tuple(json_damages(victims[0])):
-            for victim, original in zip(victims, originals):
-                _restore(victim, original)
-                (damage_json if how.startswith("wrong") else damage)(victim, how)
-            assert _model_numbers(capsys) == clean, (name, how)
+    def same_as_clean(name, how):
+        assert _model_numbers(capsys) == clean, (name, how)
+    _each_damage(files, same_as_clean)
 
 
 def _restore(path: Path, data: bytes) -> None:
