@@ -166,7 +166,7 @@ def test_hexagon_schedules_are_sampled_run_on_the_emulator_and_judged(tmp_path, 
     """Slow (Hexagon's design space, then builds and emulated runs): two schedules of a float16
     matmul sampled from MetaSchedule's Hexagon space, built as hexagon-v68-qf builds, run under
     qemu-hexagon with the IEEE twin, and judged. The named orders are bit for bit the unscheduled
-    function's; a schedule judged CHANGED was judged with its twin's values, and is a finding."""
+    function's; the sampled ones compute the same sums, so none may be judged CHANGED."""
     from suite import targets
 
     if reason := targets.get("hexagon-v68-qf").unavailable():
@@ -178,10 +178,11 @@ def test_hexagon_schedules_are_sampled_run_on_the_emulator_and_judged(tmp_path, 
     assert len(lines) == 6 + 2
     assert [lines[o]["outcome"] for o in ("default", "seed-swap", "reduction-outer")] == [verdict.EQUIVALENT] * 3
     traces = [lines["0"], lines["1"]]
-    assert all(r["outcome"] in verdict.KINDS and r["trace"] for r in traces), traces
-    changed = [r for r in traces if r["outcome"] == verdict.CHANGED]
-    assert all("twin_after" in r["first_wrong"] and r["finding"]["key"] for r in changed)
-    assert done.returncode == summary["exit_status"] == (12 if changed else 0), done.stderr
+    # Both sampled schedules vectorize 10 float16 lanes, which LLVM builds by vinsert: they were
+    # judged CHANGED (qfloat and twin alike) while the rewrite mistook vinsert for a plain write.
+    assert all(r["outcome"] in (verdict.REORDERED, verdict.ARITHMETIC, verdict.EQUIVALENT) and r["trace"]
+               for r in traces), traces
+    assert done.returncode == summary["exit_status"] == 0, done.stderr
     assert summary["table"]["miniresnet.matmul_add.16-10 float16 hexagon-v68-qf"]["TIMEOUT"] == 0
 
 

@@ -841,6 +841,25 @@ def test_the_seed_loop_swap_vectorized_is_qfloat_arithmetic_on_hexagon(cli):
     assert figures["twin_after_bound_fraction"] < 1
 
 
+@needs_qf
+@pytest.mark.slow
+def test_ten_float16_lanes_built_by_vinsert_are_a_reordering_on_hexagon(cli, tmp_path, monkeypatch):
+    """The columns of a 16 -> 10 matmul vectorized: LLVM builds each 10-lane row of w by vinsert
+    and valign around the qfloat multiplies. The IEEE twin of that code is bit for bit before's
+    output (10 independent sums in the same order), so nothing but qfloat's rounding may differ.
+    Judged CHANGED (out[0, 0] 9376 for -0.118) while the rewrite took vinsert's destination for
+    dead and the vector model clobbered the other lanes."""
+    monkeypatch.chdir(tmp_path)   # a CHANGED verdict writes its reproducer here
+    status, report = triage(cli, CASES / "matmul_add_16_10.py", "--schedule", CASES / "vectorize_10_lanes.py",
+                            "--target", "hexagon-v68-qf,llvm")
+    qf, llvm = report["targets"]
+    assert qf["verdict"] in ("REORDERED", "ARITHMETIC") and llvm["verdict"] == "EQUIVALENT", qf["summary"]
+    assert status in (10, 11)
+    figures = qf["figures"]
+    assert figures["twin_error_ratio"] == 1 and figures["twin_bias_shift"] == 0
+    assert figures["twin_after_bound_fraction"] == figures["twin_before_bound_fraction"] < 0.05
+
+
 # ----------------------------------------------------------------------------- MetaSchedule's candidates
 
 

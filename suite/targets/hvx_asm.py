@@ -177,6 +177,12 @@ def parse(asm: str) -> list:
 _VREG = re.compile(r"\bv(\d+)(?::(\d+))?(\.(?:new|cur|tmp))?")
 _ASSIGN = re.compile(r"^(?:if\s*\([^)]*\)\s*)?(.+?)\s*([-+|&^]?=)(?!=)\s*(.+)$")
 _CONTROL = re.compile(r"\b(?:jump|jumpr|call|callr|dealloc_return|trap0|trap1|rte|return)\b")
+#: Instructions that write their destination with a plain "=" and keep part of it (operands Vx, Vxx
+#: of the HVX manual): ``Vx.w = vinsert(Rt)`` sets the low word only, ``Vxx.w = vasrinto(Vu,Vv)``
+#: accumulates into the pair. LLVM builds a vector of a few lanes (10 float16, say) by vinsert and
+#: valign: taken for a plain write, the vector being built looked dead before its vinsert, and the
+#: vector model's calls clobbered its other lanes.
+_READS_DESTINATION = re.compile(r"^(?:vinsert|vasrinto)\s*\(")
 
 
 def vector_regs(text: str):
@@ -221,7 +227,7 @@ def vector_use(instruction: str) -> VectorUse:
                 if suffix == ".tmp":
                     continue
             use.writes.add(reg)
-            if op != "=":
+            if op != "=" or _READS_DESTINATION.match(rhs):
                 use.reads_old.add(reg)
     return use
 
