@@ -103,3 +103,24 @@ def test_a_record_from_another_combination_is_not_used():
     measurement.measure(b)
     (b.entry / "record.json").write_text((a.entry / "record.json").read_text())
     assert measurement.measure(b).dtype == "float32"
+
+
+def test_every_module_a_measurement_runs_is_in_its_cache_key():
+    """A change to the code a measurement runs measures again (combo's _MEASURING_CODE digested
+    into every key); only modules that cannot change a number may stay out. The kernel path,
+    core/execution.py, was out: a fix there would have read numbers the old code computed."""
+    import subprocess
+    import sys
+
+    found = subprocess.run([sys.executable, "-c", (
+        "import sys, suite.core.measurement\n"
+        "from pathlib import Path\n"
+        "from suite.core import combo\n"
+        "root = Path(combo.__file__).resolve().parents[1]\n"
+        "covered = {p.resolve() for pattern in combo._MEASURING_CODE for p in root.glob(pattern)}\n"
+        "print(' '.join(sorted(m for m, module in sys.modules.items() if m.startswith('suite') and\n"
+        "      getattr(module, '__file__', None) and Path(module.__file__).resolve() not in covered)))\n")],
+        capture_output=True, text=True, check=True).stdout.split()
+    numberless = {"suite", "suite.core", "suite.errors", "suite.children", "suite.environ", "suite.progress",
+                  "suite.core.combo", "suite.core.runstore"}  # the key itself, paths, processes, side data
+    assert set(found) <= numberless, set(found) - numberless

@@ -34,7 +34,8 @@ ENV = {"workloads": "TVM_SUITE_WORKLOADS", "dtypes": "TVM_SUITE_DTYPES",
 #: of a comment or docstring does not (cache.source_digest).
 _MEASURING_CODE = ("compat.py", "cache.py", "core/workloads.py", "core/models.py", "core/reference.py",
                    "core/metrics.py", "core/bounds.py", "core/schedules.py", "core/tuning.py",
-                   "core/measurement.py", "core/entries.py", "core/record.py", "targets/*.py", "targets/*.c")
+                   "core/execution.py", "core/measurement.py", "core/entries.py", "core/record.py", "targets/*.py",
+                   "targets/*.c")
 
 
 @lru_cache(maxsize=None)
