@@ -121,15 +121,16 @@ def error_shift(y, y_base, r) -> dict[str, float]:
     small outputs from being judged on noise.
     """
     r = np.asarray(r, dtype=np.float64)
-    e = np.asarray(y, dtype=np.float64).ravel() - r.ravel()
-    e_base = np.asarray(y_base, dtype=np.float64).ravel() - r.ravel()
-    scale = float(np.mean(np.abs(e_base)))
-    return {
-        "error_ratio": _ratio(float(np.mean(np.abs(e))), scale),
-        "error_ratio_z": _z(np.abs(e) - np.abs(e_base)),
-        "bias_shift": _ratio(float(np.mean(e) - np.mean(e_base)), scale),
-        "bias_shift_z": abs(_z(e - e_base)),
-    }
+    with np.errstate(invalid="ignore", over="ignore"):  # an inf or nan output: NaN figures, said by the caller
+        e = np.asarray(y, dtype=np.float64).ravel() - r.ravel()
+        e_base = np.asarray(y_base, dtype=np.float64).ravel() - r.ravel()
+        scale = float(np.mean(np.abs(e_base)))
+        return {
+            "error_ratio": _ratio(float(np.mean(np.abs(e))), scale),
+            "error_ratio_z": _z(np.abs(e) - np.abs(e_base)),
+            "bias_shift": _ratio(float(np.mean(e) - np.mean(e_base)), scale),
+            "bias_shift_z": abs(_z(e - e_base)),
+        }
 
 
 def _ratio(value: float, scale: float) -> float:
