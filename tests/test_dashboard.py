@@ -214,10 +214,11 @@ def test_the_dashboard_renders_in_headless_chromium_with_the_network_blocked(pub
     benchmarks = json.loads((published["out"] / "html" / "index.json").read_text())["benchmarks"]
     dom, log = chromium(site, tmp_path / "p1", "--dump-dom")
     assert ASV_ERROR not in dom and "<title>airspeed velocity of an unladen tvm</title>" in dom
-    # every benchmark has its box: the suite's 8 of a default order on llvm, and PyTorch's ratios
-    # where PyTorch is installed
+    # every benchmark has its box: the suite's 8 of a default order on llvm, the whole model's
+    # (miniresnet, the benchmarks of llvm's default order), and PyTorch's ratios where PyTorch is installed
     assert len(re.findall(r'class="btn benchmark-container"', dom)) == len(benchmarks)
-    assert len([name for name in benchmarks if not name.startswith("bench_peer.")]) == 8
+    assert len([name for name in benchmarks if not name.startswith(("bench_peer.", "bench_model."))]) == 8
+    assert len([name for name in benchmarks if name.startswith("bench_model.")]) == 3
     assert re.search(r'<canvas class="flot-base"', dom)  # the grid's small graphs
     assert "integrity" not in log and "Uncaught" not in log, log[-2000:]
 

@@ -117,22 +117,23 @@ def _journal(out):
 @pytest.mark.slow
 def test_a_plant_that_changes_nothing_is_not_applicable(tmp_path, cli):
     """Slow (a design space): on a 1x1 stride-2 conv2d, input_index_stride's ``// 2 * 2`` lands on
-    an index that is always even, and cache_copy_stride on one alike: the planted programs' outputs
+    an index that is always even, and cache_copy_stride and off_by_one_outer_loop on ones alike: the planted programs' outputs
     are the unplanted ones', bit for bit. They count as NOT_APPLICABLE with that reason, not as
-    misses; the 5 plants that change the output are all caught."""
+    misses; the 8 plants that change the output are all caught."""
     done = cli("fuzz", "--workloads", STRIDE_2_1X1, "--traces", "1", "--plant", "11", "--out", tmp_path / "o",
                "--json")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     plants = {r["planted"]: r for r in _journal(tmp_path / "o") if r["kind"] == "plant"}
-    for kind in ("input_index_stride", "cache_copy_stride"):
+    for kind in ("input_index_stride", "cache_copy_stride", "off_by_one_outer_loop"):
         assert plants[kind]["outcome"] == campaign.NOT_APPLICABLE, plants[kind]
         assert "changes nothing" in plants[kind]["message"] and "bit for bit" in plants[kind]["message"]
         assert summary["plant"]["kinds"][kind]["verdicts"] == {"NOT_APPLICABLE": 1}
-    assert summary["plant"]["no_effect"] == 2 and summary["plant"]["not_applicable"] == 6
-    assert summary["plant"]["planted"] == summary["plant"]["caught"] == 5
+    assert summary["plant"]["no_effect"] == summary["plant"]["not_applicable"] == 3
+    assert summary["plant"]["planted"] == summary["plant"]["caught"] == 8
     assert {k for k, r in plants.items() if r["outcome"] == verdict.CHANGED} == {
-        "init_constant", "dropped_init", "narrowing_cast", "truncating_cast", "dropped_copy"}
+        "init_constant", "dropped_init", "narrowing_cast", "truncating_cast", "dropped_copy", "swapped_index",
+        "off_by_one_inner_loop", "cache_copy_swap"}
 
 
 @pytest.mark.slow
