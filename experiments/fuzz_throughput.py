@@ -21,6 +21,9 @@ import sys
 import time
 from pathlib import Path
 
+from suite.commands.common_args import names, path, positive_number
+from suite.commands.fuzz import MAX_MINUTES
+
 
 def campaign(out: Path, target: str, workloads: str, dtype: str, traces: int, minutes: float) -> dict:
     command = [sys.executable, "-m", "suite.cli", "fuzz", "--targets", target, "--workloads", workloads,
@@ -37,15 +40,15 @@ def campaign(out: Path, target: str, workloads: str, dtype: str, traces: int, mi
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--targets", default="llvm,hexagon-v68-qf")
+    p.add_argument("--targets", type=names, default=["llvm", "hexagon-v68-qf"])
     p.add_argument("--workloads", default="resnet18.conv2d_add_radd_relu.28x28x128-k1s2-256,resnet18.matmul_add.512-1000")
     p.add_argument("--dtype", default="float16")
-    p.add_argument("--minutes", type=float, default=10.0)
-    p.add_argument("--out", default="fuzz-throughput")
+    p.add_argument("--minutes", type=positive_number(MAX_MINUTES, "minutes"), default=10.0)
+    p.add_argument("--out", type=path, default=path("fuzz-throughput"))
     args = p.parse_args(argv)
-    out = Path(args.out).absolute()
+    out = args.out
     found = {}
-    for target in args.targets.split(","):
+    for target in args.targets:
         # design spaces made (and cached) first: not part of the rate
         campaign(out / f"{target}-warm", target, args.workloads, args.dtype, 1, 60)
         summary = campaign(out / target, target, args.workloads, args.dtype, 100_000, args.minutes)

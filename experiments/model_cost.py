@@ -18,24 +18,51 @@ measured calls rather than FLOPs.
 from __future__ import annotations
 
 import argparse
-import json
+from pathlib import Path
 import sys
 import time
 
 from tabulate import tabulate
 
+from suite import cache
+from suite.commands.common_args import names, path, whole_number
+from suite.errors import UserError
+
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", default="miniresnet")
-    p.add_argument("--orders", default="default,tuned")
+    p.add_argument("--models", type=names, default=["miniresnet"])
+    p.add_argument("--orders", type=names, default=["default", "tuned"])
     p.add_argument("--target", default="hexagon-v68-qf")
     p.add_argument("--dtype", default="float16")
-    p.add_argument("--inputs", type=int, default=1)
-    p.add_argument("--budget-s", type=float, default=1800.0)
+    p.add_argument("--inputs", type=whole_number(1, 1000), default=1)
+    p.add_argument("--budget-s", type=seconds, default=1800.0)
     p.add_argument("--measure-calls", action="store_true")
-    p.add_argument("--json", help="also write the rows here")
+    p.add_argument("--json", type=new_file, help="also write the rows here (a file that does not exist yet)")
     args = p.parse_args(argv)
+    try:
+        return _run(args)
+    except UserError as err:  # an unknown model, target or dtype: one line, as the suite's commands say it
+        print(f"model_cost: {err}", file=sys.stderr)
+        return 2
+
+
+def seconds(value: str) -> float:
+    number = float(value)
+    if not 0 <= number < float("inf"):
+        raise argparse.ArgumentTypeError(f"{value} is not a number of seconds from 0 up")
+    return number
+
+
+def new_file(value: str) -> Path:
+    """The rows' file: never one that exists (the user's, or an earlier run's: keep it or remove it)."""
+    found = path(value)
+    if found.exists() or found.is_symlink():
+        raise argparse.ArgumentTypeError(f"{found} exists: give a new path")
+    return found
+
+
+def _run(args) -> int:
 
     from suite import targets
     from suite.core import measurement, model_accuracy, model_calls, model_grid
@@ -46,9 +73,9 @@ def main(argv=None) -> int:
         print(f"model_cost: {reason}", file=sys.stderr)
         return 2
     rows = []
-    for model in args.models.split(","):
+    for model in args.models:
         plan = model_calls.model_calls(model)
-        for order in args.orders.split(","):
+        for order in args.orders:
             setting = model_accuracy.Setting(args.dtype, target, order)
             if args.measure_calls:
                 for workload, used in model_accuracy.kernel_orders(plan, setting):
@@ -94,8 +121,7 @@ def main(argv=None) -> int:
         if r["status"] != "measured":
             print(f"{r['model']} {r['order']}: {r['status']}: {r.get('reason')}; {r['estimated']}")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+        cache.write_json(args.json, rows)
     return 0
 
 

@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 import pytest
+from pathlib import Path
 
 from conftest import SUITE_BIN, check_fault_table, one_line
 from suite import cache, targets
@@ -45,6 +46,8 @@ FAULTS = {
     "a run interrupted (Ctrl-C)": ["test_an_interrupted_run_keeps_its_inputs_and_a_rerun_finishes_the_same_numbers"],
     "a damaged cache entry": ["test_a_damaged_cache_entry_is_computed_again_with_one_line"],
     "a model grid environment out of range": ["test_a_bad_model_grid_environment_is_one_line_before_any_work"],
+    "experiments/model_cost.py: bad input, an existing --json file": [
+        "test_model_cost_refuses_bad_input_in_one_line", "test_model_cost_never_replaces_an_existing_file"],
 }
 
 
@@ -324,3 +327,30 @@ def test_a_bad_model_grid_environment_is_one_line_before_any_work(cli, tmp_path,
     one_line(cli("run", "--quick", "--workloads", "resnet50.mean.7x7x2048", "--out", out, env={variable: value}),
              words)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--inputs", "0"], "--inputs: 0 is not between 1 and 1,000"),
+    (["--budget-s", "nan"], "--budget-s: nan is not a number of seconds from 0 up"),
+    (["--models", ","], "--models: ',' names nothing"),
+    (["--target", "nowhere"], "unknown target 'nowhere'"),
+])
+def test_model_cost_refuses_bad_input_in_one_line(args, words):
+    """experiments/model_cost.py: bad input is one line, exit 2, before any work."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "experiments/model_cost.py", *args], capture_output=True, text=True,
+                          cwd=Path(__file__).parents[1])
+    assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_model_cost_never_replaces_an_existing_file(tmp_path):
+    import subprocess
+    import sys
+
+    mine = tmp_path / "rows.json"
+    mine.write_text("the user's")
+    done = subprocess.run([sys.executable, "experiments/model_cost.py", "--json", str(mine)], capture_output=True,
+                          text=True, cwd=Path(__file__).parents[1])
+    assert done.returncode == 2 and "exists: give a new path" in done.stderr and mine.read_text() == "the user's"

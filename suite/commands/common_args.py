@@ -54,6 +54,19 @@ def machine_name(value: str) -> str:
 MAX_TRIALS = 1_000_000
 
 
+def positive_number(limit: float, unit: str):
+    """A number above 0 and at most ``limit`` (NaN and inf refused), in ``unit``."""
+    def parse(value: str) -> float:
+        try:
+            number = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} is not a number of {unit}") from None
+        if not 0 < number <= limit:  # NaN fails as well
+            raise argparse.ArgumentTypeError(f"{value} is not more than 0 and at most {limit:g} {unit}")
+        return number
+    return parse
+
+
 def whole_number(low: int, high: int):
     """An argument type: a whole number from ``low`` to ``high`` (a bound of sense: more is a typo)."""
     def parse(value: str) -> int:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from suite import targets
@@ -30,18 +29,6 @@ MAX_TRACES = 100_000
 MAX_MINUTES = 7 * 24 * 60
 
 
-def _positive_seconds(limit: float, unit: str):
-    def parse(value: str) -> float:
-        try:
-            number = float(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{value!r} is not a number of {unit}") from None
-        if not 0 < number <= limit:  # NaN fails as well
-            raise argparse.ArgumentTypeError(f"{value} is not more than 0 and at most {limit:g} {unit}")
-        return number
-    return parse
-
-
 def add_arguments(p) -> None:
     p.add_argument("--workloads", type=names, default=["seed"],
                    help="comma-separated workload ids or model names (default: seed, the seed conv2d)")
@@ -55,13 +42,13 @@ def add_arguments(p) -> None:
                    help=f"schedules sampled per combination, besides the named orders (1 to {MAX_TRACES:,}; default 10)")
     p.add_argument("--seed", type=int, default=0, help="the seed of the sampling (default 0): the same seed samples "
                                                        "the same traces, and continues a campaign it stopped")
-    p.add_argument("--minutes", type=_positive_seconds(MAX_MINUTES, "minutes"), default=60.0,
+    p.add_argument("--minutes", type=common_args.positive_number(MAX_MINUTES, "minutes"), default=60.0,
                    help="stop after this long, keeping every schedule judged (default 60)")
     p.add_argument("--out", type=path, default="fuzz-out",
                    help="the campaign's directory: journal, findings, summary (default: ./fuzz-out)")
     p.add_argument("--plant", type=whole_number(0, MAX_TRACES), default=0, metavar="K",
                    help="also plant K known bugs in scheduled TIR and report the oracle's recall (default 0)")
-    p.add_argument("--trace-timeout", type=_positive_seconds(3600, "seconds"), metavar="S",
+    p.add_argument("--trace-timeout", type=common_args.positive_number(3600, "seconds"), metavar="S",
                    help="a schedule whose build and run take longer is a TIMEOUT finding (default: "
                         f"{NATIVE_TIMEOUT_S:g} on llvm and cuda, {EMULATED_TIMEOUT_S:g} on Hexagon's "
                         "emulator: a build and two emulated runs, the kernel and its IEEE twin)")
