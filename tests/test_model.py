@@ -4,6 +4,7 @@ a 32x32 image, 9 calls), whose kernels build in seconds."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 from pathlib import Path
@@ -137,6 +138,48 @@ def test_a_planted_wrong_kernel_is_ranked_first(plan, monkeypatch, unkept):
     first = a["calls"][0]
     assert first["index"] == 4 and first["only_share"] > 0.9 and first["without_share"] > 0.9
     assert first["local_rmse"] > 100 * max(c["local_rmse"] for c in a["calls"][1:])
+
+
+def test_the_call_whose_tuned_kernel_differs_is_named_against_default(plan, monkeypatch, unkept):
+    """The seed's question: tuned and default give other logits; which call's kernel makes the
+    difference? Call 5's kernel, planted to be off by 1e-3 in ``tuned`` only, gets all of it; every
+    call whose two kernels agree gets exactly 0."""
+    real_kernels, real_run = model_accuracy.kernels, model_accuracy.run_call
+    tuned = set()
+
+    def kernels(plan_, setting):
+        found = real_kernels(plan_, setting)
+        if setting.order == "tuned":
+            found.built = {w: dataclasses.replace(b) for w, b in found.built.items()}  # its own objects
+            tuned.update(id(b) for b in found.built.values())
+        return found
+
+    def planted(built, call, inputs, dtype, **tally):
+        output = real_run(built, call, inputs, dtype, **tally)
+        return output + np.asarray(1e-3, dtype) if call.index == 5 and id(built) in tuned else output
+
+    monkeypatch.setattr(model_accuracy, "kernels", kernels)
+    monkeypatch.setattr(model_accuracy, "run_call", planted)
+    found, _ = evaluate(plan, orders=("default", "tuned"), count=2, attribute=True)
+    apart = result(found, order="tuned")["attribution"]["vs_default"]
+    assert apart["total_mse"] > 0 and apart["sum_share"] == pytest.approx(1, abs=0.1)
+    first, *rest = apart["calls"]
+    assert (first["index"], first["rank"]) == (5, 1) and first["share"] == pytest.approx(1, abs=0.1)
+    assert all(c["rmse"] == 0 and c["share"] == 0 for c in rest)
+    assert "vs_default" not in result(found, order="default")["attribution"]
+
+
+def test_without_a_tuned_kernel_nothing_differs_from_default(cli):
+    """miniresnet has no tuning records: ``tuned`` runs the default kernels, and the attribution
+    against default says that no call differs (no share of a zero difference is invented)."""
+    done = cli("model", "--model", MODEL, "--dtypes", "float32", "--orders", "default,tuned", "--inputs", "1",
+               "--attribute", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "tuned against default (float32 llvm)" in done.stderr
+    assert "no call's kernel gives other outputs in the two orders" in done.stderr
+    apart = result(json.loads(done.stdout), order="tuned")["attribution"]["vs_default"]
+    assert apart["total_mse"] == 0 and apart["sum_share"] is None
+    assert all(c["rmse"] == 0 and c["share"] is None for c in apart["calls"])
 
 
 def test_fp16_errs_more_than_fp32_and_is_judged_against_its_own_eager(plan):

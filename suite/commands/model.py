@@ -166,4 +166,20 @@ def _print_attribution(r: dict) -> None:
                    tablefmt="plain", disable_numparse=True))
     if len(a["calls"]) > SHOWN_CALLS:
         print(f"({len(a['calls']) - SHOWN_CALLS} more calls in --json)")
+    d = a.get("vs_default")
+    if d is None:
+        return
+    print(f"\n{r['order']} against default ({r['dtype']} {r['target']}): logits' mean squared difference "
+          f"{d['total_mse']:.3g}; the calls alone sum to {_number(d['sum_share'])} of it")
+    moved = [c for c in d["calls"] if c["rmse"] > 0]
+    if not moved:
+        print("no call's kernel gives other outputs in the two orders")
+        return
+    top = moved[0]
+    print(f"most of it: call {top['index']} ({top['workload']}), share {_number(top['share'])}")
+    rows = [[c["rank"], c["index"], c["workload"], _number(c["share"]), _number(c["rmse"])]
+            for c in moved[:SHOWN_CALLS]]
+    print(tabulate(rows, ["rank", "call", "workload", "share", "RMSE apart"], tablefmt="plain", disable_numparse=True))
+    if len(d["calls"]) > len(moved):
+        print(f"({len(d['calls']) - len(moved)} calls give the same outputs in both orders)")
 

@@ -208,7 +208,8 @@ def attribute_one(plan: ModelCalls, kernels_: Kernels, image, params64, params, 
                   exact: list[np.ndarray]) -> dict:
     """One input's placements (model_store.ATTRIBUTION_ARRAYS): each call run once on the target,
     on the float64 chain's inputs (``exact``: every call's float64 output), then the float64 side
-    per placement."""
+    per placement. The logits of each "only this call on the target" placement are kept whole: two
+    orders' differ only by that call's kernel, so they attribute the orders' difference too."""
     calls = len(plan.calls)
     one = {"only": np.zeros(calls), "all_but": np.zeros(calls), "local": np.zeros(calls),
            "local_elements": np.zeros(calls)}
@@ -226,9 +227,12 @@ def attribute_one(plan: ModelCalls, kernels_: Kernels, image, params64, params, 
 
     injected = forward(plan, image64, params64, local_errors=local)
     one["injected"] = np.float64(squared(injected))
+    one["only_logits"] = np.zeros((calls, logits.size))
     for call in plan.calls:
         i = call.index
-        one["only"][i] = squared(forward(plan, image64, params64, i, exact, replaced={i: exact[i] + local[i]}))
+        only = forward(plan, image64, params64, i, exact, replaced={i: exact[i] + local[i]})[-1]
+        one["only"][i] = squared([only])
+        one["only_logits"][i] = only.reshape(-1)
         others = {j: d for j, d in local.items() if j != i}
         one["all_but"][i] = squared(forward(plan, image64, params64, i, injected, local_errors=others))
     one["elements"] = np.int64(logits.size)
@@ -252,6 +256,7 @@ class Outcome:
     counts: dict | None = None  #: what the target executed (emulated targets: packets...), summed
     attribution_s: float = 0.0
     attribution: _PlacementSums | None = None
+    only_logits: list[np.ndarray] = field(default_factory=list)  #: per input: calls x classes
     kept: int = 0  #: inputs whose run came from the cache
     attribution_kept: int = 0
     twin: bool = True  #: the IEEE twin's chain runs too, on a target with one
@@ -416,6 +421,7 @@ def _run_setting(plan, outcome: Outcome, index: int, image_d, params64, params, 
             if outcome.attribution is None:
                 outcome.attribution = _PlacementSums(len(plan.calls))
             outcome.attribution.add(share["sums"])
+            outcome.only_logits.append(share["sums"]["only_logits"])
             outcome.attribution_s += share["seconds"]
     except CallFailed as err:
         outcome.failure = str(err)
@@ -464,6 +470,8 @@ def _result(plan: ModelCalls, outcome: Outcome, outcomes, exact_logits, count: i
     if outcome.attribution is not None:
         seconds["attribution"] = outcome.attribution_s / count
         result["attribution"] = _attribution(plan, outcome.attribution, metrics["rmse"] ** 2)
+        if default is not None and default.attribution is not None:
+            result["attribution"]["vs_default"] = _attribution_vs_default(plan, outcome, default, logits)
     return result
 
 
@@ -529,3 +537,21 @@ def _attribution(plan: ModelCalls, sums: _PlacementSums, total_mse: float) -> di
     return {"total_mse": total_mse, "sum_only_share": summed,
             "interaction_share": None if summed is None else 1.0 - summed,
             "injected_share": _ratio(injected, total_mse), "calls": rows}
+
+
+def _attribution_vs_default(plan: ModelCalls, outcome: Outcome, default: Outcome, logits: np.ndarray) -> dict:
+    """Each call's share of the logits' difference between this order and ``default`` on the same
+    target and dtype (the seed's question: which PrimFunc did tuning change the answers of?). Call
+    i's: the two orders' logits when only call i runs on the target, every other call in float64,
+    on the same float64 inputs: they differ by call i's kernel alone (zero where both orders run
+    the same kernel). Its share is its mean squared difference over that of the two orders'
+    chained logits; the shares' sum against 1 is the interaction."""
+    apart = sum(np.sum((mine - theirs) ** 2, axis=1) for mine, theirs in zip(outcome.only_logits, default.only_logits))
+    elements = sum(mine.shape[1] for mine in outcome.only_logits)
+    total = float(np.mean((logits - np.concatenate(default.logits).astype(np.float64)) ** 2))
+    rows = [{"index": c.index, "workload": c.workload.id, "rmse": float(np.sqrt(apart[c.index] / elements)),
+             "share": _ratio(float(apart[c.index] / elements), total)} for c in plan.calls]
+    rows.sort(key=lambda row: -row["rmse"])
+    for rank, row in enumerate(rows, 1):
+        row["rank"] = rank
+    return {"total_mse": total, "sum_share": _ratio(float(np.sum(apart) / elements), total), "calls": rows}

@@ -8,8 +8,9 @@ published with one rename; one that is damaged is computed again, said in one li
   float64 runs of the model);
 - ``model-input``: one input of one setting (model x dtype x target x order): its logits on the
   target, the IEEE twin's logits on a target with one, and the seconds the target took;
-- ``model-attribution``: one input's attribution sums of one setting (the squared errors of each
-  placement, each call's local error): the target runs it took are not run again;
+- ``model-attribution``: one input's attribution of one setting (the squared errors of each
+  placement, each call's local error, the logits of each call's placement alone): the target
+  runs it took are not run again;
 - ``model-float64``: one input's float64 logits in one dtype, so that an input every setting has
   kept needs no float64 run either.
 
@@ -167,6 +168,7 @@ class InputStore:
         except (OSError, ValueError, KeyError):
             sums = None
         if (sums is None or any(sums[n].shape != (calls,) for n in ATTRIBUTION_ARRAYS[:4])
+                or sums["only_logits"].shape != (calls, self.classes)
                 or not isinstance(run, dict) or not isinstance(run.get("seconds"), (int, float))):
             damaged(where, f"the attribution of {self._what(index)}")
             return None
@@ -178,8 +180,9 @@ class InputStore:
                            "run.json": lambda tmp: Path(tmp).write_text(json.dumps({"seconds": seconds}))})
 
 
-#: One input's attribution sums: per call (only, all_but, local, local_elements), then the totals.
-ATTRIBUTION_ARRAYS = ("only", "all_but", "local", "local_elements", "injected", "elements")
+#: One input's attribution sums: per call (only, all_but, local, local_elements), then the totals,
+#: then the logits of each call's "only" placement (calls x classes).
+ATTRIBUTION_ARRAYS = ("only", "all_but", "local", "local_elements", "injected", "elements", "only_logits")
 
 
 class Float64Store:
