@@ -169,15 +169,17 @@ def test_the_call_whose_tuned_kernel_differs_is_named_against_default(plan, monk
     assert "vs_default" not in result(found, order="default")["attribution"]
 
 
-def test_without_a_tuned_kernel_nothing_differs_from_default(cli):
+def test_without_a_tuned_kernel_nothing_differs_from_default(cli, tmp_path):
     """miniresnet has no tuning records: ``tuned`` runs the default kernels, and the attribution
     against default says that no call differs (no share of a zero difference is invented)."""
     done = cli("model", "--model", MODEL, "--dtypes", "float32", "--orders", "default,tuned", "--inputs", "1",
-               "--attribute", "--json")
+               "--attribute", "--json", "--out", tmp_path)
     assert done.returncode == 0, done.stderr
     assert "tuned against default (float32 llvm)" in done.stderr
     assert "no call's kernel gives other outputs in the two orders" in done.stderr
     apart = result(json.loads(done.stdout), order="tuned")["attribution"]["vs_default"]
+    page = (tmp_path / "model.html").read_text()
+    assert "tuned against default (float32, llvm):</strong> no call's kernel gives other outputs" in page
     assert apart["total_mse"] == 0 and apart["sum_share"] is None
     assert all(c["rmse"] == 0 and c["share"] is None for c in apart["calls"])
 
@@ -205,6 +207,16 @@ def test_json_is_the_whole_stdout_and_the_table_goes_to_stderr(cli, tmp_path):
     assert json.loads((tmp_path / "model.json").read_text())["results"] == found["results"]
     kept = np.load(tmp_path / f"{MODEL}.float32.llvm.default.logits.npy")
     assert kept.shape == (2, 10) and kept.dtype == np.float32
+    page = (tmp_path / "model.html").read_text()
+    assert "Whole model: miniresnet" in page and "Logits against float64" in page and "no pretrained weights" in page
+
+
+def test_a_model_html_of_the_users_is_never_replaced(cli, tmp_path):
+    (tmp_path / "model.html").write_text("mine")
+    done = cli("model", "--model", MODEL, "--dtypes", "float32", "--orders", "default", "--inputs", "1",
+               "--out", tmp_path)
+    assert done.returncode == 2 and "holds a model.html that tvm-suite model did not write" in done.stderr
+    assert (tmp_path / "model.html").read_text() == "mine" and not (tmp_path / "model.json").exists()
 
 
 def test_the_same_run_twice_gives_the_same_numbers(plan):

@@ -12,6 +12,7 @@ from suite.commands.base import say_json
 from suite.commands.common_args import names, path
 from suite.core import model_accuracy, model_calls, models, schedules, workloads
 from suite.core.model_accuracy import MODEL_ORDERS
+from suite.reporting import report
 from suite.errors import ExitCode, UserError
 from suite.targets.base import Mode
 
@@ -95,7 +96,8 @@ WRITTEN_BY = {"written_by": "tvm-suite model"}
 
 
 def _check_out(out) -> None:
-    """--out made and writable, and holding no model.json but one this command wrote."""
+    """--out made and writable, and holding no model.json but one this command wrote (and no
+    model.html without it: a page of the user's)."""
     cache.ensure_dir(out, "--out")
     existing = out / "model.json"
     if existing.exists() or existing.is_symlink():
@@ -103,13 +105,18 @@ def _check_out(out) -> None:
         if not (isinstance(found, dict) and found.get("written_by") == WRITTEN_BY["written_by"]):
             raise UserError(f"--out {out} holds a model.json that tvm-suite model did not write: it is never "
                             "replaced; give another directory")
+    elif (out / "model.html").exists() or (out / "model.html").is_symlink():
+        raise UserError(f"--out {out} holds a model.html that tvm-suite model did not write (no model.json "
+                        "beside it): it is never replaced; give another directory")
 
 
 def _write(out, found: dict, logits: dict) -> None:
+    page = report.render_template("model.html.j2", m=found)  # rendered first: a template error writes nothing
     cache.write_json(out / "model.json", {**WRITTEN_BY, **found})
     for name, array in logits.items():
         cache.write_array(out / f"{found['model']}.{name}.logits.npy", array)
-    print(f"written to {out}: model.json and the logits of every setting (.npy)")
+    cache.write_text(out / "model.html", page)
+    print(f"written to {out}: model.json, model.html and the logits of every setting (.npy)")
 
 
 def _number(value, spec=".3g") -> str:

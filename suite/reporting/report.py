@@ -461,7 +461,8 @@ def mark_figures(history: res.History, marks: list[dict]) -> dict:
     return figures
 
 
-def render_html(facts: dict, history: res.History, marks: list[dict]) -> str:
+def render_template(name: str, **context) -> str:
+    """The page of ``reports/templates/<name>`` (autoescaped: every value is data, never markup)."""
     from jinja2 import Environment, FileSystemLoader, StrictUndefined, TemplateError
 
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined,
@@ -469,11 +470,14 @@ def render_html(facts: dict, history: res.History, marks: list[dict]) -> str:
     env.filters["fmt"] = _fmt
     env.filters["heat"] = heat_color
     try:
-        return env.get_template("report.html.j2").render(
-            facts=facts, charts=charts(history, marks), figures=mark_figures(history, marks),
-            multi_machine=len(history.machines) > 1)
+        return env.get_template(name).render(**context)
     except (TemplateError, TypeError, ValueError) as err:
-        raise ReportError(f"cannot render {TEMPLATES / 'report.html.j2'}: {err}") from None
+        raise ReportError(f"cannot render {TEMPLATES / name}: {err}") from None
+
+
+def render_html(facts: dict, history: res.History, marks: list[dict]) -> str:
+    return render_template("report.html.j2", facts=facts, charts=charts(history, marks),
+                           figures=mark_figures(history, marks), multi_machine=len(history.machines) > 1)
 
 
 REPORT_FILES = ("index.html", "report.json")
