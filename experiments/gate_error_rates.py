@@ -14,7 +14,10 @@ detectors others use, on the same values (a script, not an asv benchmark).
    latency +5%, +10%, +30% (every sample of the combination from that commit on, on kernels whose
    code changed there where the history keeps code identities), packets +1%, ULP mean +1 ULP, and
    a new divergence mark (error ratio 1.6, z 20). A catch is the planted combination flagged by the
-   gate at the pair that ends at the planted commit; anything else is a miss.
+   gate at the pair that ends at the planted commit; anything else is a miss. With ``--remeasure
+   real`` the gate times its suspects and every kernel whose code changed again, for real (once
+   per pair of kernels, reused by every plant), the planted combination's candidate samples
+   scaled by its step: how a kernel that much slower would time.
 3. Peers, on the same per-combination series (latency: medians; LNT: the samples): asv's own step
    detection (``asv.step_detect``: L1 piecewise fit, upward steps), LNT's rule (changes under 1%
    ignored, then Mann-Whitney U at 0.05 where there are samples), Apache Otava and MongoDB's
@@ -87,6 +90,40 @@ def choose_plants(history, commits, count: int, seed: int) -> list[Plant]:
             used.add((series, metric))
             plants.append(Plant(kind, metric, series, index))
     return plants
+
+
+def memoized(remeasure):
+    """``remeasure`` timing each pair of kernels once: every plant's gate asks again for the same
+    changed kernels of its pair, and their real re-timing is the same question."""
+    if remeasure is None:
+        return None
+    seen = {}
+
+    def again(series, timings):
+        key = (series, tuple(t.kernel for t in timings))
+        if key not in seen:
+            seen[key] = remeasure(series, timings)
+        return seen[key]
+
+    return again
+
+
+def planted_remeasure(remeasure, plant: Plant):
+    """The gate's re-measurement of the history with ``plant``: the real one, and for the planted
+    latency step's combination at its commit the candidate's re-timed samples scaled by the step,
+    as a kernel that much slower would give (every sample of it)."""
+    if remeasure is None or not plant.kind.startswith("latency"):
+        return remeasure
+    factor = 1 + int(plant.kind.split("+")[1].rstrip("%")) / 100
+
+    def again(series, timings):
+        found = remeasure(series, timings)
+        if series != plant.series or isinstance(found, str):
+            return found
+        samples, note = found
+        return [samples[0], [x * factor for x in samples[1]]], note
+
+    return again
 
 
 def planted(history: results.History, commits, plant: Plant) -> results.History:
@@ -233,7 +270,7 @@ def main(argv=None) -> int:
     if args.remeasure == "real":
         from suite.core import timing
 
-        remeasure = timing.remeasure
+        remeasure = memoized(timing.remeasure)
     pairs, per_check = false_alarms(history, commits, th, remeasure)
     plants = choose_plants(history, commits, args.plants, args.seed)
     metrics = sorted({p.metric for p in plants})
@@ -244,7 +281,8 @@ def main(argv=None) -> int:
     for plant in plants:
         with_step = planted(history, commits, plant)
         before, at = commits[plant.commit - 1], commits[plant.commit]
-        found["gate"] |= {(s, m, plant.commit) for s, m in gate_flags(with_step, before, at, th, None)
+        found["gate"] |= {(s, m, plant.commit) for s, m in
+                          gate_flags(with_step, before, at, th, planted_remeasure(remeasure, plant))
                           if m in metrics}
         keyed = {}
         for metric in metrics:

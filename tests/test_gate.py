@@ -302,7 +302,7 @@ def test_remeasurement_confirms_a_real_slowdown_and_calls_noise_noisy(cli, tmp_p
     result = gate(cli, out / "results", "--commit", commits[1], "--tvm-repo", str(repo))
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"confirmed: {MATMUL} float32 llvm tuned:" in result.stdout
-    assert f"noisy: {MATMUL} float32 llvm default:" in result.stdout
+    assert f"noisy: {MATMUL} float32 llvm default:" in result.stdout, result.stdout
     # The report shows the gate's re-measured verdicts, and its verdict.
     report = cli("report", "--results", str(out / "results"), "--out", str(tmp_path / "report"), "--tvm-repo", str(repo))
     assert report.returncode == 1, report.stderr  # the report exits with its verdict: NOT READY

@@ -69,11 +69,65 @@ def test_a_suspect_timed_again_is_noisy_or_confirmed():
     confirmed = judge(history, remeasure=lambda s, t: ([list(SAMPLES), [x * 1.5 for x in SAMPLES]], "elsewhere"))
     assert confirmed.verdict is Verdict.NOT_READY
     assert check(confirmed, "latency vs").details[0].startswith(f"confirmed: {' '.join(SEED)}: 1.50x, p 0.004; "
-                                                               "re-measured 1.50x, p 0.004 (elsewhere)")
+                                                               "re-measured 1.50x, p 0.031 (elsewhere)")
 
     gone = judge(history, remeasure=lambda s, t: "kernel /x is gone from the cache")
     assert gone.verdict is Verdict.UNDECIDED
     assert "(cannot be timed again here: kernel /x is gone from the cache)" in check(gone, "latency vs").details[0]
+
+
+def changed_code(scale_b=1.0) -> Builder:
+    """two_runs whose kernel's code changed between A and B."""
+    return two_runs(scale_b).code(SEED, A, "a" * 64).code(SEED, B, "b" * 64)
+
+
+def retimed(step):
+    """A re-measurement of 15 interleaved pairs under some load, B ``step`` times A in each pair."""
+    base = [1e-3 * (1 + 0.01 * ((7 * i) % 5)) for i in range(15)]
+    return lambda series, timings: ([base, [x * step for x in base]], None)
+
+
+def test_a_small_step_of_changed_code_shows_only_when_timed_again():
+    """A 5% step is within the noise between two runs (kept samples 1.05x, never a suspect by
+    max_ratio): a kernel whose code changed is timed again all the same, and that finds it."""
+    history = changed_code(1.05).history()
+    assert judge(history).verdict is Verdict.READY  # --no-remeasure: the kept samples pass it
+    caught = judge(history, remeasure=retimed(1.05))
+    latency = check(caught, "latency vs")
+    assert caught.verdict is Verdict.NOT_READY and latency.status is Status.FAIL
+    assert latency.details[0].startswith(f"confirmed: {' '.join(SEED)}: 1.05x, p 0.004; re-measured 1.05x, p 5.4e-05")
+    assert latency.worst == "1 slower of 1 (1 of changed code timed again)"
+    # kept: a later gate (or the report) without re-measurement gives the same verdict
+    b = changed_code(1.05)
+    b.kept_remeasure(A, B, caught.newly_remeasured())
+    assert judge(b.history()).verdict is Verdict.NOT_READY
+    assert [r["verdict"] for r in report.find_regressions(b.history(), DEFAULTS)] == ["confirmed"]
+
+
+def test_changed_code_timed_again_and_not_slower_is_not_listed():
+    result = judge(changed_code(0.97).history(), remeasure=retimed(1.005))
+    latency = check(result, "latency vs")
+    assert result.verdict is Verdict.READY and latency.details == ()
+    assert latency.worst == "none slower of 1 (1 of changed code timed again)"
+    assert [e["verdict"] for e in result.newly_remeasured()] == ["noisy"]  # kept, not timed again next time
+    b = changed_code(0.97)
+    b.kept_remeasure(A, B, result.newly_remeasured())
+    again = judge(b.history(), remeasure=lambda s, t: pytest.fail("judged already"))
+    assert check(again, "latency vs").worst == "none slower of 1" and report.find_regressions(b.history(), DEFAULTS) == []
+
+
+def test_changed_code_that_cannot_be_timed_again_passes_on_its_kept_samples():
+    result = judge(changed_code(1.05).history(), remeasure=lambda s, t: "kernel /x is gone from the cache")
+    assert result.verdict is Verdict.READY and check(result, "latency vs").details == ()
+
+
+def test_timed_again_a_few_slow_pairs_are_not_a_step():
+    """A burst of load on some pairs moves the median of the ratios above retimed_max_ratio, not
+    the signed-rank test: noisy."""
+    base = [1e-3] * 15
+    burst = [x * (1.5 if i % 2 else 0.97) for i, x in enumerate(base)]  # 7 of 15 pairs slow
+    result = judge(changed_code(1.3).history(), remeasure=lambda s, t: ([base, burst], None))
+    assert result.verdict is Verdict.READY and check(result, "latency vs").details[0].startswith("noisy:")
 
 
 def test_a_kept_re_measurement_speaks_for_the_samples_it_judged_only():
@@ -319,6 +373,11 @@ def test_a_baseline_newer_than_the_candidate_is_said():
     ("[latency]\nalpha = nan\n", "latency.alpha must be a finite number"),
     ("[latency]\nalpha = 0.001\n", "latency.alpha = 0.001 is below 1/252 = 0.00397, the smallest p-value of a "
                                    "one-sided Mann-Whitney test with 5 samples a side: the check could never fail"),
+    ("[latency]\nretimed_alpha = 1e-5\n", "latency.retimed_alpha = 1e-05 is not above 1/2^15 = 3.05e-05, the "
+                                         "smallest p-value of the signed-rank test with 15 pairs"),
+    ("[latency]\nretimed_alpha = 1\n", "latency.retimed_alpha = 1 is out of range"),
+    ("[latency]\nretimed_max_ratio = 0.99\n", "latency.retimed_max_ratio = 0.99 is out of range: it must be at "
+                                              "least 1"),
     ("a = " + "[" * 100 + "]" * 100 + "\n", "nested"),
     ("[model.float16]\nmin_top1_agreement = 0\n", "model.float16.min_top1_agreement = 0 is out of range: it must "
                                                   "be above 0 and at most 1"),

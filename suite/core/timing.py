@@ -27,6 +27,10 @@ from suite.targets.base import ModuleKernel
 #: needs the two sets apart but for one inversion (U >= 24 of 25). 7 would tolerate more noise but
 #: costs 40% more: timing is most of a cached run (the untuned kernels take 0.2-1.5 s a call).
 REPEATS = 5
+#: Samples a side when the gate times suspects again, interleaved: it judges the median of the
+#: paired ratios (suite.reporting.rules.remeasured), which 15 pairs keep within 0.98-1.02 of 1 for
+#: a kernel timed against itself on a loaded 2-core machine (experiments/retime_noise.py).
+RETIME_REPEATS = 15
 MIN_REPEAT_MS = 20
 #: The sides of a gate's re-measurement, in the order of its timings (suite.reporting.gate.Remeasure).
 SIDES = ("baseline", "candidate")
@@ -117,7 +121,7 @@ def gflops(combo: Combo, latency_s: float) -> float:
     return combo.workload.flops / latency_s / 1e9
 
 
-def remeasure(series, timings: list[Timing], repeats: int = REPEATS) -> tuple[list[list[float]], str | None] | str:
+def remeasure(series, timings: list[Timing], repeats: int = RETIME_REPEATS) -> tuple[list[list[float]], str | None] | str:
     """Time the kernels of several timings of ``series`` (a combination: its ``ids``) again,
     interleaved (A B, B A, A B ...) and on the same arrays, so that a change of machine load, or of
     where the arrays lie in memory, falls on all of them alike: (the new samples of each, what was

@@ -312,14 +312,21 @@ def other_llvm(history: res.History, candidate: res.Commit, baseline: res.Commit
 
 def _judge_suspects(history, baseline, candidate, thresholds, remeasure,
                     comparison: rules.LatencyComparison) -> list[rules.Slowdown]:
+    """Each suspect timed again where it can be. One that is a suspect only because its code changed
+    (its kept samples not slower) stays one only if timing it again finds it slower; where it
+    cannot be timed again, its kept samples passed it."""
     judged = []
     for s in comparison.found:
         if s.verdict is Slowness.SUSPECT:
             if remeasure is None:
+                if s.code_changed_only:
+                    continue
                 s = rules.Slowdown(s.series, s.ratio, s.p, s.verdict, samples=s.samples, why="not timed again")
             else:
                 timings = [history.kept(c.hash, s.series.machine).timings[s.series.ids] for c in (baseline, candidate)]
                 again = remeasure(s.series, timings)
+                if s.code_changed_only and isinstance(again, (runstore.KeptSamples, str)):
+                    continue
                 if isinstance(again, runstore.KeptSamples):  # slower by the rule on them; not kept as a re-measurement
                     s = rules.Slowdown(s.series, s.ratio, s.p, Slowness.CONFIRMED, samples=s.samples,
                                        why=f"judged on the kept samples: {again}")
@@ -336,7 +343,8 @@ def _latency_row(baseline, thresholds) -> tuple[str, str]:
     """The latency check's name and limit."""
     latency = thresholds.latency
     return (f"latency vs {baseline.label}" if baseline is not None else "latency vs baseline",
-            f"<= {latency.max_ratio:g}x, or U-test p >= {latency.alpha:g}")
+            f"<= {latency.max_ratio:g}x, or U-test p >= {latency.alpha:g}; timed again: paired ratios' median "
+            f"<= {latency.retimed_max_ratio:g}x")
 
 
 def latency_not_judged(baseline, thresholds, why: str) -> Check:
@@ -352,7 +360,7 @@ def latency_check(history, candidate, baseline, why, thresholds, multi, remeasur
         return Check(name, limit, Status.NOT_CHECKED, FIRST_COMMIT, (why,) if why else ()), []
     if baseline.hash == candidate.hash:
         return Check(name, limit, Status.MISSING, "baseline is the candidate itself"), []
-    comparison = rules.latency_changes(history, baseline, candidate, thresholds)
+    comparison = rules.latency_changes(history, baseline, candidate, thresholds, code_changed=remeasure is not None)
     if comparison.unsampled or comparison.unreachable:  # judged on nothing less than the samples
         lacking = []
         if comparison.unsampled:
@@ -364,10 +372,13 @@ def latency_check(history, candidate, baseline, why, thresholds, multi, remeasur
         cannot = tuple(f"cannot fail: {where(s, multi)}: {why}" for s, why in comparison.unreachable)
         return Check(name, limit, Status.MISSING, missing.worst, missing.details + cannot), list(comparison.found)
     compared = comparison.compared
-    found = _judge_suspects(history, baseline, candidate, thresholds, remeasure, comparison)
+    judged = _judge_suspects(history, baseline, candidate, thresholds, remeasure, comparison)
     if not compared:
         return Check(name, limit, Status.MISSING,
                      f"no combination measured at both {candidate.label} and {baseline.label}"), []
+    # a kernel of changed code timed again and not slower never looked slower: not listed (its
+    # re-measurement is still returned, to be kept)
+    found = [s for s in judged if not (s.code_changed_only and not s.verdict.fails)]
     details = tuple(s.line(multi) for s in sorted(found, key=lambda s: -s.ratio))
     failing = [s for s in found if s.verdict.fails]
     undecided = [s for s in found if s.verdict is Slowness.SUSPECT]
@@ -375,8 +386,10 @@ def latency_check(history, candidate, baseline, why, thresholds, multi, remeasur
     worst = (f"{len(failing)} slower" if failing else "none slower")
     worst += f", {len(undecided)} suspect" if undecided else ""
     worst += f", {passed} noisy or records" if passed else ""
+    retimed = sum(s.code_changed_only for s in judged)
+    worst += f" of {compared}" + (f" ({retimed} of changed code timed again)" if retimed else "")
     status = Status.FAIL if failing else Status.UNDECIDED if undecided else Status.PASS
-    return Check(name, limit, status, f"{worst} of {compared}", details), found
+    return Check(name, limit, status, worst, details), judged
 
 
 def code_check(history, candidate, baseline, multi) -> Check:

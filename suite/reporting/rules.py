@@ -9,6 +9,7 @@ with them, the report shows what the gate judged and draws the history of marks 
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import fnmatch
 import math
@@ -348,10 +349,15 @@ class Slowdown:
     ratio: float  #: candidate median / baseline median
     p: float  #: one-sided Mann-Whitney U p-value of the kept samples
     verdict: Slowness
-    remeasured: tuple[float, float] | None = None  #: (ratio, p) of the interleaved re-measurement
+    #: (ratio, p) of the interleaved re-measurement: the median of the paired ratios, and the
+    #: one-sided signed-rank p of their logarithms (:func:`remeasured`)
+    remeasured: tuple[float, float] | None = None
     samples: str | None = None  #: digest of the two sides' samples judged (a re-measurement speaks for these)
     runtime: str | None = None  #: where kernels of other TVM builds were re-timed
     why: str | None = None  #: why a suspect was not re-measured; the records that changed
+    #: not slower in the kept samples: a suspect only because its kernel's code changed, which
+    #: only timing both kernels again, interleaved, can tell from noise (a small step)
+    code_changed_only: bool = False
 
     def line(self, multi: bool) -> str:
         again = f"; re-measured {self.remeasured[0]:.2f}x, p {self.remeasured[1]:.2g}" if self.remeasured else ""
@@ -391,12 +397,15 @@ def samples_digest(before, after) -> str:
 
 
 def latency_changes(history: res.History, baseline: res.Commit, candidate: res.Commit,
-                    thresholds: Thresholds) -> LatencyComparison:
+                    thresholds: Thresholds, code_changed: bool = False) -> LatencyComparison:
     """Combinations slower at ``candidate`` than at ``baseline`` by the latency rule, as found in
     the kept samples (suspects, not yet timed again; an earlier gate's re-measurement of the very
-    same samples applied), how many combinations were judged, and those that could not be: without
-    samples on a side (never judged on a ratio of medians), or with too few samples for the test
-    ever to reach alpha."""
+    same samples applied: one that confirmed a step counts whatever the kept samples say), how
+    many combinations were judged, and those that could not be: without samples on a side (never
+    judged on a ratio of medians), or with too few samples for the test ever to reach alpha.
+    ``code_changed``: every combination whose kernel's code changed is a suspect too
+    (``code_changed_only``), for a caller that times suspects again: a step smaller than the
+    noise between two runs shows only there."""
     kept = {(tuple(e["ids"]), e.get("machine")): e for e in history.remeasured.get((baseline.hash, candidate.hash), [])}
     found, compared, unsampled, unreachable = [], 0, [], []
     for series in history.series():
@@ -414,32 +423,50 @@ def latency_changes(history: res.History, baseline: res.Commit, candidate: res.C
         compared += 1
         changed = records_changed(history, series, baseline, candidate)
         ratio, p = b.median / a.median, mann_whitney(a.samples_s, b.samples_s)
-        if not slower(thresholds, ratio, p):
-            continue
         digest = samples_digest(a, b)
+        e = kept.get((series.ids, series.machine))
+        e = e if e is not None and e["samples"] == digest else None
+        slow = slower(thresholds, ratio, p)
+        if not slow:
+            confirmed = e is not None and e["verdict"] == Slowness.CONFIRMED.value
+            retime = (code_changed and e is None and not changed
+                      and code_identity.compare(history, series, baseline.hash, candidate.hash)
+                      is code_identity.Code.CHANGED)
+            if not (confirmed or retime):
+                continue
         if changed:
             found.append(Slowdown(series, ratio, p, Slowness.RECORDS, samples=digest,
                                   why=records_words(changed, baseline, candidate)))
         elif code_identity.same_code(history, series, baseline.hash, candidate.hash):
             found.append(Slowdown(series, ratio, p, Slowness.SAME_CODE, samples=digest,
                                   why="the kernel's code is the same at both commits: noise, not timed again"))
-        elif (e := kept.get((series.ids, series.machine))) is not None and e["samples"] == digest:
+        elif e is not None:
             found.append(Slowdown(series, ratio, p, Slowness(e["verdict"]), tuple(e["remeasured"]), digest,
-                                  e.get("runtime")))
+                                  e.get("runtime"), code_changed_only=not slow))
         else:
-            found.append(Slowdown(series, ratio, p, Slowness.SUSPECT, samples=digest))
+            found.append(Slowdown(series, ratio, p, Slowness.SUSPECT, samples=digest, code_changed_only=not slow))
     return LatencyComparison(tuple(found), compared, tuple(unsampled), tuple(unreachable))
 
 
 def remeasured(suspect: Slowdown, again: list[list[float]], thresholds: Thresholds,
                runtime: str | None) -> Slowdown:
-    """A suspect judged on the samples of timing both kernels again, interleaved."""
+    """A suspect judged on the samples of timing both kernels again, interleaved (the i-th sample of
+    each side taken one after the other: :func:`suite.core.timing.remeasure`). Each pair shares its
+    moment's load, so the pairs' ratios are judged, not the sides apart: slower when the median
+    of the ratios is above ``[latency] retimed_max_ratio`` and the one-sided Wilcoxon signed-rank
+    test of their logarithms gives p below ``retimed_alpha`` (a burst of load on a few pairs can
+    move the median; it cannot make the ratios consistently above 1)."""
     import numpy as np
+    from scipy.stats import wilcoxon
 
-    ratio = float(np.median(again[1]) / np.median(again[0]))
-    p = mann_whitney(again[0], again[1])
-    verdict = Slowness.CONFIRMED if slower(thresholds, ratio, p) else Slowness.NOISY
-    return Slowdown(suspect.series, suspect.ratio, suspect.p, verdict, (ratio, p), suspect.samples, runtime)
+    ratios = np.asarray(again[1], dtype=float) / np.asarray(again[0], dtype=float)
+    ratio = float(np.median(ratios))
+    logs = np.log(ratios)
+    p = float(wilcoxon(logs, alternative="greater").pvalue) if np.any(logs) else 1.0  # all equal: no evidence
+    latency = thresholds.latency
+    slow = ratio > latency.retimed_max_ratio and p < latency.retimed_alpha
+    verdict = Slowness.CONFIRMED if slow else Slowness.NOISY
+    return dataclasses.replace(suspect, verdict=verdict, remeasured=(ratio, p), runtime=runtime)
 
 
 # ----------------------------------------------------------------------------- bounds

@@ -37,6 +37,9 @@ class Latency:
     max_ratio: float  #: candidate median / baseline median above which a series is a suspect
     alpha: float  #: ... when the one-sided Mann-Whitney p is below this
     baseline: str  #: "previous", or a commit (hash prefix or tag)
+    #: timed again, interleaved: slower when the median of the paired ratios is above this ...
+    retimed_max_ratio: float
+    retimed_alpha: float  #: ... and the one-sided signed-rank p of their logarithms below this
 
 
 @dataclass(frozen=True)
@@ -168,7 +171,8 @@ _CHANGE = {"max_ratio": _AT_LEAST_1, "keep_nonzero": bool}
 _MODEL = {"max_rmse_ratio": _AT_LEAST_1, "max_tuned_rmse_ratio": _AT_LEAST_1, "max_abs_error": _ABOVE_0,
           "min_top1_agreement": _AGREEMENT, "min_top5_agreement": _AGREEMENT}
 _SCHEMA = {
-    "latency": {"max_ratio": _AT_LEAST_1, "alpha": _PROBABILITY, "baseline": str},
+    "latency": {"max_ratio": _AT_LEAST_1, "alpha": _PROBABILITY, "baseline": str, "retimed_max_ratio": _AT_LEAST_1,
+                "retimed_alpha": _PROBABILITY},
     "change": {m.name: _CHANGE for m in tracked.METRICS},
     "accuracy": {dtype: {metric: _ABOVE_0 for metric in ACCURACY_METRICS} for dtype in ACCURACY_DTYPES},
     "model": {dtype: _MODEL for dtype in ACCURACY_DTYPES},
@@ -281,11 +285,16 @@ def cannot_fail(alpha: float, n_before: int, n_after: int) -> str | None:
 
 def _latency(raw: dict, path: Path) -> Latency:
     """[latency], its alpha reachable with the samples every run takes (and a re-measurement)."""
-    from suite.core.timing import REPEATS
+    from suite.core.timing import REPEATS, RETIME_REPEATS
 
     found = Latency(**raw)
     if why := cannot_fail(found.alpha, REPEATS, REPEATS):
         raise ThresholdsError(f"{path}: {why}")
+    floor = 0.5 ** RETIME_REPEATS  # every one of the paired ratios above 1
+    if found.retimed_alpha <= floor:
+        raise ThresholdsError(f"{path}: latency.retimed_alpha = {found.retimed_alpha:g} is not above "
+                              f"1/2^{RETIME_REPEATS} = {floor:.3g}, the smallest p-value of the signed-rank test "
+                              f"with {RETIME_REPEATS} pairs: the re-timing could never find a kernel slower")
     return found
 
 
