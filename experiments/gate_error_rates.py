@@ -41,6 +41,7 @@ from pathlib import Path
 from asv import step_detect
 from scipy.stats import mannwhitneyu
 
+from suite.errors import UserError
 from suite.reporting import code_identity, gate, results, rules, thresholds as thresholds_mod
 
 LATENCY_STEPS = (1.05, 1.10, 1.30)
@@ -260,7 +261,11 @@ def main(argv=None) -> int:
     parser.add_argument("--peers", default="", help="detector=python of its environment, comma-separated")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
-    history = results.load(args.results)
+    try:
+        history = results.load(args.results)
+    except UserError as err:  # absent, damaged or untrusted results: one line
+        print(f"{Path(sys.argv[0]).name}: error: {err}", file=sys.stderr)
+        return 2
     th = thresholds_mod.load(args.thresholds)
     commits = commits_with_data(history)
     if len(commits) < 2:

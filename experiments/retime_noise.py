@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import numpy as np
 
 from suite import cache
 from suite.commands import common_args
 from suite.core import timing
+from suite.errors import UserError
 from suite.reporting import results, rules, thresholds as thresholds_mod
 
 STEPS = (1.05, 1.10)
@@ -54,7 +56,11 @@ def main(argv=None) -> int:
     if args.out is not None and (args.out.exists() or args.out.is_symlink()):
         print(f"--out {args.out} exists: it is never replaced", file=sys.stderr)
         return 2
-    history = results.load(args.results)
+    try:
+        history = results.load(args.results)
+    except UserError as err:  # absent, damaged or untrusted results: one line
+        print(f"{Path(sys.argv[0]).name}: error: {err}", file=sys.stderr)
+        return 2
     th = thresholds_mod.load(None)
     with_data = [c for c in history.commits if any(c.hash in per for s in history.values.values() for per in s.values())]
     commit = next((c for c in with_data if args.commit and c.hash.startswith(args.commit)), None) if args.commit \

@@ -49,6 +49,8 @@ FAULTS = {
                        "test_an_unsealed_or_damaged_commit_is_not_kept",
                        "test_history_keep_inside_its_own_out_is_refused_before_any_work",
                        "test_history_keep_to_a_link_to_nothing_is_refused_before_any_work"],
+    "the gate's experiments: bad input, an existing --out": [
+        "test_the_gate_experiments_refuse_bad_input_in_one_line", "test_retime_noise_never_replaces_a_file"],
 }
 
 
@@ -538,3 +540,30 @@ def test_history_keep_to_a_link_to_nothing_is_refused_before_any_work(cli, tmp_p
                "--out", str(tmp_path / "out"), "--keep", str(tmp_path / "kept"))
     one_line(done, "--keep", "a link to nothing")
     assert not (tmp_path / "out").exists() and not (tmp_path / "gone").exists()
+
+
+@pytest.mark.parametrize("script, args, words", [
+    ("retime_noise.py", ["--results", "/nonexistent"], "results directory /nonexistent does not exist"),
+    ("gate_error_rates.py", ["--results", "/nonexistent"], "results directory /nonexistent does not exist"),
+    ("retime_noise.py", ["--results", "reports/tvm-main/results", "--commit", "zzz"], "no commit zzz with results"),
+    ("retime_noise.py", ["--results", "reports/tvm-main/results", "--repeats", "1"], "--repeats: 1 is not between 2"),
+    ("retime_noise.py", ["--results", "reports/tvm-main/results", "--rounds", "0"], "--rounds: 0 is not between 1"),
+])
+def test_the_gate_experiments_refuse_bad_input_in_one_line(script, args, words):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, f"experiments/{script}", *args], capture_output=True, text=True,
+                          cwd=Path(__file__).parents[1])
+    assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_retime_noise_never_replaces_a_file(tmp_path):
+    import subprocess
+    import sys
+
+    mine = tmp_path / "pairs.json"
+    mine.write_text("the user's")
+    done = subprocess.run([sys.executable, "experiments/retime_noise.py", "--results", "reports/tvm-main/results",
+                           "--out", str(mine)], capture_output=True, text=True, cwd=Path(__file__).parents[1])
+    assert done.returncode == 2 and "exists: it is never replaced" in done.stderr and mine.read_text() == "the user's"
