@@ -321,6 +321,8 @@ def test_a_damaged_cache_entry_is_computed_again_with_one_line(cli, which, damag
     ("TVM_SUITE_MODEL_BUDGET_S", "-5", "TVM_SUITE_MODEL_BUDGET_S=-5 is out of range"),
     ("TVM_SUITE_MODEL_BUDGET_S", "nan", "TVM_SUITE_MODEL_BUDGET_S=nan is out of range"),
     ("TVM_SUITE_MODELS", "vgg16", "unknown model 'vgg16'"),
+    ("TVM_SUITE_MODELS", "none,miniresnet", "TVM_SUITE_MODELS='none,miniresnet': 'none' means no model and stands "
+                                            "alone"),
 ])
 def test_a_bad_model_grid_environment_is_one_line_before_any_work(cli, tmp_path, variable, value, words):
     out = tmp_path / "asv"

@@ -57,6 +57,8 @@ class ModelGrid:
         names = [n.strip() for n in environ.get(ENV["models"], "").split(",") if n.strip()] or list(DEFAULT_MODELS)
         if names == ["none"]:  # no whole-model benchmarks in this run
             names = []
+        elif "none" in names:
+            raise UserError(f"{ENV['models']}={environ[ENV['models']]!r}: 'none' means no model and stands alone")
         for name in names:
             models.parse_model_name(name)
         running = [t for t in grid.targets if targets.get(t).mode is not Mode.COMPILE_ONLY]
