@@ -178,6 +178,26 @@ def test_kernels_of_two_llvms_are_not_compared():
     assert latency.status is Status.NOT_CHECKED and latency.worst == "built with another LLVM"
     assert "was built with LLVM 22 (source, USE_LLVM ON), at" in latency.details[0]
     assert result.verdict is Verdict.READY  # accuracy is checked at each commit on its own
+    assert check(result, "ulp_mean vs").worst == "built with another LLVM"  # no code identity: not compared
+
+
+def test_kernels_of_two_llvms_with_the_same_code_are_compared_on_their_deterministic_values():
+    """A wheel and a source build of TVM that generate the same code for a kernel: its ULP mean is
+    compared (it must be the same: the determinism check); a kernel whose code changed is not."""
+    b = Builder()
+    other = ("resnet50.mean.7x7x2048", "float16", "llvm", "default")
+    for commit, ulp in ((A, 10.0), (B, 30.0)):
+        b.accurate(SEED, commit).accurate(other, commit, ulp_mean=ulp).build(commit, "wheel" if commit == A else "source")
+        b.code(SEED, commit, "c" * 64).code(other, commit, ("a" if commit == A else "b") * 64)
+    result = judge(b.history())
+    ulp = check(result, "ulp_mean vs")
+    assert ulp.status is Status.PASS
+    assert ulp.worst == "0 of 1 of the same code (1 of changed code, built with another LLVM, not compared)"
+    assert any("kernels of two compilers are not compared" in n for n in ulp.notes)
+    assert check(result, "latency vs").worst == "built with another LLVM" and result.verdict is Verdict.READY
+    b.accurate(SEED, B, ulp_mean=11.0)  # the same code, another value: the suite's own bug
+    with pytest.raises(Exception, match="ulp_mean"):
+        judge(b.history())
 
 
 def test_one_ulp_more_on_average_fails_by_default_and_the_same_value_passes():

@@ -415,9 +415,11 @@ def _change_ratio(change, before: float, now: float) -> float | None:
     return now / before if before > 0 else None
 
 
-def change_checks(history, candidate, baseline, thresholds, multi) -> list[Check]:
+def change_checks(history, candidate, baseline, thresholds, multi, same_code_only: str = "") -> list[Check]:
     """[change.<metric>] of the thresholds: each metric against the baseline commit, in its worse
-    direction (suite.tracked); where the records changed (rules.records_changed) not compared."""
+    direction (suite.tracked); where the records changed (rules.records_changed) not compared.
+    ``same_code_only``: why only the combinations whose kernel's code is the same at both commits
+    are compared (two compilers: their other kernels' values are not comparable)."""
     checks = []
     for change in thresholds.change:
         metric = change.metric
@@ -435,11 +437,14 @@ def change_checks(history, candidate, baseline, thresholds, multi) -> list[Check
             checks.append(_missing(name, limit, f"no side data at {_labels(unkept)}: {metric} and the records "
                                                 "and builds behind it not known", history, unkept))
             continue
-        over, notes, seen = [], [], 0
+        over, notes, seen, apart = [], [], 0, 0
         for series in history.series():
             now = history.value(metric, series, candidate.hash)
             before = history.value(metric, series, baseline.hash)
             if not (res.finite(now) and res.finite(before)):
+                continue
+            if same_code_only and not code_identity.same_code(history, series, baseline.hash, candidate.hash):
+                apart += 1
                 continue
             seen += 1
             problem = None
@@ -451,11 +456,17 @@ def change_checks(history, candidate, baseline, thresholds, multi) -> list[Check
                 notes.append(f"records: {problem}: {rules.records_words(changed, baseline, candidate)}")
             elif problem:
                 over.append(problem)
+        if same_code_only and (seen or apart):
+            notes.append(same_code_only)
         if not seen:
-            checks.append(Check(name, limit, Status.NOT_CHECKED, f"no {metric} at both commits"))
+            checks.append(Check(name, limit, Status.NOT_CHECKED,
+                                "built with another LLVM" if apart else f"no {metric} at both commits", (),
+                                tuple(notes)))
         else:
-            checks.append(Check(name, limit, Status.FAIL if over else Status.PASS, f"{len(over)} of {seen}",
-                                tuple(over), tuple(notes)))
+            worst = f"{len(over)} of {seen}" + (f" of the same code ({apart} of changed code, built with another "
+                                               "LLVM, not compared)" if apart else " of the same code" if
+                                               same_code_only else "")
+            checks.append(Check(name, limit, Status.FAIL if over else Status.PASS, worst, tuple(over), tuple(notes)))
     return checks
 
 
@@ -520,11 +531,13 @@ def evaluate(history: res.History, candidate: res.Commit, baseline: res.Commit |
     else:
         latency, slowdowns = latency_check(history, candidate, baseline, baseline_note, thresholds, multi,
                                            None if not_comparable else remeasure)
-    compared = [latency, *change_checks(history, candidate, baseline, thresholds, multi)]
     if not_comparable:
-        compared = [Check(c.name, c.limit, Status.NOT_CHECKED, "built with another LLVM", (not_comparable,))
-                    for c in compared]
+        # Two compilers: their kernels are not compared, but for those whose code is the same at both
+        # commits, whose deterministic values must be the same (code_identity.check_determinism).
+        latency = Check(latency.name, latency.limit, Status.NOT_CHECKED, "built with another LLVM", (not_comparable,))
         slowdowns = []
+    compared = [latency, *change_checks(history, candidate, baseline, thresholds, multi,
+                                        same_code_only=not_comparable or "")]
     checks += compared
     checks.append(code_check(history, candidate, baseline, multi))
 
