@@ -139,7 +139,7 @@ def _print(found: dict) -> None:
                            _number(m["rmse_ratio_fp32"]), _number(m.get("rmse_ratio_default")),
                            _number((m["vs_llvm"] or {}).get("max_abs")),
                            f"{m['top1_agreement']:.2f}", f"{m['top5_agreement']:.2f}",
-                           f"{r['seconds_per_input']['target']:.2f}", "-" if packets is None else f"{packets:,.0f}",
+                           _seconds(r), "-" if packets is None else f"{packets:,.0f}",
                            f"{untuned} calls default" if untuned else ""])
         if "ieee_twin" in r:
             t = r["ieee_twin"]
@@ -160,6 +160,13 @@ def _print(found: dict) -> None:
     for r in found["results"]:
         if "attribution" in r:
             _print_attribution(r)
+
+
+def _seconds(r: dict) -> str:
+    """This run's seconds per input on the target, and on an emulated target the emulated seconds
+    of the kept runs (an output reused from the cache takes no emulation now)."""
+    emulated = (r.get("per_input") or {}).get("emulated_s")
+    return f"{r['seconds_per_input']['target']:.2f}" + (f" ({emulated:.0f} emulated)" if emulated else "")
 
 
 def _print_attribution(r: dict) -> None:
