@@ -83,6 +83,26 @@ def test_a_planted_swapped_index_is_judged_changed(tmp_path):
     assert wrong.kind == verdict.CHANGED
 
 
+def test_a_schedule_that_reads_its_output_before_writing_it_is_undefined(tmp_path):
+    """A dropped init leaves the reduction reading whatever its output array held: the worker runs
+    the kernel on an array of bytes 0x55 and one of 0xAA and finds every element apart (UNDEFINED,
+    whatever the values); the unplanted kernel writes every element first and gives the same bits."""
+    from suite.core import workloads
+
+    worker = Worker(tmp_path / "work")
+    try:
+        base = {"workload": workloads.seed_workload().id, "dtype": "float32", "target": "llvm", "order": "default"}
+        before = worker.ask({**base, "dir": str(tmp_path / "before")}, 120)
+        dropped = worker.ask({**base, "plant": "dropped_init", "dir": str(tmp_path / "planted")}, 120)
+    finally:
+        worker.close()
+    assert before["status"] == dropped["status"] == "ok"
+    assert before["undefined"] is None
+    assert dropped["undefined"].startswith("its output depends on what its output array held before it ran: "
+                                           "802,816 of 802,816 elements differ between a run on an array of bytes "
+                                           "0x55 and one of 0xAA (first at [0, 0, 0, 0]): read before written")
+
+
 @pytest.mark.slow
 def test_a_small_campaign_judges_determines_and_continues(tmp_path, cli):
     """Slow (MetaSchedule's first design space takes up to a minute): 2 traces and 2 plants on the
@@ -132,8 +152,11 @@ def test_a_plant_that_changes_nothing_is_not_applicable(tmp_path, cli):
     assert summary["plant"]["no_effect"] == summary["plant"]["not_applicable"] == 3
     assert summary["plant"]["planted"] == summary["plant"]["caught"] == 8
     assert {k for k, r in plants.items() if r["outcome"] == verdict.CHANGED} == {
-        "init_constant", "dropped_init", "narrowing_cast", "truncating_cast", "dropped_copy", "swapped_index",
+        "init_constant", "narrowing_cast", "truncating_cast", "dropped_copy", "swapped_index",
         "off_by_one_inner_loop", "cache_copy_swap"}
+    # a dropped init reads what the output array held: UNDEFINED, whatever the values came out as
+    assert plants["dropped_init"]["outcome"] == verdict.UNDEFINED
+    assert "read before written" in plants["dropped_init"]["summary"]
 
 
 @pytest.mark.slow

@@ -176,10 +176,18 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:150]
 
 
-def judged_by(thresholds) -> str:
+#: The worker's check that a schedule's output is a function of its inputs (suite.fuzz.worker:
+#: ``_undefined``), run on native targets: lines judged without it are judged again.
+UNDEFINED_CHECK = "output filled with two patterns"
+
+
+def judged_by(thresholds, target=None) -> str:
     """What a verdict depends on besides the schedule: the rounding bound's and the divergence
-    rules' parameters. A journal line judged by others is judged again, not reused."""
-    return hashlib.sha256(repr((thresholds.bound, thresholds.divergence)).encode()).hexdigest()[:16]
+    rules' parameters, and on a native target the check for UNDEFINED. A journal line judged by
+    others is judged again, not reused."""
+    native = target is not None and target.mode is Mode.NATIVE
+    what = (thresholds.bound, thresholds.divergence) + ((UNDEFINED_CHECK,) if native else ())
+    return hashlib.sha256(repr(what).encode()).hexdigest()[:16]
 
 
 @dataclass
@@ -197,7 +205,6 @@ class Campaign:
         combinations = check(self.options)
         out = self.options.out
         out.mkdir(parents=True, exist_ok=True)
-        self.judged_by = judged_by(self.thresholds)
         with runstore.RunLock(out, compat.installed_version(), "fuzz"):
             (out / OWN_MARK).touch()
             journal = Journal(out / JOURNAL)
@@ -236,7 +243,9 @@ class Campaign:
         return summary
 
     def _reusable(self, record: dict) -> bool:
-        return record.get("seed") == self.options.seed and record.get("judged_by") == self.judged_by
+        target = targets.get(record["target"]) if record.get("target") in targets.names() else None
+        return (record.get("seed") == self.options.seed and target is not None
+                and record.get("judged_by") == judged_by(self.thresholds, target))
 
     def summary(self, combinations: list[Combination], elapsed_s: float, stopped: str | None) -> dict:
         mine = [r for r in self.records.values() if self._reusable(r)]
@@ -283,7 +292,8 @@ class Campaign:
                 if time.monotonic() > deadline:
                     finishing = True
                     return "time"
-                record = {"id": f"{base}|{kind}:{name}", "seed": opts.seed, "judged_by": self.judged_by,
+                record = {"id": f"{base}|{kind}:{name}", "seed": opts.seed,
+                          "judged_by": judged_by(self.thresholds, combination.target),
                           "workload": combination.workload.id, "dtype": combination.dtype,
                           "target": combination.target.name, "kind": kind, "name": name}
                 request = {}
@@ -335,7 +345,8 @@ class Campaign:
                 request["order"] = "default"
                 record.update(trace=None, trace_index=None, planted_in="default")
                 outcome = self._judge(pool, combination, request, record["id"])
-            if kind == "plant" and outcome["outcome"] in verdict.KINDS and self._no_effect(pool, combination, request,
+            if kind == "plant" and outcome["outcome"] in verdict.KINDS and outcome["outcome"] != verdict.UNDEFINED \
+                    and self._no_effect(pool, combination, request,
                                                                                         record, outcome):
                 outcome.update(outcome=NOT_APPLICABLE, message=NO_EFFECT, summary="", first_wrong=None)
             record.update({k: v for k, v in outcome.items() if k != "dir"},
@@ -389,6 +400,9 @@ class Campaign:
         after = np.load(answer["dir"] / "output.npy")
         twin = answer["dir"] / "twin.npy"
         twin_after = np.load(twin) if twin.exists() and combination.before_twin is not None else None
+        if answer.get("undefined"):  # the output is not a function of the inputs: no verdict on its values
+            return {"outcome": verdict.UNDEFINED, "message": "", "summary": answer["undefined"], "first_wrong": None,
+                    "dir": answer["dir"]}
         judgement = verdict.judge(combination.expected, combination.before, after,
                                   combination.before_twin if twin_after is not None else None, twin_after,
                                   thresholds=self.thresholds)

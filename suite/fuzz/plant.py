@@ -350,7 +350,7 @@ KINDS = {
     "max_to_min": _max_to_min,
 }
 #: The verdict each planted kind should get.
-EXPECTED = "CHANGED or SHIFTED"
+EXPECTED = "CHANGED, SHIFTED or UNDEFINED"
 
 
 def mutate(text: str, kind: str, dtype: str) -> str:

@@ -171,7 +171,42 @@ def _serve(request: dict) -> dict:
     np.save(where / "output.npy", ran.output, allow_pickle=False)
     if ran.twin is not None:
         np.save(where / "twin.npy", ran.twin, allow_pickle=False)
-    return {"status": "ok", "compile_s": built.compile_s}
+    return {"status": "ok", "compile_s": built.compile_s, "undefined": _undefined(target, built.path, arguments)}
+
+
+#: The byte patterns the output is filled with before each of the two runs of :func:`_undefined`.
+POISONS = (0x55, 0xAA)
+
+
+def _undefined(target, path, arguments) -> str | None:
+    """Why the build's output is not a function of its inputs alone, or None: it runs twice more,
+    its output array filled first with one byte pattern and then with another. A correct kernel
+    writes every element before it reads it, and gives the same bits both times; an element that
+    differs was read before it was written (a dropped or misplaced init), or raced. Native targets
+    only (on an emulator two more runs would triple the emulated time), and the output only: TVM's
+    own workspace buffers are not filled."""
+    from suite.targets.base import Mode, ModuleKernel
+
+    if target.mode is not Mode.NATIVE:
+        return None
+    kernel = target.load_outputs(path, arguments)
+    if type(kernel) is not ModuleKernel:  # several outputs: their arrays are not this one's
+        return None
+    shape, dtype = kernel.result.numpy().shape, kernel.result.numpy().dtype
+    outputs = []
+    for byte in POISONS:
+        kernel.result.copyfrom(np.frombuffer(bytes([byte]) * (int(np.prod(shape)) * dtype.itemsize),
+                                             dtype).reshape(shape))
+        kernel.run()
+        outputs.append(kernel.result.numpy())
+    apart = np.flatnonzero(np.any(outputs[0].reshape(-1, 1).view(np.uint8) != outputs[1].reshape(-1, 1).view(np.uint8),
+                                  axis=1))
+    if not apart.size:
+        return None
+    first = tuple(int(i) for i in np.unravel_index(apart[0], shape))
+    return (f"its output depends on what its output array held before it ran: {apart.size:,} of "
+            f"{int(np.prod(shape)):,} elements differ between a run on an array of bytes 0x{POISONS[0]:02X} and "
+            f"one of 0x{POISONS[1]:02X} (first at {list(first)}): read before written, or raced")
 
 
 def main() -> int:
