@@ -192,7 +192,8 @@ def _undefined(target, path, arguments) -> str | None:
     kernel = target.load_outputs(path, arguments)
     if type(kernel) is not ModuleKernel:  # several outputs: their arrays are not this one's
         return None
-    shape, dtype = kernel.result.numpy().shape, kernel.result.numpy().dtype
+    first = kernel.result.numpy()  # one copy off the device, for the array's shape and type
+    shape, dtype = first.shape, first.dtype
     outputs = []
     for byte in POISONS:
         kernel.result.copyfrom(np.frombuffer(bytes([byte]) * (int(np.prod(shape)) * dtype.itemsize),

@@ -427,17 +427,16 @@ def latency_changes(history: res.History, baseline: res.Commit, candidate: res.C
         e = kept.get((series.ids, series.machine))
         e = e if e is not None and e["samples"] == digest else None
         slow = slower(thresholds, ratio, p)
+        code = code_identity.compare(history, series, baseline.hash, candidate.hash)
         if not slow:
             confirmed = e is not None and e["verdict"] == Slowness.CONFIRMED.value
-            retime = (code_changed and e is None and not changed
-                      and code_identity.compare(history, series, baseline.hash, candidate.hash)
-                      is code_identity.Code.CHANGED)
+            retime = code_changed and e is None and not changed and code is code_identity.Code.CHANGED
             if not (confirmed or retime):
                 continue
         if changed:
             found.append(Slowdown(series, ratio, p, Slowness.RECORDS, samples=digest,
                                   why=records_words(changed, baseline, candidate)))
-        elif code_identity.same_code(history, series, baseline.hash, candidate.hash):
+        elif code is code_identity.Code.SAME:
             found.append(Slowdown(series, ratio, p, Slowness.SAME_CODE, samples=digest,
                                   why="the kernel's code is the same at both commits: noise, not timed again"))
         elif e is not None:
