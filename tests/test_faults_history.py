@@ -548,6 +548,9 @@ def test_history_keep_to_a_link_to_nothing_is_refused_before_any_work(cli, tmp_p
     ("retime_noise.py", ["--results", "reports/tvm-main/results", "--commit", "zzz"], "no commit zzz with results"),
     ("retime_noise.py", ["--results", "reports/tvm-main/results", "--repeats", "1"], "--repeats: 1 is not between 2"),
     ("retime_noise.py", ["--results", "reports/tvm-main/results", "--rounds", "0"], "--rounds: 0 is not between 1"),
+    ("retime_noise.py", ["--results", "reports/tvm-main/results", "--limit", "0"], "--limit: 0 is not between 1"),
+    ("retime_noise.py", ["--results", "README.md"], "README.md"),
+    ("gate_error_rates.py", ["--results", "README.md"], "README.md"),
 ])
 def test_the_gate_experiments_refuse_bad_input_in_one_line(script, args, words):
     import subprocess
