@@ -47,6 +47,7 @@ FAULTS = {
                        "test_a_commit_that_did_not_build_is_kept_with_its_build_log_and_the_gap_travels",
                        "test_keeping_again_leaves_the_same_commits_and_refuses_other_data",
                        "test_an_unsealed_or_damaged_commit_is_not_kept",
+                       "test_how_each_commit_was_built_is_kept_and_never_replaced",
                        "test_history_keep_inside_its_own_out_is_refused_before_any_work",
                        "test_history_keep_to_a_link_to_nothing_is_refused_before_any_work"],
     "the gate's experiments: bad input, an existing --out": [
@@ -457,6 +458,36 @@ def test_keeping_again_leaves_the_same_commits_and_refuses_other_data(run_dir, t
     assert {p: p.read_bytes() for p in kept_dir.rglob("*") if p.is_file()} == before
 
 
+def test_how_each_commit_was_built_is_kept_and_never_replaced(run_dir, tmp_path):
+    """install_tvm's note of each build (wheel or source, seconds, ccache) travels with the kept
+    commit; a note the run has no more is no loss; a different one, a damaged one or a link is
+    refused in one line, the kept one left as it was."""
+    from suite.history import keep
+
+    logs = run_dir / "install-logs"
+    logs.mkdir()
+    facts = {"kind": "source", "build_s": 237.9, "ccache": {"direct_hits": 447, "misses": 5}}
+    (logs / f"{A}.build.json").write_text(json.dumps(facts))
+    kept_dir = tmp_path / "kept"
+    keep.keep(run_dir, kept_dir, MACHINE)
+    assert json.loads((kept_dir / "install-logs" / f"{A}.build.json").read_text()) == facts
+    assert not (kept_dir / "install-logs" / f"{B}.build.json").exists()  # the run has no note of B's build
+    (logs / f"{A}.build.json").unlink()
+    assert keep.keep(run_dir, kept_dir, MACHINE).already == (A, B)  # kept before: still there
+    assert json.loads((kept_dir / "install-logs" / f"{A}.build.json").read_text()) == facts
+    for name, text in ((A, json.dumps({**facts, "build_s": 12.0})), (B, "[1, 2]"), (B, "{half")):
+        (logs / f"{name}.build.json").write_text(text)
+        with pytest.raises(UserError, match="differs from the run's|damaged"):
+            keep.keep(run_dir, kept_dir, MACHINE)
+        (logs / f"{name}.build.json").unlink()
+    (logs / f"{B}.build.json").symlink_to(tmp_path / "secret.json")
+    (tmp_path / "secret.json").write_text("{}")
+    with pytest.raises(UserError, match="a link, not the file install_tvm writes"):
+        keep.keep(run_dir, kept_dir, MACHINE)
+    assert json.loads((kept_dir / "install-logs" / f"{A}.build.json").read_text()) == facts
+    assert not (kept_dir / "install-logs" / f"{B}.build.json").exists()
+
+
 def test_an_unsealed_or_damaged_commit_is_not_kept(run_dir, tmp_path):
     from suite.history import keep
 
@@ -529,7 +560,7 @@ def test_a_commit_that_did_not_build_is_kept_with_its_build_log_and_the_gap_trav
     log.unlink()
     log.symlink_to(tmp_path / "secret")  # a link is not copied into the history, whatever it points at
     (tmp_path / "secret").write_text("not a build log\n")
-    with pytest.raises(UserError, match="a link, not the build log"):
+    with pytest.raises(UserError, match="a link, not the file install_tvm writes"):
         keep.keep(run_dir, tmp_path / "kept-again", MACHINE)
     assert not (tmp_path / "kept-again" / "install-logs").exists()
 

@@ -8,8 +8,11 @@ report): the manifest kept lists the run's own digests, less the entries of the 
 kept is still verified against the digest its run sealed. A commit is kept
 when its side data loads verified, or when its TVM did not build: asv finished it with a null for
 every benchmark and no side data, and what is kept is its results file and its build log
-(``install-logs/<commit>.log``), so the gap in the series and its cause travel together; one kept already is left as it is when it is the same, and
-refused when it differs (a commit measured twice is the user's to choose, never replaced silently).
+(``install-logs/<commit>.log``), so the gap in the series and its cause travel together. How each
+commit's TVM was installed (``install-logs/<commit>.build.json``: wheel or source build, its LLVM,
+seconds and ccache hits) is kept beside it. One kept already is left as it is when it is the same,
+and refused when it differs (a commit measured twice is the user's to choose, never replaced
+silently).
 Each commit is copied into a staging directory and renamed into place: an interrupted keep leaves
 whole commits only.
 """
@@ -90,6 +93,7 @@ def keep(run_dir: Path, kept_dir: Path, machine: str) -> Kept:
             copied.append(commit)
         else:
             already.append(commit)
+        _keep_build_facts(run_dir, kept_dir, commit)
     if copied or failed:
         _copy_if_changed(source / "machine.json", kept_dir / "results" / machine / "machine.json")
         for name in ASV_FILES:
@@ -127,16 +131,39 @@ def _all_null(results: dict) -> bool:
 def _keep_failed(run_dir: Path, kept_dir: Path, machine: str, commit: str) -> None:
     """A commit whose TVM did not build: its results file (nulls) and its build log, each copied
     unless the same is there; a different one is the user's to choose, as for a measured commit."""
-    log = run_dir / BUILD_LOGS / f"{commit}.log"
-    if log.is_symlink():  # install_tvm writes a file: a link would copy whatever it points at into the history
-        raise UserError(f"{log}: a link, not the build log install_tvm writes: remove it, then keep again")
+    log = _build_file(run_dir, f"{commit}.log")
     sources = [(log, kept_dir / BUILD_LOGS / log.name)] if log.is_file() else []
     sources += [(p, kept_dir / "results" / machine / p.name) for p in _results_of(run_dir, machine, commit)]
+    _copy_unless_kept(sources)  # the results last: a failed commit is never kept without its log
+
+
+def _keep_build_facts(run_dir: Path, kept_dir: Path, commit: str) -> None:
+    """How the commit's TVM was installed, as install_tvm noted it, where the run has the note."""
+    facts = _build_file(run_dir, f"{commit}.build.json")
+    if facts.is_file():
+        try:
+            if not isinstance(json.loads(facts.read_text()), dict):
+                raise ValueError
+        except (ValueError, UnicodeDecodeError):
+            raise UserError(f"{facts}: damaged (not the JSON object install_tvm writes)") from None
+        _copy_unless_kept([(facts, kept_dir / BUILD_LOGS / facts.name)])
+
+
+def _build_file(run_dir: Path, name: str) -> Path:
+    path = run_dir / BUILD_LOGS / name
+    if path.is_symlink():  # install_tvm writes files: a link would copy whatever it points at into the history
+        raise UserError(f"{path}: a link, not the file install_tvm writes: remove it, then keep again")
+    return path
+
+
+def _copy_unless_kept(sources: list[tuple[Path, Path]]) -> None:
+    """Copy each (source, target) in order where the target is not there; a different target is the
+    user's to choose (built again?), refused before anything is copied."""
     for source, target in sources:
         if target.exists() and cache.file_digest(target) != cache.file_digest(source):
             raise UserError(f"{target} differs from the run's {source} (built again?): keep the one you want: "
                             "remove it, then keep again")
-    for source, target in sources:  # the results last: a failed commit is never kept without its log
+    for source, target in sources:
         if not target.exists():
             cache.write_file(target, lambda tmp, s=source: shutil.copyfile(s, tmp))
 
