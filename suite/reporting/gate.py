@@ -266,7 +266,7 @@ def baseline_of(history: res.History, candidate: res.Commit, name: str) -> tuple
         return baseline, ""
     index = history.index(candidate.hash)
     earlier = [c for c in history.commits[:index] if _has_results(history, c)]
-    with_data = [c for c in earlier if _has_data(history, c)]
+    with_data = [c for c in earlier if has_data(history, c)]
     if not with_data:
         return None, f"no commit before {candidate.label} with results"
     baseline = with_data[-1]
@@ -281,7 +281,7 @@ def _has_results(history: res.History, commit: res.Commit) -> bool:
     return any(commit.hash in per_commit for per_series in history.values.values() for per_commit in per_series.values())
 
 
-def _has_data(history: res.History, commit: res.Commit) -> bool:
+def has_data(history: res.History, commit: res.Commit) -> bool:
     """Whether any value at ``commit`` is a number: a commit whose TVM did not build or install
     has asv's null for every benchmark, and is no baseline."""
     return any(res.finite(per_commit.get(commit.hash)) for per_series in history.values.values()

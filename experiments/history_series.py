@@ -1,0 +1,130 @@
+"""A kept history of TVM commits as one table: each commit, how its TVM was installed and how long
+its build took, the kernels whose code changed, and the gate's verdict against the commit before
+(a script, not an asv benchmark).
+
+    python experiments/history_series.py --results reports/tvm-main/results [--tvm-repo ./tvm]
+        [--remeasure none|real] [--json]
+
+The build facts are `install_tvm`'s notes, kept beside the results (``install-logs/<commit>.build.json``);
+a commit whose TVM did not build has no data and its build log there. The verdicts are those of
+`gate_error_rates.py` (one gate on every consecutive pair of commits with data, the gate of
+`tvm-suite gate`): with ``--remeasure none`` a latency suspect is NO VERDICT, with ``real`` the
+kernels are timed again where this machine's cache still holds them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import gate_error_rates
+
+from suite import git
+from suite.errors import UserError
+from suite.history.keep import BUILD_LOGS
+from suite.reporting import results, thresholds as thresholds_mod
+
+
+def build_facts(results_dir: Path, commit: str) -> dict:
+    """What install_tvm noted of the commit's build, or {} where nothing was kept; a damaged note
+    is said, never guessed at."""
+    path = Path(results_dir).resolve().parent / BUILD_LOGS / f"{commit}.build.json"
+    if not path.is_file():
+        return {}
+    try:
+        facts = json.loads(path.read_text())
+        if not isinstance(facts, dict):
+            raise ValueError
+    except (ValueError, UnicodeDecodeError):
+        raise UserError(f"{path}: damaged (not the JSON object install_tvm writes)") from None
+    return facts
+
+
+def build_text(facts: dict, failed: bool) -> tuple[str, str]:
+    """(how it was installed, the build's seconds and ccache) as the table says them."""
+    if failed:
+        return "did not build", f"log: {BUILD_LOGS}/"
+    if not facts:
+        return "not noted", ""
+    kind = facts.get("kind", "?")
+    seconds = facts.get("build_s")
+    ccache = facts.get("ccache") or {}
+    hits = (ccache.get("direct_hits") or 0) + (ccache.get("preprocessed_hits") or 0)
+    cost = f"{seconds:,.0f} s" if isinstance(seconds, (int, float)) else ""
+    if ccache:
+        cost += f" (ccache {hits} hits, {ccache.get('misses', 0)} compiled)"
+    return kind, cost
+
+
+def subject(tvm_repo: Path | None, commit: str) -> str:
+    if tvm_repo is None:
+        return ""
+    return git.git(tvm_repo, "log", "-1", "--format=%s", commit, check=False).strip()[:60]
+
+
+def rows(history, results_dir: Path, tvm_repo, th, remeasure) -> list[dict]:
+    with_data = gate_error_rates.commits_with_data(history)
+    pairs, _ = gate_error_rates.false_alarms(history, with_data, th, remeasure)
+    judged = {p["candidate"]: p for p in pairs}
+    found = []
+    for commit in history.commits:
+        failed = commit not in with_data
+        kind, cost = build_text(build_facts(results_dir, commit.hash), failed)
+        pair = judged.get(commit.label)
+        found.append({"commit": commit.label, "hash": commit.hash, "date": commit.as_dict()["date"],
+                      "subject": subject(tvm_repo, commit.hash), "installed": kind, "build": cost,
+                      "baseline": pair["baseline"] if pair else None,
+                      "kernels_changed": pair["kernels_changed"] if pair else None,
+                      "kernels_same": pair["kernels_same"] if pair else None,
+                      "verdict": pair["verdict"] if pair else None,
+                      "failing": pair["failing"] if pair else []})
+    return found
+
+
+def table(found: list[dict]) -> str:
+    lines = ["| commit | date | subject | installed | build | kernels whose code changed | gate against |",
+             "|---|---|---|---|---|---|---|"]
+    for r in found:
+        if r["verdict"] is None:
+            changed, verdict = "-", "-" if r["installed"] == "did not build" else "first commit with data"
+        else:
+            names = r["kernels_changed"]
+            changed = f"{len(names)} of {len(names) + r['kernels_same']}"
+            if names:
+                changed += ": " + ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            verdict = f"{r['verdict']} vs {r['baseline']}" + (f" ({', '.join(r['failing'])})" if r["failing"] else "")
+        lines.append(f"| {r['commit']} | {(r['date'] or '')[:10]} | {r['subject']} | {r['installed']} | "
+                     f"{r['build']} | {changed} | {verdict} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", type=Path, required=True)
+    parser.add_argument("--tvm-repo", type=Path, help="a clone of apache/tvm: orders the commits, names their subjects")
+    parser.add_argument("--thresholds", type=Path)
+    parser.add_argument("--remeasure", choices=("none", "real"), default="none")
+    parser.add_argument("--json", action="store_true", help="the rows as JSON on stdout")
+    args = parser.parse_args(argv)
+    try:
+        if args.tvm_repo is not None and not git.is_repo(args.tvm_repo):
+            raise UserError(f"--tvm-repo {args.tvm_repo}: not a git repository")
+        history = results.load(args.results, args.tvm_repo)
+        th = thresholds_mod.load(args.thresholds)
+        remeasure = None
+        if args.remeasure == "real":
+            from suite.core import timing
+
+            remeasure = gate_error_rates.memoized(timing.remeasure)
+        found = rows(history, args.results, args.tvm_repo, th, remeasure)
+    except UserError as err:  # absent, damaged or untrusted results: one line
+        print(f"{Path(sys.argv[0]).name}: error: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps(found, indent=1) if args.json else table(found))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
