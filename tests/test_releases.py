@@ -168,3 +168,17 @@ def test_corrupt_results_are_refused(cli, fake_tvm, tmp_path):
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and f"corrupt asv result file {bad}" in lines[0]
+
+
+def test_the_first_note_of_a_commits_build_stays_and_reinstalls_are_listed(tmp_path):
+    """asv installs a run's first commit again to find the benchmarks: the note of the build that
+    was measured is not replaced by the seconds of a ccache rebuild."""
+    note = tmp_path / "c0ffee.build.json"
+    install_tvm.note_build(note, {"kind": "source", "build_s": 5507.0})
+    install_tvm.note_build(note, {"kind": "source", "build_s": 23.2})
+    install_tvm.note_build(note, {"kind": "source", "build_s": 21.0})
+    assert json.loads(note.read_text()) == {"kind": "source", "build_s": 5507.0, "reinstalls": [
+        {"kind": "source", "build_s": 23.2}, {"kind": "source", "build_s": 21.0}]}
+    note.write_text("[not a note]")
+    install_tvm.note_build(note, {"kind": "wheel", "build_s": 7.0})
+    assert json.loads(note.read_text()) == {"kind": "wheel", "build_s": 7.0}
