@@ -31,6 +31,8 @@ def build_facts(results_dir: Path, commit: str) -> dict:
     """What install_tvm noted of the commit's build, or {} where nothing was kept; a damaged note
     is said, never guessed at."""
     path = Path(results_dir).resolve().parent / BUILD_LOGS / f"{commit}.build.json"
+    if path.is_symlink():  # keep copies files: a link in a history is not install_tvm's note
+        raise UserError(f"{path}: a link, not the note install_tvm writes")
     if not path.is_file():
         return {}
     try:

@@ -57,11 +57,18 @@ def test_each_commit_with_its_build_the_kernels_that_changed_and_the_gate_agains
     assert f"| {B[:10]} | {rows[B]['date'][:10]} | | did not build | log: install-logs/ | - | - |" in lines
 
 
-def test_a_damaged_build_note_or_a_missing_history_is_one_line(tmp_path):
+def test_a_damaged_or_linked_build_note_a_missing_history_or_clone_is_one_line(tmp_path):
     results = kept_history(tmp_path)
     (results.parent / "install-logs" / f"{A}.build.json").write_text("[1, 2]")
+    (results.parent / "install-logs" / f"{C}.build.json").unlink()
+    (results.parent / "install-logs" / f"{C}.build.json").symlink_to(tmp_path / "elsewhere.json")
+    (tmp_path / "elsewhere.json").write_text("{}")
     for args, words in (([str(results)], f"{A}.build.json: damaged"),
-                        ([str(tmp_path / "none")], "does not exist")):
+                        ([str(tmp_path / "none")], "does not exist"),
+                        ([str(results), "--tvm-repo", str(tmp_path)], "not a git repository")):
         done = series_script("--results", *args)
         assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr, done.stderr
         assert done.stdout == ""
+    (results.parent / "install-logs" / f"{A}.build.json").unlink()
+    done = series_script("--results", str(results))
+    assert done.returncode == 2 and f"{C}.build.json: a link, not the note" in done.stderr, done.stderr
