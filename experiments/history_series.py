@@ -55,6 +55,8 @@ def build_text(facts: dict, failed: bool) -> tuple[str, str]:
     ccache = facts.get("ccache") or {}
     hits = (ccache.get("direct_hits") or 0) + (ccache.get("preprocessed_hits") or 0)
     cost = f"{seconds:,.0f} s" if isinstance(seconds, (int, float)) else ""
+    if facts.get("release"):  # a wheel: nothing was built
+        cost = f"apache-tvm {facts['release']}, apache-tvm-ffi {facts.get('ffi', '?')}"
     if ccache:
         cost += f" (ccache {hits} hits, {ccache.get('misses', 0)} compiled)"
     return kind, cost

@@ -34,7 +34,7 @@ def kept_history(tmp_path: Path) -> Path:
     (logs / f"{A}.build.json").write_text(json.dumps(
         {"kind": "source", "build_s": 237.9, "ccache": {"direct_hits": 447, "preprocessed_hits": 161, "misses": 5}}))
     (logs / f"{B}.log").write_text("ninja: build stopped: subcommand failed.\n")
-    (logs / f"{C}.build.json").write_text(json.dumps({"kind": "wheel", "build_s": 7.5}))
+    (logs / f"{C}.build.json").write_text(json.dumps({"kind": "wheel", "release": "0.26.0", "ffi": "0.1.13.post2"}))
     return run_dir / "results"
 
 
@@ -44,7 +44,7 @@ def test_each_commit_with_its_build_the_kernels_that_changed_and_the_gate_agains
     assert done.returncode == 0, done.stderr
     rows = {r["hash"]: r for r in json.loads(done.stdout)}
     assert [rows[c]["installed"] for c in (A, B, C)] == ["source", "did not build", "wheel"]
-    assert rows[A]["build"] == "238 s (ccache 608 hits, 5 compiled)" and rows[C]["build"] == "8 s"
+    assert rows[A]["build"] == "238 s (ccache 608 hits, 5 compiled)" and rows[C]["build"] == "apache-tvm 0.26.0, apache-tvm-ffi 0.1.13.post2"
     assert rows[A]["verdict"] is None and rows[B]["verdict"] is None  # first with data; no data
     assert rows[C]["baseline"] == A[:10] and rows[C]["verdict"] == "READY"
     assert rows[C]["kernels_changed"] == ["seed.conv2d_nhwc_7x7s2 float16 llvm default"]
@@ -52,7 +52,7 @@ def test_each_commit_with_its_build_the_kernels_that_changed_and_the_gate_agains
     text = series_script("--results", str(results))
     assert text.returncode == 0, text.stderr
     lines = text.stdout.replace("|  |", "| |").splitlines()
-    assert (f"| {C[:10]} | {rows[C]['date'][:10]} | | wheel | 8 s | 1 of 2: seed.conv2d_nhwc_7x7s2 float16 llvm "
+    assert (f"| {C[:10]} | {rows[C]['date'][:10]} | | wheel | apache-tvm 0.26.0, apache-tvm-ffi 0.1.13.post2 | 1 of 2: seed.conv2d_nhwc_7x7s2 float16 llvm "
             f"default | READY vs {A[:10]} |") in lines
     assert f"| {B[:10]} | {rows[B]['date'][:10]} | | did not build | log: install-logs/ | - | - |" in lines
 
