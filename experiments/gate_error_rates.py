@@ -42,6 +42,8 @@ from pathlib import Path
 from asv import step_detect
 from scipy.stats import mannwhitneyu
 
+from suite import cache
+from suite.commands import common_args
 from suite.errors import UserError
 from suite.reporting import code_identity, gate, results, rules, thresholds as thresholds_mod
 
@@ -264,20 +266,27 @@ def score(name: str, flags: set, plants: list[Plant]) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--results", type=Path, required=True)
-    parser.add_argument("--thresholds", type=Path)
+    parser.add_argument("--results", type=common_args.path, required=True)
+    parser.add_argument("--thresholds", type=common_args.path)
     parser.add_argument("--plants", type=int, default=24)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--remeasure", choices=("none", "real"), default="none")
     parser.add_argument("--peers", default="", help="detector=python of its environment, comma-separated")
-    parser.add_argument("--out", type=Path)
+    parser.add_argument("--out", type=common_args.path,
+                        help="write OUT/gate_error_rates.json (never over an existing file)")
     args = parser.parse_args(argv)
+    written = args.out / "gate_error_rates.json" if args.out is not None else None
+    if written is not None and (written.exists() or written.is_symlink()):
+        print(f"{Path(sys.argv[0]).name}: error: {written} exists: it is never replaced", file=sys.stderr)
+        return 2
     try:
+        if args.out is not None:
+            cache.ensure_dir(args.out, "--out")  # a file, read-only: said before the work, not after
         history = results.load(args.results)
-    except UserError as err:  # absent, damaged or untrusted results: one line
+        th = thresholds_mod.load(args.thresholds)
+    except UserError as err:  # absent, damaged or untrusted results or thresholds: one line
         print(f"{Path(sys.argv[0]).name}: error: {err}", file=sys.stderr)
         return 2
-    th = thresholds_mod.load(args.thresholds)
     commits = commits_with_data(history)
     if len(commits) < 2:
         print(f"{args.results}: {len(commits)} commit(s) with results: nothing to compare", file=sys.stderr)
@@ -334,9 +343,8 @@ def main(argv=None) -> int:
     for row in table:
         print(f"{row['detector']:<10} {row['caught']:>7} {row['planted']:>8} {row['false_alarms']:>6} "
               f"{row['precision']:>10.3f} {row['recall']:>7.3f} {row['f1']:>6.3f}")
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "gate_error_rates.json").write_text(json.dumps(
+    if written is not None:
+        cache.write_text(written, json.dumps(
             {"pairs": pairs, "false_alarms_per_check": per_check, "table": table,
              "plants": [{"kind": p.kind, "ids": list(p.series.ids), "commit": commits[p.commit].label,
                          "caught_by": sorted(name for name, flags in found.items()

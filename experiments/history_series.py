@@ -22,6 +22,7 @@ from pathlib import Path
 import gate_error_rates
 
 from suite import git
+from suite.commands import common_args
 from suite.errors import UserError
 from suite.history.keep import BUILD_LOGS
 from suite.reporting import results, thresholds as thresholds_mod
@@ -106,11 +107,12 @@ def table(found: list[dict]) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--results", type=Path, required=True)
-    parser.add_argument("--tvm-repo", type=Path, help="a clone of apache/tvm: orders the commits, names their subjects")
-    parser.add_argument("--thresholds", type=Path)
+    parser.add_argument("--results", type=common_args.path, required=True)
+    parser.add_argument("--tvm-repo", type=common_args.path,
+                        help="a clone of apache/tvm: orders the commits, names their subjects")
+    parser.add_argument("--thresholds", type=common_args.path)
     parser.add_argument("--remeasure", choices=("none", "real"), default="none")
-    parser.add_argument("--json", action="store_true", help="the rows as JSON on stdout")
+    common_args.json_output(parser, "the rows")
     args = parser.parse_args(argv)
     try:
         if args.tvm_repo is not None and not git.is_repo(args.tvm_repo):

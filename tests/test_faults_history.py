@@ -51,7 +51,8 @@ FAULTS = {
                        "test_history_keep_inside_its_own_out_is_refused_before_any_work",
                        "test_history_keep_to_a_link_to_nothing_is_refused_before_any_work"],
     "the gate's experiments: bad input, an existing --out": [
-        "test_the_gate_experiments_refuse_bad_input_in_one_line", "test_retime_noise_never_replaces_a_file"],
+        "test_the_gate_experiments_refuse_bad_input_in_one_line", "test_retime_noise_never_replaces_a_file",
+        "test_gate_error_rates_never_replaces_its_json"],
 }
 
 
@@ -582,6 +583,18 @@ def test_history_keep_to_a_link_to_nothing_is_refused_before_any_work(cli, tmp_p
     ("retime_noise.py", ["--results", "reports/tvm-main/results", "--limit", "0"], "--limit: 0 is not between 1"),
     ("retime_noise.py", ["--results", "README.md"], "README.md"),
     ("gate_error_rates.py", ["--results", "README.md"], "README.md"),
+    ("gate_error_rates.py", ["--results", ""], "--results: an empty path"),
+    ("gate_error_rates.py", ["--results", "reports/tvm-main/results", "--thresholds", "/nonexistent.toml"],
+     "thresholds file /nonexistent.toml does not exist"),
+    ("gate_error_rates.py", ["--results", "reports/tvm-main/results", "--out", "README.md"], "it is a file"),
+    ("history_series.py", ["--results", ""], "--results: an empty path"),
+    ("history_series.py", ["--results", "README.md"], "README.md does not exist"),
+    ("history_series.py", ["--results", "reports/tvm-main/results", "--tvm-repo", ""], "--tvm-repo: an empty path"),
+    ("history_series.py", ["--results", "reports/tvm-main/results", "--thresholds", "/nonexistent.toml"],
+     "thresholds file /nonexistent.toml does not exist"),
+    ("history_series.py", ["--results", "reports/tvm-main/results", "--thresholds", "README.md"],
+     "not a readable TOML file"),
+    ("history_series.py", ["--results", "reports/tvm-main/results", "--remeasure", "all"], "invalid choice: 'all'"),
 ])
 def test_the_gate_experiments_refuse_bad_input_in_one_line(script, args, words):
     import subprocess
@@ -601,3 +614,15 @@ def test_retime_noise_never_replaces_a_file(tmp_path):
     done = subprocess.run([sys.executable, "experiments/retime_noise.py", "--results", "reports/tvm-main/results",
                            "--out", str(mine)], capture_output=True, text=True, cwd=Path(__file__).parents[1])
     assert done.returncode == 2 and "exists: it is never replaced" in done.stderr and mine.read_text() == "the user's"
+
+
+def test_gate_error_rates_never_replaces_its_json(tmp_path):
+    import subprocess
+    import sys
+
+    mine = tmp_path / "gate_error_rates.json"
+    mine.write_text("the user's")
+    done = subprocess.run([sys.executable, "experiments/gate_error_rates.py", "--results", "reports/tvm-main/results",
+                           "--out", str(tmp_path)], capture_output=True, text=True, cwd=Path(__file__).parents[1])
+    assert done.returncode == 2 and "exists: it is never replaced" in done.stderr and mine.read_text() == "the user's"
+    assert done.stdout == ""
