@@ -24,31 +24,14 @@ import gate_error_rates
 from suite import git
 from suite.commands import common_args
 from suite.errors import UserError
-from suite.history.keep import BUILD_LOGS
+from suite.history import keep
 from suite.reporting import results, thresholds as thresholds_mod
-
-
-def build_facts(results_dir: Path, commit: str) -> dict:
-    """What install_tvm noted of the commit's build, or {} where nothing was kept; a damaged note
-    is said, never guessed at."""
-    path = Path(results_dir).resolve().parent / BUILD_LOGS / f"{commit}.build.json"
-    if path.is_symlink():  # keep copies files: a link in a history is not install_tvm's note
-        raise UserError(f"{path}: a link, not the note install_tvm writes")
-    if not path.is_file():
-        return {}
-    try:
-        facts = json.loads(path.read_text())
-        if not isinstance(facts, dict):
-            raise ValueError
-    except (ValueError, UnicodeDecodeError):
-        raise UserError(f"{path}: damaged (not the JSON object install_tvm writes)") from None
-    return facts
 
 
 def build_text(facts: dict, failed: bool) -> tuple[str, str]:
     """(how it was installed, the build's seconds and ccache) as the table says them."""
     if failed:
-        return "did not build", f"log: {BUILD_LOGS}/"
+        return "did not build", f"log: {keep.BUILD_LOGS}/"
     if not facts:
         return "not noted", ""
     kind = facts.get("kind", "?")
@@ -76,7 +59,7 @@ def rows(history, results_dir: Path, tvm_repo, th, remeasure) -> list[dict]:
     found = []
     for commit in history.commits:
         failed = commit not in with_data
-        kind, cost = build_text(build_facts(results_dir, commit.hash), failed)
+        kind, cost = build_text(keep.build_facts(Path(results_dir).resolve().parent, commit.hash), failed)
         pair = judged.get(commit.label)
         found.append({"commit": commit.label, "hash": commit.hash, "date": commit.as_dict()["date"],
                       "subject": subject(tvm_repo, commit.hash), "installed": kind, "build": cost,

@@ -71,4 +71,4 @@ def test_a_damaged_or_linked_build_note_a_missing_history_or_clone_is_one_line(t
         assert done.stdout == ""
     (results.parent / "install-logs" / f"{A}.build.json").unlink()
     done = series_script("--results", str(results))
-    assert done.returncode == 2 and f"{C}.build.json: a link, not the note" in done.stderr, done.stderr
+    assert done.returncode == 2 and f"{C}.build.json: a link, not the file install_tvm writes" in done.stderr, done.stderr

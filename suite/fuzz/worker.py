@@ -204,10 +204,10 @@ def _undefined(target, path, arguments) -> str | None:
                                   axis=1))
     if not apart.size:
         return None
-    first = tuple(int(i) for i in np.unravel_index(apart[0], shape))
+    at = [int(i) for i in np.unravel_index(apart[0], shape)]
     return (f"its output depends on what its output array held before it ran: {apart.size:,} of "
             f"{int(np.prod(shape)):,} elements differ between a run on an array of bytes 0x{POISONS[0]:02X} and "
-            f"one of 0x{POISONS[1]:02X} (first at {list(first)}): read before written, or raced")
+            f"one of 0x{POISONS[1]:02X} (first at {at}): read before written, or raced")
 
 
 def main() -> int:

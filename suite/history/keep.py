@@ -137,22 +137,32 @@ def _keep_failed(run_dir: Path, kept_dir: Path, machine: str, commit: str) -> No
     _copy_unless_kept(sources)  # the results last: a failed commit is never kept without its log
 
 
+def build_facts(history_dir: Path, commit: str) -> dict:
+    """How the commit's TVM was installed, as install_tvm noted it in a run's or a kept history's
+    ``install-logs/``; {} where there is no note. A link or a damaged note is a UserError."""
+    path = _build_file(history_dir, f"{commit}.build.json")
+    if not path.is_file():
+        return {}
+    try:
+        facts = json.loads(path.read_text())
+        if not isinstance(facts, dict):
+            raise ValueError
+    except (ValueError, UnicodeDecodeError):
+        raise UserError(f"{path}: damaged (not the JSON object install_tvm writes)") from None
+    return facts
+
+
 def _keep_build_facts(run_dir: Path, kept_dir: Path, commit: str) -> None:
-    """How the commit's TVM was installed, as install_tvm noted it, where the run has the note."""
-    facts = _build_file(run_dir, f"{commit}.build.json")
-    if facts.is_file():
-        try:
-            if not isinstance(json.loads(facts.read_text()), dict):
-                raise ValueError
-        except (ValueError, UnicodeDecodeError):
-            raise UserError(f"{facts}: damaged (not the JSON object install_tvm writes)") from None
-        _copy_unless_kept([(facts, kept_dir / BUILD_LOGS / facts.name)])
+    """The run's note of the commit's build, checked, kept beside the commit."""
+    if build_facts(run_dir, commit):
+        name = f"{commit}.build.json"
+        _copy_unless_kept([(run_dir / BUILD_LOGS / name, kept_dir / BUILD_LOGS / name)])
 
 
-def _build_file(run_dir: Path, name: str) -> Path:
-    path = run_dir / BUILD_LOGS / name
+def _build_file(history_dir: Path, name: str) -> Path:
+    path = Path(history_dir) / BUILD_LOGS / name
     if path.is_symlink():  # install_tvm writes files: a link would copy whatever it points at into the history
-        raise UserError(f"{path}: a link, not the file install_tvm writes: remove it, then keep again")
+        raise UserError(f"{path}: a link, not the file install_tvm writes: remove it")
     return path
 
 
