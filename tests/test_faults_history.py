@@ -51,8 +51,7 @@ FAULTS = {
                        "test_history_keep_inside_its_own_out_is_refused_before_any_work",
                        "test_history_keep_to_a_link_to_nothing_is_refused_before_any_work"],
     "the gate's experiments: bad input, an existing --out": [
-        "test_the_gate_experiments_refuse_bad_input_in_one_line", "test_retime_noise_never_replaces_a_file",
-        "test_gate_error_rates_never_replaces_its_json"],
+        "test_the_gate_experiments_refuse_bad_input_in_one_line", "test_the_gate_experiments_never_replace_a_file"],
 }
 
 
@@ -605,24 +604,17 @@ def test_the_gate_experiments_refuse_bad_input_in_one_line(script, args, words):
     assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
-def test_retime_noise_never_replaces_a_file(tmp_path):
+@pytest.mark.parametrize("script, written, out", [
+    ("retime_noise.py", "pairs.json", "pairs.json"),  # --out names the file
+    ("gate_error_rates.py", "gate_error_rates.json", "."),  # --out names the directory
+])
+def test_the_gate_experiments_never_replace_a_file(tmp_path, script, written, out):
     import subprocess
     import sys
 
-    mine = tmp_path / "pairs.json"
+    mine = tmp_path / written
     mine.write_text("the user's")
-    done = subprocess.run([sys.executable, "experiments/retime_noise.py", "--results", "reports/tvm-main/results",
-                           "--out", str(mine)], capture_output=True, text=True, cwd=Path(__file__).parents[1])
-    assert done.returncode == 2 and "exists: it is never replaced" in done.stderr and mine.read_text() == "the user's"
-
-
-def test_gate_error_rates_never_replaces_its_json(tmp_path):
-    import subprocess
-    import sys
-
-    mine = tmp_path / "gate_error_rates.json"
-    mine.write_text("the user's")
-    done = subprocess.run([sys.executable, "experiments/gate_error_rates.py", "--results", "reports/tvm-main/results",
-                           "--out", str(tmp_path)], capture_output=True, text=True, cwd=Path(__file__).parents[1])
+    done = subprocess.run([sys.executable, f"experiments/{script}", "--results", "reports/tvm-main/results",
+                           "--out", str(tmp_path / out)], capture_output=True, text=True, cwd=Path(__file__).parents[1])
     assert done.returncode == 2 and "exists: it is never replaced" in done.stderr and mine.read_text() == "the user's"
     assert done.stdout == ""
