@@ -1,8 +1,14 @@
 """The gate's false alarms and misses on a kept history of TVM commits, beside the change-point
 detectors others use, on the same values (a script, not an asv benchmark).
 
-    python experiments/gate_error_rates.py --results reports/tvm-main/results [--plants 24] [--seed 0]
+    python experiments/gate_error_rates.py --results reports/tvm-main/results
+        [--results reports/tvm-main-hexagon/results] [--plants 24] [--seed 0]
         [--remeasure none|real] [--peers otava=PYTHON,edivisive=PYTHON] [--out DIR]
+
+Several ``--results`` (kept histories of the same commits on other machines or targets: llvm on
+this machine, Hexagon on the emulator) are judged each on its own and scored as one series: the
+plants are spread over them (a kind goes to a history whose values have its metric: packets
+only where Hexagon was measured), and each detector's catches and false alarms are summed.
 
 1. False alarms: every consecutive pair of commits with results is judged by the gate
    (:func:`suite.reporting.gate.evaluate`, the verdict of `gate`, `run` and `check`). A failing
@@ -57,6 +63,15 @@ class Plant:
     metric: str  #: the metric the gate and the peers should flag
     series: results.Series
     commit: int  #: index in the commits with results: the first commit with the step
+    history: int = 0  #: which of the judged histories (the order of --results)
+
+
+@dataclasses.dataclass(frozen=True)
+class Judged:
+    """One kept history and the commits of it the gate compares."""
+    name: str
+    history: results.History
+    commits: list
 
 
 def commits_with_data(history: results.History) -> list[results.Commit]:
@@ -67,7 +82,12 @@ def commits_with_data(history: results.History) -> list[results.Commit]:
 # ----------------------------------------------------------------------------- planting
 
 
-def choose_plants(history, commits, count: int, seed: int) -> list[Plant]:
+def has_metric(history: results.History, metric: str) -> bool:
+    return any(results.finite(v) for per_commit in history.values.get(metric, {}).values()
+               for v in per_commit.values())
+
+
+def choose_plants(judged: list[Judged], count: int, seed: int) -> list[Plant]:
     rng = random.Random(seed)
     kinds = [f"latency+{round((s - 1) * 100)}%" for s in LATENCY_STEPS] + ["packets+1%", "ulp_mean+1", "mark"]
     plants, used = [], set()
@@ -76,6 +96,11 @@ def choose_plants(history, commits, count: int, seed: int) -> list[Plant]:
             break
         kind = kinds[n % len(kinds)]
         metric = {"packets+1%": "packets", "ulp_mean+1": "ulp_mean", "mark": "error_ratio"}.get(kind, "latency")
+        holders = [i for i, j in enumerate(judged) if len(j.commits) > 1 and has_metric(j.history, metric)]
+        if not holders:
+            continue
+        which = holders[0] if len(holders) == 1 else rng.choice(holders)
+        history, commits = judged[which].history, judged[which].commits
         index = rng.randrange(1, len(commits))
         at, before = commits[index], commits[index - 1]
         candidates = [s for s in history.series()
@@ -86,11 +111,11 @@ def choose_plants(history, commits, count: int, seed: int) -> list[Plant]:
             changed = [s for s in candidates if code_identity.compare(history, s, before.hash, at.hash)
                        is code_identity.Code.CHANGED]
             candidates = changed or candidates
-        candidates = [s for s in candidates if (s, metric) not in used]
+        candidates = [s for s in candidates if (which, s, metric) not in used]
         if candidates:
             series = rng.choice(candidates)
-            used.add((series, metric))
-            plants.append(Plant(kind, metric, series, index))
+            used.add((which, series, metric))
+            plants.append(Plant(kind, metric, series, index, which))
     return plants
 
 
@@ -251,22 +276,59 @@ def external_flags(python: str, detector: str, series: dict[str, list[float]]) -
 # ----------------------------------------------------------------------------- scoring
 
 
+def truth(plant: Plant) -> tuple:
+    return plant.history, plant.series, plant.metric, plant.commit
+
+
 def score(name: str, flags: set, plants: list[Plant]) -> dict:
-    """flags: (series, metric, commit index) a detector raised over the planted histories."""
-    truth = {(p.series, p.metric, p.commit) for p in plants}
-    tp = len(flags & truth)
-    fp = len(flags - truth)
-    fn = len(truth - flags)
+    """flags: (history, series, metric, commit index) a detector raised over the planted histories."""
+    truth_set = {truth(p) for p in plants}
+    tp = len(flags & truth_set)
+    fp = len(flags - truth_set)
+    fn = len(truth_set - flags)
     precision = tp / (tp + fp) if tp + fp else 0.0
-    recall = tp / len(truth) if truth else 0.0
+    recall = tp / len(truth_set) if truth_set else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"detector": name, "caught": tp, "planted": len(truth), "false_alarms": fp, "missed": fn,
+    return {"detector": name, "caught": tp, "planted": len(truth_set), "false_alarms": fp, "missed": fn,
             "precision": precision, "recall": recall, "f1": f1}
+
+
+def detect(judged: list[Judged], plants: list[Plant], th, remeasure, peers: dict[str, str]) -> dict[str, set]:
+    """What each detector flags over every plant's history: (history, series, metric, commit index)."""
+    found = {name: set() for name in ("gate", "asv", "lnt", *peers)}
+    metrics = sorted({p.metric for p in plants})
+    for plant in plants:
+        commits = judged[plant.history].commits
+        with_step = planted(judged[plant.history].history, commits, plant)
+        before, at = commits[plant.commit - 1], commits[plant.commit]
+        found["gate"] |= {(plant.history, s, m, plant.commit) for s, m in
+                          gate_flags(with_step, before, at, th, planted_remeasure(remeasure, plant))
+                          if m in metrics}
+        keyed = {}
+        for metric in metrics:
+            for series in with_step.series():
+                points = series_values(with_step, commits, metric, series)
+                if len(points) < 2:
+                    continue
+                found["asv"] |= {(plant.history, series, metric, i) for i in asv_flags(points, metric)}
+                found["lnt"] |= {(plant.history, series, metric, i)
+                                 for i in lnt_flags(with_step, commits, metric, series, points)}
+                keyed[f"{metric}|{'|'.join(series.ids)}|{series.machine}"] = (series, metric, points)
+        for name, python in peers.items():
+            flags = external_flags(python, name, {k: [worse_up(m, v) for _, v in pts]
+                                                  for k, (_, m, pts) in keyed.items()})
+            for key, indices in flags.items():
+                series, metric, points = keyed[key]
+                found[name] |= {(plant.history, series, metric, points[i][0]) for i in indices if i < len(points)}
+    # Every detector saw each plant's history once; what it flags at a commit where no plant of
+    # that combination was is a false alarm (the same real value series for all of them).
+    return found
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--results", type=common_args.path, required=True)
+    parser.add_argument("--results", type=common_args.path, required=True, action="append",
+                        help="a kept history's results directory; again for another (scored as one series)")
     parser.add_argument("--thresholds", type=common_args.path)
     parser.add_argument("--plants", type=int, default=24)
     parser.add_argument("--seed", type=int, default=0)
@@ -279,65 +341,50 @@ def main(argv=None) -> int:
     if written is not None and (written.exists() or written.is_symlink()):
         print(f"{Path(sys.argv[0]).name}: error: {written} exists: it is never replaced", file=sys.stderr)
         return 2
+    if len(set(args.results)) < len(args.results):
+        print(f"{Path(sys.argv[0]).name}: error: --results: the same directory given twice", file=sys.stderr)
+        return 2
     try:
         if args.out is not None:
             cache.ensure_dir(args.out, "--out")  # a file, read-only: said before the work, not after
-        history = results.load(args.results)
+        histories = [results.load(r) for r in args.results]
         th = thresholds_mod.load(args.thresholds)
     except UserError as err:  # absent, damaged or untrusted results or thresholds: one line
         print(f"{Path(sys.argv[0]).name}: error: {err}", file=sys.stderr)
         return 2
-    commits = commits_with_data(history)
-    if len(commits) < 2:
-        print(f"{args.results}: {len(commits)} commit(s) with results: nothing to compare", file=sys.stderr)
-        return 2
+    judged = [Judged(str(r), h, commits_with_data(h)) for r, h in zip(args.results, histories)]
+    for j in judged:
+        if len(j.commits) < 2:
+            print(f"{j.name}: {len(j.commits)} commit(s) with results: nothing to compare", file=sys.stderr)
+            return 2
     remeasure = None
     if args.remeasure == "real":
         from suite.core import timing
 
         remeasure = memoized(timing.remeasure)
-    pairs, per_check = false_alarms(history, commits, th, remeasure)
-    plants = choose_plants(history, commits, args.plants, args.seed)
-    metrics = sorted({p.metric for p in plants})
-    found = {"gate": set(), "asv": set(), "lnt": set()}
+    pairs, per_check = [], {}
+    for j in judged:
+        found_pairs, found_checks = false_alarms(j.history, j.commits, th, remeasure)
+        pairs += [{"history": j.name, **p} for p in found_pairs]
+        for name, count in found_checks.items():
+            per_check[name] = per_check.get(name, 0) + count
+    plants = choose_plants(judged, args.plants, args.seed)
     peers = dict(item.split("=", 1) for item in args.peers.split(",") if item)
-    for name in peers:
-        found[name] = set()
-    for plant in plants:
-        with_step = planted(history, commits, plant)
-        before, at = commits[plant.commit - 1], commits[plant.commit]
-        found["gate"] |= {(s, m, plant.commit) for s, m in
-                          gate_flags(with_step, before, at, th, planted_remeasure(remeasure, plant))
-                          if m in metrics}
-        keyed = {}
-        for metric in metrics:
-            for series in with_step.series():
-                points = series_values(with_step, commits, metric, series)
-                if len(points) < 2:
-                    continue
-                found["asv"] |= {(series, metric, i) for i in asv_flags(points, metric)}
-                found["lnt"] |= {(series, metric, i) for i in lnt_flags(with_step, commits, metric, series, points)}
-                keyed[f"{metric}|{'|'.join(series.ids)}|{series.machine}"] = (series, metric, points)
-        for name, python in peers.items():
-            flags = external_flags(python, name, {k: [worse_up(m, v) for _, v in pts]
-                                                  for k, (_, m, pts) in keyed.items()})
-            for key, indices in flags.items():
-                series, metric, points = keyed[key]
-                found[name] |= {(series, metric, points[i][0]) for i in indices if i < len(points)}
-    # Every detector saw each plant's history once; what it flags at a commit where no plant of
-    # that combination was is a false alarm (the same real value series for all of them).
+    found = detect(judged, plants, th, remeasure, peers)
     table = [score(name, flags, plants) for name, flags in found.items()]
-    print(f"{len(commits)} commits, {len(pairs)} pairs, {len(plants)} planted steps", file=sys.stderr)
+    print(f"{sum(len(j.commits) for j in judged)} commits in {len(judged)} histories, {len(pairs)} pairs, "
+          f"{len(plants)} planted steps", file=sys.stderr)
     print("\nthe gate on every consecutive pair:")
     for p in pairs:
-        print(f"  {p['baseline']:>14} -> {p['candidate']:<14} {p['verdict']:<12} "
+        where = f"[{Path(p['history']).parent.name}] " if len(judged) > 1 else ""
+        print(f"  {where}{p['baseline']:>14} -> {p['candidate']:<14} {p['verdict']:<12} "
               f"failing: {', '.join(p['failing']) or '-'}; kernels changed {len(p['kernels_changed'])}, "
               f"same {p['kernels_same']}")
     print("\nfalse alarms of the gate per check (unplanted pairs):", per_check or "none")
     print("\nthe gate's catches per kind of step:")
     for kind in dict.fromkeys(p.kind for p in plants):
         mine = [p for p in plants if p.kind == kind]
-        caught = sum((p.series, p.metric, p.commit) in found["gate"] for p in mine)
+        caught = sum(truth(p) in found["gate"] for p in mine)
         print(f"  {kind:<12} {caught} of {len(mine)}")
     print(f"\n{'detector':<10} {'caught':>7} {'planted':>8} {'false':>6} {'precision':>10} {'recall':>7} {'F1':>6}")
     for row in table:
@@ -345,10 +392,11 @@ def main(argv=None) -> int:
               f"{row['precision']:>10.3f} {row['recall']:>7.3f} {row['f1']:>6.3f}")
     if written is not None:
         cache.write_text(written, json.dumps(
-            {"pairs": pairs, "false_alarms_per_check": per_check, "table": table,
-             "plants": [{"kind": p.kind, "ids": list(p.series.ids), "commit": commits[p.commit].label,
-                         "caught_by": sorted(name for name, flags in found.items()
-                                             if (p.series, p.metric, p.commit) in flags)}
+            {"histories": [j.name for j in judged], "pairs": pairs, "false_alarms_per_check": per_check,
+             "table": table,
+             "plants": [{"history": judged[p.history].name, "kind": p.kind, "ids": list(p.series.ids),
+                         "commit": judged[p.history].commits[p.commit].label,
+                         "caught_by": sorted(name for name, flags in found.items() if truth(p) in flags)}
                         for p in plants]}, indent=1))
     return 0
 

@@ -1,0 +1,89 @@
+"""experiments/gate_error_rates.py: planted steps in kept histories, caught or missed by the gate
+and the peers, scored as one series over several histories; run as a user runs it, on histories
+filed by tests/histories.py (llvm on one machine, Hexagon on the emulator under another)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from histories import A, B, C, QF_TUNED, SEED, TUNED, Builder
+
+ROOT = Path(__file__).parents[1]
+D = "d" * 40
+#: A tuned kernel's error against its default order's: the same, no shift (no divergence mark).
+NO_MARK = {"error_ratio": 1.0, "error_ratio_z": 0.0, "bias_shift": 0.0, "bias_shift_z": 0.0}
+
+
+def rates(*args):
+    return subprocess.run([sys.executable, "experiments/gate_error_rates.py", *args], capture_output=True,
+                          text=True, cwd=ROOT)
+
+
+def llvm_history(tmp_path: Path) -> Path:
+    """Four commits of two fp16 conv2d kernels on llvm, their code and accuracy the same throughout."""
+    history = Builder(commits=(A, B, C, D), machine="box")
+    for commit in (A, B, C, D):
+        for ids in (SEED, TUNED):
+            history.accurate(ids, commit).timing(ids, commit).code(ids, commit, "e" * 64)
+        history.values_at(TUNED, commit, **NO_MARK)  # tuned against default
+    return history.write(tmp_path / "llvm")
+
+
+def hexagon_history(tmp_path: Path) -> Path:
+    """The same commits on the emulator: packets, exact, the same code throughout."""
+    history = Builder(commits=(A, B, C, D), machine="emu")
+    for commit in (A, B, C, D):
+        history.accurate(QF_TUNED, commit).code(QF_TUNED, commit, "9" * 64)
+        history.values_at(QF_TUNED, commit, packets=2_903_870.0, **NO_MARK)
+    return history.write(tmp_path / "hexagon")
+
+
+def test_plants_spread_over_the_histories_packets_only_where_hexagon_ran_and_one_table(tmp_path):
+    llvm, hexagon = llvm_history(tmp_path), hexagon_history(tmp_path)
+    done = rates("--results", str(llvm), "--results", str(hexagon), "--plants", "8", "--seed", "1",
+                 "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    found = json.loads((tmp_path / "out" / "gate_error_rates.json").read_text())
+    assert found["histories"] == [str(llvm), str(hexagon)]
+    plants = found["plants"]
+    assert len(plants) == 8
+    assert {p["history"] for p in plants} == {str(llvm), str(hexagon)}
+    packets = [p for p in plants if p["kind"] == "packets+1%"]
+    assert packets and all(p["history"] == str(hexagon) and p["ids"] == list(QF_TUNED) for p in packets)
+    # deterministic steps on kernels whose code changed with them: the gate names each one's commit
+    for p in plants:
+        if p["kind"] in ("packets+1%", "ulp_mean+1", "mark"):
+            assert "gate" in p["caught_by"], p
+    gate = next(row for row in found["table"] if row["detector"] == "gate")
+    assert gate["planted"] == 8 and gate["false_alarms"] == 0
+    assert gate["caught"] == sum("gate" in p["caught_by"] for p in plants)
+    # both histories' pairs judged, each against its own commit before: 3 + 3, all READY unplanted
+    assert [(p["history"], p["candidate"]) for p in found["pairs"]] == [
+        (str(h), c[:10]) for h in (llvm, hexagon) for c in (B, C, D)]
+    assert {p["verdict"] for p in found["pairs"]} == {"READY"}
+    assert "[hexagon]" in done.stdout and "detector" in done.stdout
+
+
+def test_a_single_history_without_packets_plants_none_of_them(tmp_path):
+    llvm = llvm_history(tmp_path)
+    done = rates("--results", str(llvm), "--plants", "5", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    plants = json.loads((tmp_path / "gate_error_rates.json").read_text())["plants"]
+    assert len(plants) == 5 and "packets+1%" not in {p["kind"] for p in plants}
+    assert {p["history"] for p in plants} == {str(llvm)}
+
+
+@pytest.mark.parametrize("twice", ["same", "one with one commit"])
+def test_the_same_history_twice_or_one_with_nothing_to_compare_is_one_line(tmp_path, twice):
+    llvm = llvm_history(tmp_path)
+    if twice == "same":
+        done, words = rates("--results", str(llvm), "--results", str(llvm)), "the same directory given twice"
+    else:
+        lone = Builder(commits=(A,), machine="emu").accurate(QF_TUNED, A).write(tmp_path / "lone")
+        done, words = rates("--results", str(llvm), "--results", str(lone)), "1 commit(s) with results"
+    assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout == ""
