@@ -49,21 +49,23 @@ def test_run_stores_asv_results_for_the_installed_tvm_and_publishes(cli, tmp_pat
     assert len(result_files(out)) == 1
 
 
-def test_the_kept_historys_asv_configuration_is_the_roots_but_for_its_paths():
-    """`asv publish --config reports/tvm-main/asv.conf.json` reads the kept results as asv wrote them:
+@pytest.mark.parametrize("kept", ["tvm-main", "tvm-main-hexagon"])
+def test_the_kept_historys_asv_configuration_is_the_roots_but_for_its_paths(kept):
+    """`asv publish --config reports/<kept>/asv.conf.json` reads the kept results as asv wrote them:
     the same matrix (asv names the results' environment after it), plugins and benchmarks as at the
     root; only the paths differ, each resolved from the file's own directory to the same places."""
     from suite.asv_plumbing.config import CHECKOUT, read_conf
 
     root = read_conf(CHECKOUT / "asv.conf.json")
-    kept_path = CHECKOUT / "reports" / "tvm-main" / "asv.conf.json"
-    kept = read_conf(kept_path)
+    kept_path = CHECKOUT / "reports" / kept / "asv.conf.json"
+    conf = read_conf(kept_path)
     paths = {"repo", "results_dir", "html_dir", "env_dir", "benchmark_dir"}
-    assert {k: v for k, v in kept.items() if k not in paths} == {k: v for k, v in root.items() if k not in paths}
+    assert {k: v for k, v in conf.items() if k not in paths} == {k: v for k, v in root.items() if k not in paths}
 
     def place(base: Path, relative: str) -> str:
         return os.path.normpath(base / relative)
     for same in ("repo", "benchmark_dir"):
-        assert place(kept_path.parent, kept[same]) == place(CHECKOUT, root[same])
-    assert place(kept_path.parent, kept["results_dir"]) == str(kept_path.parent / "results")
-    assert place(kept_path.parent, kept["html_dir"]) == str(CHECKOUT / ".asv" / "tvm-main" / "html")
+        assert place(kept_path.parent, conf[same]) == place(CHECKOUT, root[same])
+    assert place(kept_path.parent, conf["results_dir"]) == str(kept_path.parent / "results")
+    assert place(kept_path.parent, conf["html_dir"]) == str(CHECKOUT / ".asv" / kept / "html")
+    assert place(kept_path.parent, conf["env_dir"]) == str(CHECKOUT / ".asv" / kept / "env")
