@@ -354,8 +354,8 @@ def main(argv=None) -> int:
     parser.add_argument("--results", type=common_args.path, required=True, action="append",
                         help="a kept history's results directory; again for another (scored as one series)")
     parser.add_argument("--thresholds", type=common_args.path)
-    parser.add_argument("--plants", type=int, default=24)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--plants", type=common_args.whole_number(1, 10_000), default=24)
+    parser.add_argument("--seed", type=common_args.whole_number(0, 2**32 - 1), default=0)
     parser.add_argument("--remeasure", choices=("none", "real"), default="none")
     parser.add_argument("--peers", default="", help="detector=python of its environment, comma-separated")
     parser.add_argument("--out", type=common_args.path,
@@ -365,7 +365,7 @@ def main(argv=None) -> int:
     if written is not None and (written.exists() or written.is_symlink()):
         print(f"{Path(sys.argv[0]).name}: error: {written} exists: it is never replaced", file=sys.stderr)
         return 2
-    if len(set(args.results)) < len(args.results):
+    if len({r.resolve() for r in args.results}) < len(args.results):  # a link to one given is the same
         print(f"{Path(sys.argv[0]).name}: error: --results: the same directory given twice", file=sys.stderr)
         return 2
     try:

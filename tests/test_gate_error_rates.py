@@ -77,11 +77,15 @@ def test_a_single_history_without_packets_plants_none_of_them(tmp_path):
     assert {p["history"] for p in plants} == {str(llvm)}
 
 
-@pytest.mark.parametrize("twice", ["same", "one with one commit"])
+@pytest.mark.parametrize("twice", ["same", "through a link", "one with one commit"])
 def test_the_same_history_twice_or_one_with_nothing_to_compare_is_one_line(tmp_path, twice):
     llvm = llvm_history(tmp_path)
-    if twice == "same":
-        done, words = rates("--results", str(llvm), "--results", str(llvm)), "the same directory given twice"
+    if twice in ("same", "through a link"):
+        other = llvm
+        if twice == "through a link":
+            (tmp_path / "link").symlink_to(llvm.parent)
+            other = tmp_path / "link" / "results"
+        done, words = rates("--results", str(llvm), "--results", str(other)), "the same directory given twice"
     else:
         lone = Builder(commits=(A,), machine="emu").accurate(QF_TUNED, A).write(tmp_path / "lone")
         done, words = rates("--results", str(llvm), "--results", str(lone)), "1 commit(s) with results"
