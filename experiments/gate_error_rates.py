@@ -19,9 +19,8 @@ only where Hexagon was measured), and each detector's catches and false alarms a
    (the gate is a pure function of it, so this is what a sealed history with the step would give):
    latency +5%, +10%, +30% (every sample of the combination from that commit on, on kernels whose
    code changed there where there are any), packets +1%, ULP mean +1 ULP, and a new divergence
-   mark (error ratio 1.6, z 20, on a tuned fp16 conv2d not marked at the commit before; on a qfloat
-   target in its IEEE twin too, as a schedule's mark is: one of qfloat's rounding alone is known
-   arithmetic, which the gate passes by design). A catch is the planted combination flagged by the
+   mark (error ratio 1.6, z 20, on a tuned fp16 conv2d not marked at the commit before: a mark
+   inherited from it, not 1.1x worse, is known, not new). A catch is the planted combination flagged by the
    gate at the pair that ends at the planted commit; anything else is a miss. With ``--remeasure
    real`` the gate times its suspects and every kernel whose code changed again, for real (once
    per pair of kernels, reused by every plant), the planted combination's candidate samples
@@ -208,13 +207,9 @@ def planted(history: results.History, commits, plant: Plant) -> results.History:
             per_commit[h] = value * 1.01
         elif plant.kind == "ulp_mean+1":
             per_commit[h] = value + 1.0
-        else:  # a new mark: error grew by 60%, far beyond a reordering, with a decisive z; where
-            # an IEEE twin runs the same schedule (qfloat targets), in it too: the schedule's doing,
-            # which the gate fails (a mark of qfloat's rounding alone is known arithmetic)
-            for prefix in ("", "twin_") if results.finite(values.get("twin_error_ratio", {}).get(
-                    plant.series, {}).get(h)) else ("",):
-                values.setdefault(f"{prefix}error_ratio", {}).setdefault(plant.series, {})[h] = 1.6
-                values.setdefault(f"{prefix}error_ratio_z", {}).setdefault(plant.series, {})[h] = 20.0
+        else:  # a new mark: error grew by 60%, far beyond a reordering, with a decisive z
+            per_commit[h] = 1.6
+            values.setdefault("error_ratio_z", {}).setdefault(plant.series, {})[h] = 20.0
     return dataclasses.replace(history, values=values, side=side)
 
 

@@ -68,6 +68,31 @@ def test_plants_spread_over_the_histories_packets_only_where_hexagon_ran_and_one
     assert "[hexagon]" in done.stdout and "detector" in done.stdout
 
 
+def test_on_the_emulator_the_kinds_without_latency_are_planted_and_the_gate_fails_each(tmp_path):
+    """A Hexagon history has no latency: packets, ULP and a new mark are planted, each caught with
+    its commit (a new mark fails whatever its cause, qfloat's rounding included)."""
+    hexagon = hexagon_history(tmp_path)
+    done = rates("--results", str(hexagon), "--plants", "3", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    plants = json.loads((tmp_path / "gate_error_rates.json").read_text())["plants"]
+    assert [p["kind"] for p in plants] == ["packets+1%", "ulp_mean+1", "mark"]  # no latency on the emulator
+    assert all("gate" in p["caught_by"] for p in plants), plants
+
+
+def test_a_mark_is_planted_only_where_the_commit_before_had_none(tmp_path):
+    """A step onto a mark the baseline has already is not new (known, unless 1.1x worse): every
+    tuned fp16 conv2d on hexagon-v68-qf is marked (qfloat's rounding), so no mark is planted there."""
+    history = Builder(commits=(A, B, C, D), machine="emu")
+    for commit in (A, B, C, D):
+        history.accurate(QF_TUNED, commit).code(QF_TUNED, commit, "9" * 64)
+        history.values_at(QF_TUNED, commit, packets=2_903_870.0, error_ratio=1.54, error_ratio_z=282.0,
+                          bias_shift=-0.19, bias_shift_z=63.0)
+    done = rates("--results", str(history.write(tmp_path / "marked")), "--plants", "3", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    plants = json.loads((tmp_path / "gate_error_rates.json").read_text())["plants"]
+    assert [p["kind"] for p in plants] == ["packets+1%", "ulp_mean+1"]  # one combination: each metric once
+
+
 def test_a_single_history_without_packets_plants_none_of_them(tmp_path):
     llvm = llvm_history(tmp_path)
     done = rates("--results", str(llvm), "--plants", "5", "--out", str(tmp_path))
