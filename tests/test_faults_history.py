@@ -48,6 +48,7 @@ FAULTS = {
                        "test_keeping_again_leaves_the_same_commits_and_refuses_other_data",
                        "test_an_unsealed_or_damaged_commit_is_not_kept",
                        "test_how_each_commit_was_built_is_kept_and_never_replaced",
+                       "test_a_differing_build_note_is_refused_before_any_commit_is_copied",
                        "test_history_keep_inside_its_own_out_is_refused_before_any_work",
                        "test_history_keep_to_a_link_to_nothing_is_refused_before_any_work"],
     "the gate's experiments: bad input, an existing --out": [
@@ -486,6 +487,28 @@ def test_how_each_commit_was_built_is_kept_and_never_replaced(run_dir, tmp_path)
         keep.keep(run_dir, kept_dir, MACHINE)
     assert json.loads((kept_dir / "install-logs" / f"{A}.build.json").read_text()) == facts
     assert not (kept_dir / "install-logs" / f"{B}.build.json").exists()
+
+
+def test_a_differing_build_note_is_refused_before_any_commit_is_copied(run_dir, tmp_path):
+    """The run reinstalled A (asv installs the range's first commit again to find the benchmarks),
+    so its note of A differs from the kept one: the keep copies nothing, not even B, whose results
+    come before A's note in the order commits are kept; a later keep, the note chosen, does it all."""
+    from suite.history import keep
+
+    logs = run_dir / "install-logs"
+    logs.mkdir()
+    (logs / f"{B}.build.json").write_text(json.dumps({"kind": "source", "build_s": 22.1}))
+    kept_dir = tmp_path / "kept"
+    (kept_dir / "install-logs").mkdir(parents=True)
+    kept_note = kept_dir / "install-logs" / f"{B}.build.json"
+    kept_note.write_text(json.dumps({"kind": "source", "build_s": 29.6}))
+    with pytest.raises(UserError, match="differs from the run's"):
+        keep.keep(run_dir, kept_dir, MACHINE)
+    assert sorted(p.relative_to(kept_dir).as_posix() for p in kept_dir.rglob("*") if p.is_file()) == [
+        f"install-logs/{B}.build.json"]
+    kept_note.unlink()
+    assert keep.keep(run_dir, kept_dir, MACHINE).copied == (A, B)
+    assert (kept_dir / "results" / MACHINE / "machine.json").exists()
 
 
 def test_an_unsealed_or_damaged_commit_is_not_kept(run_dir, tmp_path):

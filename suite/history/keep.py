@@ -78,6 +78,8 @@ def keep(run_dir: Path, kept_dir: Path, machine: str) -> Kept:
     machine = runstore.check_machine(machine)
     source = run_dir / "results" / machine
     commits = sorted({_commit_of(p) for p in source.glob("*-*.json")})
+    # A note kept that differs is refused before any commit is copied: a keep is never left half done.
+    _refuse_differing([pair for commit in commits for pair in _build_note(run_dir, kept_dir, commit)])
     copied, already, unsealed, failed = [], [], [], []
     for commit in commits:
         place = runstore.Place(run_dir, machine, commit)
@@ -93,8 +95,8 @@ def keep(run_dir: Path, kept_dir: Path, machine: str) -> Kept:
             copied.append(commit)
         else:
             already.append(commit)
-        _keep_build_facts(run_dir, kept_dir, commit)
-    if copied or failed:
+        _copy_unless_kept(_build_note(run_dir, kept_dir, commit))
+    if copied or failed or already:  # also after a keep that stopped half way (damaged run data)
         _copy_if_changed(source / "machine.json", kept_dir / "results" / machine / "machine.json")
         for name in ASV_FILES:
             _copy_if_changed(run_dir / "results" / name, kept_dir / "results" / name)
@@ -152,11 +154,12 @@ def build_facts(history_dir: Path, commit: str) -> dict:
     return facts
 
 
-def _keep_build_facts(run_dir: Path, kept_dir: Path, commit: str) -> None:
-    """The run's note of the commit's build, checked, kept beside the commit."""
-    if build_facts(run_dir, commit):
-        name = f"{commit}.build.json"
-        _copy_unless_kept([(run_dir / BUILD_LOGS / name, kept_dir / BUILD_LOGS / name)])
+def _build_note(run_dir: Path, kept_dir: Path, commit: str) -> list[tuple[Path, Path]]:
+    """The run's note of the commit's build (checked) and where it is kept beside the commit."""
+    if not build_facts(run_dir, commit):
+        return []
+    name = f"{commit}.build.json"
+    return [(run_dir / BUILD_LOGS / name, kept_dir / BUILD_LOGS / name)]
 
 
 def _build_file(history_dir: Path, name: str) -> Path:
@@ -166,13 +169,18 @@ def _build_file(history_dir: Path, name: str) -> Path:
     return path
 
 
-def _copy_unless_kept(sources: list[tuple[Path, Path]]) -> None:
-    """Copy each (source, target) in order where the target is not there; a different target is the
-    user's to choose (built again?), refused before anything is copied."""
+def _refuse_differing(sources: list[tuple[Path, Path]]) -> None:
+    """A kept target that differs from its source is the user's to choose (built again?)."""
     for source, target in sources:
         if target.exists() and cache.file_digest(target) != cache.file_digest(source):
             raise UserError(f"{target} differs from the run's {source} (built again?): keep the one you want: "
                             "remove it, then keep again")
+
+
+def _copy_unless_kept(sources: list[tuple[Path, Path]]) -> None:
+    """Copy each (source, target) in order where the target is not there; a different target is
+    refused before anything is copied."""
+    _refuse_differing(sources)
     for source, target in sources:
         if not target.exists():
             cache.write_file(target, lambda tmp, s=source: shutil.copyfile(s, tmp))
