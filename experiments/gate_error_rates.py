@@ -41,6 +41,7 @@ import copy
 import dataclasses
 import hashlib
 import json
+import os
 import random
 import subprocess
 import sys
@@ -61,6 +62,7 @@ METRIC = {**{f"latency+{round((s - 1) * 100)}%": "latency" for s in LATENCY_STEP
 #: Random pairs a kind of step may find no combination at in a row before it is left out.
 TRIES = 50
 PEERS_SCRIPT = Path(__file__).with_name("change_point_peers.py")
+PEERS = ("otava", "edivisive")  #: the detectors change_point_peers.py runs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -286,10 +288,27 @@ def lnt_flags(history, commits, metric, series, points) -> set[int]:
     return found
 
 
+def peers_option(value: str) -> dict[str, str]:
+    """--peers: detector=python of its environment, comma-separated; checked before any work."""
+    found = {}
+    for item in (i.strip() for i in value.split(",") if i.strip()):
+        name, _, python = item.partition("=")
+        if name not in PEERS or not python:
+            raise argparse.ArgumentTypeError(f"{item!r}: give detector=PYTHON, the detectors {', '.join(PEERS)}")
+        if not (Path(python).is_file() and os.access(python, os.X_OK)):
+            raise argparse.ArgumentTypeError(f"{name}: {python} is not an executable file")
+        found[name] = python
+    return found
+
+
 def external_flags(python: str, detector: str, series: dict[str, list[float]]) -> dict[str, list[int]]:
-    out = subprocess.run([python, str(PEERS_SCRIPT)], input=json.dumps({"detector": detector, "series": series}),
-                         capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)
+    try:
+        out = subprocess.run([python, str(PEERS_SCRIPT)], input=json.dumps({"detector": detector, "series": series}),
+                             capture_output=True, text=True, check=True)
+        return json.loads(out.stdout)
+    except (OSError, subprocess.CalledProcessError, ValueError) as err:
+        last = (getattr(err, "stderr", "") or str(err)).strip().splitlines()[-1:] or ["no output"]
+        raise UserError(f"--peers {detector}: {python} failed: {last[0]}") from None
 
 
 # ----------------------------------------------------------------------------- scoring
@@ -352,7 +371,8 @@ def main(argv=None) -> int:
     parser.add_argument("--plants", type=common_args.whole_number(1, 10_000), default=24)
     parser.add_argument("--seed", type=common_args.whole_number(0, 2**32 - 1), default=0)
     parser.add_argument("--remeasure", choices=("none", "real"), default="none")
-    parser.add_argument("--peers", default="", help="detector=python of its environment, comma-separated")
+    parser.add_argument("--peers", type=peers_option, default={},
+                        help=f"detector=python of its environment, comma-separated (of {', '.join(PEERS)})")
     parser.add_argument("--out", type=common_args.path,
                         help="write OUT/gate_error_rates.json (never over an existing file)")
     args = parser.parse_args(argv)
@@ -364,13 +384,20 @@ def main(argv=None) -> int:
         print(f"{Path(sys.argv[0]).name}: error: --results: the same directory given twice", file=sys.stderr)
         return 2
     try:
-        if args.out is not None:
-            cache.ensure_dir(args.out, "--out")  # a file, read-only: said before the work, not after
-        histories = [results.load(r) for r in args.results]
-        th = thresholds_mod.load(args.thresholds)
-    except UserError as err:  # absent, damaged or untrusted results or thresholds: one line
+        return judge(args, written)
+    except UserError as err:  # absent, damaged or untrusted results or thresholds, a peer that failed
         print(f"{Path(sys.argv[0]).name}: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # the JSON is written only at the end: nothing half written
+        print(f"{Path(sys.argv[0]).name}: interrupted: nothing written", file=sys.stderr)
+        return 130
+
+
+def judge(args, written: Path | None) -> int:
+    if args.out is not None:
+        cache.ensure_dir(args.out, "--out")  # a file, read-only: said before the work, not after
+    histories = [results.load(r) for r in args.results]
+    th = thresholds_mod.load(args.thresholds)
     judged = [Judged(str(r), h, commits_with_data(h)) for r, h in zip(args.results, histories)]
     for j in judged:
         if len(j.commits) < 2:
@@ -388,8 +415,7 @@ def main(argv=None) -> int:
         for name, count in found_checks.items():
             per_check[name] = per_check.get(name, 0) + count
     plants = choose_plants(judged, args.plants, args.seed, th)
-    peers = dict(item.split("=", 1) for item in args.peers.split(",") if item)
-    found = detect(judged, plants, th, remeasure, peers)
+    found = detect(judged, plants, th, remeasure, args.peers)
     table = [score(name, flags, plants) for name, flags in found.items()]
     print(f"{sum(len(j.commits) for j in judged)} commits in {len(judged)} histories, {len(pairs)} pairs, "
           f"{len(plants)} planted steps", file=sys.stderr)

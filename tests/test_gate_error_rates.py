@@ -116,3 +116,34 @@ def test_the_same_history_twice_or_one_with_nothing_to_compare_is_one_line(tmp_p
         done, words = rates("--results", str(llvm), "--results", str(lone)), "1 commit(s) with results"
     assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert done.stdout == ""
+
+
+def test_a_peer_that_fails_a_damaged_results_file_and_ctrl_c_are_one_line_and_write_nothing(tmp_path):
+    llvm = llvm_history(tmp_path)
+    failing = tmp_path / "python"
+    failing.write_text("#!/bin/sh\necho 'ModuleNotFoundError: No module named otava' >&2\nexit 1\n")
+    failing.chmod(0o755)
+    out = tmp_path / "out"
+    done = rates("--results", str(llvm), "--plants", "2", "--peers", f"otava={failing}", "--out", str(out))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"--peers otava: {failing} failed: ModuleNotFoundError: No module named otava" in done.stderr
+    assert not (out / "gate_error_rates.json").exists()
+    damaged = next((llvm / "box").glob("aaaaaaaa-*.json"))
+    damaged.write_text("{half")
+    done = rates("--results", str(llvm), "--out", str(out))
+    assert done.returncode == 2 and damaged.name in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not (out / "gate_error_rates.json").exists()
+
+
+def test_ctrl_c_says_so_in_one_line_and_writes_nothing(tmp_path):
+    import signal
+    import time
+
+    run = subprocess.Popen([sys.executable, "experiments/gate_error_rates.py", "--results", "reports/tvm-main/results",
+                            "--results", "reports/tvm-main-hexagon/results", "--out", str(tmp_path)], cwd=ROOT,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)  # loading and judging the kept histories: tens of seconds
+    run.send_signal(signal.SIGINT)
+    stdout, stderr = run.communicate(timeout=60)
+    assert run.returncode == 130 and "interrupted: nothing written" in stderr and "Traceback" not in stderr, stderr
+    assert list(tmp_path.iterdir()) == []
