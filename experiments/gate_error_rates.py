@@ -71,7 +71,7 @@ class Plant:
     metric: str  #: the metric the gate and the peers should flag
     series: results.Series
     commit: int  #: index in the commits with results: the first commit with the step
-    history: int = 0  #: which of the judged histories (the order of --results)
+    history: int  #: which of the judged histories (the order of --results)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -79,7 +79,8 @@ def keep(run_dir: Path, kept_dir: Path, machine: str) -> Kept:
     source = run_dir / "results" / machine
     commits = sorted({_commit_of(p) for p in source.glob("*-*.json")})
     # A note kept that differs is refused before any commit is copied: a keep is never left half done.
-    _refuse_differing([pair for commit in commits for pair in _build_note(run_dir, kept_dir, commit)])
+    notes = {commit: _build_note(run_dir, kept_dir, commit) for commit in commits}
+    _refuse_differing([pair for pairs in notes.values() for pair in pairs])
     copied, already, unsealed, failed = [], [], [], []
     for commit in commits:
         place = runstore.Place(run_dir, machine, commit)
@@ -95,7 +96,7 @@ def keep(run_dir: Path, kept_dir: Path, machine: str) -> Kept:
             copied.append(commit)
         else:
             already.append(commit)
-        _copy_unless_kept(_build_note(run_dir, kept_dir, commit))
+        _copy_missing(notes[commit])
     if copied or failed or already:  # also after a keep that stopped half way (damaged run data)
         _copy_if_changed(source / "machine.json", kept_dir / "results" / machine / "machine.json")
         for name in ASV_FILES:
@@ -181,6 +182,10 @@ def _copy_unless_kept(sources: list[tuple[Path, Path]]) -> None:
     """Copy each (source, target) in order where the target is not there; a different target is
     refused before anything is copied."""
     _refuse_differing(sources)
+    _copy_missing(sources)
+
+
+def _copy_missing(sources: list[tuple[Path, Path]]) -> None:
     for source, target in sources:
         if not target.exists():
             cache.write_file(target, lambda tmp, s=source: shutil.copyfile(s, tmp))
