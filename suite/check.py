@@ -167,7 +167,11 @@ class KeptBaseline:
     def other_machine(self, out_results: Path, machine: str) -> str:
         """Why the baseline's latency is not compared with the candidate's, measured on ``machine``
         (its results in ``out_results``); "" where both were measured on this machine: the same
-        asv machine name and the same LATENCY_FACTS (both machine files verified by results.load)."""
+        asv machine name and the same LATENCY_FACTS (both machine files verified by results.load),
+        or where the baseline has no latency to set apart (an emulator's: the gate's latency check
+        says why there is none)."""
+        if not self.timed:
+            return ""
         if self.machine != machine:
             return f"the baseline's latency was measured on machine {self.machine}; this is machine {machine}"
         kept, here = (cache.read_json(Path(d) / m / "machine.json") or {}
@@ -178,6 +182,13 @@ class KeptBaseline:
         was, now = (", ".join(f"{fact} {found.get(fact)}" for fact in differ) for found in (kept, here))
         return (f"the baseline's latency was measured on machine {self.machine} ({was}); this is machine {machine} "
                 f"({now})")
+
+    @property
+    def timed(self) -> bool:
+        """Whether the kept baseline has a latency (it was measured on a native target)."""
+        return any(results.finite(per_commit.get(self.commit))
+                   for series, per_commit in self.history.values.get("latency", {}).items()
+                   if series.machine == self.machine)
 
     def beside(self, measured: results.History, candidate: str, machine: str, backwards: bool,
                latency_apart: str) -> results.History:
@@ -326,5 +337,5 @@ def run_check(tvm_repo: Path, candidate_name: str, baseline_name: str | None, gr
     facts = {**result.as_dict(), "report": str(out_dir / "report"), "plan": lines}
     if kept:
         facts["baseline_from"] = {"history": str(kept.where), "commit": kept.commit, "machine": kept.machine,
-                                  "latency_judged": not latency_apart, "latency_not_judged": latency_apart or None}
+                                  "latency_judged": kept.timed and not latency_apart, "latency_not_judged": latency_apart or None}
     return driver.RunSummary(text, result.verdict.exit_code, facts)

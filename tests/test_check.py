@@ -290,3 +290,31 @@ def test_a_kept_history_of_another_machine_judges_all_but_latency(cli, runs, tmp
     report = json.loads((out / "report" / "report.json").read_text())
     assert f"latency not judged: {why}" in report["gate"]["notes"]
     assert f"note: latency not judged: {why}" in done.stderr.splitlines()  # the table, for people: on stderr
+
+
+@pytest.mark.slow
+def test_a_kept_emulated_history_has_no_latency_to_set_apart(cli, tmp_path_factory, tmp_path, monkeypatch):
+    """A kept history of an emulator (a Hexagon run filed under machine qemu-hexagon-v68) holds no
+    latency, and neither does a candidate measured on the emulator: there is nothing to set apart,
+    so the check does not say that latency was not judged for the machines' sake; its latency check
+    says why there is none, and every deterministic metric is judged against the kept baseline."""
+    from asv_runs import qf_two_commit_results
+
+    run_dir, repo, commits = qf_two_commit_results(tmp_path_factory)
+    runs = (run_dir / "results", repo, commits)
+    kept = kept_history(runs, tmp_path / "tvm-main-hexagon", machine="qemu-hexagon-v68")
+    out = candidate_out(runs, tmp_path / "check")
+    calls = history_stand_in(monkeypatch)
+    done = cli("check", commits[1][:10], "--baseline-from", str(kept), "--tvm-repo", str(repo), "--out", str(out),
+               "--targets", "hexagon-v68-qf", "--dtypes", "float16", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and calls == [[commits[1]]]
+    assert "latency not judged" not in done.stderr
+    facts = json.loads(done.stdout)
+    assert facts["baseline_from"] == {"history": str(kept), "commit": commits[0], "machine": "qemu-hexagon-v68",
+                                      "latency_judged": False, "latency_not_judged": None}
+    checks = {c["name"]: c for c in facts["checks"]}
+    latency = checks[f"latency vs {commits[0][:10]}"]
+    assert (latency["status"], latency["worst"]) == ("NOT CHECKED", "no native target in these results: no latency "
+                                                     "at any commit")
+    assert checks[f"packets vs {commits[0][:10]}"]["status"] == "PASS", checks
