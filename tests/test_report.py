@@ -64,6 +64,35 @@ def test_report_from_real_runs(cli, runs, tmp_path):
     assert not re.search(r'(src|href)="(https?:)?//', html.replace('href="https://github.com/apache/tvm/commit/', ""))
 
 
+def test_a_mark_that_appeared_says_how_to_find_its_commit(cli, runs, tmp_path):
+    """A mark that appeared at a commit (its combination measured unmarked at the commit before)
+    carries the bisect command between the two, in the history of marks and among the marks the
+    gate judged (new); one marked since the first commit carries none."""
+    from suite.core import runstore
+
+    results, repo, commits = runs
+    run_dir = tmp_path / "asv"
+    shutil.copytree(results.parent, run_dir, ignore=shutil.ignore_patterns("env*", "html", "report", ".gate"))
+    ids = (WORKLOAD, "float16", "llvm", "tuned")
+    relative = runstore.values_relative("bench_divergence.DivergenceFromDefault", ids)
+    reported = json.loads(place(run_dir, commits[0]).file(relative).read_text())
+    plant_file(run_dir, commits[0], relative, json.dumps({**reported, "bias_shift": 0.0}))
+    plant_file(run_dir, commits[0], runstore.relative("code", ids), "f" * 64)  # another value: other code
+    out = tmp_path / "report"
+    result = cli("report", "--results", str(run_dir / "results"), "--out", str(out), "--tvm-repo", str(repo),
+                 "--thresholds", str(llvm_marks_thresholds(tmp_path / "t.toml")))
+    assert result.returncode == 1, result.stderr
+    d = json.loads((out / "report.json").read_text())["divergence"]
+    command = (f"tvm-suite bisect --tvm-repo {repo} --range {commits[0][:12]}..{commits[1][:12]} --workload "
+               f"{WORKLOAD} --dtype float16 --target llvm --order tuned --metric bias_shift")
+    seed = [m for m in d["marks"] if m["workload"] == WORKLOAD and m["metric"] == "bias_shift"]
+    assert [(m["commit"], m.get("bisect")) for m in seed] == [(commits[1], command)]
+    new = [m for m in d["judged"]["groups"]["new"] if m["workload"] == WORKLOAD]
+    assert [(m["metric"], m["bisect"]) for m in new] == [("bias_shift", command)]
+    assert not [m for m in d["marks"] if m["workload"] == VACUOUS and "bisect" in m]
+    assert f"find the commit: <code>{command}</code>" in (out / "index.html").read_text()
+
+
 def test_marks_name_first_divergent_commit(cli, runs, tmp_path):
     results, repo, commits = runs
     out = tmp_path / "report"
@@ -83,11 +112,9 @@ def test_marks_name_first_divergent_commit(cli, runs, tmp_path):
     assert 'class="mark"' in html
     # Where it diverges: the H x W heat map and the per-channel bars, exported beside the results.
     assert place(results.parent, commits[1]).file(f"maps/{WORKLOAD}.float16.llvm.tuned.npz").is_file()
-    # Each mark after the first commit says how to find the commit that brought it.
-    later = next(m for m in d["marks"] if m["commit"] == commits[1] and m["workload"] == WORKLOAD)
-    assert later["bisect"] == (f"tvm-suite bisect --tvm-repo {repo} --range {commits[0][:12]}..{commits[1][:12]} "
-                               f"--workload {WORKLOAD} --dtype float16 --target llvm --order tuned --metric bias_shift")
-    assert "find the commit: <code>tvm-suite bisect" in html
+    # Marked since the first commit: nothing to bisect, at either commit.
+    assert not [m for m in d["marks"] if "bisect" in m] and "--metric bias_shift" not in html
+    assert "marked at every commit that measured it: nothing to bisect" in html
     # The marks at the newest commit, judged against the one before as the gate judges them: the
     # llvm mark is inherited (known) and has no IEEE twin to say why (unattributed), so it fails.
     known = d["judged"]["groups"]["known"]

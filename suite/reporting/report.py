@@ -355,13 +355,16 @@ def _divergence_section(history: res.History, thresholds: Thresholds, result: ga
     marked = [c.hash for c in history.commits if any(m.commit.hash == c.hash for m in marks)]
     checked = rules.checked_commits(history, thresholds)
 
-    def shown(m: rules.Mark, entry: dict) -> dict:
-        """A mark as the report shows it, with how to find the commit that brought it: from the commit
-        before it."""
-        index = history.index(m.commit.hash)
-        if index > 0:
-            entry["bisect"] = bisect_command(history.repo, history.commits[index - 1].hash, m.commit.hash, m.series,
-                                             m.metric)
+    marked_at = {(m.commit.hash, m.key) for m in marks}
+
+    def shown(m: rules.Mark, entry: dict, first_only: bool) -> dict:
+        """A mark as the report shows it, with how to find the commit that brought it: between the
+        last commit that measured its combination unmarked and the first of its run of marks. None
+        where it has been marked since the combination was first measured (nothing to bisect), and,
+        with ``first_only``, at every mark of a run but its first (the same range again)."""
+        last_good, since = rules.marked_run(history, m.key, m.commit, lambda c: (c.hash, m.key) in marked_at)
+        if last_good is not None and (since.hash == m.commit.hash or not first_only):
+            entry["bisect"] = bisect_command(history.repo, last_good.hash, since.hash, m.series, m.metric)
         return entry
     first_divergent = history.commits[history.index(marked[0])] if marked else None
     good = [h for h in checked if not marked or history.index(h) < history.index(marked[0])]
@@ -375,10 +378,11 @@ def _divergence_section(history: res.History, thresholds: Thresholds, result: ga
         "checked_commits": checked,
         "rule_targets_present": [t for t in targets if match(t, thresholds.divergence.targets)],
         "rule_comparisons": sum(len(rules.divergence_series(history, thresholds, c.hash)) for c in history.commits),
-        "marks": [shown(m, m.as_dict()) for m in marks],
+        "marks": [shown(m, m.as_dict(), first_only=True) for m in marks],
         "judged": {
             "baseline": result.baseline.as_dict() if result.baseline else None,
-            "groups": {status.value: [shown(m.mark, m.as_dict()) for m in judged.marks if m.status is status]
+            "groups": {status.value: [shown(m.mark, m.as_dict(), first_only=False) for m in judged.marks
+                                      if m.status is status]
                        for status in rules.MarkStatus},
             "fixed": [{**m.as_dict(), "value_now": now} for m, now in judged.fixed],
             "stale": [vars(a) for a in judged.stale],

@@ -13,6 +13,7 @@ import dataclasses
 import enum
 import fnmatch
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from suite import cache
@@ -298,7 +299,8 @@ def judge_marks(history: res.History, thresholds: Thresholds, candidate: res.Com
             baseline_value = before[key].value
             grew = abs(mark.value) > div.worse_factor * abs(baseline_value)
             status = MarkStatus.WORSE if grew else MarkStatus.KNOWN
-            since = _marked_since(history, key, candidate, thresholds)
+            _, since = marked_run(history, key, candidate,
+                                  lambda c: any(m.key == key for m in marks_at(history, c, thresholds)))
         applies = accept is not None and status in (MarkStatus.KNOWN, MarkStatus.FIRST)
         fails = status in (MarkStatus.NEW, MarkStatus.WORSE) or (mark.cause is not Cause.ARITHMETIC and not applies)
         judged.append(JudgedMark(mark, status, fails, baseline_value, since, accept.reason if applies else None,
@@ -313,17 +315,20 @@ def judge_marks(history: res.History, thresholds: Thresholds, candidate: res.Com
     return MarkJudgement(tuple(judged), tuple(fixed), stale)
 
 
-def _marked_since(history: res.History, key: tuple, candidate: res.Commit, thresholds: Thresholds) -> res.Commit:
-    """The commit from which ``key`` has been marked at every commit that measured it, up to the
-    candidate."""
+def marked_run(history: res.History, key: tuple, commit: res.Commit,
+               is_marked: Callable[[res.Commit], bool]) -> tuple[res.Commit | None, res.Commit]:
+    """The run of marks of ``key`` that ends at ``commit``: (the last commit before it that measured
+    the combination and is not marked, None where every commit that measured it is marked; the first
+    commit of the run). Commits that did not measure the combination neither break the run nor end
+    it. ``is_marked(c)``: whether ``key`` is marked at ``c``."""
     series, metric = key
-    since = candidate
-    for commit in reversed(history.commits[:history.index(candidate.hash)]):
-        if any(m.key == key for m in marks_at(history, commit, thresholds)):
-            since = commit
-        elif res.finite(history.value(metric, series, commit.hash)):
-            break  # measured there and not marked
-    return since
+    since = commit
+    for before in reversed(history.commits[:history.index(commit.hash)]):
+        if is_marked(before):
+            since = before
+        elif res.finite(history.value(metric, series, before.hash)):
+            return before, since  # measured there and not marked
+    return None, since
 
 
 # ----------------------------------------------------------------------------- latency
