@@ -490,9 +490,8 @@ def test_how_each_commit_was_built_is_kept_and_never_replaced(run_dir, tmp_path)
 
 
 def test_a_differing_build_note_is_refused_before_any_commit_is_copied(run_dir, tmp_path):
-    """The run reinstalled A (asv installs the range's first commit again to find the benchmarks),
-    so its note of A differs from the kept one: the keep copies nothing, not even B, whose results
-    come before A's note in the order commits are kept; a later keep, the note chosen, does it all."""
+    """The run's note of B is of another build than the kept one (built again): the keep copies
+    nothing, not even A, kept before B; a later keep, the note chosen, does it all."""
     from suite.history import keep
 
     logs = run_dir / "install-logs"
@@ -509,6 +508,27 @@ def test_a_differing_build_note_is_refused_before_any_commit_is_copied(run_dir, 
     kept_note.unlink()
     assert keep.keep(run_dir, kept_dir, MACHINE).copied == (A, B)
     assert (kept_dir / "results" / MACHINE / "machine.json").exists()
+
+
+def test_a_build_installed_again_is_the_same_build(run_dir, tmp_path):
+    """asv installs the range's first commit again at each run to find the benchmarks; install_tvm
+    lists those installs under ``reinstalls`` of the first build's note. The keep takes that for
+    the same build: every commit kept, the kept note left as it was."""
+    from suite.history import keep
+
+    logs = run_dir / "install-logs"
+    logs.mkdir()
+    first = {"kind": "source", "build_s": 67.7, "ccache": {"direct_hits": 613, "misses": 3}}
+    (logs / f"{B}.build.json").write_text(json.dumps({**first, "reinstalls": [{"kind": "source", "build_s": 32.3}]}))
+    kept_dir = tmp_path / "kept"
+    (kept_dir / "install-logs").mkdir(parents=True)
+    kept_note = kept_dir / "install-logs" / f"{B}.build.json"
+    kept_note.write_text(json.dumps(first))
+    assert keep.keep(run_dir, kept_dir, MACHINE).copied == (A, B)
+    assert json.loads(kept_note.read_text()) == first
+    (logs / f"{B}.build.json").write_text(json.dumps({**first, "build_s": 70.0, "reinstalls": []}))
+    with pytest.raises(UserError, match="differs from the run's"):  # another first build: refused
+        keep.keep(run_dir, tmp_path / "kept", MACHINE)
 
 
 def test_an_unsealed_or_damaged_commit_is_not_kept(run_dir, tmp_path):

@@ -80,7 +80,8 @@ def keep(run_dir: Path, kept_dir: Path, machine: str) -> Kept:
     commits = sorted({_commit_of(p) for p in source.glob("*-*.json")})
     # A note kept that differs is refused before any commit is copied: a keep is never left half done.
     notes = {commit: _build_note(run_dir, kept_dir, commit) for commit in commits}
-    _refuse_differing([pair for pairs in notes.values() for pair in pairs])
+    for commit in commits:
+        _refuse_another_build(run_dir, kept_dir, commit)
     copied, already, unsealed, failed = [], [], [], []
     for commit in commits:
         place = runstore.Place(run_dir, machine, commit)
@@ -161,6 +162,20 @@ def _build_note(run_dir: Path, kept_dir: Path, commit: str) -> list[tuple[Path, 
         return []
     name = f"{commit}.build.json"
     return [(run_dir / BUILD_LOGS / name, kept_dir / BUILD_LOGS / name)]
+
+
+def _refuse_another_build(run_dir: Path, kept_dir: Path, commit: str) -> None:
+    """A kept note of another build of the commit is the user's to choose. The same build installed
+    again since (install_tvm lists each later install under ``reinstalls``: asv installs the range's
+    first commit again to find the benchmarks at every run) is the same build: the kept note stays."""
+    def build(facts: dict) -> dict:
+        return {key: value for key, value in facts.items() if key != "reinstalls"}
+
+    kept = build_facts(kept_dir, commit)
+    if kept and build(kept) != build(build_facts(run_dir, commit)):
+        name = f"{commit}.build.json"
+        raise UserError(f"{kept_dir / BUILD_LOGS / name} differs from the run's {run_dir / BUILD_LOGS / name} (built "
+                        "again?): keep the one you want: remove it, then keep again")
 
 
 def _build_file(history_dir: Path, name: str) -> Path:
