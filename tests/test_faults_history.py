@@ -49,6 +49,7 @@ FAULTS = {
                        "test_an_unsealed_or_damaged_commit_is_not_kept",
                        "test_how_each_commit_was_built_is_kept_and_never_replaced",
                        "test_a_differing_build_note_is_refused_before_any_commit_is_copied",
+                       "test_a_build_installed_again_is_the_same_build",
                        "test_history_keep_inside_its_own_out_is_refused_before_any_work",
                        "test_history_keep_to_a_link_to_nothing_is_refused_before_any_work"],
     "the gate's experiments: bad input, an existing --out": [

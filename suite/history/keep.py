@@ -171,8 +171,8 @@ def _refuse_another_build(run_dir: Path, kept_dir: Path, commit: str) -> None:
     def build(facts: dict) -> dict:
         return {key: value for key, value in facts.items() if key != "reinstalls"}
 
-    kept = build_facts(kept_dir, commit)
-    if kept and build(kept) != build(build_facts(run_dir, commit)):
+    kept, run = build_facts(kept_dir, commit), build_facts(run_dir, commit)
+    if kept and run and build(kept) != build(run):  # a note the run has no more is no loss
         name = f"{commit}.build.json"
         raise UserError(f"{kept_dir / BUILD_LOGS / name} differs from the run's {run_dir / BUILD_LOGS / name} (built "
                         "again?): keep the one you want: remove it, then keep again")
