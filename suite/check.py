@@ -337,5 +337,6 @@ def run_check(tvm_repo: Path, candidate_name: str, baseline_name: str | None, gr
     facts = {**result.as_dict(), "report": str(out_dir / "report"), "plan": lines}
     if kept:
         facts["baseline_from"] = {"history": str(kept.where), "commit": kept.commit, "machine": kept.machine,
-                                  "latency_judged": kept.timed and not latency_apart, "latency_not_judged": latency_apart or None}
+                                  "latency_judged": kept.timed and not latency_apart,
+                                  "latency_not_judged": latency_apart or None}
     return driver.RunSummary(text, result.verdict.exit_code, facts)

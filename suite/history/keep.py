@@ -80,8 +80,6 @@ def keep(run_dir: Path, kept_dir: Path, machine: str) -> Kept:
     commits = sorted({_commit_of(p) for p in source.glob("*-*.json")})
     # A note kept that differs is refused before any commit is copied: a keep is never left half done.
     notes = {commit: _build_note(run_dir, kept_dir, commit) for commit in commits}
-    for commit in commits:
-        _refuse_another_build(run_dir, kept_dir, commit)
     copied, already, unsealed, failed = [], [], [], []
     for commit in commits:
         place = runstore.Place(run_dir, machine, commit)
@@ -157,25 +155,24 @@ def build_facts(history_dir: Path, commit: str) -> dict:
 
 
 def _build_note(run_dir: Path, kept_dir: Path, commit: str) -> list[tuple[Path, Path]]:
-    """The run's note of the commit's build (checked) and where it is kept beside the commit."""
-    if not build_facts(run_dir, commit):
+    """The run's note of the commit's build (checked) and where it is kept beside the commit. A kept
+    note of another build is the user's to choose (UserError). The same build installed again since
+    (install_tvm lists each later install under ``reinstalls``: asv installs the range's first
+    commit again to find the benchmarks at every run) is the same build: the kept note stays."""
+    run = build_facts(run_dir, commit)
+    if not run:  # a note the run has no more is no loss
         return []
+    kept = build_facts(kept_dir, commit)
     name = f"{commit}.build.json"
-    return [(run_dir / BUILD_LOGS / name, kept_dir / BUILD_LOGS / name)]
+    source, target = run_dir / BUILD_LOGS / name, kept_dir / BUILD_LOGS / name
+    if kept and _first_build(kept) != _first_build(run):
+        raise UserError(f"{target} differs from the run's {source} (built again?): keep the one you want: remove it, "
+                        "then keep again")
+    return [(source, target)]
 
 
-def _refuse_another_build(run_dir: Path, kept_dir: Path, commit: str) -> None:
-    """A kept note of another build of the commit is the user's to choose. The same build installed
-    again since (install_tvm lists each later install under ``reinstalls``: asv installs the range's
-    first commit again to find the benchmarks at every run) is the same build: the kept note stays."""
-    def build(facts: dict) -> dict:
-        return {key: value for key, value in facts.items() if key != "reinstalls"}
-
-    kept, run = build_facts(kept_dir, commit), build_facts(run_dir, commit)
-    if kept and run and build(kept) != build(run):  # a note the run has no more is no loss
-        name = f"{commit}.build.json"
-        raise UserError(f"{kept_dir / BUILD_LOGS / name} differs from the run's {run_dir / BUILD_LOGS / name} (built "
-                        "again?): keep the one you want: remove it, then keep again")
+def _first_build(facts: dict) -> dict:
+    return {key: value for key, value in facts.items() if key != "reinstalls"}
 
 
 def _build_file(history_dir: Path, name: str) -> Path:
@@ -185,18 +182,13 @@ def _build_file(history_dir: Path, name: str) -> Path:
     return path
 
 
-def _refuse_differing(sources: list[tuple[Path, Path]]) -> None:
-    """A kept target that differs from its source is the user's to choose (built again?)."""
+def _copy_unless_kept(sources: list[tuple[Path, Path]]) -> None:
+    """Copy each (source, target) in order where the target is not there; a different target is the
+    user's to choose (built again?), refused before anything is copied."""
     for source, target in sources:
         if target.exists() and cache.file_digest(target) != cache.file_digest(source):
             raise UserError(f"{target} differs from the run's {source} (built again?): keep the one you want: "
                             "remove it, then keep again")
-
-
-def _copy_unless_kept(sources: list[tuple[Path, Path]]) -> None:
-    """Copy each (source, target) in order where the target is not there; a different target is
-    refused before anything is copied."""
-    _refuse_differing(sources)
     _copy_missing(sources)
 
 

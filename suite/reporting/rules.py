@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import fnmatch
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -287,6 +288,7 @@ def judge_marks(history: res.History, thresholds: Thresholds, candidate: res.Com
     now = {m.key: m for m in marks_at(history, candidate, thresholds)}
     before = {m.key: m for m in marks_at(history, baseline, thresholds)} if baseline is not None else {}
     judged = []
+    marked_at = functools.cache(lambda commit: {m.key for m in marks_at(history, commit, thresholds)})
     for key, mark in sorted(now.items(), key=lambda item: (item[0][0].ids, item[0][0].machine, item[0][1])):
         accept = _acceptance(mark, div.accept)
         changed = records_changed(history, mark.series, baseline, candidate) if baseline is not None else None
@@ -299,8 +301,7 @@ def judge_marks(history: res.History, thresholds: Thresholds, candidate: res.Com
             baseline_value = before[key].value
             grew = abs(mark.value) > div.worse_factor * abs(baseline_value)
             status = MarkStatus.WORSE if grew else MarkStatus.KNOWN
-            _, since = marked_run(history, key, candidate,
-                                  lambda c: any(m.key == key for m in marks_at(history, c, thresholds)))
+            _, since = marked_run(history, key, candidate, lambda c, k=key: k in marked_at(c))
         applies = accept is not None and status in (MarkStatus.KNOWN, MarkStatus.FIRST)
         fails = status in (MarkStatus.NEW, MarkStatus.WORSE) or (mark.cause is not Cause.ARITHMETIC and not applies)
         judged.append(JudgedMark(mark, status, fails, baseline_value, since, accept.reason if applies else None,
