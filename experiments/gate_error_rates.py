@@ -295,6 +295,8 @@ def peers_option(value: str) -> dict[str, str]:
         name, _, python = item.partition("=")
         if name not in PEERS or not python:
             raise argparse.ArgumentTypeError(f"{item!r}: give detector=PYTHON, the detectors {', '.join(PEERS)}")
+        if name in found:
+            raise argparse.ArgumentTypeError(f"{name}: given twice")
         if not (Path(python).is_file() and os.access(python, os.X_OK)):
             raise argparse.ArgumentTypeError(f"{name}: {python} is not an executable file")
         found[name] = python

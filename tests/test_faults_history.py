@@ -643,6 +643,8 @@ def test_history_keep_to_a_link_to_nothing_is_refused_before_any_work(cli, tmp_p
      "otava: /nonexistent/python is not an executable file"),
     ("gate_error_rates.py", ["--results", "reports/tvm-main/results", "--peers", "otava=README.md"],
      "otava: README.md is not an executable file"),
+    ("gate_error_rates.py", ["--results", "reports/tvm-main/results", "--peers",
+                             "otava=/usr/bin/python3,otava=/usr/bin/python3"], "otava: given twice"),
     ("history_series.py", ["--results", ""], "--results: an empty path"),
     ("history_series.py", ["--results", "README.md"], "README.md does not exist"),
     ("history_series.py", ["--results", "reports/tvm-main/results", "--tvm-repo", ""], "--tvm-repo: an empty path"),
