@@ -289,8 +289,8 @@ def has_data(history: res.History, commit: res.Commit) -> bool:
 
 
 def other_llvm(history: res.History, candidate: res.Commit, baseline: res.Commit | None) -> str | None:
-    """Why candidate and baseline are not compared (their TVMs were built with different LLVMs:
-    a wheel's statically linked LLVM is not Debian's), or None. Where a side did not note its
+    """The two LLVMs candidate's and baseline's TVMs were built with, where they differ (a wheel
+    links its own LLVM statically, which is not Debian's), or None. Where a side did not note its
     build, nothing is said."""
     if baseline is None:
         return None
@@ -306,37 +306,43 @@ def other_llvm(history: res.History, candidate: res.Commit, baseline: res.Commit
         origin = facts.get("installed_from", "wheel or source")
         return f"LLVM {facts.get('version')} ({origin}, USE_LLVM {facts.get('use_llvm')})"
 
-    return (f"TVM at {candidate.label} was built with {llvm(now)}, at {baseline.label} with {llvm(before)}: "
-            "kernels of two compilers are not compared")
+    return (f"TVM at {candidate.label} was built with {llvm(now)}, at {baseline.label} with {llvm(before)}: a "
+            "change of a kernel whose code changed may be the compiler's, not TVM's; its latency is judged only "
+            "timed again beside the other in one runtime")
 
 
-def _judge_suspects(history, baseline, candidate, thresholds, remeasure,
-                    comparison: rules.LatencyComparison) -> list[rules.Slowdown]:
+def _judge_suspects(history, baseline, candidate, thresholds, remeasure, comparison: rules.LatencyComparison,
+                    two_builds: bool = False) -> tuple[list[rules.Slowdown], dict[str, int]]:
     """Each suspect timed again where it can be. One that is a suspect only because its code changed
     (its kept samples not slower) stays one only if timing it again finds it slower; where it
-    cannot be timed again, its kept samples passed it."""
-    judged = []
+    cannot be timed again, its kept samples passed it. ``two_builds``: the kept samples come from
+    two TVM builds (two LLVMs, two runtimes), so they pass nothing: every suspect stays one until
+    timed again, and one that cannot be timed here is left out, counted by why (the second of the
+    pair returned)."""
+    judged, apart = [], {}
     for s in comparison.found:
         if s.verdict is Slowness.SUSPECT:
-            if remeasure is None:
-                if s.code_changed_only:
+            again = remeasure(s.series, [history.kept(c.hash, s.series.machine).timings[s.series.ids]
+                                         for c in (baseline, candidate)]) if remeasure is not None else None
+            if two_builds and isinstance(again, str):
+                apart[str(again)] = apart.get(str(again), 0) + 1
+                continue
+            if again is None:
+                if s.code_changed_only and not two_builds:
                     continue
                 s = rules.Slowdown(s.series, s.ratio, s.p, s.verdict, samples=s.samples, why="not timed again")
+            elif s.code_changed_only and isinstance(again, (runstore.KeptSamples, str)):
+                continue
+            elif isinstance(again, runstore.KeptSamples):  # slower by the rule on them; not kept as a re-measurement
+                s = rules.Slowdown(s.series, s.ratio, s.p, Slowness.CONFIRMED, samples=s.samples,
+                                   why=f"judged on the kept samples: {again}")
+            elif isinstance(again, str):
+                s = rules.Slowdown(s.series, s.ratio, s.p, s.verdict, samples=s.samples,
+                                   why=f"cannot be timed again here: {again}")
             else:
-                timings = [history.kept(c.hash, s.series.machine).timings[s.series.ids] for c in (baseline, candidate)]
-                again = remeasure(s.series, timings)
-                if s.code_changed_only and isinstance(again, (runstore.KeptSamples, str)):
-                    continue
-                if isinstance(again, runstore.KeptSamples):  # slower by the rule on them; not kept as a re-measurement
-                    s = rules.Slowdown(s.series, s.ratio, s.p, Slowness.CONFIRMED, samples=s.samples,
-                                       why=f"judged on the kept samples: {again}")
-                elif isinstance(again, str):
-                    s = rules.Slowdown(s.series, s.ratio, s.p, s.verdict, samples=s.samples,
-                                       why=f"cannot be timed again here: {again}")
-                else:
-                    s = rules.remeasured(s, again[0], thresholds, again[1])
+                s = rules.remeasured(s, again[0], thresholds, again[1])
         judged.append(s)
-    return judged
+    return judged, apart
 
 
 def _latency_row(baseline, thresholds) -> tuple[str, str]:
@@ -352,7 +358,11 @@ def latency_not_judged(baseline, thresholds, why: str) -> Check:
     return Check(*_latency_row(baseline, thresholds), Status.NOT_CHECKED, "not judged", (why,))
 
 
-def latency_check(history, candidate, baseline, why, thresholds, multi, remeasure) -> tuple[Check, list]:
+def latency_check(history, candidate, baseline, why, thresholds, multi, remeasure,
+                  two_builds: bool = False) -> tuple[Check, list]:
+    """The latency check: the kept samples judged, suspects timed again (``remeasure``). Between two
+    builds of TVM (``two_builds``: two LLVMs) every kernel whose code changed is timed again beside
+    the other in one runtime, and only that decides; one that cannot be is not compared."""
     name, limit = _latency_row(baseline, thresholds)
     if not any(res.finite(v) for per_commit in history.values.get("latency", {}).values() for v in per_commit.values()):
         return Check(name, limit, Status.NOT_CHECKED, "no native target in these results: no latency at any commit"), []
@@ -360,7 +370,8 @@ def latency_check(history, candidate, baseline, why, thresholds, multi, remeasur
         return Check(name, limit, Status.NOT_CHECKED, FIRST_COMMIT, (why,) if why else ()), []
     if baseline.hash == candidate.hash:
         return Check(name, limit, Status.MISSING, "baseline is the candidate itself"), []
-    comparison = rules.latency_changes(history, baseline, candidate, thresholds, code_changed=remeasure is not None)
+    comparison = rules.latency_changes(history, baseline, candidate, thresholds,
+                                       code_changed=remeasure is not None or two_builds, unknown_code=two_builds)
     if comparison.unsampled or comparison.unreachable:  # judged on nothing less than the samples
         lacking = []
         if comparison.unsampled:
@@ -372,10 +383,16 @@ def latency_check(history, candidate, baseline, why, thresholds, multi, remeasur
         cannot = tuple(f"cannot fail: {where(s, multi)}: {why}" for s, why in comparison.unreachable)
         return Check(name, limit, Status.MISSING, missing.worst, missing.details + cannot), list(comparison.found)
     compared = comparison.compared
-    judged = _judge_suspects(history, baseline, candidate, thresholds, remeasure, comparison)
+    judged, apart = _judge_suspects(history, baseline, candidate, thresholds, remeasure, comparison, two_builds)
     if not compared:
         return Check(name, limit, Status.MISSING,
                      f"no combination measured at both {candidate.label} and {baseline.label}"), []
+    left_out = sum(apart.values())
+    left = tuple(f"not compared: {n} of changed code, built with another LLVM, cannot be timed again here: {why}"
+                 for why, n in apart.items())
+    if left_out == compared:
+        return Check(name, limit, Status.NOT_CHECKED, "built with another LLVM: cannot be timed again here",
+                     left), []
     # a kernel of changed code timed again and not slower never looked slower: not listed (its
     # re-measurement is still returned, to be kept)
     found = [s for s in judged if not (s.code_changed_only and not s.verdict.fails)]
@@ -387,9 +404,10 @@ def latency_check(history, candidate, baseline, why, thresholds, multi, remeasur
     worst += f", {len(undecided)} suspect" if undecided else ""
     worst += f", {passed} noisy or records" if passed else ""
     retimed = sum(s.code_changed_only for s in judged)
-    worst += f" of {compared}" + (f" ({retimed} of changed code timed again)" if retimed else "")
+    worst += f" of {compared - left_out}" + (f" ({retimed} of changed code timed again)" if retimed else "")
+    worst += f"; {left_out} of changed code cannot be timed again here" if left_out else ""
     status = Status.FAIL if failing else Status.UNDECIDED if undecided else Status.PASS
-    return Check(name, limit, status, worst, details), judged
+    return Check(name, limit, status, worst, details, left), judged
 
 
 def code_check(history, candidate, baseline, multi) -> Check:
@@ -415,11 +433,11 @@ def _change_ratio(change, before: float, now: float) -> float | None:
     return now / before if before > 0 else None
 
 
-def change_checks(history, candidate, baseline, thresholds, multi, same_code_only: str = "") -> list[Check]:
+def change_checks(history, candidate, baseline, thresholds, multi) -> list[Check]:
     """[change.<metric>] of the thresholds: each metric against the baseline commit, in its worse
     direction (suite.tracked); where the records changed (rules.records_changed) not compared.
-    ``same_code_only``: why only the combinations whose kernel's code is the same at both commits
-    are compared (two compilers: their other kernels' values are not comparable)."""
+    Between two builds of TVM with two LLVMs as between any two commits: these values are
+    deterministic, so a change is no noise, whichever compiler made it."""
     checks = []
     for change in thresholds.change:
         metric = change.metric
@@ -437,14 +455,11 @@ def change_checks(history, candidate, baseline, thresholds, multi, same_code_onl
             checks.append(_missing(name, limit, f"no side data at {_labels(unkept)}: {metric} and the records "
                                                 "and builds behind it not known", history, unkept))
             continue
-        over, notes, seen, apart = [], [], 0, 0
+        over, notes, seen = [], [], 0
         for series in history.series():
             now = history.value(metric, series, candidate.hash)
             before = history.value(metric, series, baseline.hash)
             if not (res.finite(now) and res.finite(before)):
-                continue
-            if same_code_only and not code_identity.same_code(history, series, baseline.hash, candidate.hash):
-                apart += 1
                 continue
             seen += 1
             problem = None
@@ -456,17 +471,11 @@ def change_checks(history, candidate, baseline, thresholds, multi, same_code_onl
                 notes.append(f"records: {problem}: {rules.records_words(changed, baseline, candidate)}")
             elif problem:
                 over.append(problem)
-        if same_code_only and (seen or apart):
-            notes.append(same_code_only)
         if not seen:
-            checks.append(Check(name, limit, Status.NOT_CHECKED,
-                                "built with another LLVM" if apart else f"no {metric} at both commits", (),
-                                tuple(notes)))
+            checks.append(Check(name, limit, Status.NOT_CHECKED, f"no {metric} at both commits", (), tuple(notes)))
         else:
-            worst = f"{len(over)} of {seen}" + (f" of the same code ({apart} of changed code, built with another "
-                                               "LLVM, not compared)" if apart else " of the same code" if
-                                               same_code_only else "")
-            checks.append(Check(name, limit, Status.FAIL if over else Status.PASS, worst, tuple(over), tuple(notes)))
+            checks.append(Check(name, limit, Status.FAIL if over else Status.PASS, f"{len(over)} of {seen}",
+                                tuple(over), tuple(notes)))
     return checks
 
 
@@ -525,19 +534,13 @@ def evaluate(history: res.History, candidate: res.Commit, baseline: res.Commit |
     checks.append(Check("combinations completed", "no failed build or run", Status.FAIL if failed else Status.PASS,
                         f"{len(failed)} failed" if failed else "none failed",
                         tuple(f"{where(s, multi)}: {failure_reason(history, candidate.hash, s)}" for s in failed)))
-    not_comparable = other_llvm(history, candidate, baseline)
+    two_llvms = other_llvm(history, candidate, baseline)
     if latency_apart:
         latency, slowdowns = latency_not_judged(baseline, thresholds, latency_apart), []
     else:
         latency, slowdowns = latency_check(history, candidate, baseline, baseline_note, thresholds, multi,
-                                           None if not_comparable else remeasure)
-    if not_comparable:
-        # Two compilers: their kernels are not compared, but for those whose code is the same at both
-        # commits, whose deterministic values must be the same (code_identity.check_determinism).
-        latency = Check(latency.name, latency.limit, Status.NOT_CHECKED, "built with another LLVM", (not_comparable,))
-        slowdowns = []
-    compared = [latency, *change_checks(history, candidate, baseline, thresholds, multi,
-                                        same_code_only=not_comparable or "")]
+                                           remeasure, two_builds=two_llvms is not None)
+    compared = [latency, *change_checks(history, candidate, baseline, thresholds, multi)]
     checks += compared
     checks.append(code_check(history, candidate, baseline, multi))
 
@@ -569,6 +572,7 @@ def evaluate(history: res.History, candidate: res.Commit, baseline: res.Commit |
     # a baseline newer than the candidate is allowed (a revert), and said
     notes = (baseline_note,) if baseline is not None and baseline_note else ()
     notes += (f"latency not judged: {latency_apart}",) if latency_apart else ()
+    notes += (two_llvms,) if two_llvms else ()
     return GateResult(candidate, baseline, tuple(checks), judged, tuple(slowdowns), thresholds, notes)
 
 

@@ -403,7 +403,7 @@ def samples_digest(before, after) -> str:
 
 
 def latency_changes(history: res.History, baseline: res.Commit, candidate: res.Commit,
-                    thresholds: Thresholds, code_changed: bool = False) -> LatencyComparison:
+                    thresholds: Thresholds, code_changed: bool = False, unknown_code: bool = False) -> LatencyComparison:
     """Combinations slower at ``candidate`` than at ``baseline`` by the latency rule, as found in
     the kept samples (suspects, not yet timed again; an earlier gate's re-measurement of the very
     same samples applied: one that confirmed a step counts whatever the kept samples say), how
@@ -411,7 +411,8 @@ def latency_changes(history: res.History, baseline: res.Commit, candidate: res.C
     judged on a ratio of medians), or with too few samples for the test ever to reach alpha.
     ``code_changed``: every combination whose kernel's code changed is a suspect too
     (``code_changed_only``), for a caller that times suspects again: a step smaller than the
-    noise between two runs shows only there."""
+    noise between two runs shows only there. ``unknown_code``: so is every one whose code is not
+    known to be the same (no code identity kept), for a caller whose kept samples pass nothing."""
     kept = {(tuple(e["ids"]), e.get("machine")): e for e in history.remeasured.get((baseline.hash, candidate.hash), [])}
     found, compared, unsampled, unreachable = [], 0, [], []
     for series in history.series():
@@ -436,7 +437,8 @@ def latency_changes(history: res.History, baseline: res.Commit, candidate: res.C
         code = code_identity.compare(history, series, baseline.hash, candidate.hash)
         if not slow:
             confirmed = e is not None and e["verdict"] == Slowness.CONFIRMED.value
-            retime = code_changed and e is None and not changed and code is code_identity.Code.CHANGED
+            retime = code_changed and e is None and not changed and (
+                code is code_identity.Code.CHANGED or unknown_code and code is not code_identity.Code.SAME)
             if not (confirmed or retime):
                 continue
         if changed:
