@@ -331,7 +331,7 @@ def _judge_suspects(history, baseline, candidate, thresholds, remeasure, compari
                 if s.code_changed_only and not two_builds:
                     continue
                 s = rules.Slowdown(s.series, s.ratio, s.p, s.verdict, samples=s.samples, why="not timed again")
-            elif s.code_changed_only and isinstance(again, (runstore.KeptSamples, str)):
+            elif s.code_changed_only and isinstance(again, str):  # KeptSamples is a str too
                 continue
             elif isinstance(again, runstore.KeptSamples):  # slower by the rule on them; not kept as a re-measurement
                 s = rules.Slowdown(s.series, s.ratio, s.p, Slowness.CONFIRMED, samples=s.samples,
