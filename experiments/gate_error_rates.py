@@ -141,19 +141,28 @@ def choose_plants(judged: list[Judged], count: int, seed: int, th) -> list[Plant
 
 
 def memoized(remeasure):
-    """``remeasure`` timing each pair of kernels once: every plant's gate asks again for the same
-    changed kernels of its pair, and their real re-timing is the same question."""
+    """A maker of one gate's ``remeasure`` (None without one) that times each pair of kernels once
+    for each time a gate asks: every plant's gate asks again for the same changed kernels of its
+    pair, and the k-th real re-timing of them is the same question (a gate asks a second time
+    only where the first found them slower: ``[latency] retimed_times``)."""
     if remeasure is None:
-        return None
+        return lambda: None
     seen = {}
 
-    def again(series, timings):
-        key = (series, tuple(t.kernel for t in timings))
-        if key not in seen:
-            seen[key] = remeasure(series, timings)
-        return seen[key]
+    def for_one_gate():
+        asked = {}
 
-    return again
+        def again(series, timings):
+            key = (series, tuple(t.kernel for t in timings))
+            n = asked[key] = asked.get(key, -1) + 1
+            answers = seen.setdefault(key, [])
+            if n == len(answers):
+                answers.append(remeasure(series, timings))
+            return answers[n]
+
+        return again
+
+    return for_one_gate
 
 
 def planted_remeasure(remeasure, plant: Plant):
@@ -235,9 +244,10 @@ def gate_flags(history, before, at, th, remeasure) -> set[tuple[results.Series, 
 
 
 def false_alarms(history, commits, th, remeasure) -> tuple[list[dict], dict]:
+    """The gate on every consecutive pair (``remeasure``: a maker of each gate's, :func:`memoized`)."""
     pairs, per_check = [], {}
     for before, at in zip(commits, commits[1:]):
-        result = gate.evaluate(history, at, before, th, remeasure)
+        result = gate.evaluate(history, at, before, th, remeasure())
         same = [s for s in result.slowdowns if s.verdict.fails
                 and code_identity.same_code(history, s.series, before.hash, at.hash)]
         failing = [c.name.split(" vs ")[0] for c in result.checks if c.status is gate.Status.FAIL]
@@ -342,7 +352,7 @@ def detect(judged: list[Judged], plants: list[Plant], th, remeasure, peers: dict
         with_step = planted(judged[plant.history].history, commits, plant)
         before, at = commits[plant.commit - 1], commits[plant.commit]
         found["gate"] |= {(plant.history, s, m, plant.commit) for s, m in
-                          gate_flags(with_step, before, at, th, planted_remeasure(remeasure, plant))
+                          gate_flags(with_step, before, at, th, planted_remeasure(remeasure(), plant))
                           if m in metrics}
         keyed = {}
         for metric in metrics:
@@ -405,7 +415,7 @@ def judge(args, written: Path | None) -> int:
         if len(j.commits) < 2:
             print(f"{j.name}: {len(j.commits)} commit(s) with results: nothing to compare", file=sys.stderr)
             return 2
-    remeasure = None
+    remeasure = memoized(None)
     if args.remeasure == "real":
         from suite.core import timing
 

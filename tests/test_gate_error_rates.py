@@ -147,3 +147,32 @@ def test_ctrl_c_says_so_in_one_line_and_writes_nothing(tmp_path):
     stdout, stderr = run.communicate(timeout=60)
     assert run.returncode == 130 and "interrupted: nothing written" in stderr and "Traceback" not in stderr, stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_each_gate_gets_the_kth_real_re_timing_of_a_pair_the_same_for_every_plant():
+    """A gate asks a second time only where the first found a kernel slower (retimed_times): the
+    k-th question of every plant's gate about one pair of kernels is the same question, timed once;
+    a second question is timed anew, never answered with the first's samples."""
+    sys.path.insert(0, str(ROOT / "experiments"))
+    try:
+        import gate_error_rates
+    finally:
+        sys.path.remove(str(ROOT / "experiments"))
+
+    timed = []
+
+    def remeasure(series, timings):
+        timed.append(series)
+        return [[1.0], [float(len(timed))]], None
+
+    class Kept:
+        def __init__(self, kernel):
+            self.kernel = kernel
+
+    maker, pair = gate_error_rates.memoized(remeasure), [Kept("a.so"), Kept("b.so")]
+    first = maker()
+    assert [first("s", pair)[0][1] for _ in range(2)] == [[1.0], [2.0]]  # two questions, two timings
+    second = maker()
+    assert [second("s", pair)[0][1] for _ in range(3)] == [[1.0], [2.0], [3.0]] and len(timed) == 3
+    assert second("other", pair)[0][1] == [4.0]
+    assert gate_error_rates.memoized(None)() is None

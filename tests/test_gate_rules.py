@@ -69,7 +69,8 @@ def test_a_suspect_timed_again_is_noisy_or_confirmed():
     confirmed = judge(history, remeasure=lambda s, t: ([list(SAMPLES), [x * 1.5 for x in SAMPLES]], "elsewhere"))
     assert confirmed.verdict is Verdict.NOT_READY
     assert check(confirmed, "latency vs").details[0].startswith(f"confirmed: {' '.join(SEED)}: 1.50x, p 0.004; "
-                                                               "re-measured 1.50x, p 0.031 (elsewhere)")
+                                                               "re-measured 1.50x, p 0.031, again 1.50x, p 0.031 "
+                                                               "(elsewhere)")
 
     gone = judge(history, remeasure=lambda s, t: "kernel /x is gone from the cache")
     assert gone.verdict is Verdict.UNDECIDED
@@ -95,13 +96,78 @@ def test_a_small_step_of_changed_code_shows_only_when_timed_again():
     caught = judge(history, remeasure=retimed(1.05))
     latency = check(caught, "latency vs")
     assert caught.verdict is Verdict.NOT_READY and latency.status is Status.FAIL
-    assert latency.details[0].startswith(f"confirmed: {' '.join(SEED)}: 1.05x, p 0.004; re-measured 1.05x, p 5.4e-05")
+    assert latency.details[0].startswith(f"confirmed: {' '.join(SEED)}: 1.05x, p 0.004; re-measured 1.05x, p 5.4e-05, "
+                                         "again 1.05x, p 5.4e-05")
     assert latency.worst == "1 slower of 1 (1 of changed code timed again)"
     # kept: a later gate (or the report) without re-measurement gives the same verdict
     b = changed_code(1.05)
     b.kept_remeasure(A, B, caught.newly_remeasured())
     assert judge(b.history()).verdict is Verdict.NOT_READY
     assert [r["verdict"] for r in report.find_regressions(b.history(), DEFAULTS)] == ["confirmed"]
+
+
+def answers(*steps):
+    """A remeasure giving ``retimed(step)``'s samples for each step in turn (a text: that reason),
+    and the steps asked for."""
+    asked = []
+
+    def again(series, timings):
+        step = steps[len(asked)]
+        asked.append(step)
+        return step if isinstance(step, str) else retimed(step)(series, timings)
+
+    return again, asked
+
+
+def test_a_step_is_confirmed_only_when_timed_again_twice_in_a_row(tmp_path):
+    """Among the 128 kernels a gate may time again, one re-timing at retimed_alpha 0.05 finds a few
+    slower by chance: a kernel is confirmed slower only when timed again ``retimed_times`` (2) times
+    in a row finds it slower; the second re-timing is spent only on one the first found slower."""
+    history = changed_code(1.05).history()
+    remeasure, asked = answers(1.05, 1.0)
+    chance = judge(history, remeasure=remeasure)
+    latency = check(chance, "latency vs")
+    assert asked == [1.05, 1.0] and chance.verdict is Verdict.READY and latency.details == ()
+    assert chance.newly_remeasured()[0]["verdict"] == "noisy"
+    assert [[round(r, 3), round(p, 5)] for r, p in chance.newly_remeasured()[0]["remeasured"]] == \
+        [[1.05, 5e-05], [1.0, 1.0]]
+    remeasure, asked = answers(1.0)
+    assert judge(history, remeasure=remeasure).verdict is Verdict.READY and asked == [1.0]  # once is enough
+    # slower once, then it cannot be timed again: as if never timed again, and not kept (a later
+    # gate times it again): its kept samples pass it (1.05x), or it stays a suspect (1.5x)
+    remeasure, asked = answers(1.05, "kernel /x is gone from the cache")
+    passed = judge(history, remeasure=remeasure)
+    assert passed.verdict is Verdict.READY and passed.newly_remeasured() == [] and len(asked) == 2
+    remeasure, asked = answers(1.05, "kernel /x is gone from the cache")
+    stuck = judge(two_runs(1.5).code(SEED, A, "a" * 64).code(SEED, B, "b" * 64).history(), remeasure=remeasure)
+    assert stuck.verdict is Verdict.UNDECIDED and stuck.newly_remeasured() == []
+    assert check(stuck, "latency vs").details == (
+        f"suspect: {' '.join(SEED)}: 1.50x, p 0.004; re-measured 1.05x, p 5.4e-05 (cannot be timed again here: "
+        "kernel /x is gone from the cache)",)
+    # the count is a threshold: once, and a single re-timing confirms
+    remeasure, asked = answers(1.05)
+    once = thresholds_file(tmp_path, "[latency]\nretimed_times = 1\n")
+    assert judge(history, thresholds=once, remeasure=remeasure).verdict is Verdict.NOT_READY and asked == [1.05]
+
+
+def test_a_kept_re_measurement_of_an_older_suite_timed_once_is_timed_again(tmp_path):
+    """An older suite kept one (ratio, p) bare, and confirmed on one re-timing: read as one
+    re-timing, a noisy one still speaks for its samples; a confirmed one is timed again."""
+    from suite.core import runstore
+
+    slow, calm = changed_code(1.05), changed_code(1.05)
+    confirmed = judge(slow.history(), remeasure=retimed(1.05)).newly_remeasured()[0]
+    noisy = judge(calm.history(), remeasure=retimed(1.0)).newly_remeasured()[0]
+    for builder, entry in ((slow, confirmed), (calm, noisy)):
+        runstore.keep_remeasured(tmp_path / entry["verdict"], A, B,
+                                 [{**entry, "remeasured": entry["remeasured"][0]}])  # one bare (ratio, p)
+        loaded = runstore.load_remeasured(tmp_path / entry["verdict"])
+        assert loaded[(A, B)][0]["remeasured"] == [entry["remeasured"][0]]
+        builder.kept_remeasure(A, B, loaded[(A, B)])
+    assert judge(calm.history(), remeasure=lambda s, t: pytest.fail("judged already")).verdict is Verdict.READY
+    remeasure, asked = answers(1.0)
+    assert judge(slow.history(), remeasure=remeasure).verdict is Verdict.READY and asked == [1.0]
+    assert judge(slow.history()).verdict is Verdict.READY  # not timed again: its kept samples pass it
 
 
 def test_changed_code_timed_again_and_not_slower_is_not_listed():
@@ -199,6 +265,10 @@ def test_kernels_of_two_llvms_are_judged_on_latency_only_timed_again_in_one_runt
     assert latency.worst == "built with another LLVM: cannot be timed again here"
     assert latency.details == ("not compared: 1 of changed code, built with another LLVM, cannot be timed again "
                                "here: this TVM cannot load the kernels (TVMError)",)
+    # slower when timed again once, and then it cannot be: left out all the same
+    remeasure, asked = answers(1.3, "this TVM cannot load the kernels (TVMError)")
+    once = judge(two_builds(1.5).history(), remeasure=remeasure)
+    assert check(once, "latency vs").status is Status.NOT_CHECKED and len(asked) == 2
     # the same code: a latency step is noise, whatever built it
     same = two_runs(1.5).code(SEED, A, "c" * 64).code(SEED, B, "c" * 64).build(A, "wheel").build(B, "source")
     result = judge(same.history(), remeasure=lambda s, t: pytest.fail("the same code is not timed again"))
@@ -421,6 +491,11 @@ def test_a_baseline_newer_than_the_candidate_is_said():
     ("[latency]\nretimed_alpha = 1\n", "latency.retimed_alpha = 1 is out of range"),
     ("[latency]\nretimed_max_ratio = 0.99\n", "latency.retimed_max_ratio = 0.99 is out of range: it must be at "
                                               "least 1"),
+    ("[latency]\nretimed_times = 0\n", "latency.retimed_times = 0 is out of range: it must be a whole number from "
+                                      "1 to 5"),
+    ("[latency]\nretimed_times = 1.5\n", "latency.retimed_times = 1.5 is out of range"),
+    ("[latency]\nretimed_times = 1000000\n", "latency.retimed_times = 1000000 is out of range"),
+    ("[latency]\nretimed_times = true\n", "latency.retimed_times must be a finite number, not True"),
     ("a = " + "[" * 100 + "]" * 100 + "\n", "nested"),
     ("[model.float16]\nmin_top1_agreement = 0\n", "model.float16.min_top1_agreement = 0 is out of range: it must "
                                                   "be above 0 and at most 1"),

@@ -491,19 +491,28 @@ def load_remeasured(run_dir: Path) -> dict[tuple[str, str], list[dict]]:
         if not isinstance(entries, list) or not all(_remeasured_entry(e) for e in entries):
             raise DamagedRunData(f"{target}: damaged (not the re-measurements a gate kept); remove it, the gate "
                                  "times the suspects again")
-        found[(baseline, candidate)] = entries
+        found[(baseline, candidate)] = [{**e, "remeasured": _retimings(e["remeasured"])} for e in entries]
     return found
+
+
+def _retimings(again) -> list[list[float]] | None:
+    """The (ratio, p) of each re-timing, in order; a suite that timed a suspect again only once kept
+    that one (ratio, p) bare."""
+    def pair(v):
+        return isinstance(v, list) and len(v) == 2 and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
+
+    if pair(again):
+        return [again]
+    return again if isinstance(again, list) and again and all(pair(v) for v in again) else None
 
 
 def _remeasured_entry(entry) -> bool:
     """One re-measured suspect: its combination, verdict, the digest of the samples it judged, and
-    the (ratio, p) of timing them again."""
-    again = entry.get("remeasured") if isinstance(entry, dict) else None
+    the (ratio, p) of each time they were timed again."""
     return (isinstance(entry, dict) and isinstance(entry.get("ids"), list) and len(entry["ids"]) == 4
             and all(isinstance(i, str) for i in entry["ids"]) and isinstance(entry.get("verdict"), str)
-            and isinstance(entry.get("samples"), str)
-            and isinstance(again, list) and len(again) == 2
-            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in again))
+            and isinstance(entry.get("samples"), str) and _retimings(entry.get("remeasured")) is not None)
 
 
 # ----------------------------------------------------------------------------- one run per directory

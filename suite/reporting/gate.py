@@ -107,8 +107,8 @@ class GateResult:
     def newly_remeasured(self) -> list[dict]:
         """The suspects this evaluation timed again, as a gate keeps them (runstore.keep_remeasured)."""
         return [{"ids": list(s.series.ids), "machine": s.series.machine, "verdict": s.verdict.value,
-                 "remeasured": list(s.remeasured), "samples": s.samples, "runtime": s.runtime}
-                for s in self.slowdowns if s.remeasured is not None]
+                 "remeasured": [list(r) for r in s.remeasured], "samples": s.samples, "runtime": s.runtime}
+                for s in self.slowdowns if s.remeasured is not None and s.verdict is not Slowness.SUSPECT]
 
     def as_dict(self) -> dict:
         """The verdict and its checks, for scripts (``--json``) and report.json."""
@@ -313,34 +313,37 @@ def other_llvm(history: res.History, candidate: res.Commit, baseline: res.Commit
 
 def _judge_suspects(history, baseline, candidate, thresholds, remeasure, comparison: rules.LatencyComparison,
                     two_builds: bool = False) -> tuple[list[rules.Slowdown], dict[str, int]]:
-    """Each suspect timed again where it can be. One that is a suspect only because its code changed
-    (its kept samples not slower) stays one only if timing it again finds it slower; where it
-    cannot be timed again, its kept samples passed it. ``two_builds``: the kept samples come from
-    two TVM builds (two LLVMs, two runtimes), so they pass nothing: every suspect stays one until
-    timed again, and one that cannot be timed here is left out, counted by why (the second of the
-    pair returned)."""
+    """Each suspect timed again where it can be, again and again while each re-timing finds it
+    slower and the rule asks for more (``[latency] retimed_times``). One that is a suspect only
+    because its code changed (its kept samples not slower) stays one only if timing it again
+    finds it slower; where it cannot be timed again (as often), its kept samples passed it.
+    ``two_builds``: the kept samples come from two TVM builds (two LLVMs, two runtimes), so they
+    pass nothing: every suspect stays one until timed again, and one that cannot be timed here is
+    left out, counted by why (the second of the pair returned)."""
     judged, apart = [], {}
     for s in comparison.found:
-        if s.verdict is Slowness.SUSPECT:
-            again = remeasure(s.series, [history.kept(c.hash, s.series.machine).timings[s.series.ids]
-                                         for c in (baseline, candidate)]) if remeasure is not None else None
-            if two_builds and isinstance(again, str):
-                apart[str(again)] = apart.get(str(again), 0) + 1
-                continue
-            if again is None:
-                if s.code_changed_only and not two_builds:
-                    continue
-                s = rules.Slowdown(s.series, s.ratio, s.p, s.verdict, samples=s.samples, why="not timed again")
-            elif s.code_changed_only and isinstance(again, str):  # KeptSamples is a str too
-                continue
-            elif isinstance(again, runstore.KeptSamples):  # slower by the rule on them; not kept as a re-measurement
-                s = rules.Slowdown(s.series, s.ratio, s.p, Slowness.CONFIRMED, samples=s.samples,
-                                   why=f"judged on the kept samples: {again}")
-            elif isinstance(again, str):
-                s = rules.Slowdown(s.series, s.ratio, s.p, s.verdict, samples=s.samples,
-                                   why=f"cannot be timed again here: {again}")
-            else:
+        if s.verdict is Slowness.SUSPECT and remeasure is not None:
+            timings = [history.kept(c.hash, s.series.machine).timings[s.series.ids] for c in (baseline, candidate)]
+            while s.verdict is Slowness.SUSPECT:
+                again = remeasure(s.series, timings)
+                if isinstance(again, str):  # KeptSamples is a str too
+                    break
                 s = rules.remeasured(s, again[0], thresholds, again[1])
+            if s.verdict is Slowness.SUSPECT:  # not timed again (as often as the rule asks)
+                if two_builds:
+                    apart[str(again)] = apart.get(str(again), 0) + 1
+                    continue
+                if s.code_changed_only:
+                    continue
+                if isinstance(again, runstore.KeptSamples):  # slower by the rule on them; not kept
+                    s = rules.Slowdown(s.series, s.ratio, s.p, Slowness.CONFIRMED, samples=s.samples,
+                                       why=f"judged on the kept samples: {again}")
+                else:
+                    s = dataclasses.replace(s, why=f"cannot be timed again here: {again}")
+        elif s.verdict is Slowness.SUSPECT:
+            if s.code_changed_only and not two_builds:
+                continue
+            s = rules.Slowdown(s.series, s.ratio, s.p, s.verdict, samples=s.samples, why="not timed again")
         judged.append(s)
     return judged, apart
 

@@ -336,9 +336,12 @@ def marked_run(history: res.History, key: tuple, commit: res.Commit,
 
 
 class Slowness(str, enum.Enum):
-    CONFIRMED = "confirmed"  #: slower, and slower again when both kernels were timed again
+    #: slower, and slower each time both kernels were timed again (``[latency] retimed_times``)
+    CONFIRMED = "confirmed"
     NOISY = "noisy"  #: slower in the kept samples, not when timed again
-    SUSPECT = "suspect"  #: slower in the kept samples, not timed again
+    #: slower in the kept samples, not timed again (or slower when timed again fewer times than
+    #: the rule asks)
+    SUSPECT = "suspect"
     RECORDS = "records"  #: the tuned order replayed other records at the two commits
     #: the kernel's code is the same at both commits (suite.reporting.code_identity): noise by
     #: construction, never a failure, never timed again
@@ -355,9 +358,9 @@ class Slowdown:
     ratio: float  #: candidate median / baseline median
     p: float  #: one-sided Mann-Whitney U p-value of the kept samples
     verdict: Slowness
-    #: (ratio, p) of the interleaved re-measurement: the median of the paired ratios, and the
+    #: (ratio, p) of each interleaved re-timing, in order: the median of the paired ratios, and the
     #: one-sided signed-rank p of their logarithms (:func:`remeasured`)
-    remeasured: tuple[float, float] | None = None
+    remeasured: tuple[tuple[float, float], ...] | None = None
     samples: str | None = None  #: digest of the two sides' samples judged (a re-measurement speaks for these)
     runtime: str | None = None  #: where kernels of other TVM builds were re-timed
     why: str | None = None  #: why a suspect was not re-measured; the records that changed
@@ -366,7 +369,8 @@ class Slowdown:
     code_changed_only: bool = False
 
     def line(self, multi: bool) -> str:
-        again = f"; re-measured {self.remeasured[0]:.2f}x, p {self.remeasured[1]:.2g}" if self.remeasured else ""
+        again = "; re-measured " + ", again ".join(f"{r:.2f}x, p {p:.2g}" for r, p in self.remeasured) \
+            if self.remeasured else ""
         again += f" ({self.runtime})" if self.runtime else ""
         why = f" ({self.why})" if self.why else ""
         return f"{self.verdict.value}: {where(self.series, multi)}: {self.ratio:.2f}x, p {self.p:.2g}{again}{why}"
@@ -432,11 +436,14 @@ def latency_changes(history: res.History, baseline: res.Commit, candidate: res.C
         ratio, p = b.median / a.median, mann_whitney(a.samples_s, b.samples_s)
         digest = samples_digest(a, b)
         e = kept.get((series.ids, series.machine))
-        e = e if e is not None and e["samples"] == digest else None
+        retimings = tuple(map(tuple, e["remeasured"])) if e is not None and e["samples"] == digest else ()
+        # an earlier gate's re-timings, judged by the rule as it is now: where they decide nothing
+        # yet (slower fewer times than the rule asks), the kernel is timed again from the start
+        e = e if retimings and retimed_verdict(retimings, thresholds) is not Slowness.SUSPECT else None
         slow = slower(thresholds, ratio, p)
         code = code_identity.compare(history, series, baseline.hash, candidate.hash)
         if not slow:
-            confirmed = e is not None and e["verdict"] == Slowness.CONFIRMED.value
+            confirmed = e is not None and retimed_verdict(retimings, thresholds) is Slowness.CONFIRMED
             retime = code_changed and e is None and not changed and (
                 code is code_identity.Code.CHANGED or unknown_code and code is not code_identity.Code.SAME)
             if not (confirmed or retime):
@@ -448,21 +455,33 @@ def latency_changes(history: res.History, baseline: res.Commit, candidate: res.C
             found.append(Slowdown(series, ratio, p, Slowness.SAME_CODE, samples=digest,
                                   why="the kernel's code is the same at both commits: noise, not timed again"))
         elif e is not None:
-            found.append(Slowdown(series, ratio, p, Slowness(e["verdict"]), tuple(e["remeasured"]), digest,
+            found.append(Slowdown(series, ratio, p, retimed_verdict(retimings, thresholds), retimings, digest,
                                   e.get("runtime"), code_changed_only=not slow))
         else:
             found.append(Slowdown(series, ratio, p, Slowness.SUSPECT, samples=digest, code_changed_only=not slow))
     return LatencyComparison(tuple(found), compared, tuple(unsampled), tuple(unreachable))
 
 
+def retimed_verdict(retimings, thresholds: Thresholds) -> Slowness:
+    """What re-timings of a suspect, in order, each (median of the paired ratios, signed-rank p),
+    say of it: noise once one is not slower; confirmed once ``[latency] retimed_times`` of them
+    were, in a row (among the 128 kernels a gate may time again, one re-timing at ``retimed_alpha``
+    finds a few slower by chance); a suspect still, to be timed again, before that."""
+    latency = thresholds.latency
+    if not all(ratio > latency.retimed_max_ratio and p < latency.retimed_alpha for ratio, p in retimings):
+        return Slowness.NOISY
+    return Slowness.CONFIRMED if len(retimings) >= latency.retimed_times else Slowness.SUSPECT
+
+
 def remeasured(suspect: Slowdown, again: list[list[float]], thresholds: Thresholds,
                runtime: str | None) -> Slowdown:
-    """A suspect judged on the samples of timing both kernels again, interleaved (the i-th sample of
-    each side taken one after the other: :func:`suite.core.timing.remeasure`). Each pair shares its
-    moment's load, so the pairs' ratios are judged, not the sides apart: slower when the median
-    of the ratios is above ``[latency] retimed_max_ratio`` and the one-sided Wilcoxon signed-rank
-    test of their logarithms gives p below ``retimed_alpha`` (a burst of load on a few pairs can
-    move the median; it cannot make the ratios consistently above 1)."""
+    """A suspect judged on one more re-timing of both kernels, interleaved (the i-th sample of
+    each side taken one after the other: :func:`suite.core.timing.remeasure`), added to those it
+    had (:func:`retimed_verdict`). Each pair shares its moment's load, so the pairs' ratios are
+    judged, not the sides apart: slower when the median of the ratios is above ``[latency]
+    retimed_max_ratio`` and the one-sided Wilcoxon signed-rank test of their logarithms gives p
+    below ``retimed_alpha`` (a burst of load on a few pairs can move the median; it cannot make
+    the ratios consistently above 1)."""
     import numpy as np
     from scipy.stats import wilcoxon
 
@@ -470,10 +489,9 @@ def remeasured(suspect: Slowdown, again: list[list[float]], thresholds: Threshol
     ratio = float(np.median(ratios))
     logs = np.log(ratios)
     p = float(wilcoxon(logs, alternative="greater").pvalue) if np.any(logs) else 1.0  # all equal: no evidence
-    latency = thresholds.latency
-    slow = ratio > latency.retimed_max_ratio and p < latency.retimed_alpha
-    verdict = Slowness.CONFIRMED if slow else Slowness.NOISY
-    return dataclasses.replace(suspect, verdict=verdict, remeasured=(ratio, p), runtime=runtime)
+    retimings = (suspect.remeasured or ()) + ((ratio, p),)
+    return dataclasses.replace(suspect, verdict=retimed_verdict(retimings, thresholds), remeasured=retimings,
+                               runtime=runtime)
 
 
 # ----------------------------------------------------------------------------- bounds

@@ -40,6 +40,8 @@ class Latency:
     #: timed again, interleaved: slower when the median of the paired ratios is above this ...
     retimed_max_ratio: float
     retimed_alpha: float  #: ... and the one-sided signed-rank p of their logarithms below this
+    #: confirmed only when that many re-timings in a row find it slower (one not slower: noise)
+    retimed_times: int
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,8 @@ _ABOVE_0 = (lambda v: v > 0, "above 0")
 _AT_LEAST_0 = (lambda v: v >= 0, "at least 0")
 _AT_LEAST_1 = (lambda v: v >= 1, "at least 1 (a ratio below 1 would fail an unchanged value)")
 _PROBABILITY = (lambda v: 0 < v < 1, "between 0 and 1, both excluded")
+#: each re-timing of a kernel costs seconds: more than a few in a row would only stall the gate
+_RETIMINGS = (lambda v: v == int(v) and 1 <= v <= 5, "a whole number from 1 to 5")
 
 _AGREEMENT = (lambda v: 0 < v <= 1, "above 0 and at most 1 (a fraction of the inputs; 0 would switch the check off)")
 _CHANGE = {"max_ratio": _AT_LEAST_1, "keep_nonzero": bool}
@@ -172,7 +176,7 @@ _MODEL = {"max_rmse_ratio": _AT_LEAST_1, "max_tuned_rmse_ratio": _AT_LEAST_1, "m
           "min_top1_agreement": _AGREEMENT, "min_top5_agreement": _AGREEMENT}
 _SCHEMA = {
     "latency": {"max_ratio": _AT_LEAST_1, "alpha": _PROBABILITY, "baseline": str, "retimed_max_ratio": _AT_LEAST_1,
-                "retimed_alpha": _PROBABILITY},
+                "retimed_alpha": _PROBABILITY, "retimed_times": _RETIMINGS},
     "change": {m.name: _CHANGE for m in tracked.METRICS},
     "accuracy": {dtype: {metric: _ABOVE_0 for metric in ACCURACY_METRICS} for dtype in ACCURACY_DTYPES},
     "model": {dtype: _MODEL for dtype in ACCURACY_DTYPES},
@@ -287,7 +291,7 @@ def _latency(raw: dict, path: Path) -> Latency:
     """[latency], its alpha reachable with the samples every run takes (and a re-measurement)."""
     from suite.core.timing import REPEATS, RETIME_REPEATS
 
-    found = Latency(**raw)
+    found = Latency(**{**raw, "retimed_times": int(raw["retimed_times"])})
     if why := cannot_fail(found.alpha, REPEATS, REPEATS):
         raise ThresholdsError(f"{path}: {why}")
     floor = 0.5 ** RETIME_REPEATS  # every one of the paired ratios above 1
