@@ -29,6 +29,7 @@ FAULTS = {
     "a baseline newer than the candidate": ["test_a_baseline_newer_than_the_candidate_is_said"],
     "a history that travels": ["test_a_copied_history_rebuilds_a_kernel_gone_from_the_cache",
                                "test_a_copied_history_judges_on_the_kept_samples_where_it_cannot_rebuild",
+                               "test_a_copied_history_times_a_kernel_of_the_same_code_where_its_own_is_gone",
                                "test_no_kept_file_names_a_path_of_the_machine"],
     "a kept history that is not there": ["test_a_missing_kept_history_is_one_line"],
     "a directory that is no kept history": ["test_a_directory_without_results_is_no_kept_history"],
@@ -206,6 +207,43 @@ def test_a_copied_history_judges_on_the_kept_samples_where_it_cannot_rebuild(cli
                                          "-> exit 1")
     assert not (out / "runs" / ".gate").exists()
     assert not (cache / "measure").exists()  # nothing was built
+
+
+@pytest.mark.slow
+def test_a_copied_history_times_a_kernel_of_the_same_code_where_its_own_is_gone(cli, runs, tmp_path, monkeypatch,
+                                                                              suite_cache):
+    """Kernels another TVM built, gone from the cache and not to be rebuilt here, where this
+    machine's cache holds a kernel of the same combination whose code identity is the one both
+    commits kept (another build of the same code: on TVM's main branch most commits generate every
+    kernel alike): that kernel is timed for both sides, and the line says so."""
+    from suite import cache as suite_cache_module
+    from suite import compat
+
+    _, _, commits = runs
+    out, cache = _travelled(runs, tmp_path)
+    for commit in commits:
+        samples = json.loads(_timing(out, commit, SEED_DEFAULT).read_text())["samples_s"]
+        plant_samples(out, commit, SEED_DEFAULT, samples, tvm="0.26.0-0000000000")
+    name = Path(json.loads(_timing(out, commits[1], SEED_DEFAULT).read_text())["kernel"])
+    built = suite_cache / name.parent  # where the runs built it
+    assert (built / name.name).is_file(), built
+    # other entries of that code: the kernel as built (the baseline's code), and the candidate's,
+    # whose code identity check_copy planted as changed (its record says so)
+    stand_ins = [cache / "measure" / f"{built.name[:-16]}{digit * 16}" for digit in "01"]
+    for entry in stand_ins:
+        shutil.copytree(built, entry)
+    record = suite_cache_module.read_sealed_json(stand_ins[1] / "record.json")
+    suite_cache_module.write_sealed_json(stand_ins[1] / "record.json", {**record, "code": "f" * 64})
+    history_stand_in(monkeypatch)
+    done = run_check(cli, runs, out, "v9.9.0", commits[0][:10], env={"TVM_SUITE_CACHE": str(cache)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    noisy = next(line for line in done.stdout.splitlines() if "seed.conv2d_nhwc_7x7s2 float16 llvm default:" in line)
+    assert noisy.strip().startswith("noisy: seed.conv2d_nhwc_7x7s2 float16 llvm default: 3.00x, p 0.004; re-measured ")
+    assert noisy.endswith("(the baseline's and the candidate's kernels were gone from the cache: a kernel of the same "
+                          "code (its code identity) in this cache timed instead; kernels of 0.26.0-0000000000 re-timed "
+                          f"in the runtime of {compat.build_id()})"), noisy
+    assert sorted((cache / "measure").iterdir()) == stand_ins  # none built
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ the whole entry count as absent and be measured again, never a wrong number.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import shutil
 from pathlib import Path
@@ -26,19 +27,35 @@ def cached(combo: Combo, verify=()) -> Record | None:
     """The record of a complete cache entry, or None (absent, a part missing, or a part named in
     ``verify`` not the bytes the record vouches for). Looking a record up stats its parts; the
     parts a caller reads (``output.npy``, the kernel) are checked by their sha256 when read."""
-    found = cache.read_sealed_json(combo.entry / RECORD_FILE)
+    return _complete(combo.entry, combo.ids, verify)
+
+
+def with_code(ids: tuple[str, ...], code: str, kernel_file: str) -> Path | None:
+    """The kernel file of a complete entry of combination ``ids`` in this cache whose code identity
+    is ``code`` (its bytes the ones its record vouches for), or None: the same machine code
+    (suite.targets.elf.code_digest), whichever TVM build compiled it for whichever commit."""
+    measured = cache.root() / "measure"
+    for entry in sorted(measured.glob(f"{glob.escape('-'.join(ids))}-*")):
+        record = _complete(entry, ids, (kernel_file,))
+        if record is not None and record.code == code and kernel_file in record.parts:
+            return entry / kernel_file
+    return None
+
+
+def _complete(entry: Path, ids: tuple[str, ...], verify) -> Record | None:
+    found = cache.read_sealed_json(entry / RECORD_FILE)
     if found is None:  # absent, or damaged
         return None
     try:
         record = Record.from_json(found)
     except ValueError:
         return None
-    if record.ids != combo.ids:
+    if record.ids != tuple(ids):
         return None
     for name, digest in record.parts.items():
-        if not (combo.entry / name).is_file():
+        if not (entry / name).is_file():
             return None
-        if name in verify and cache.file_digest(combo.entry / name) != digest:
+        if name in verify and cache.file_digest(entry / name) != digest:
             return None
     return record
 

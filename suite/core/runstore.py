@@ -206,6 +206,9 @@ class Timing:
     #: path), to time it again; the entry's name holds the digest of its build (suite.core.timing)
     kernel: str
     tvm: str  #: compat.build_id() of the TVM that timed it
+    #: the kernel's code identity, where the side data kept one (in ``code/``, not in the timing's
+    #: file): a kernel of the same code may stand in for this one when it is gone (suite.core.timing)
+    code: str | None = None
 
     @property
     def median(self) -> float:

@@ -168,26 +168,48 @@ def _side(index: int, count: int) -> str:
 
 
 def _kernels(ids, timings: list[Timing]):
-    """The kernel file of each timing in this cache, those gone rebuilt (:func:`_rebuilt`): (their
-    paths, what was rebuilt in words or ""), or a KeptSamples saying why one cannot be."""
+    """The kernel file of each timing in this cache, a gone one stood in for by a kernel of the same
+    code (:func:`_same_code`) or else rebuilt (:func:`_rebuilt`): (their paths, what was done in
+    words or ""), or a KeptSamples saying why one cannot be."""
 
     paths = [kernel_path(t) for t in timings]
     gone = [i for i, path in enumerate(paths) if path is None or not path.is_file()]
-    rebuilt, cannot = [], {}
+    rebuilt, same, cannot = [], [], {}
     for i in gone:
         path = kernel_path(timings[i])
         if path is None or not path.is_file():  # one build may serve both sides (the same TVM build)
+            if (path := _same_code(ids, timings[i])) is not None:
+                paths[i] = path
+                same.append(i)
+                continue
             path, why = _rebuilt(ids, timings[i])
             if path is None:
                 cannot.setdefault(why, []).append(_side(i, len(timings)))
                 continue
         paths[i] = path
-        rebuilt.append(_side(i, len(timings)))
+        rebuilt.append(i)
     if cannot:
         return runstore.KeptSamples("; ".join(f"{' and '.join(sides)} kernel{'s are' if len(sides) > 1 else ' is'} gone from "
                                      f"the cache and cannot be rebuilt here: {why}" for why, sides in cannot.items()))
-    if not rebuilt:
-        return paths, ""
-    tvm = ", ".join(sorted({timings[i].tvm for i in gone}))
-    return paths, (f"{' and '.join(rebuilt)} kernel{'s were' if len(rebuilt) > 1 else ' was'} gone from the cache: "
-                   f"rebuilt from the kept build facts (TVM {tvm})")
+
+    def sides(indices) -> str:
+        return (f"{' and '.join(_side(i, len(timings)) for i in indices)} "
+                f"kernel{'s were' if len(indices) > 1 else ' was'} gone from the cache")
+
+    notes = []
+    if same:
+        notes.append(f"{sides(same)}: a kernel of the same code (its code identity) in this cache timed instead")
+    if rebuilt:
+        tvm = ", ".join(sorted({timings[i].tvm for i in rebuilt}))
+        notes.append(f"{sides(rebuilt)}: rebuilt from the kept build facts (TVM {tvm})")
+    return paths, "; ".join(notes)
+
+
+def _same_code(ids, kept: Timing) -> Path | None:
+    """A kernel of this combination in this cache with the code identity ``kept`` names: the same
+    machine code, built by another TVM build or for another commit (on TVM's main branch most
+    commits generate every kernel alike), so timing it is timing the kernel that is gone. Where
+    both sides have the same code, both time that one kernel."""
+    from suite.core import entries
+
+    return entries.with_code(ids, kept.code, Path(kept.kernel).name) if kept.code else None

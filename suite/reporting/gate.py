@@ -323,7 +323,8 @@ def _judge_suspects(history, baseline, candidate, thresholds, remeasure, compari
     judged, apart = [], {}
     for s in comparison.found:
         if s.verdict is Slowness.SUSPECT and remeasure is not None:
-            timings = [history.kept(c.hash, s.series.machine).timings[s.series.ids] for c in (baseline, candidate)]
+            kept = [history.kept(c.hash, s.series.machine) for c in (baseline, candidate)]
+            timings = [dataclasses.replace(k.timings[s.series.ids], code=k.code.get(s.series.ids)) for k in kept]
             while s.verdict is Slowness.SUSPECT:
                 again = remeasure(s.series, timings)
                 if isinstance(again, str):  # KeptSamples is a str too
