@@ -154,8 +154,8 @@ def llvm_run(tmp_path_factory):
     plant_file(base, commits[1], runstore.relative("failures", ids), "seed failed: planted for the damage matrix")
     # a re-measurement a gate kept (the fixture's A/A pair had no suspect to time again)
     runstore.keep_remeasured(base, commits[0], commits[1], [
-        {"ids": list(ids), "machine": "m", "verdict": "noisy", "remeasured": [1.0, 0.5], "samples": "0" * 16,
-         "runtime": None}])
+        {"ids": list(ids), "machine": "m", "verdict": "noisy", "remeasured": [[1.03, 0.01], [1.0, 0.5]],
+         "samples": "0" * 16, "runtime": None}])
     marks = base.parent / "marks.toml"  # marks everything, so that the report reads every map
     marks.write_text("[divergence]\nmax_bias_shift = 0.0\nmin_z = 0.0\n")
     return base, repo, commits, marks
