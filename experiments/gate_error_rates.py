@@ -165,17 +165,26 @@ def memoized(remeasure):
     return for_one_gate
 
 
-def planted_remeasure(remeasure, plant: Plant):
-    """The gate's re-measurement of the history with ``plant``: the real one, and for the planted
-    latency step's combination at its commit the candidate's re-timed samples scaled by the step,
-    as a kernel that much slower would give (every sample of it)."""
-    if remeasure is None or not plant.kind.startswith("latency"):
-        return remeasure
-    factor = 1 + int(plant.kind.split("+")[1].rstrip("%")) / 100
+def planted_remeasure(remeasure, plant: Plant, history: results.History, commits):
+    """The gate's re-measurement of ``history`` with ``plant``: the real one, of the real kernels
+    (each timing of the planted combination with the code identity its commit kept, not the one
+    the plant gave it: where a kernel is gone from the cache, one of the same code stands in), and
+    for a planted latency step the candidate's re-timed samples scaled by the step, as a kernel
+    that much slower would give (every sample of it)."""
+    if remeasure is None:
+        return None
+    real = {}
+    for commit in commits:
+        kept = history.kept(commit.hash, plant.series.machine)
+        if (timing := kept.timings.get(plant.series.ids)) is not None:
+            real[timing.kernel] = kept.code.get(plant.series.ids)
+    factor = 1 + int(plant.kind.split("+")[1].rstrip("%")) / 100 if plant.kind.startswith("latency") else 1
 
     def again(series, timings):
-        found = remeasure(series, timings)
-        if series != plant.series or isinstance(found, str):
+        if series != plant.series:
+            return remeasure(series, timings)
+        found = remeasure(series, [dataclasses.replace(t, code=real.get(t.kernel, t.code)) for t in timings])
+        if isinstance(found, str):
             return found
         samples, note = found
         return [samples[0], [x * factor for x in samples[1]]], note
@@ -352,7 +361,8 @@ def detect(judged: list[Judged], plants: list[Plant], th, remeasure, peers: dict
         with_step = planted(judged[plant.history].history, commits, plant)
         before, at = commits[plant.commit - 1], commits[plant.commit]
         found["gate"] |= {(plant.history, s, m, plant.commit) for s, m in
-                          gate_flags(with_step, before, at, th, planted_remeasure(remeasure(), plant))
+                          gate_flags(with_step, before, at, th,
+                                     planted_remeasure(remeasure(), plant, judged[plant.history].history, commits))
                           if m in metrics}
         keyed = {}
         for metric in metrics:

@@ -4,6 +4,7 @@ filed by tests/histories.py (llvm on one machine, Hexagon on the emulator under 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -176,3 +177,34 @@ def test_each_gate_gets_the_kth_real_re_timing_of_a_pair_the_same_for_every_plan
     assert [second("s", pair)[0][1] for _ in range(3)] == [[1.0], [2.0], [3.0]] and len(timed) == 3
     assert second("other", pair)[0][1] == [4.0]
     assert gate_error_rates.memoized(None)() is None
+
+
+def test_a_planted_step_is_timed_again_on_the_real_kernels_code(tmp_path):
+    """A plant gives its combination a code identity of its own (a step comes with a code change);
+    its re-timing asks for the kernels by the code their commits kept, so that where they are gone
+    from the cache a kernel of that real code stands in, and scales the candidate's samples by the
+    step."""
+    sys.path.insert(0, str(ROOT / "experiments"))
+    try:
+        import gate_error_rates
+    finally:
+        sys.path.remove(str(ROOT / "experiments"))
+    from suite.reporting import results
+
+    history = results.load(llvm_history(tmp_path))
+    commits = gate_error_rates.commits_with_data(history)
+    series = next(s for s in history.series() if s.ids == SEED)
+    plant = gate_error_rates.Plant("latency+10%", "latency", series, 2, 0)
+    stepped = gate_error_rates.planted(history, commits, plant)
+    asked = []
+
+    def remeasure(s, timings):
+        asked.append([t.code for t in timings])
+        return [[1.0, 2.0], [1.0, 2.0]], None
+
+    again = gate_error_rates.planted_remeasure(remeasure, plant, history, commits)
+    timings = [stepped.kept(c.hash, series.machine).timings[SEED] for c in commits[1:3]]
+    planted_codes = [stepped.kept(c.hash, series.machine).code[SEED] for c in commits[1:3]]
+    assert planted_codes[1] != "e" * 64  # the plant changed the candidate's code identity
+    samples, _ = again(series, [dataclasses.replace(t, code=c) for t, c in zip(timings, planted_codes)])
+    assert asked == [["e" * 64, "e" * 64]] and samples == [[1.0, 2.0], [1.1, 2.2]]
