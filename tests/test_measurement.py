@@ -124,3 +124,33 @@ def test_every_module_a_measurement_runs_is_in_its_cache_key():
     numberless = {"suite", "suite.core", "suite.errors", "suite.children", "suite.environ", "suite.progress",
                   "suite.core.combo", "suite.core.runstore"}  # the key itself, paths, processes, side data
     assert set(found) <= numberless, set(found) - numberless
+
+
+def test_a_kernel_stands_in_for_another_only_with_its_code_and_its_own_bytes(tmp_path, monkeypatch):
+    """entries.with_code: an entry of the same combination whose record names the code identity,
+    its kernel the bytes the record vouches for; another combination's entry, another code, or a
+    kernel whose bytes changed after its record was written stands in for nothing."""
+    from suite import cache
+    from suite.core import entries
+    from suite.core.record import Record
+
+    monkeypatch.setenv("TVM_SUITE_CACHE", str(tmp_path))
+    ids = ("seed.conv2d_nhwc_7x7s2", "float16", "llvm", "default")
+
+    def entry(name, code, record_ids=ids):
+        where = tmp_path / "measure" / name
+        where.mkdir(parents=True)
+        (where / "kernel.so").write_bytes(b"machine code " + code.encode())
+        record = Record(*record_ids, status="ok", code=code, parts={"kernel.so": cache.file_digest(where / "kernel.so")})
+        cache.write_sealed_json(where / "record.json", record.to_json())
+        return where / "kernel.so"
+
+    other = ("seed.conv2d_nhwc_7x7s2", "float16", "llvm", "tuned")
+    entry(f"{'-'.join(other)}-{'1' * 16}", "a" * 64, other)  # same code, another combination
+    entry(f"{'-'.join(ids)}-{'2' * 16}", "b" * 64)  # the combination, other code
+    assert entries.with_code(ids, "a" * 64, "kernel.so") is None
+    kernel = entry(f"{'-'.join(ids)}-{'3' * 16}", "a" * 64)
+    assert entries.with_code(ids, "a" * 64, "kernel.so") == kernel
+    assert entries.with_code(ids, "a" * 64, "kernel.o") is None  # a file the record does not vouch for
+    kernel.write_bytes(b"other bytes")
+    assert entries.with_code(ids, "a" * 64, "kernel.so") is None
