@@ -36,13 +36,15 @@ def with_code(ids: tuple[str, ...], code: str, kernel_file: str) -> Path | None:
     (suite.targets.elf.code_digest), whichever TVM build compiled it for whichever commit."""
     measured = cache.root() / "measure"
     for entry in sorted(measured.glob(f"{glob.escape('-'.join(ids))}-*")):
-        record = _complete(entry, ids, (kernel_file,))
-        if record is not None and record.code == code and kernel_file in record.parts:
+        record = _complete(entry, ids)
+        # only the kernel of the code sought is read whole, to check its bytes
+        if (record is not None and record.code == code and kernel_file in record.parts
+                and _complete(entry, ids, (kernel_file,)) is not None):
             return entry / kernel_file
     return None
 
 
-def _complete(entry: Path, ids: tuple[str, ...], verify) -> Record | None:
+def _complete(entry: Path, ids: tuple[str, ...], verify=()) -> Record | None:
     found = cache.read_sealed_json(entry / RECORD_FILE)
     if found is None:  # absent, or damaged
         return None

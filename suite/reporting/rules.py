@@ -439,11 +439,12 @@ def latency_changes(history: res.History, baseline: res.Commit, candidate: res.C
         retimings = tuple(map(tuple, e["remeasured"])) if e is not None and e["samples"] == digest else ()
         # an earlier gate's re-timings, judged by the rule as it is now: where they decide nothing
         # yet (slower fewer times than the rule asks), the kernel is timed again from the start
-        e = e if retimings and retimed_verdict(retimings, thresholds) is not Slowness.SUSPECT else None
+        kept_verdict = retimed_verdict(retimings, thresholds) if retimings else Slowness.SUSPECT
+        e = e if kept_verdict is not Slowness.SUSPECT else None
         slow = slower(thresholds, ratio, p)
         code = code_identity.compare(history, series, baseline.hash, candidate.hash)
         if not slow:
-            confirmed = e is not None and retimed_verdict(retimings, thresholds) is Slowness.CONFIRMED
+            confirmed = kept_verdict is Slowness.CONFIRMED
             retime = code_changed and e is None and not changed and (
                 code is code_identity.Code.CHANGED or unknown_code and code is not code_identity.Code.SAME)
             if not (confirmed or retime):
@@ -455,7 +456,7 @@ def latency_changes(history: res.History, baseline: res.Commit, candidate: res.C
             found.append(Slowdown(series, ratio, p, Slowness.SAME_CODE, samples=digest,
                                   why="the kernel's code is the same at both commits: noise, not timed again"))
         elif e is not None:
-            found.append(Slowdown(series, ratio, p, retimed_verdict(retimings, thresholds), retimings, digest,
+            found.append(Slowdown(series, ratio, p, kept_verdict, retimings, digest,
                                   e.get("runtime"), code_changed_only=not slow))
         else:
             found.append(Slowdown(series, ratio, p, Slowness.SUSPECT, samples=digest, code_changed_only=not slow))
