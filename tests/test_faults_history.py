@@ -43,6 +43,8 @@ FAULTS = {
                                "test_a_rerun_seals_what_an_earlier_run_finished_and_left_unsealed",
                                "test_a_commit_asv_has_not_finished_stays_unsealed"],
     "a gap in the series": ["test_a_commit_that_did_not_build_is_no_baseline_and_the_gap_is_said"],
+    "a series measured by two suite versions": [
+        "test_a_commit_measured_before_a_metric_existed_is_not_checked_and_one_that_lost_it_is_missing"],
     "a kept history": ["test_a_kept_history_is_the_sealed_commits_less_their_maps_and_gives_the_same_verdict",
                        "test_a_commit_that_did_not_build_is_kept_with_its_build_log_and_the_gap_travels",
                        "test_keeping_again_leaves_the_same_commits_and_refuses_other_data",
@@ -571,6 +573,27 @@ def test_a_commit_that_did_not_build_is_no_baseline_and_the_gap_is_said(cli, tmp
     assert done.stdout.rstrip().endswith(f"verdict: READY for {C[:10]} against {A[:10]} -> exit 0"), done.stdout
     assert (f"note: compared with {A[:10]}, the last earlier commit with data: {B[:10]} has none "
             "(every combination failed: a build that failed?)") in done.stdout
+
+
+def test_a_commit_measured_before_a_metric_existed_is_not_checked_and_one_that_lost_it_is_missing(cli, tmp_path):
+    """A kept history outlives suite versions: A and B were measured by a suite without the ULP
+    benchmarks, C by one with them. A later suite's metric does not make B DATA MISSING (NOT
+    CHECKED, saying so); a metric measured at B and gone at C is DATA MISSING."""
+    later = Builder(commits=(A, B, C))
+    for commit in (A, B, C):
+        later.timing(SEED, commit)
+    later.accurate(SEED, C)
+    before = gate(cli, later.write(tmp_path / "later"), "--commit", B[:8])
+    no_traceback(before, 0)
+    assert before.stdout.rstrip().endswith(f"verdict: READY for {B[:10]} against {A[:10]} -> exit 0"), before.stdout
+    assert "first measured at a later commit" in row(before.stdout, "ulp_mean float16")
+    lost = Builder(commits=(A, B, C))
+    for commit in (A, B, C):
+        lost.timing(SEED, commit)
+    lost.accurate(SEED, B)
+    after = gate(cli, lost.write(tmp_path / "lost"), "--commit", C[:8])
+    no_traceback(after, 2)
+    assert "no values at this commit" in row(after.stdout, "ulp_mean float16"), after.stdout
 
 
 def test_a_commit_that_did_not_build_is_kept_with_its_build_log_and_the_gap_travels(cli, tmp_path):

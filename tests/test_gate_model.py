@@ -4,7 +4,7 @@ measured is listed with its reason and never passes, the report shows them in it
 
 import math
 
-from histories import A, B, SEED, Builder
+from histories import A, B, C, SEED, Builder
 from suite.reporting import gate, report
 from suite.reporting import thresholds as limits
 from suite.reporting.gate import Status, Verdict
@@ -100,6 +100,32 @@ def test_model_values_that_vanish_at_the_candidate_are_data_missing():
     b.accurate(SEED, A).timing(SEED, A).accurate(SEED, B).timing(SEED, B)
     top1 = checks(gate.evaluate_named(b.history(), B, DEFAULTS))["model top1_agreement float32"]
     assert top1.status is Status.MISSING and top1.worst == "no values at this commit"
+
+
+def test_a_commit_measured_before_the_models_were_is_not_checked_never_missing():
+    """A kept history outlives suite versions: commits measured by a suite that predates a metric
+    have none of it, and a later commit's values do not make them DATA MISSING."""
+    b = Builder(commits=(A, B, C))
+    for commit in (A, B, C):
+        b.accurate(SEED, commit).timing(SEED, commit)
+    fine(b, FP32, C)
+    before = gate.evaluate_named(b.history(), B, DEFAULTS)
+    top1 = checks(before)["model top1_agreement float32"]
+    assert top1.status is Status.NOT_CHECKED and top1.worst == gate.NOT_YET_MEASURED
+    assert before.verdict is Verdict.READY
+    at = checks(gate.evaluate_named(b.history(), C, DEFAULTS))["model top1_agreement float32"]
+    assert at.status is Status.PASS
+    # a kernel metric too: measured at B and none at C is missing; first measured at C, not checked at B
+    b2 = Builder(commits=(A, B, C))
+    b2.timing(SEED, A).timing(SEED, B).accurate(SEED, B).timing(SEED, C)
+    ulp_at = {c.name: c for c in gate.evaluate_named(b2.history(), C, DEFAULTS).checks}
+    assert (ulp_at["ulp_mean float16"].status, ulp_at["ulp_mean float16"].worst) == (Status.MISSING,
+                                                                                   "no values at this commit")
+    b3 = Builder(commits=(A, B, C))
+    b3.timing(SEED, A).timing(SEED, B).accurate(SEED, C).timing(SEED, C)
+    ulp_before = {c.name: c for c in gate.evaluate_named(b3.history(), B, DEFAULTS).checks}
+    assert (ulp_before["ulp_mean float16"].status, ulp_before["ulp_mean float16"].worst) == (
+        Status.NOT_CHECKED, gate.NOT_YET_MEASURED)
 
 
 def test_the_report_has_a_model_table_and_leaves_models_out_of_the_kernels():
