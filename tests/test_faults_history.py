@@ -579,19 +579,17 @@ def test_a_commit_measured_before_a_metric_existed_is_not_checked_and_one_that_l
     """A kept history outlives suite versions: A and B were measured by a suite without the ULP
     benchmarks, C by one with them. A later suite's metric does not make B DATA MISSING (NOT
     CHECKED, saying so); a metric measured at B and gone at C is DATA MISSING."""
-    later = Builder(commits=(A, B, C))
-    for commit in (A, B, C):
-        later.timing(SEED, commit)
-    later.accurate(SEED, C)
-    before = gate(cli, later.write(tmp_path / "later"), "--commit", B[:8])
+    def accuracy_only_at(commit: str) -> Path:
+        history = Builder(commits=(A, B, C))
+        for each in (A, B, C):
+            history.timing(SEED, each)
+        return history.accurate(SEED, commit).write(tmp_path / commit[0])
+
+    before = gate(cli, accuracy_only_at(C), "--commit", B[:8])
     no_traceback(before, 0)
     assert before.stdout.rstrip().endswith(f"verdict: READY for {B[:10]} against {A[:10]} -> exit 0"), before.stdout
     assert "first measured at a later commit" in row(before.stdout, "ulp_mean float16")
-    lost = Builder(commits=(A, B, C))
-    for commit in (A, B, C):
-        lost.timing(SEED, commit)
-    lost.accurate(SEED, B)
-    after = gate(cli, lost.write(tmp_path / "lost"), "--commit", C[:8])
+    after = gate(cli, accuracy_only_at(B), "--commit", C[:8])
     no_traceback(after, 2)
     assert "no values at this commit" in row(after.stdout, "ulp_mean float16"), after.stdout
 
