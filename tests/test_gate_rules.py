@@ -539,3 +539,18 @@ def test_the_report_renders_the_gates_result(history, expected):
     assert [c["status"] for c in facts["gate"]["checks"]] == [c.status.value for c in result.checks]
     html = report.render_html(facts, history, facts["divergence"]["marks"])
     assert "Release gate for" in html and str(escape(expected.words)) in html and str(escape(result.line())) in html
+
+
+def test_an_exact_kernel_whose_ulp_mean_leaves_zero_fails():
+    """A ULP mean of 0 (max pooling is exact) that becomes 1 is infinitely worse, never passed for
+    want of a ratio; one that stays 0 passes."""
+    b = Builder()
+    exact = ("resnet50.max_pool2d.112x112x64-k3s2", "float32", "llvm", "default")
+    for commit, ulp in ((A, 0.0), (B, 1.0)):
+        b.accurate(SEED, commit).accurate(exact, commit, ulp_mean=ulp).timing(SEED, commit)
+    ulp = check(judge(b.history(), remeasure=retimed(1.0)), "ulp_mean vs")
+    assert ulp.status is Status.FAIL and ulp.details == (f"{' '.join(exact)}: 0 -> 1 (from 0)",)
+    same = Builder()
+    for commit in (A, B):
+        same.accurate(SEED, commit).accurate(exact, commit, ulp_mean=0.0).timing(SEED, commit)
+    assert check(judge(same.history(), remeasure=retimed(1.0)), "ulp_mean vs").status is Status.PASS

@@ -20,6 +20,8 @@ not fail there. Never a ratio of medians, never "compared" on values that are no
 
 from __future__ import annotations
 
+import math
+
 import dataclasses
 import enum
 from dataclasses import dataclass
@@ -445,10 +447,12 @@ def code_check(history, candidate, baseline, multi) -> Check:
 
 
 def _change_ratio(change, before: float, now: float) -> float | None:
-    """How much worse ``now`` is than ``before`` in the metric's worse direction (>1: worse)."""
-    if change.worse == tracked.LOWER:
-        return before / now if now > 0 else None
-    return now / before if before > 0 else None
+    """How much worse ``now`` is than ``before`` in the metric's worse direction (>1: worse); from
+    0 to any worse value, infinitely worse (an exact kernel's ULP mean that leaves 0)."""
+    worse, base = (before, now) if change.worse == tracked.LOWER else (now, before)
+    if base > 0:
+        return worse / base
+    return math.inf if worse > 0 else None
 
 
 def change_checks(history, candidate, baseline, thresholds, multi) -> list[Check]:
@@ -484,7 +488,7 @@ def change_checks(history, candidate, baseline, thresholds, multi) -> list[Check
             if change.keep_nonzero and before > 0 and now == 0:
                 problem = f"{where(series, multi)}: {before:.4g} -> 0"
             elif change.max_ratio and (ratio := _change_ratio(change, before, now)) and ratio > change.max_ratio:
-                problem = f"{where(series, multi)}: {before:.4g} -> {now:.4g} ({now / before:.2f}x)"
+                problem = f"{where(series, multi)}: {before:.4g} -> {now:.4g} ({f'{now / before:.2f}x' if before else 'from 0'})"
             if problem and (changed := rules.records_changed(history, series, baseline, candidate)):
                 notes.append(f"records: {problem}: {rules.records_words(changed, baseline, candidate)}")
             elif problem:
