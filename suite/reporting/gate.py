@@ -20,10 +20,9 @@ not fail there. Never a ratio of medians, never "compared" on values that are no
 
 from __future__ import annotations
 
-import math
-
 import dataclasses
 import enum
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -214,11 +213,11 @@ def _max_check(history, commit, name, limit, series_filter, multi, value_of, unc
     if not seen:
         if unchecked:
             return Check(name, f"<= {limit:g}", Status.NOT_CHECKED, f"none checkable{note}", tuple(unchecked))
-        if not any(res.finite(value_of(s, c.hash)) for s in history.series() if series_filter(s)
-                   for c in history.commits):  # e.g. a dtype these results never ran
+        first = _first_measured(history, lambda c: any(res.finite(value_of(s, c)) for s in history.series()
+                                                        if series_filter(s)))
+        if first is None:  # e.g. a dtype these results never ran
             return Check(name, f"<= {limit:g}", Status.NOT_CHECKED, "no values at any commit")
-        if not any(res.finite(value_of(s, c)) for s in history.series() if series_filter(s)
-                   for c in _up_to(history, commit)):
+        if first > history.index(commit):
             return Check(name, f"<= {limit:g}", Status.NOT_CHECKED, NOT_YET_MEASURED)
         return Check(name, f"<= {limit:g}", Status.MISSING, "no values at this commit")
     return Check(name, f"<= {limit:g}", Status.FAIL if over else Status.PASS,
@@ -253,9 +252,10 @@ def model_check(history: res.History, commit: str, limit, multi: bool) -> Check:
         if unmeasured:
             return Check(name, bound, Status.NOT_CHECKED, f"none measured{note}", tuple(unmeasured))
         per_series = [per_commit for s, per_commit in history.values.get(metric, {}).items() if s.dtype == limit.dtype]
-        if not any(res.finite(v) for per_commit in per_series for v in per_commit.values()):
+        first = _first_measured(history, lambda c: any(res.finite(per_commit.get(c)) for per_commit in per_series))
+        if first is None:
             return Check(name, bound, Status.NOT_CHECKED, "no whole-model results in this dtype at any commit")
-        if not any(res.finite(per_commit.get(c)) for per_commit in per_series for c in _up_to(history, commit)):
+        if first > history.index(commit):
             return Check(name, bound, Status.NOT_CHECKED, NOT_YET_MEASURED)
         return Check(name, bound, Status.MISSING, "no values at this commit")
     return Check(name, bound, Status.FAIL if over else Status.PASS,
@@ -267,9 +267,9 @@ def model_check(history: res.History, commit: str, limit, multi: bool) -> Check:
 NOT_YET_MEASURED = "no values at this commit or any before it: first measured at a later commit"
 
 
-def _up_to(history: res.History, commit: str) -> list[str]:
-    """The hashes of ``commit`` and every commit before it, oldest first."""
-    return [c.hash for c in history.commits[:history.index(commit) + 1]]
+def _first_measured(history: res.History, measured_at: Callable[[str], bool]) -> int | None:
+    """The index of the oldest commit where ``measured_at(hash)``; None where there is none."""
+    return next((i for i, c in enumerate(history.commits) if measured_at(c.hash)), None)
 
 
 def baseline_of(history: res.History, candidate: res.Commit, name: str) -> tuple[res.Commit | None, str]:
