@@ -213,13 +213,9 @@ def _max_check(history, commit, name, limit, series_filter, multi, value_of, unc
     if not seen:
         if unchecked:
             return Check(name, f"<= {limit:g}", Status.NOT_CHECKED, f"none checkable{note}", tuple(unchecked))
-        first = _first_measured(history, lambda c: any(res.finite(value_of(s, c)) for s in history.series()
-                                                        if series_filter(s)))
-        if first is None:  # e.g. a dtype these results never ran
-            return Check(name, f"<= {limit:g}", Status.NOT_CHECKED, "no values at any commit")
-        if first > history.index(commit):
-            return Check(name, f"<= {limit:g}", Status.NOT_CHECKED, NOT_YET_MEASURED)
-        return Check(name, f"<= {limit:g}", Status.MISSING, "no values at this commit")
+        checked = [s for s in history.series() if series_filter(s)]  # "at any commit": e.g. a dtype never run
+        return _no_values_check(history, commit, name, f"<= {limit:g}", "no values at any commit",
+                                lambda c: any(res.finite(value_of(s, c)) for s in checked))
     return Check(name, f"<= {limit:g}", Status.FAIL if over else Status.PASS,
                  f"{worst[0]:.4g} ({where(worst[1], multi)}){note}", tuple(over + unchecked))
 
@@ -252,12 +248,8 @@ def model_check(history: res.History, commit: str, limit, multi: bool) -> Check:
         if unmeasured:
             return Check(name, bound, Status.NOT_CHECKED, f"none measured{note}", tuple(unmeasured))
         per_series = [per_commit for s, per_commit in history.values.get(metric, {}).items() if s.dtype == limit.dtype]
-        first = _first_measured(history, lambda c: any(res.finite(per_commit.get(c)) for per_commit in per_series))
-        if first is None:
-            return Check(name, bound, Status.NOT_CHECKED, "no whole-model results in this dtype at any commit")
-        if first > history.index(commit):
-            return Check(name, bound, Status.NOT_CHECKED, NOT_YET_MEASURED)
-        return Check(name, bound, Status.MISSING, "no values at this commit")
+        return _no_values_check(history, commit, name, bound, "no whole-model results in this dtype at any commit",
+                                lambda c: any(res.finite(per_commit.get(c)) for per_commit in per_series))
     return Check(name, bound, Status.FAIL if over else Status.PASS,
                  f"{worst[0]:.4g} ({where(worst[1], multi)}){note}", tuple(over + unmeasured))
 
@@ -267,9 +259,16 @@ def model_check(history: res.History, commit: str, limit, multi: bool) -> Check:
 NOT_YET_MEASURED = "no values at this commit or any before it: first measured at a later commit"
 
 
-def _first_measured(history: res.History, measured_at: Callable[[str], bool]) -> int | None:
-    """The index of the oldest commit where ``measured_at(hash)``; None where there is none."""
-    return next((i for i, c in enumerate(history.commits) if measured_at(c.hash)), None)
+def _no_values_check(history: res.History, commit: str, name: str, limit: str, never: str,
+                     measured_at: Callable[[str], bool]) -> Check:
+    """A check with no value at ``commit``: NOT CHECKED where no commit up to it measured the metric
+    (``never`` where none at all did), DATA MISSING where an earlier one did."""
+    first = next((i for i, c in enumerate(history.commits) if measured_at(c.hash)), None)
+    if first is None:
+        return Check(name, limit, Status.NOT_CHECKED, never)
+    if first > history.index(commit):
+        return Check(name, limit, Status.NOT_CHECKED, NOT_YET_MEASURED)
+    return Check(name, limit, Status.MISSING, "no values at this commit")
 
 
 def baseline_of(history: res.History, candidate: res.Commit, name: str) -> tuple[res.Commit | None, str]:
