@@ -19,6 +19,7 @@ from __future__ import annotations
 import concurrent.futures
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -130,30 +131,152 @@ def check(options: Options) -> list[Combination]:
     return [Combination(workloads.get(w), d, t) for t in found_targets for d in options.dtypes for w in ids]
 
 
+#: The kinds of schedule a journal line judges: a named order, a sampled trace, a planted bug.
+SCHEDULE_KINDS = ("order", "trace", "plant")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Where a finding's directory is, and the key it is deduplicated by."""
+
+    dir: str
+    key: str
+
+
+def _text(value) -> bool:
+    return isinstance(value, str)
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _seconds(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+#: Every field a journal line may hold: whether it must, and what it must be.
+_LINE_FIELDS = {
+    "id": (True, _text), "seed": (True, _whole), "judged_by": (True, _text), "workload": (True, _text),
+    "dtype": (True, _text), "target": (True, _text), "kind": (True, lambda v: v in SCHEDULE_KINDS),
+    "name": (True, _text), "outcome": (True, lambda v: v in OUTCOMES), "message": (True, _text),
+    "seconds": (True, _seconds), "summary": (False, _text),
+    "first_wrong": (False, lambda v: v is None or isinstance(v, dict)),
+    "trace": (False, lambda v: v is None or isinstance(v, list)), "resampled": (False, _whole),
+    "trace_index": (False, lambda v: v is None or _whole(v)), "planted": (False, _text),
+    "expected": (False, _text), "planted_in": (False, _text),
+    "finding": (False, lambda v: isinstance(v, dict) and set(v) == {"dir", "key"} and all(map(_text, v.values()))),
+}
+
+
+@dataclass(frozen=True)
+class JournalLine:
+    """One judged schedule as the journal holds it, every field of the line checked: what the
+    campaign reads back (its table, findings, recall and exit status come from these alone)."""
+
+    id: str
+    seed: int
+    judged_by: str
+    workload: str
+    dtype: str
+    target: str
+    kind: str  #: one of SCHEDULE_KINDS
+    name: str
+    outcome: str  #: one of OUTCOMES
+    message: str
+    planted: str | None = None  #: a plant's kind
+    expected: str = plant.EXPECTED  #: what a plant should be judged
+    finding: Finding | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.workload} {self.dtype} {self.target}"
+
+    @classmethod
+    def parse(cls, fields) -> JournalLine:
+        """The line of the JSON object ``fields``; ValueError saying what is wrong (a field missing,
+        unknown or of another type, an outcome or kind the campaign does not have)."""
+        if not isinstance(fields, dict):
+            raise ValueError("not a JSON object")
+        unknown = sorted(set(fields) - set(_LINE_FIELDS))
+        if unknown:
+            raise ValueError(f"a field no campaign writes ({unknown[0]!r:.40})")
+        for name, (needed, ok) in _LINE_FIELDS.items():
+            if name not in fields:
+                if needed or (name == "planted" and fields.get("kind") == "plant"):
+                    raise ValueError(f"no {name!r}")
+            elif not ok(fields[name]):
+                raise ValueError(f"{name!r} is {fields[name]!r:.60}, not what a campaign writes there")
+        finding = fields.get("finding")
+        if finding and fields["outcome"] not in FINDINGS:
+            raise ValueError(f"a finding of {fields['outcome']}, which is no finding")
+        return cls(**{name: fields[name] for name in ("id", "seed", "judged_by", "workload", "dtype", "target", "kind",
+                                                      "name", "outcome", "message")},
+                   planted=fields.get("planted"), expected=fields.get("expected", plant.EXPECTED),
+                   finding=Finding(finding["dir"], finding["key"]) if finding else None)
+
+
+def _chained(previous: str, fields: dict) -> str:
+    """The seal of a line: the sha256 of the seal of the line before it and the line's canonical JSON."""
+    return hashlib.sha256((previous + json.dumps(fields, sort_keys=True, separators=(",", ":"))).encode()).hexdigest()
+
+
 class Journal:
     """``journal.jsonl``: one judged schedule a line, each appended with one write and synced, so
-    that an interruption leaves every line before it whole (a torn last line is ignored)."""
+    that an interruption leaves every line before it whole. Each line carries ``seal``, chained
+    with the line before it (:func:`_chained`): a line edited, damaged, removed or moved, or of a
+    shape no campaign writes, is refused naming the file and the line, never read in part. A torn
+    last line (an append cut short, without its newline) is cut off: its schedule is judged again."""
 
     def __init__(self, path: Path):
         self.path = path
+        self._last = ""  #: the seal of the last line
 
-    def read(self) -> dict[str, dict]:
+    def load(self) -> dict[str, JournalLine]:
+        """The verified lines, by schedule id (a later line of an id replaces an earlier one)."""
         try:
-            text = self.path.read_text(errors="replace")
+            data = self.path.read_bytes()
         except FileNotFoundError:
             return {}
+        except OSError as err:
+            raise UserError(f"{self.path}: unreadable ({err.strerror or err})") from None
+        *lines, torn = data.split(b"\n")
         done = {}
-        for line in text.splitlines():
+        for number, line in enumerate(lines, 1):
+            found = self._verified(line, number)
+            done[found.id] = found
+        if torn:
             try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and "id" in record:
-                done[record["id"]] = record
+                os.truncate(self.path, len(data) - len(torn))
+            except OSError as err:
+                raise CannotWrite(err.errno, err.strerror, str(self.path)) from None
         return done
 
-    def append(self, record: dict) -> None:
-        data = (json.dumps(record, sort_keys=True) + "\n").encode()
+    def _verified(self, line: bytes, number: int) -> JournalLine:
+        where = f"{self.path}, line {number}"
+        again = f": give a new --out, or remove the journal from line {number} on to judge those schedules again"
+        try:
+            fields = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            raise UserError(f"{where}: damaged (not a line of JSON){again}") from None
+        if not isinstance(fields, dict) or not isinstance(fields.get("seal"), str):
+            raise UserError(f"{where}: not sealed (a journal of an older suite, or an edited one){again}")
+        seal = fields.pop("seal")
+        if seal != _chained(self._last, fields):
+            raise UserError(f"{where}: not the line the campaign wrote there (its seal does not match: edited, "
+                            f"damaged, or lines removed before it){again}")
+        try:
+            found = JournalLine.parse(fields)
+        except ValueError as err:
+            raise UserError(f"{where}: {err}{again}") from None
+        self._last = seal
+        return found
+
+    def append(self, record: dict) -> JournalLine:
+        """Seal ``record``, chained with the last line, and append it; the line as it reads back."""
+        line = JournalLine.parse(record)  # the suite never writes a line it would refuse
+        seal = _chained(self._last, record)
+        data = (json.dumps({**record, "seal": seal}, sort_keys=True) + "\n").encode()
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
@@ -163,6 +286,8 @@ class Journal:
                 os.close(fd)
         except OSError as err:
             raise CannotWrite(err.errno, err.strerror, str(self.path)) from None
+        self._last = seal
+        return line
 
 
 def _expected(combination: Combination) -> Expected:
@@ -208,8 +333,8 @@ class Campaign:
         with runstore.RunLock(out, compat.installed_version(), "fuzz"):
             (out / OWN_MARK).touch()
             journal = Journal(out / JOURNAL)
-            self.records = journal.read()
-            resumed = sum(1 for r in self.records.values() if self._reusable(r))
+            self.records = journal.load()  # every line verified (one line naming a bad one, exit 2)
+            resumed = sum(1 for line in self.records.values() if self._reusable(line))
             if resumed:
                 self.log(f"continuing: {resumed} schedules already judged in {out / JOURNAL}")
             started = time.monotonic()
@@ -242,13 +367,12 @@ class Campaign:
             cache.write_json(out / SUMMARY, summary)
         return summary
 
-    def _reusable(self, record: dict) -> bool:
-        target = targets.get(record["target"]) if record.get("target") in targets.names() else None
-        return (record.get("seed") == self.options.seed and target is not None
-                and record.get("judged_by") == judged_by(self.thresholds, target))
+    def _reusable(self, line: JournalLine | None) -> bool:
+        return (line is not None and line.seed == self.options.seed and line.target in targets.names()
+                and line.judged_by == judged_by(self.thresholds, targets.get(line.target)))
 
     def summary(self, combinations: list[Combination], elapsed_s: float, stopped: str | None) -> dict:
-        mine = [r for r in self.records.values() if self._reusable(r)]
+        mine = [line for line in self.records.values() if self._reusable(line)]
         return summarize(mine, combinations, elapsed_s, self.judged_now, stopped)
 
     # ------------------------------------------------------------------ one combination
@@ -261,7 +385,7 @@ class Campaign:
         items += [("trace", str(i), None) for i in range(opts.traces)]
         kinds = list(plant.KINDS)  # plant p goes to combination p mod count, of kind p mod the kinds
         items += [("plant", f"{kinds[p % len(kinds)]}#{p}", p) for p in range(opts.plant) if p % count == position]
-        todo = [item for item in items if not self._reusable(self.records.get(f"{base}|{item[0]}:{item[1]}", {}))]
+        todo = [item for item in items if not self._reusable(self.records.get(f"{base}|{item[0]}:{item[1]}"))]
         if not todo:
             return None
         self.log(f"{combination.label}: {len(todo)} of {len(items)} schedules to judge")
@@ -361,8 +485,7 @@ class Campaign:
         with self._lock:
             if self.stopping:  # the child was ended under it: no verdict
                 return
-            journal.append(record)
-            self.records[record["id"]] = record
+            self.records[record["id"]] = journal.append(record)
             self.judged_now += 1
         self.log(f"{combination.label} {record['kind']} {record['name']}: {record['outcome']}"
                  + (f" ({record['message']})" if record.get("message") else ""))
@@ -530,29 +653,30 @@ def upper_bound_95(found: int, trials: int) -> float | None:
     return float(binomtest(found, trials).proportion_ci(0.95).high)
 
 
-def summarize(records: list[dict], combinations: list[Combination], elapsed_s: float, judged_now: int,
+def summarize(lines: list[JournalLine], combinations: list[Combination], elapsed_s: float, judged_now: int,
               stopped: str | None) -> dict:
     table = {}
     for c in combinations:
         table[c.label] = {o: 0 for o in OUTCOMES}
-    for r in records:
-        if r["kind"] != "plant":
-            table.setdefault(f"{r['workload']} {r['dtype']} {r['target']}", {o: 0 for o in OUTCOMES})[r["outcome"]] += 1
+    for line in lines:
+        if line.kind != "plant":
+            table.setdefault(line.label, {o: 0 for o in OUTCOMES})[line.outcome] += 1
     findings = {}
-    for r in records:
-        if r.get("finding"):
-            entry = findings.setdefault(r["finding"]["key"], {"key": r["finding"]["key"], "outcome": r["outcome"],
-                                                              "count": 0, "first": r["finding"]["dir"]})
+    for line in lines:
+        if line.finding:
+            entry = findings.setdefault(line.finding.key, {"key": line.finding.key, "outcome": line.outcome,
+                                                           "count": 0, "first": line.finding.dir})
             entry["count"] += 1
-    planted = [r for r in records if r["kind"] == "plant" and r["outcome"] != NOT_APPLICABLE]
-    caught = [r for r in planted if r["outcome"] in WRONG]
+    plants = [line for line in lines if line.kind == "plant"]
+    planted = [line for line in plants if line.outcome != NOT_APPLICABLE]
+    caught = [line for line in planted if line.outcome in WRONG]
     by_kind = {}
-    for r in [r for r in records if r["kind"] == "plant"]:
-        entry = by_kind.setdefault(r["planted"], {"expected": r.get("expected", plant.EXPECTED), "verdicts": {}})
-        entry["verdicts"][r["outcome"]] = entry["verdicts"].get(r["outcome"], 0) + 1
-    unmodified = [r for r in records if r["kind"] != "plant" and r["outcome"] in verdict.KINDS]
-    false_changed = sum(1 for r in unmodified if r["outcome"] == verdict.CHANGED)
-    shifted = sum(1 for r in unmodified if r["outcome"] == verdict.SHIFTED)
+    for line in plants:
+        entry = by_kind.setdefault(line.planted, {"expected": line.expected, "verdicts": {}})
+        entry["verdicts"][line.outcome] = entry["verdicts"].get(line.outcome, 0) + 1
+    unmodified = [line for line in lines if line.kind != "plant" and line.outcome in verdict.KINDS]
+    false_changed = sum(1 for line in unmodified if line.outcome == verdict.CHANGED)
+    shifted = sum(1 for line in unmodified if line.outcome == verdict.SHIFTED)
     status = next((EXIT_STATUS[kind] for kind in FINDINGS if any(f["outcome"] == kind for f in findings.values())),
                   ExitCode.OK)
     return {
@@ -560,8 +684,8 @@ def summarize(records: list[dict], combinations: list[Combination], elapsed_s: f
         "findings": sorted(findings.values(), key=lambda f: FINDINGS.index(f["outcome"])),
         "plant": {"planted": len(planted), "caught": len(caught),
                   "recall": len(caught) / len(planted) if planted else None, "kinds": by_kind,
-                  "not_applicable": sum(1 for r in records if r["kind"] == "plant" and r["outcome"] == NOT_APPLICABLE),
-                  "no_effect": sum(1 for r in records if r["kind"] == "plant" and r.get("message") == NO_EFFECT)},
+                  "not_applicable": sum(1 for line in plants if line.outcome == NOT_APPLICABLE),
+                  "no_effect": sum(1 for line in plants if line.message == NO_EFFECT)},
         "unmodified_judged": len(unmodified), "false_changed": false_changed, "unmodified_shifted": shifted,
         "false_changed_upper_95": upper_bound_95(false_changed, len(unmodified)),
         "judged_this_run": judged_now, "seconds": round(elapsed_s, 1),

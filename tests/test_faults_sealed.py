@@ -1,0 +1,96 @@
+"""Faults of data the suite keeps and reads back: each kind is sealed, or refused, never trusted
+as found. Each row a kind of fault and the tests that show it is handled."""
+
+import hashlib
+import json
+
+from conftest import check_fault_table, one_line
+
+FAULTS = {
+    "a fuzz journal line edited (REORDERED to CHANGED), damaged or of a shape no campaign writes: one line "
+    "naming the journal and the line, exit 2; the table comes from verified lines only": [
+        "test_a_fuzz_journal_is_read_only_as_it_was_sealed", "test_a_fuzz_journal_line_of_an_unknown_shape_is_refused"],
+}
+
+
+def test_every_fault_kind_has_cases():
+    check_fault_table(FAULTS, globals())
+
+
+# ----------------------------------------------------------------------------- the fuzz journal
+
+SEED_CONV = "seed.conv2d_nhwc_7x7s2"
+#: The arguments of a campaign whose every schedule the journal holds: nothing is built or run.
+FUZZ = ("fuzz", "--workloads", "seed", "--traces", "1", "--json")
+
+
+def _judged_campaign(out):
+    """A campaign's directory whose journal holds, as the suite writes it, every schedule of FUZZ
+    (the six named orders and one trace), each judged REORDERED."""
+    from suite import targets
+    from suite.core import schedules
+    from suite.fuzz import campaign
+    from suite.reporting import thresholds
+
+    out.mkdir()
+    (out / campaign.OWN_MARK).touch()
+    journal = campaign.Journal(out / campaign.JOURNAL)
+    judged_by = campaign.judged_by(thresholds.load(None), targets.get("llvm"))
+    for kind, name in [("order", order) for order in schedules.ORDERS] + [("trace", "0")]:
+        journal.append({"id": f"{SEED_CONV}|float32|llvm|seed0|{kind}:{name}", "seed": 0, "judged_by": judged_by,
+                        "workload": SEED_CONV, "dtype": "float32", "target": "llvm", "kind": kind, "name": name,
+                        "outcome": "REORDERED", "message": "", "summary": "within the bound", "first_wrong": None,
+                        "seconds": 0.5})
+    return out / campaign.JOURNAL
+
+
+def test_a_fuzz_journal_is_read_only_as_it_was_sealed(cli, tmp_path):
+    """The journal as the campaign wrote it gives its table (nothing judged again); one line edited
+    from REORDERED to CHANGED, or one line damaged, is refused in one line naming the journal and
+    the line (exit 2), never a CHANGED finding or a silent pass. A torn last line is cut off."""
+    journal = _judged_campaign(tmp_path / "o")
+    done = cli(*FUZZ, "--out", tmp_path / "o")
+    summary = json.loads(done.stdout)
+    assert done.returncode == 0 and summary["judged_this_run"] == 0, done.stderr
+    assert summary["table"][f"{SEED_CONV} float32 llvm"]["REORDERED"] == 7 and summary["false_changed"] == 0
+    lines = journal.read_text().splitlines()
+    edited = lines[:2] + [lines[2].replace('"REORDERED"', '"CHANGED"')] + lines[3:]
+    journal.write_text("\n".join(edited) + "\n")
+    one_line(cli(*FUZZ, "--out", tmp_path / "o"), f"{journal}, line 3", "seal does not match")
+    for damaged in (lines[2][:40], "\x00" * 20, ""):
+        journal.write_text("\n".join(lines[:2] + [damaged] + lines[3:]) + "\n")
+        one_line(cli(*FUZZ, "--out", tmp_path / "o"), f"{journal}, line 3")
+    journal.write_text("\n".join(lines[:3] + lines[4:]) + "\n")  # a line removed: the one after it is refused
+    one_line(cli(*FUZZ, "--out", tmp_path / "o"), f"{journal}, line 4")
+    journal.write_text("\n".join(lines) + "\n" + lines[0][:30])  # an append cut short
+    assert cli(*FUZZ, "--out", tmp_path / "o").returncode == 0
+    assert journal.read_text() == "\n".join(lines) + "\n"
+
+
+def _sealed(lines: list[dict]) -> str:
+    """Journal lines sealed by the documented chain (docs/fuzz.md): each line's ``seal`` is the
+    sha256 of the seal before it and the line's canonical JSON."""
+    seal, text = "", ""
+    for line in lines:
+        seal = hashlib.sha256((seal + json.dumps(line, sort_keys=True, separators=(",", ":"))).encode()).hexdigest()
+        text += json.dumps({**line, "seal": seal}) + "\n"
+    return text
+
+
+def test_a_fuzz_journal_line_of_an_unknown_shape_is_refused(cli, tmp_path):
+    """A line sealed as the chain says but of a shape no campaign writes (an outcome that is a
+    number or unknown, an id that is a list, a field missing): one line naming it, exit 2, not a
+    KeyError or TypeError."""
+    journal = _judged_campaign(tmp_path / "o")
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    for line in lines:
+        del line["seal"]
+    for bad, said in (({"outcome": 5}, "'outcome' is 5"), ({"outcome": "WRONGISH"}, "'outcome' is 'WRONGISH'"),
+                      ({"id": ["x"]}, "'id' is ['x']"), ({"kind": None}, "'kind' is None"),
+                      ({"seconds": "soon"}, "'seconds' is 'soon'"), ({"colour": "red"}, "'colour'")):
+        journal.write_text(_sealed(lines[:4] + [{**lines[4], **bad}] + lines[5:]))
+        one_line(cli(*FUZZ, "--out", tmp_path / "o"), f"{journal}, line 5", said)
+    journal.write_text(_sealed(lines[:4] + [{k: v for k, v in lines[4].items() if k != "outcome"}] + lines[5:]))
+    one_line(cli(*FUZZ, "--out", tmp_path / "o"), f"{journal}, line 5", "no 'outcome'")
+    journal.write_text(_sealed(lines))  # the same chain, whole: read
+    assert cli(*FUZZ, "--out", tmp_path / "o").returncode == 0
