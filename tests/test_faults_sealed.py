@@ -10,6 +10,8 @@ FAULTS = {
     "a fuzz journal line edited (REORDERED to CHANGED), damaged or of a shape no campaign writes: one line "
     "naming the journal and the line, exit 2; the table comes from verified lines only": [
         "test_a_fuzz_journal_is_read_only_as_it_was_sealed", "test_a_fuzz_journal_line_of_an_unknown_shape_is_refused"],
+    "a dangling link among the gate's kept re-timings (runs/.gate/): one line naming it and what to do": [
+        "test_a_dangling_link_among_the_gates_records_is_one_line_naming_it"],
 }
 
 
@@ -94,3 +96,29 @@ def test_a_fuzz_journal_line_of_an_unknown_shape_is_refused(cli, tmp_path):
     one_line(cli(*FUZZ, "--out", tmp_path / "o"), f"{journal}, line 5", "no 'outcome'")
     journal.write_text(_sealed(lines))  # the same chain, whole: read
     assert cli(*FUZZ, "--out", tmp_path / "o").returncode == 0
+
+
+# ----------------------------------------------------------------------------- histories
+
+def _history(run_dir):
+    """Two commits, the seed conv2d timed at each, filed as `tvm-suite run` files them; the results."""
+    from histories import A, B, SEED, Builder
+
+    history = Builder()
+    for commit in (A, B):
+        history.accurate(SEED, commit).timing(SEED, commit)
+    return history.write(run_dir)
+
+
+def test_a_dangling_link_among_the_gates_records_is_one_line_naming_it(cli, tmp_path):
+    """runs/.gate/ keeps what gates found by timing again: a link there to nothing is named, with
+    what to do, not "No such file or directory"."""
+    from histories import A, B
+
+    results = _history(tmp_path / "run")
+    link = tmp_path / "run" / "runs" / ".gate" / f"{A}-{B}.json"
+    link.parent.mkdir()
+    link.symlink_to(tmp_path / "gone.json")
+    for command in ("gate", "report"):
+        extra = ("--commit", B[:8], "--no-remeasure") if command == "gate" else ("--out", tmp_path / "report")
+        one_line(cli(command, "--results", results, *extra), str(link), "a link to nothing", "remove it")

@@ -488,6 +488,9 @@ def load_remeasured(run_dir: Path) -> dict[tuple[str, str], list[dict]]:
     for target in sorted((Path(run_dir) / RUNS / GATE).glob("*.json")):
         baseline, _, candidate = target.stem.partition("-")
         check_commit(baseline, str(target)), check_commit(candidate, str(target))
+        if target.is_symlink() and not target.exists():
+            raise DamagedRunData(f"{target}: a link to nothing ({os.readlink(target)}), where a gate keeps its "
+                                 "re-measurement; remove it, and the gate times the suspects again")
         if target.stat().st_size > MAX_FILE_BYTES:
             raise DamagedRunData(f"{target}: too large to be a gate's re-measurement")
         entries = cache.read_sealed_json(target)
