@@ -259,10 +259,11 @@ def read_array(path: Path) -> np.ndarray | None:
 
 # ----------------------------------------------------------------------------- verified entries
 # One mechanism for every cached file a number is computed from: an entry is a directory whose
-# manifest names the sha256 of each file in it; a file that is missing, damaged or not the one the
-# manifest vouches for makes the whole entry absent, and it is computed again. The manifest (and a
-# measurement's record, which is its entry's manifest) is sealed JSON: it carries the sha256 of its
-# own value, so that damage to it is seen as well.
+# manifest names the entry itself (its kind and name, which holds the digest of its key) and the
+# sha256 of each file in it; a file that is missing, damaged or not the one the manifest vouches
+# for, or an entry copied under another key, makes the whole entry absent, and it is computed
+# again. The manifest (and a measurement's record, which is its entry's manifest) is sealed JSON:
+# it carries the sha256 of its own value, so that damage to it is seen as well.
 
 MANIFEST = "manifest.json"
 
@@ -310,25 +311,36 @@ def store_entry(where: Path, files: dict) -> None:
         with writing(where):
             for name, write in files.items():
                 write(str(staged / name))
-            write_sealed_json(staged / MANIFEST, {name: file_digest(staged / name) for name in files})
+            write_sealed_json(staged / MANIFEST, {"entry": entry_name(where),
+                                                  "files": {name: file_digest(staged / name) for name in files}})
             publish_dir(staged, where)
     finally:
         shutil.rmtree(staged, ignore_errors=True)  # gone already once published
 
 
 def load_entry(where: Path, names) -> dict[str, Path] | None:
-    """The paths of the files ``names`` of the entry ``where`` when its manifest vouches for each of
-    them, bytes included; None otherwise (absent, incomplete or damaged: compute it again)."""
+    """The paths of the files ``names`` of the entry ``where`` when its manifest names this entry
+    and vouches for each of them, bytes included; None otherwise (absent, incomplete, damaged, or
+    another key's entry copied here: compute it again)."""
     manifest = read_sealed_json(Path(where) / MANIFEST)
-    if not isinstance(manifest, dict):
+    if not isinstance(manifest, dict) or manifest.get("entry") != entry_name(where):
+        return None
+    digests = manifest.get("files")
+    if not isinstance(digests, dict):
         return None
     found = {}
     for name in names:
         path = Path(where) / name
-        if not isinstance(manifest.get(name), str) or file_digest(path) != manifest[name]:
+        if not isinstance(digests.get(name), str) or file_digest(path) != digests[name]:
             return None
         found[name] = path
     return found
+
+
+def entry_name(where: Path) -> str:
+    """What an entry's manifest names it by: its kind and its name (:func:`entry`: a label and the
+    digest of its key), so that an entry copied under another key is no entry of that key."""
+    return f"{Path(where).parent.name}/{Path(where).name}"
 
 
 def staging_dir(final: Path) -> Path:

@@ -3,6 +3,8 @@ as found. Each row a kind of fault and the tests that show it is handled."""
 
 import hashlib
 import json
+import shutil
+from pathlib import Path
 
 from conftest import check_fault_table, one_line
 
@@ -12,6 +14,11 @@ FAULTS = {
         "test_a_fuzz_journal_is_read_only_as_it_was_sealed", "test_a_fuzz_journal_line_of_an_unknown_shape_is_refused"],
     "a dangling link among the gate's kept re-timings (runs/.gate/): one line naming it and what to do": [
         "test_a_dangling_link_among_the_gates_records_is_one_line_naming_it"],
+    "a cache entry copied under another key (another input, another TVM build): absent, computed again, never "
+    "reused": [
+        "test_a_model_input_copied_over_another_is_computed_again",
+        "test_a_measurement_copied_under_another_key_is_measured_again",
+        "test_a_verified_entry_copied_under_another_key_is_absent"],
 }
 
 
@@ -122,3 +129,61 @@ def test_a_dangling_link_among_the_gates_records_is_one_line_naming_it(cli, tmp_
     for command in ("gate", "report"):
         extra = ("--commit", B[:8], "--no-remeasure") if command == "gate" else ("--out", tmp_path / "report")
         one_line(cli(command, "--results", results, *extra), str(link), "a link to nothing", "remove it")
+
+
+# ----------------------------------------------------------------------------- the cache
+
+def _results(done) -> list:
+    """What `tvm-suite model --json` measured, less the seconds it took."""
+    assert done.returncode == 0, done.stderr
+    return [{k: v for k, v in r.items() if k != "seconds_per_input"} for r in json.loads(done.stdout)["results"]]
+
+
+def test_a_model_input_copied_over_another_is_computed_again(cli, suite_cache):
+    """One input's kept entry copied over another's (its files, manifest and all, each verifying):
+    its manifest names the entry it was made for, so it is no entry of the other input; computed
+    again, the same numbers as before, said in one note."""
+    args = ("model", "--model", "miniresnet", "--dtypes", "float32", "--orders", "default", "--inputs", "2", "--json")
+    first = cli(*args)
+    zero, one = (next((suite_cache / "model-input").glob(f"miniresnet.float32.llvm.default.{i}-*")) for i in (0, 1))
+    shutil.rmtree(one)
+    shutil.copytree(zero, one)
+    again = cli(*args)
+    assert _results(again) == _results(first)
+    assert [line for line in again.stderr.splitlines() if str(one) in line and "computed again" in line], again.stderr
+
+
+def test_a_measurement_copied_under_another_key_is_measured_again(tmp_path, monkeypatch):
+    """A measurement's entry made under another key (another TVM build: other numbers, its record
+    sealed and its parts whole) copied under this combination's key is absent: measured again."""
+    from suite import cache
+    from suite.core import measurement
+    from suite.core.combo import Combo
+
+    monkeypatch.setenv("TVM_SUITE_CACHE", str(tmp_path / "cache"))
+    combo = Combo.resolve("resnet50.mean.7x7x2048", "float32", "llvm", "default")
+    truth = measurement.measure(combo)
+    other = combo.entry.with_name(f"{combo.entry.name[:-16]}{'0' * 16}")  # the entry of another key
+    shutil.copytree(combo.entry, other)
+    record = cache.read_sealed_json(other / "record.json")
+    cache.write_sealed_json(other / "record.json", {**record, "entry": f"measure/{other.name}",
+                                                    "metrics": {**record["metrics"], "ulp_mean": 12345.0}})
+    shutil.rmtree(combo.entry)
+    shutil.copytree(other, combo.entry)
+    assert measurement.measure(combo).metrics == truth.metrics
+
+
+def test_a_verified_entry_copied_under_another_key_is_absent(tmp_path, monkeypatch):
+    """suite.cache's verified entries: an entry stored under one key and copied whole under another
+    is none of the other's (its manifest names its own), so the value is computed again."""
+    from suite import cache
+
+    monkeypatch.setenv("TVM_SUITE_CACHE", str(tmp_path))
+    first, second = cache.entry("reference", "r", {"input": 0}), cache.entry("reference", "r", {"input": 1})
+    for where, text in ((first, "zero"), (second, "one")):
+        cache.store_entry(where, {"value.txt": lambda tmp, text=text: Path(tmp).write_text(text)})
+    assert cache.load_entry(second, ("value.txt",))["value.txt"].read_text() == "one"
+    shutil.rmtree(second)
+    shutil.copytree(first, second)
+    assert cache.load_entry(second, ("value.txt",)) is None
+    assert cache.load_entry(first, ("value.txt",))["value.txt"].read_text() == "zero"

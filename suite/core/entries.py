@@ -1,7 +1,8 @@
 """The cache entries of measurements, and the records of measurements a cluster lost.
 
 A combination's entry (:attr:`suite.core.combo.Combo.entry`) holds ``record.json`` (a
-:class:`~suite.core.record.Record`, sealed) beside the files its ``parts`` name with their sha256:
+:class:`~suite.core.record.Record` and the name of its entry, sealed: an entry copied under another
+key is absent) beside the files its ``parts`` name with their sha256:
 the compiled kernel, ``output.npy`` and, on targets with an IEEE twin, ``ieee_twin.npy``. It is
 assembled in a staging directory and published with one rename, so a missing or damaged part makes
 the whole entry count as absent and be measured again, never a wrong number.
@@ -21,13 +22,16 @@ from suite.core.combo import Combo
 from suite.core.record import Record, Status
 
 RECORD_FILE, OUTPUT_FILE, TWIN_FILE = "record.json", "output.npy", "ieee_twin.npy"
+#: The field of a sealed ``record.json`` that names its entry (cache.entry_name: the digest of its key).
+ENTRY_FIELD = "entry"
 
 
 def cached(combo: Combo, verify=()) -> Record | None:
-    """The record of a complete cache entry, or None (absent, a part missing, or a part named in
-    ``verify`` not the bytes the record vouches for). Looking a record up stats its parts; the
-    parts a caller reads (``output.npy``, the kernel) are checked by their sha256 when read."""
-    return _complete(combo.entry, combo.ids, verify)
+    """The record of a complete cache entry of the combination's key, or None (absent, another
+    key's entry copied there, a part missing, or a part named in ``verify`` not the bytes the record
+    vouches for). Looking a record up stats its parts; the parts a caller reads (``output.npy``, the
+    kernel) are checked by their sha256 when read."""
+    return _complete(combo.entry, combo.ids, verify, own_key=True)
 
 
 def with_code(ids: tuple[str, ...], code: str, kernel_file: str) -> Path | None:
@@ -44,10 +48,14 @@ def with_code(ids: tuple[str, ...], code: str, kernel_file: str) -> Path | None:
     return None
 
 
-def _complete(entry: Path, ids: tuple[str, ...], verify=()) -> Record | None:
+def _complete(entry: Path, ids: tuple[str, ...], verify=(), own_key: bool = False) -> Record | None:
+    """The record of ``entry`` when complete; ``own_key``: only where the record names this entry
+    (a stand-in of the same code, with_code, may be any key's)."""
     found = cache.read_sealed_json(entry / RECORD_FILE)
     if found is None:  # absent, or damaged
         return None
+    if own_key and (not isinstance(found, dict) or found.get(ENTRY_FIELD) != cache.entry_name(entry)):
+        return None  # another key's entry (another TVM build, other code) copied under this one
     try:
         record = Record.from_json(found)
     except ValueError:
@@ -74,7 +82,7 @@ def publish(combo: Combo, record: Record, staged: Path, arrays: dict[str, np.nda
             shutil.rmtree(staged)
             staged.mkdir()
         record.parts = {p.name: cache.file_digest(p) for p in sorted(staged.iterdir()) if p.is_file()}
-        cache.write_sealed_json(staged / RECORD_FILE, record.to_json())
+        cache.write_sealed_json(staged / RECORD_FILE, {**record.to_json(), ENTRY_FIELD: cache.entry_name(combo.entry)})
         cache.publish_dir(staged, combo.entry)
 
 
