@@ -220,12 +220,11 @@ def test_code_around_the_definitions_is_never_run(tmp_path):
                  id="exit in apply_trace", marks=pytest.mark.slow),
 ])
 def test_a_schedules_exit_or_crash_is_no_verdict(tmp_path, script, words):
-    """The schedule runs in a process of its own: its exit status never becomes triage's, whatever
-    it is (0 would have read EQUIVALENT)."""
+    """The schedule (a trace printed as Python too) runs in a process of its own: its exit status
+    never becomes triage's, whatever it is (0 would have read EQUIVALENT)."""
     schedule = tmp_path / "schedule.py"
     schedule.write_text(script)
-    flag = "--trace" if "apply_trace" in script else "--schedule"
-    refused(run_cli("triage", str(CASES / "matmul.py"), flag, str(schedule)), schedule, words)
+    refused(run_cli("triage", str(CASES / "matmul.py"), "--schedule", str(schedule)), schedule, words)
 
 
 # ----------------------------------------------------------------------------- a schedule that applies nothing

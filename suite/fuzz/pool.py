@@ -27,6 +27,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from suite import sandbox
 from suite.errors import UserError, first_line
 from suite.fuzz.worker import Worker
 
@@ -52,10 +53,13 @@ class LocalPool:
         self.size = max(1, size or cores())
         threads = str(max(1, cores() // self.size))
         self._free: queue.Queue = queue.Queue()
-        self._all = [Worker(Path(work) / f"w{n}", env={"TVM_NUM_THREADS": threads}) for n in range(self.size)]
+        confined = sandbox.unavailable() is None
+        self._all = [Worker(Path(work) / f"w{n}", env={"TVM_NUM_THREADS": threads}, scratch=Path(work),
+                            confined=confined) for n in range(self.size)]
         for worker in self._all:
             self._free.put(worker)
-        self.where = f"{self.size} worker process{'es' if self.size > 1 else ''} here"
+        self.where = (f"{self.size} worker process{'es' if self.size > 1 else ''} here, "
+                      + ("in the sandbox" if confined else f"unconfined ({sandbox.unavailable()})"))
 
     def ask(self, request: dict, timeout_s: float) -> dict:
         worker = self._free.get()
@@ -128,7 +132,8 @@ def _worker_of_this_thread() -> Worker:
     with _WORKERS_LOCK:
         ident = threading.get_ident()
         if ident not in _WORKERS:
-            _WORKERS[ident] = Worker(Path(tempfile.mkdtemp(prefix="tvm-suite-fuzz-")))
+            _WORKERS[ident] = Worker(Path(tempfile.mkdtemp(prefix="tvm-suite-fuzz-")),
+                                     confined=sandbox.unavailable() is None)
         return _WORKERS[ident]
 
 

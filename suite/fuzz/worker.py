@@ -25,18 +25,22 @@ from pathlib import Path
 
 import numpy as np
 
-from suite import children
+from suite import children, sandbox
 
 #: How long a new child may take to import TVM and say it is ready.
 START_S = 300.0
 
 
 class Worker:
-    """The parent's handle of the child: :meth:`ask` one request, get its answer."""
+    """The parent's handle of the child: :meth:`ask` one request, get its answer. The child is
+    confined (:mod:`suite.sandbox`) where ``confined``: it may write ``scratch`` alone (``work``
+    and the requests' directories are in it)."""
 
-    def __init__(self, work: Path, env: dict | None = None):
+    def __init__(self, work: Path, env: dict | None = None, scratch: Path | None = None, confined: bool = True):
         self.work = Path(work)
+        self.scratch = Path(scratch or work)
         self.env = env
+        self.confined = confined
         self.process = None
         self._buffer = b""
 
@@ -44,8 +48,9 @@ class Worker:
         self.work.mkdir(parents=True, exist_ok=True)
         log = open(self.work / "worker.log", "ab")
         try:
-            self.process = children.start_python(["-m", "suite.fuzz.worker"], stdin=-1, stdout=-1, stderr=log,
-                                                 env={**os.environ, **self.env} if self.env else None)
+            self.process = sandbox.start_python(["-m", "suite.fuzz.worker"], self.scratch, sandbox.FUZZ_WORKER,
+                                                confined=self.confined, stdin=-1, stdout=-1, stderr=log,
+                                                env={**os.environ, **self.env} if self.env else None)
         finally:
             log.close()
         self._buffer = b""
@@ -83,7 +88,7 @@ class Worker:
             self.close()
             return {"status": "crash", "message": f"the worker closed its output and did not exit: {self._log_tail()}"}
         self.process = None
-        how = f"killed by signal {-status}" if status < 0 else f"exit {status}"
+        how = sandbox.ended_words(status, self.confined)
         return {"status": "crash", "message": f"the worker died ({how}): {self._log_tail()}"}
 
     def _read_line(self, timeout_s: float) -> bytes | None:
@@ -104,7 +109,8 @@ class Worker:
 
     def _log_tail(self) -> str:
         try:
-            lines = [line for line in (self.work / "worker.log").read_text(errors="replace").splitlines() if line.strip()]
+            lines = [line for line in sandbox.read_back(self.work / "worker.log").decode(errors="replace").splitlines()
+                     if line.strip()]
         except OSError:
             return "no log"
         return lines[-1][:300] if lines else "no output"

@@ -10,14 +10,15 @@ seeds as the triage's.
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
-import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from suite import cache
+from suite import cache, children, sandbox
 from suite.errors import CannotWrite, UserError
 from suite.triage import inputs as inputs_mod
 from suite.triage import interp, ir, verdict
@@ -28,7 +29,7 @@ RUN_TIMEOUT_S = 600
 
 
 def write(program: ir.Program, before_script: str, after_script: str, arrays: dict, spec, expected: verdict.Expected,
-          index: tuple, path: Path | None, found_on: str, thresholds) -> dict:
+          index: tuple, path: Path | None, found_on: str, thresholds, confined: bool = True) -> dict:
     """Write the reproducer of element ``index`` of the output ``expected`` is of (at ``path``, which
     must not exist, or a new ``triage_repro_<function>.py`` here) and run it; what it is and shows,
     for the report."""
@@ -45,9 +46,10 @@ def write(program: ir.Program, before_script: str, after_script: str, arrays: di
     for kind, chosen in attempts:
         text = _script(program, before_script, after_script, arrays, spec, expected, index, output, chosen, found_on,
                        thresholds)
+        check_written(text, before_script, after_script)
         cache.write_text(path, text)
-        shows, printed = _run(path)
-        facts.update(inputs=kind, shows=shows, printed=printed)
+        shows, ran, printed = _run(path, confined)
+        facts.update(inputs=kind, shows=shows, ran=ran, printed=printed)
         if shows:
             break
     where = ", ".join(_region_words(name, box) for name, box in facts["region"].items())
@@ -56,7 +58,8 @@ def write(program: ir.Program, before_script: str, after_script: str, arrays: di
                     else "the whole inputs (the region alone hides it)")
     shown = ("shows the difference on llvm with the installed TVM (run here: exit 1)" if facts["shows"] else
              f"does not show it on llvm with the installed TVM ({facts['printed'] or 'no output'}); "
-             f"it was found on {found_on}")
+             f"it was found on {found_on}" if facts["ran"] else
+             f"does not run here: {facts['printed']}; it was found on {found_on}")
     facts["summary"] = f"{element} from {inputs_words}; python {path.name} {shown}"
     return facts
 
@@ -151,7 +154,7 @@ def _script(program, before_script, after_script, arrays, spec, expected, index,
     exact_literal = _literal(exact) if floats else str(int(exact)) if not isinstance(exact, (bool, np.bool_)) else str(bool(exact))
     return f'''#!/usr/bin/env python3
 """Reproducer written by `tvm-suite triage` (tvm-accuracy-suite): the after program computes
-{element} differently from the before program ({program.name}; found on {found_on}).
+{_doc_safe(element)} differently from the before program ({_doc_safe(program.name)}; found on {_doc_safe(found_on)}).
 
 {inputs_doc}
 EXACT is the before program's value there in exact arithmetic (the suite's TIR interpreter).
@@ -166,13 +169,10 @@ import sys
 import numpy as np
 import tvm
 
-BEFORE = r\'\'\'
-{before_script.strip()}
-\'\'\'
-
-AFTER = r\'\'\'
-{after_script.strip()}
-\'\'\'
+# The two programs, a line a string: no text of theirs can end the quoting.
+BEFORE_LINES = {_lines(before_script)}
+AFTER_LINES = {_lines(after_script)}
+BEFORE, AFTER = "\\n".join(BEFORE_LINES), "\\n".join(AFTER_LINES)
 
 INDEX = {tuple(int(i) for i in index)!r}
 EXACT = {exact_literal}
@@ -223,11 +223,81 @@ sys.exit(1 if wrong else 0)
 '''
 
 
-def _run(path: Path) -> tuple[bool, str]:
-    """Run the written script: (whether it shows the difference, what it printed first)."""
-    try:
-        done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return False, f"it ran past {RUN_TIMEOUT_S} s"
-    printed = (done.stdout.strip().splitlines() or done.stderr.strip().splitlines()[-1:] or [""])[0]
-    return done.returncode == 1 and "wrong" in done.stdout, printed
+def _lines(script: str) -> str:
+    """A program as the literal of a list of its lines, one a line: Python's own quoting (repr), which
+    no content can end."""
+    lines = script.strip().splitlines()
+    return "[\n" + "".join(f"    {line!r},\n" for line in lines) + "]"
+
+
+def _doc_safe(text: str) -> str:
+    """Text of the program's (a name) for the reproducer's docstring: no quote or backslash of its
+    own can end it."""
+    return str(text).replace("\\", "\\\\").replace('"', '\\"')
+
+
+#: The names a reproducer binds at its top level, and how many statements it has there: a script
+#: whose syntax tree says otherwise holds something of a program's outside its quoting.
+_TOP_NAMES = frozenset({"sys", "np", "tvm", "BEFORE_LINES", "AFTER_LINES", "BEFORE", "AFTER", "INDEX", "EXACT",
+                        "BOUND", "OUTPUT", "OUTPUTS", "PARAMETERS", "region", "INPUTS", "run", "before", "after",
+                        "wrong"})
+
+
+def check_written(text: str, before_script: str, after_script: str) -> None:
+    """The reproducer's text parsed (never run) and checked: its programs are exactly the two
+    given, in the literals meant for them, and nothing binds a name it should not. AssertionError
+    otherwise (a fault of the suite's: the report never runs or offers such a script)."""
+    tree = ast.parse(text)
+    bound = {name for node in tree.body for name in _names_bound(node)}
+    assert bound <= _TOP_NAMES, f"the reproducer binds {sorted(bound - _TOP_NAMES)}"
+    literals = {node.targets[0].id: node.value for node in tree.body
+                if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)}
+    for name, script in (("BEFORE_LINES", before_script), ("AFTER_LINES", after_script)):
+        assert ast.literal_eval(literals[name]) == script.strip().splitlines(), f"{name} is not the program"
+    docstring = ast.get_docstring(tree, clean=False)
+    assert isinstance(tree.body[0], ast.Expr) and docstring is not None, "no docstring first"
+    calls = [node for node in tree.body if isinstance(node, ast.Expr)][1:]
+    assert all(isinstance(node.value, ast.Call) and getattr(node.value.func, "id", None) == "print" or
+               _is_exit(node) for node in calls), "a top-level expression of the program's"
+
+
+def _names_bound(node: ast.stmt) -> list[str]:
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(alias.asname or alias.name).split(".")[0] for alias in node.names]
+    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, ast.Assign):
+        return [n.id for target in node.targets for n in ast.walk(target) if isinstance(n, ast.Name)]
+    if isinstance(node, ast.If):
+        return [name for child in node.body + node.orelse for name in _names_bound(child)]
+    return []
+
+
+def _is_exit(node: ast.Expr) -> bool:
+    func = node.value.func if isinstance(node.value, ast.Call) else None
+    return isinstance(func, ast.Attribute) and func.attr == "exit" and getattr(func.value, "id", None) == "sys"
+
+
+def _run(path: Path, confined: bool) -> tuple[bool, bool, str]:
+    """Run the written script (in the sandbox, unless the input is trusted): (whether it shows the
+    difference, whether it ran to its verdict (exit 0 or 1), what it printed first or how it failed)."""
+    with tempfile.TemporaryDirectory(prefix="tvm-suite-repro-") as scratch:
+        log = Path(scratch) / "printed.txt"
+        with open(log, "wb") as out:
+            process = sandbox.start_python([str(path)], Path(scratch), sandbox.TRIAGE, confined=confined,
+                                           stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            returncode = process.wait(timeout=RUN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return False, False, f"it ran past {RUN_TIMEOUT_S} s"
+        finally:
+            children.end(process)
+        try:
+            printed = sandbox.read_back(log).decode(errors="replace")
+        except OSError:
+            printed = ""
+    lines = [line for line in printed.strip().splitlines() if line.strip()]
+    shows = returncode == 1 and any("the after program is wrong here" == line.strip() for line in lines)
+    ran = returncode in (0, 1)
+    first = (lines[0] if lines else "no output") if ran else f"exit {returncode}: {lines[-1] if lines else 'no output'}"
+    return shows, ran, " ".join(first.split())[:300]

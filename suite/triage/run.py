@@ -3,23 +3,19 @@ on each target, judge, and with CHANGED write a reproducer."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
-from suite import targets
+from suite import sandbox, targets
 from suite.core import execution
 from suite.core.record import Status
 from suite.errors import UserError
 from suite.reporting import thresholds as limits
 from suite.reporting.thresholds import Thresholds
 from suite.targets.base import Mode, Output
-from suite.triage import budget, interp, ir, repro, script_check, tvmscript, values, verdict
+from suite.triage import budget, confined, interp, ir, repro, script_check, tvmscript, values, verdict
 from suite.triage import inputs as inputs_mod
 from suite.triage import schedule as schedule_mod
 from suite.triage.report import Report, TargetOutcome
@@ -39,6 +35,8 @@ class Request:
     func: str | None = None
     repro: Path | None = None
     max_memory: int = budget.DEFAULT_MAX_MEMORY
+    #: build and run the programs unconfined (``--trust-input``); else only in the sandbox
+    trust_input: bool = False
     #: the [bound] and [divergence] rules the verdicts apply (None: reports/thresholds.toml), loaded
     #: once by the command, as `gate` loads its own
     thresholds: Thresholds | None = None
@@ -69,6 +67,8 @@ class Request:
             raise UserError(f"--repro {self.repro} exists: triage never replaces a file (give a new path)")
         self.targets = list(dict.fromkeys(self.targets))
         inputs_mod.parse(self.inputs)
+        if not self.trust_input:
+            sandbox.require("triage's input (a program from a report)")
 
     def after_words(self) -> str:
         if self.after is not None:
@@ -121,6 +121,9 @@ def _triage(request: Request, log) -> Report:
                    "accumulation_length": max(e.k for e, f in zip(result.outputs, floats) if f) if any(floats)
                    else None},
         findings=result.findings)
+    if request.trust_input:
+        report.notes.append("built and run unconfined (--trust-input): no sandbox stood between these programs and "
+                            "this machine")
     if facts["dropped"]:
         report.notes.append(f"left out of {request.before}: the Relax function(s) {', '.join(facts['dropped'])}")
     if result.findings:
@@ -137,10 +140,11 @@ def _triage(request: Request, log) -> Report:
                     report.outcomes.append(TargetOutcome(target.name, Status.SKIPPED, reason))
                     continue
                 log(f"tuning {name} for {target.name}: {request.tune} trials")
-                after_here, tuning = _tuned(before, target, request.tune, arrays, params, outputs[0], expected[0],
-                                            thresholds)
+                after_here, tuning = _tuned(before, name, target, request.tune, arrays, params, outputs[0],
+                                            expected[0], thresholds, Path(work), request.trust_input)
             log(f"building and running both programs on {target.name}")
-            outcome = _run_target(target, before, after_here, program, arrays, expected, Path(work), thresholds)
+            outcome = _run_target(target, before, after_here, program, arrays, expected, Path(work), thresholds,
+                                  request.trust_input)
             outcome.tuning = tuning
             report.outcomes.append(outcome)
         changed = [o for o in report.outcomes if o.judgement is not None and o.judgement.kind == verdict.CHANGED]
@@ -151,7 +155,8 @@ def _triage(request: Request, log) -> Report:
             log("writing the reproducer")
             report.reproducer = repro.write(program, tvmscript.script(before, name), tvmscript.script(after_func, name),
                                             arrays, spec, wrong, tuple(first.outputs[wrong.name].first["index"]),
-                                            request.repro, first.target, thresholds)
+                                            request.repro, first.target, thresholds,
+                                            confined=not request.trust_input)
     return report
 
 
@@ -187,12 +192,11 @@ def _after(request: Request, name: str, before):
             return tvmscript.pick(funcs, request.func or name, request.after)[1]
         return tvmscript.pick(funcs, None, request.after)[1]
     path = request.schedule or request.trace
-    trace = tvmscript.read_trace(request.trace) if request.trace is not None else None
-    if trace is not None:  # JSON: data, applied here
-        after = tvmscript.apply_trace(before, trace, path)
-    else:  # Python (a schedule, or a trace printed as Python): run in a process of its own
+    if request.trace is not None:  # JSON: data, applied here
+        after = tvmscript.apply_trace(before, tvmscript.read_trace(request.trace), path)
+    else:  # Python: run in a process of its own
         schedule_mod.refuse_tvmscript(path, tvmscript.read_text(path, "schedule"))
-        after = _scheduled(request.before, name, path)
+        after = _scheduled(request.before, name, path, confined=not request.trust_input)
     if tvmscript.same_program(before, after):
         what = "schedule" if request.schedule is not None else "trace"
         raise UserError(f"{path}: the {what} applies nothing: the program after it is the before program, and "
@@ -200,10 +204,10 @@ def _after(request: Request, name: str, before):
     return after
 
 
-def _scheduled(before_path: Path, name: str, path: Path):
+def _scheduled(before_path: Path, name: str, path: Path, confined: bool):
     """The PrimFunc a schedule script made, read back from its child process as TVMScript (data,
     checked like any TVMScript file)."""
-    text = schedule_mod.apply(before_path, name, path)
+    text = schedule_mod.apply(before_path, name, path, confined)
     with tempfile.TemporaryDirectory(prefix="tvm-suite-scheduled-") as work:
         scheduled = Path(work) / f"{Path(path).stem}_applied.py"
         scheduled.write_text(text, encoding="utf-8")
@@ -230,10 +234,11 @@ def _not_runnable(target) -> str | None:
 
 
 def _run_target(target, before, after, program: ir.Program, arrays: dict, expected: list[verdict.Expected],
-                work: Path, thresholds: Thresholds) -> TargetOutcome:
+                work: Path, thresholds: Thresholds, trusted: bool) -> TargetOutcome:
     """Both programs built and run on ``target`` by the one kernel path (:mod:`suite.core.execution`:
-    its arguments in parameter order, each output allocated), each output judged (``expected``: the
-    exact outputs, in parameter order). A program of several outputs, or of one elsewhere than
+    its arguments in parameter order, each output allocated) in a confined child (unless
+    ``trusted``: :mod:`suite.triage.confined`), each output judged (``expected``: the exact
+    outputs, in parameter order). A program of several outputs, or of one elsewhere than
     last, runs where the target runs such kernels (else skipped, with the reason)."""
     if reason := _not_runnable(target):
         return TargetOutcome(target.name, Status.SKIPPED, reason)
@@ -242,23 +247,20 @@ def _run_target(target, before, after, program: ir.Program, arrays: dict, expect
         return TargetOutcome(target.name, Status.SKIPPED, f"{reason} ({program.name} has {_outputs_words(program)})")
     written = {id(b) for b in program.written_params()}
     arguments = [Output(b.shape, b.dtype) if id(b) in written else arrays[b.name] for b in program.params]
+    sides = confined.build_and_run(target.name, {"before": tvmscript.script(before, program.name),
+                                                 "after": tvmscript.script(after, program.name)},
+                                   program.name, arguments, work / target.name, confined=not trusted)
     outputs, twins, seconds = {}, {}, {}
-    for side, func in (("before", before), ("after", after)):
-        started = time.perf_counter()
-        path = work / target.name / side / target.KERNEL_FILE
-        path.parent.mkdir(parents=True, exist_ok=True)
-        built = execution.build(target, func, path, target.order_as_written(func))
-        ran = execution.run(built, arguments) if built.failure is None else None
-        failure = built.failure or ran.failure
-        if failure is not None:
-            if failure.status is Status.SKIPPED:
-                return TargetOutcome(target.name, Status.SKIPPED, failure.message)
-            verb = "build" if failure.stage is execution.Stage.BUILD else "run"
-            return TargetOutcome(target.name, Status.FAILED, f"the {side} program does not {verb}: {failure.message}")
-        outputs[side] = ran.outputs
-        if ran.twins is not None:
-            twins[side] = ran.twins
-        seconds[side] = time.perf_counter() - started
+    for side, done in sides.items():
+        if done.failure is not None:
+            if done.failure.status is Status.SKIPPED:
+                return TargetOutcome(target.name, Status.SKIPPED, done.failure.message)
+            verb = "build" if done.failure.stage is execution.Stage.BUILD else "run"
+            return TargetOutcome(target.name, Status.FAILED, f"the {side} program does not {verb}: {done.failure.message}")
+        outputs[side] = done.outputs
+        if done.twins is not None:
+            twins[side] = done.twins
+        seconds[side] = done.seconds
     judged = {}
     for n, exact in enumerate(expected):
         twin = [twins[side][n] if side in twins else None for side in ("before", "after")]
@@ -268,38 +270,18 @@ def _run_target(target, before, after, program: ir.Program, arrays: dict, expect
     return TargetOutcome(target.name, Status.OK, judgement=judgement, seconds=seconds, after_func=after, outputs=judged)
 
 
-def _tuned(before, target, trials: int, arrays: dict, params, output: ir.Buf, expected: verdict.Expected,
-           thresholds: Thresholds):
-    """The before program tuned by MetaSchedule for ``target``, each candidate checked against the
-    reference (:func:`suite.core.tuning.search`); (the best PrimFunc, what the search did)."""
-    from suite.core import tuning
-
-    check = tuning.OutputCheck.of(expected.value, expected.magnitude, expected.k, output.dtype,
-                                  gross=target.ieee_twin, lam=thresholds.bound.lam, limit=thresholds.bound.max_fraction)
-    try:
-        with _stdout_to_stderr():  # MetaSchedule prints its tables: stdout stays the report's (--json)
-            found = tuning.search(before, target, trials, [arrays[p.name] for p in params], output.shape,
-                                  output.dtype, check, f"triage-{target.name}-{output.dtype}")
-        first_refusal = check.first_refusal
-    finally:
-        check.remove()
-    return found.func, {"trials": trials, "measured": len(found.measured), "checked": found.checked,
-                        "refused": found.refused,
-                        "failed": found.failed - found.refused, "best": found.best,
-                        "first_refusal": first_refusal, "logs": str(found.logs)}
-
-
-@contextlib.contextmanager
-def _stdout_to_stderr():
-    """Standard output sent to standard error for the block: file descriptor 1 (C++ writers) and
-    ``sys.stdout`` (Python's, and the logging handlers MetaSchedule makes meanwhile)."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)
-    try:
-        with contextlib.redirect_stdout(sys.stderr):
-            yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
+def _tuned(before, name: str, target, trials: int, arrays: dict, params, output: ir.Buf,
+           expected: verdict.Expected, thresholds: Thresholds, work: Path, trusted: bool):
+    """The before program tuned by MetaSchedule for ``target`` in a confined child (unless
+    ``trusted``), each candidate checked against the reference (:func:`suite.core.tuning.search`);
+    (the best PrimFunc, what the search did)."""
+    tuned = confined.tune(target.name, tvmscript.script(before, name), name, trials, [arrays[p.name] for p in params],
+                          Output(output.shape, output.dtype), expected, thresholds.bound.lam,
+                          thresholds.bound.max_fraction, work / f"{target.name}-tune", confined=not trusted)
+    if tuned.failure is not None:
+        raise UserError(f"MetaSchedule found no candidate for {name} on {target.name}: {tuned.failure}")
+    with tempfile.TemporaryDirectory(prefix="tvm-suite-tuned-") as read:
+        path = Path(read) / "tuned.py"
+        path.write_text(tuned.script, encoding="utf-8")
+        funcs, _ = tvmscript.parse_file(path)  # data from the child: checked like any TVMScript file
+    return tvmscript.pick(funcs, name if name in funcs else None, path)[1], tuned.facts

@@ -11,20 +11,20 @@ A schedule that holds TVMScript rather than schedule calls (the after program gi
 ``--schedule``) is refused before it runs; one that leaves the program as it was is refused after
 (:func:`suite.triage.run`), since judging a program against itself says nothing.
 
-Running it is not a sandbox: a schedule can do whatever its user can. ``--trace`` with a JSON
-trace is data and runs nothing: the safe way to triage a schedule from an untrusted report.
+The child is confined (:mod:`suite.sandbox`: no network, nothing writable but its scratch
+directory, limits on memory, CPU time and processes), so a schedule from a report is as safe as
+a JSON trace; ``--trust-input`` runs it unconfined.
 """
 
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from suite import children
+from suite import children, sandbox
 from suite.errors import UserError, first_line
 
 #: The child's program: this suite first on the path (``-m`` would put the working directory
@@ -50,15 +50,16 @@ def refuse_tvmscript(path: Path, text: str) -> None:
                             "on `sch`")
 
 
-def apply(before: Path, func: str, path: Path) -> str:
+def apply(before: Path, func: str, path: Path, confined: bool = True) -> str:
     """The TVMScript of PrimFunc ``func`` of the file ``before`` after the schedule at ``path``,
-    run in a child process (one-line UserErrors for all that can go wrong there)."""
+    run in a child process, confined unless told otherwise (one-line UserErrors for all that can
+    go wrong there)."""
     with tempfile.TemporaryDirectory(prefix="tvm-suite-schedule-") as work:
         status_path, out_path = Path(work) / "status.json", Path(work) / "after.py"
         # What it prints is not shown: standard output is the report's (--json), and how it went is in status.json.
-        process = children.start_python(
-            ["-c", _CHILD, str(before), func, str(path), str(status_path), str(out_path)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = sandbox.start_python(
+            ["-c", _CHILD, str(before), func, str(path), str(status_path), str(out_path)], Path(work), sandbox.TRIAGE,
+            confined=confined, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             returncode = process.wait(timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -67,31 +68,27 @@ def apply(before: Path, func: str, path: Path) -> str:
             children.end(process)  # whatever it started goes with it
         status = _status(status_path) if returncode == 0 else None
         if status is None:
-            raise UserError(f"{path}: {_ended(returncode)}; triage gives no verdict on it")
+            raise UserError(f"{path}: {_ended(returncode, confined)}; triage gives no verdict on it")
         if status.get("status") != "ok":
             raise UserError(_failure(path, status))
         try:
-            return out_path.read_text(encoding="utf-8")
+            return sandbox.read_back(out_path).decode("utf-8")
         except (OSError, UnicodeDecodeError):
             raise UserError(f"{path}: the schedule's process left no readable program") from None
 
 
 def _status(path: Path) -> dict | None:
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = json.loads(sandbox.read_back(path))
     except (OSError, ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 
 
-def _ended(returncode: int) -> str:
+def _ended(returncode: int, confined: bool) -> str:
     """How the child ended without saying how the schedule went: a signal, an exit of its own."""
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        return f"the schedule's process crashed ({name})"
+    if sandbox.signal_of(returncode, confined) is not None:
+        return f"the schedule's process {sandbox.ended_words(returncode, confined)}"
     return (f"the schedule ended its own process (exit status {returncode}, os._exit?) before it had scheduled "
             "the program")
 

@@ -66,7 +66,32 @@ CALLS_CODE = frozenset({"call_extern", "call_pure_extern", "call_packed", "call_
                         "anylist_setitem_call_packed", "anylist_setitem_call_cpacked", "Call",
                         "TVMBackendAllocWorkspace", "TVMBackendFreeWorkspace", "tvm_throw_last_error"})
 
+#: The annotation and attribute keys a program may carry (loop and block annotations, ``T.attr``,
+#: ``T.func_attr``, a trace's ``Annotate``): what schedules and MetaSchedule write. Any other is
+#: refused, first among them those whose value TVM turns into code or reads as a file:
+#: ``pragma_import_llvm`` (LLVM IR linked into the kernel), ``pragma_import_c`` (C source).
+ALLOWED_KEYS = frozenset({
+    "pragma_auto_unroll_max_step", "pragma_unroll_explicit", "pragma_loop_partition_hint", "warp_execution",
+    "schedule_rule", "layout_free_placeholders", "layout_free_buffers", "double_buffer_scope", "buffer_dim_align",
+    "thread_extent", "virtual_thread", "compute_scope", "global_symbol", "tir.noalias", "tirx.noalias",
+    "tir.is_scheduled", "tirx.is_scheduled", "tir.is_entry_func", "tirx.is_entry_func", "tir.script_parsing_detect_access",
+})
+#: Key families allowed whole: MetaSchedule's own annotations and software pipelining's.
+ALLOWED_KEY_PREFIXES = ("meta_schedule.", "software_pipeline_")
+
 _SUFFIX = "is not TVMScript; triage reads TVMScript as data and runs none of it"
+
+
+def key_allowed(key: str) -> bool:
+    """Whether a program may carry the annotation or attribute ``key``."""
+    return key in ALLOWED_KEYS or key.startswith(ALLOWED_KEY_PREFIXES)
+
+
+def key_words(key: str) -> str:
+    """Why ``key`` is refused, in a few words."""
+    why = ("TVM links its value into the kernel as code" if key.startswith("pragma_import") else
+           "not an annotation a schedule needs (only the allowed keys are read: they carry no code, source or path)")
+    return f"the annotation key {key[:80]!r}: {why}"
 
 
 class Refused(UserError):
@@ -107,6 +132,25 @@ def check_file(tree: ast.Module, path: Path, namespaces: Mapping[str, object]) -
                 _Checker(path, namespaces).module(node)
             else:
                 _Checker(path, namespaces).function(node)
+            check_keys(node, path)
+
+
+def check_keys(root: ast.AST, path: Path) -> None:
+    """Every key a definition annotates with (a dict's keys: TVMScript's dicts are annotations and
+    attributes; ``T.attr``'s second argument) is a string literal of :func:`key_allowed`."""
+    for node in ast.walk(root):
+        if isinstance(node, ast.Dict):
+            keys = node.keys
+        elif isinstance(node, ast.Call) and _last(node) == "attr" and len(node.args) >= 2:
+            keys = [node.args[1]]
+        else:
+            continue
+        for key in keys:
+            if key is None or not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                raise Refused(f"{path}:{getattr(key, 'lineno', node.lineno)}: an annotation key that is not a string "
+                              f"literal {_SUFFIX}")
+            if not key_allowed(key.value):
+                raise Refused(f"{path}:{key.lineno}: {key_words(key.value)}; triage refuses it")
 
 
 def _check_depth(root: ast.AST, path: Path) -> None:

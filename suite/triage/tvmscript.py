@@ -329,8 +329,8 @@ def _function_of(module, key: str):
 def read_trace(path: Path):
     """A MetaSchedule trace in JSON: the trace itself (``[instructions, decisions]``), a suite
     tuning record (``{"trace": ...}``) or a line of MetaSchedule's database
-    (``[workload, [trace, run_secs, ...]]``); None when the file is not JSON (a trace printed as
-    Python, which runs as a schedule: :mod:`suite.triage.schedule`)."""
+    (``[workload, [trace, run_secs, ...]]``). JSON only: a trace printed as Python is Python, and
+    runs only as a schedule (``--schedule``, in the sandbox)."""
     text = read_text(path, "trace")
     try:
         value = json.loads(text)
@@ -341,7 +341,8 @@ def read_trace(path: Path):
         try:
             value = json.loads(first)  # a database file: one record per line
         except (ValueError, RecursionError):
-            return None
+            raise NotTVMScript(f"{path}: not JSON: --trace reads a MetaSchedule trace in JSON only; a trace printed "
+                               "as Python is Python: give it as --schedule FILE (it runs in the sandbox)") from None
     if isinstance(value, dict) and isinstance(value.get("trace"), list):
         return value["trace"]
     if (isinstance(value, list) and len(value) == 2 and isinstance(value[0], int) and isinstance(value[1], list)
@@ -354,13 +355,33 @@ def read_trace(path: Path):
 
 
 def apply_trace(func, trace, path: Path):
-    """``func`` after a JSON trace (its ``get_sblock`` names the function ``main``)."""
+    """``func`` after a JSON trace (its ``get_sblock`` names the function ``main``). Its
+    annotations are checked against the allowed keys (:func:`suite.triage.script_check.key_allowed`)
+    before it applies, and the program it made after."""
+    _check_trace_keys(trace, path)
     sch = compat.schedule(func)
     try:
         compat.apply_trace(trace, sch)
     except Exception as err:
         raise UserError(f"{path}: the trace does not apply to the before program: {first_line(err)}") from None
-    return sch.mod["main"]
+    after = sch.mod["main"]
+    script_check.check_keys(python_tree(script(after, "main"), path, "TVMScript"), path)
+    return after
+
+
+def _check_trace_keys(trace, path: Path) -> None:
+    """Every ``Annotate`` of a JSON trace names an allowed key (one line naming the instruction)."""
+    instructions = trace[0] if isinstance(trace, list) and trace and isinstance(trace[0], list) else []
+    for number, instruction in enumerate(instructions, 1):
+        if not (isinstance(instruction, list) and instruction and instruction[0] in ("Annotate", "Unannotate")):
+            continue
+        attrs = instruction[2] if len(instruction) > 2 and isinstance(instruction[2], list) else []
+        key = attrs[0] if attrs else None
+        if not isinstance(key, str):
+            raise UserError(f"{path}: instruction {number} ({instruction[0]}) names no key: not a trace triage reads")
+        if not script_check.key_allowed(key):
+            raise script_check.Refused(f"{path}: instruction {number} ({instruction[0]}): "
+                                       f"{script_check.key_words(key)}; triage refuses it")
 
 
 def script(func, name: str) -> str:

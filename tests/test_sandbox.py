@@ -1,0 +1,219 @@
+"""The sandbox untrusted programs run in (suite/sandbox.py), and the four ways a hostile report ran
+a command through triage before it: a string that TVM links as native code (a loop annotation, a
+``T.attr``, a trace's ``Annotate``), a reproducer whose quoting a block name closed, and a
+``--trace`` file of Python.
+
+Each payload writes a file where it must not (``PWNED`` in the test's directory): the contract is
+that the file is absent afterwards. Where the payload does run (inside the sandbox), it also
+leaves a mark in its scratch directory, so that the test shows it ran and was contained, not
+that it never ran.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import socket
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import check_fault_table, run_cli
+
+from suite import sandbox
+
+CASES = Path(__file__).parent / "data" / "triage"
+
+FAULTS = {
+    "code run inside the sandbox": ["test_native_code_inside_the_sandbox_writes_only_its_scratch",
+                                    "test_a_schedule_from_a_report_writes_nothing_outside"],
+    "the sandbox's walls": ["test_no_network_inside", "test_processes_and_memory_are_limited"],
+    "a string that becomes native code": ["test_pragma_import_llvm_is_refused_with_its_line"],
+    "a reproducer's quoting closed": ["test_a_block_name_cannot_close_the_reproducers_quoting"],
+    "a trace of Python": ["test_a_trace_that_is_not_json_is_refused"],
+    "no sandbox here": ["test_without_bubblewrap_triage_refuses_unless_trusted"],
+}
+
+pytestmark = pytest.mark.skipif(sandbox.unavailable() is not None,
+                                reason=f"no sandbox on this machine: {sandbox.unavailable()}")
+
+
+def test_every_fault_kind_has_cases():
+    check_fault_table(FAULTS, globals())
+
+
+#: LLVM IR defining ``erff`` as a call of system(): what ``pragma_import_llvm`` links into a kernel
+#: that calls T.erf (TVM's LLVM code generator, src/target/llvm/codegen_cpu.cc).
+def _erff_ir(command: str) -> str:
+    data = command.encode() + b"\0"
+    text = "".join(f"\\{b:02X}" for b in data)
+    return (f"declare i32 @system(ptr)\n@.cmd = private constant [{len(data)} x i8] c\"{text}\"\n"
+            "define float @erff(float %x) {\n  %r = call i32 @system(ptr @.cmd)\n  ret float %x\n}\n")
+
+
+BEFORE_ERF = '''from tvm.script import tirx as T
+
+
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+    for i in range(16):
+        with T.sblock("B"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = T.erf(A[vi])
+'''
+
+
+def _one_line_refusal(result, *words) -> str:
+    assert result.returncode == 2, (result.returncode, result.stdout[-500:], result.stderr[-1500:])
+    assert "Traceback" not in result.stderr and not result.stdout.strip()
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tvm-suite: error: "), result.stderr
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+    return lines[0]
+
+
+def test_native_code_inside_the_sandbox_writes_only_its_scratch(tmp_path):
+    """The pragma_import_llvm payload built and run by TVM itself, inside the sandbox (as if the
+    allow-list had a gap): system() runs, its write outside fails, its mark in the scratch is there."""
+    scratch, outside = tmp_path / "scratch", tmp_path / "PWNED"
+    scratch.mkdir()
+    command = f"touch {outside}; touch {scratch}/ran"
+    script = scratch / "build.py"
+    script.write_text(textwrap.dedent(f'''
+        import numpy as np, tvm
+        from tvm.script import tirx as T
+        source = {BEFORE_ERF.split(chr(10), 1)[1].replace("for i in range(16):", "for i in T.serial(16, annotations=ANN):")!r}
+        func = tvm.script.from_source(source, extra_vars={{"T": T, "ANN": {{"pragma_import_llvm": {_erff_ir(command)!r}}}}})
+        module = tvm.tirx.build(tvm.IRModule({{"main": func}}), target="llvm")
+        a = tvm.runtime.tensor(np.ones(16, "float32")); b = tvm.runtime.tensor(np.zeros(16, "float32"))
+        module["main"](a, b)
+        print("ran", b.numpy()[0])
+    '''))
+    process = sandbox.start_python([str(script)], scratch, sandbox.TRIAGE, stdout=open(scratch / "out.txt", "w"),
+                                   stderr=open(scratch / "err.txt", "w"))
+    assert process.wait(timeout=300) == 0, (scratch / "err.txt").read_text()[-2000:]
+    assert (scratch / "out.txt").read_text().strip() == "ran 1.0"  # erff replaced: the payload's code ran
+    assert (scratch / "ran").exists() and not outside.exists()
+
+
+def test_a_schedule_from_a_report_writes_nothing_outside(tmp_path):
+    outside = tmp_path / "PWNED"
+    schedule = tmp_path / "schedule.py"
+    schedule.write_text(f"import os\nos.system('touch {outside}')\nopen({str(outside)!r}, 'w').write('x')\n")
+    line = _one_line_refusal(run_cli("triage", str(CASES / "matmul.py"), "--schedule", str(schedule)),
+                             f"{schedule}:3: the schedule fails")
+    assert "Read-only file system" in line
+    assert not outside.exists()
+
+
+def test_no_network_inside(tmp_path):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    probe = tmp_path / "probe.py"
+    probe.write_text(f"import socket, sys\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=5)\n"
+                     "except OSError as err:\n    sys.exit(type(err).__name__ == 'ConnectionRefusedError' and 7)\n"
+                     "sys.exit(1)\n")
+    try:
+        assert sandbox.start_python([str(probe)], tmp_path, sandbox.TRIAGE).wait(timeout=60) == 7
+        assert sandbox.start_python([str(probe)], tmp_path, sandbox.TRIAGE, confined=False).wait(timeout=60) == 1
+    finally:
+        server.close()
+
+
+def test_processes_and_memory_are_limited(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(textwrap.dedent('''
+        import json, os, sys, time
+        forks = 0
+        try:
+            for _ in range(2000):
+                if os.fork() == 0:
+                    time.sleep(30)
+                    os._exit(0)
+                forks += 1
+        except OSError:
+            pass
+        try:
+            memory = len(bytearray(20 << 30))
+        except MemoryError:
+            memory = 0
+        open(sys.argv[1], "w").write(json.dumps({"forks": forks, "memory": memory}))
+        os._exit(0)
+    '''))
+    limits = sandbox.Limits(memory_bytes=4 << 30, cpu_seconds=60, processes=64)
+    process = sandbox.start_python([str(probe), str(tmp_path / "got.json")], tmp_path, limits)
+    assert process.wait(timeout=120) == 0
+    got = json.loads((tmp_path / "got.json").read_text())
+    assert got["memory"] == 0
+    if "no limit" in sandbox.limits_in_force(limits):
+        pytest.skip(f"processes are not limited here: {sandbox.limits_in_force(limits)}")
+    assert 0 < got["forks"] < 64
+
+
+@pytest.mark.parametrize("how", ["annotations", "T.attr", "trace"])
+def test_pragma_import_llvm_is_refused_with_its_line(tmp_path, how):
+    outside = tmp_path / "PWNED"
+    before = tmp_path / "before.py"
+    before.write_text(BEFORE_ERF)
+    ir = _erff_ir(f"touch {outside}")
+    if how == "trace":
+        after = tmp_path / "trace.json"
+        after.write_text(json.dumps([[["GetSBlock", [], ["B", "main"], ["b0"]], ["GetLoops", ["b0"], [], ["l1"]],
+                                      ["Annotate", ["l1", json.dumps(ir)], ["pragma_import_llvm"], []]], []]))
+        args, where = ["--trace", str(after)], f"{after}: instruction 3 (Annotate)"
+    else:
+        after = tmp_path / "after.py"
+        if how == "annotations":
+            after.write_text(BEFORE_ERF.replace("for i in range(16):",
+                                                f"for i in T.serial(16, annotations={{'pragma_import_llvm': {ir!r}}}):"))
+            where = f"{after}:6"
+        else:
+            after.write_text(BEFORE_ERF.replace('        with T.sblock("B"):',
+                                                f'        with T.attr(0, "pragma_import_llvm", {ir!r}):\n'
+                                                '          with T.sblock("B"):'))
+            where = f"{after}:7"
+        args = [str(after)]
+    for trust in ([], ["--trust-input"]):  # the allow-list holds with or without the sandbox
+        _one_line_refusal(run_cli("triage", str(before), *args, *trust), where, "'pragma_import_llvm'",
+                          "TVM links its value into the kernel as code")
+    assert not outside.exists()
+
+
+def test_a_block_name_cannot_close_the_reproducers_quoting(tmp_path):
+    outside = tmp_path / "PWNED"
+    name = f"B''' + str(__import__('os').system('touch {outside}')) + r'''"
+    before, after = tmp_path / "before.py", tmp_path / "after.py"
+    before.write_text((CASES / "matmul.py").read_text().replace('T.sblock("C")', f'T.sblock("{name}")'))
+    after.write_text((CASES / "matmul_wrong_split.py").read_text().replace('T.sblock("C")', f'T.sblock("{name}")'))
+    repro = tmp_path / "repro.py"
+    result = run_cli("triage", str(before), str(after), "--repro", str(repro), "--json")
+    assert result.returncode == 12, result.stderr[-2000:]  # CHANGED
+    assert json.loads(result.stdout)["reproducer"]["shows"] is True
+    assert not outside.exists()
+    tree = ast.parse(repro.read_text())  # read, never run: the name sits inside its literal, whole
+    literals = {node.targets[0].id: node.value for node in tree.body if isinstance(node, ast.Assign)
+                and isinstance(node.targets[0], ast.Name)}
+    assert any(name in line for line in ast.literal_eval(literals["BEFORE_LINES"]))
+
+
+def test_a_trace_that_is_not_json_is_refused(tmp_path):
+    outside = tmp_path / "PWNED"
+    trace = tmp_path / "trace.py"
+    trace.write_text(f"import os\nos.system('touch {outside}')\n")
+    _one_line_refusal(run_cli("triage", str(CASES / "matmul.py"), "--trace", str(trace)),
+                      f"{trace}: not JSON", "give it as --schedule FILE")
+    assert not outside.exists()
+
+
+def test_without_bubblewrap_triage_refuses_unless_trusted(tmp_path):
+    env = {sandbox.BWRAP_ENV: str(tmp_path / "bwrap")}  # a bubblewrap that is not there
+    _one_line_refusal(run_cli("triage", str(CASES / "rowsum.py"), str(CASES / "rowsum_last_twice.py"), env=env),
+                      f"bubblewrap ({tmp_path / 'bwrap'}) is not installed", "apt-get install bubblewrap",
+                      "--trust-input")
+    trusted = run_cli("triage", str(CASES / "rowsum.py"), str(CASES / "rowsum_last_twice.py"), "--trust-input",
+                      "--json", env=env)
+    assert trusted.returncode == 15, trusted.stderr[-2000:]  # SHIFTED, as in the sandbox
+    assert any("unconfined (--trust-input)" in note for note in json.loads(trusted.stdout)["notes"])
