@@ -19,6 +19,12 @@ FAULTS = {
         "test_a_model_input_copied_over_another_is_computed_again",
         "test_a_measurement_copied_under_another_key_is_measured_again",
         "test_a_verified_entry_copied_under_another_key_is_absent"],
+    "asv's machine file, its benchmark list or a build note or log edited, removed or added in a kept history: "
+    "one line naming the file, exit 2; a keep never seals the edit again": [
+        "test_the_files_beside_a_kept_historys_commits_are_sealed_with_it",
+        "test_the_tracked_kept_histories_are_sealed_and_verify"],
+    "history --keep into the history of another machine (its machine file another CPU): refused before any work, "
+    "naming both": ["test_keeping_into_the_history_of_another_machine_is_refused"],
 }
 
 
@@ -187,3 +193,101 @@ def test_a_verified_entry_copied_under_another_key_is_absent(tmp_path, monkeypat
     shutil.copytree(first, second)
     assert cache.load_entry(second, ("value.txt",)) is None
     assert cache.load_entry(first, ("value.txt",))["value.txt"].read_text() == "zero"
+
+
+# ----------------------------------------------------------------------------- a kept history
+
+def _kept(tmp_path):
+    """The two-commit history kept from its run with a benchmark list and A's build note:
+    (the run's directory, the kept history's)."""
+    from histories import A, MACHINE
+    from suite.history import keep
+
+    run_dir = tmp_path / "run"
+    _history(run_dir)
+    (run_dir / "results" / "benchmarks.json").write_text(json.dumps({"version": 2}))
+    (run_dir / "install-logs").mkdir()
+    (run_dir / "install-logs" / f"{A}.build.json").write_text(json.dumps({"kind": "source", "build_s": 237.9}))
+    keep.keep(run_dir, tmp_path / "kept", MACHINE)
+    return run_dir, tmp_path / "kept"
+
+
+def test_the_files_beside_a_kept_historys_commits_are_sealed_with_it(cli, tmp_path):
+    """asv's machine file (another CPU written in), its benchmark list and the build notes and logs
+    of a kept history, edited, removed or added to since the keep: one line naming the file, exit 2,
+    no verdict; a keep over an edit refuses it rather than sealing it again. As kept, READY."""
+    from histories import A, B, MACHINE
+    from suite.errors import UserError
+    from suite.history import keep
+
+    run_dir, kept = _kept(tmp_path)
+    gate = ("gate", "--results", kept / "results", "--commit", B[:8], "--no-remeasure")
+    assert cli(*gate).returncode == 0
+    machine = kept / "results" / MACHINE / "machine.json"
+    edits = {machine: lambda facts: facts.replace('"num_cpu": "2"', '"num_cpu": "8"'),
+             kept / "results" / "benchmarks.json": lambda text: text.replace("2", "2 "),
+             kept / "install-logs" / f"{A}.build.json": lambda text: text.replace("237.9", "23.9")}
+    for path, edit in edits.items():
+        kept_text = path.read_text()
+        path.write_text(edit(kept_text))
+        one_line(cli(*gate), path, "edited or damaged since it was kept")
+        try:
+            keep.keep(run_dir, kept, MACHINE)
+            raise AssertionError("an edit was kept")
+        except UserError as err:
+            assert str(path) in str(err)
+        path.write_text(kept_text)
+    note = (kept / "install-logs" / f"{A}.build.json").read_text()
+    (kept / "install-logs" / f"{A}.build.json").unlink()
+    one_line(cli(*gate), kept / "install-logs" / f"{A}.build.json", "missing")
+    (kept / "install-logs" / f"{A}.build.json").write_text(note)
+    (kept / "install-logs" / f"{B}.log").write_text("a log no run wrote\n")
+    one_line(cli(*gate), kept / "install-logs" / f"{B}.log", "not a file the kept history holds")
+    (kept / "install-logs" / f"{B}.log").unlink()
+    assert cli(*gate).returncode == 0
+
+
+def test_the_tracked_kept_histories_are_sealed_and_verify():
+    """reports/tvm-main and reports/tvm-main-hexagon carry the seal of what lies beside their
+    commits (written by suite.history.keep.seal over them as they were): every file verifies."""
+    from conftest import REPO_ROOT
+    from suite.history import keep
+
+    for name in ("tvm-main", "tvm-main-hexagon"):
+        history = REPO_ROOT / "reports" / name
+        assert (history / "runs" / keep.SEAL).is_file()
+        keep.verify(history)
+
+
+def _another_machine(kept):
+    """The kept history's machine file of the same name, of another CPU than any this test runs on."""
+    from histories import MACHINE
+
+    path = kept / "results" / MACHINE / "machine.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"machine": MACHINE, "os": "Linux", "arch": "x86_64", "cpu": "Intel Xeon (planted)",
+                                "num_cpu": "8192", "ram": "1000", "version": 1}))
+    return path
+
+
+def test_keeping_into_the_history_of_another_machine_is_refused(cli, tmp_path):
+    """`history --keep DIR` where DIR's machine file of that name is another CPU: refused before any
+    work naming both machines; a keep there leaves it as it was."""
+    import pytest
+
+    from histories import MACHINE
+    from suite.errors import UserError
+    from suite.history import keep
+
+    kept = tmp_path / "kept"
+    theirs = _another_machine(kept).read_text()
+    done = cli("history", "--tvm-repo", tmp_path / "no-clone", "--releases", "0.26.0", "--machine", MACHINE,
+               "--out", tmp_path / "out", "--keep", kept)
+    one_line(done, "another machine", "Intel Xeon (planted), 8192 CPUs", f"this machine {MACHINE} is")
+    assert not (tmp_path / "out").exists()
+    run_dir = tmp_path / "run"
+    _history(run_dir)
+    with pytest.raises(UserError, match=r"Intel Xeon \(planted\), 8192 CPUs.*this machine testbox is test, 2 CPUs"):
+        keep.keep(run_dir, kept, MACHINE)
+    assert (kept / "results" / MACHINE / "machine.json").read_text() == theirs
+    assert not (kept / "runs").exists()

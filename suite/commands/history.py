@@ -31,11 +31,14 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from suite import outputs
     from suite.asv_plumbing import driver
     from suite.history import commits, keep
 
+    common_args.check_history_outputs(args)
     if args.keep is not None:
-        keep.check_apart(args.out, args.keep)  # refused before hours of builds, not after
+        outputs.check_keep(args.keep, "--keep")
+        keep.check_apart(args.out, args.keep, driver.machine_name(args.machine))  # before hours of builds
     found = commits.history_commits(args.tvm_repo, args.releases, args.range)
     grid = Grid.of(args.workloads, args.dtypes, args.targets, args.orders or ["default", "tuned"])
     summary = commits.run_history(args.tvm_repo, found, grid, quick=not args.full, out_dir=args.out,

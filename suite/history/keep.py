@@ -15,10 +15,18 @@ and refused when it differs (a commit measured twice is the user's to choose, ne
 silently).
 Each commit is copied into a staging directory and renamed into place: an interrupted keep leaves
 whole commits only.
+
+What a kept history holds beside its commits' side data is sealed too (``runs/.kept.json``, by
+:func:`seal`): asv's machine and benchmark files and the build notes and logs. Readers check it
+(:func:`verify`): a file edited, missing or added since is one line naming it. A keep checks it
+before any work (an edit is never sealed again as kept) and seals what it leaves. A keep into the
+history of another machine (its machine file of the same name another CPU) is refused before any
+work, naming both.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import shutil
 from dataclasses import dataclass
@@ -34,6 +42,11 @@ LEFT_OUT = ("maps/",)
 ASV_FILES = ("benchmarks.json",)
 #: Where a run, and a kept history, hold the build log of each commit (install_tvm's --log-dir).
 BUILD_LOGS = "install-logs"
+#: The seal of what a kept history holds beside its commits' side data, in its runs/.
+SEAL = ".kept.json"
+#: The facts of asv's machine file that say which machine it is (``os``, the kernel's release, and
+#: ``ram`` change on one machine).
+MACHINE_FACTS = ("arch", "cpu", "num_cpu")
 
 
 @dataclass(frozen=True)
@@ -60,26 +73,69 @@ class Kept:
         return "\n".join(lines)
 
 
-def check_apart(run_dir: Path, kept_dir: Path) -> None:
+def check_apart(run_dir: Path, kept_dir: Path, machine: str) -> None:
     """A kept history is a directory of its own, made and writable: not the run's, not inside it,
-    not around it, not a file or a link to nothing."""
+    not around it, not a file or a link to nothing; and not the history of another machine filed
+    under the name ``machine``."""
     given, run_dir, kept_dir = Path(kept_dir), Path(run_dir).resolve(), Path(kept_dir).resolve()
     if kept_dir == run_dir or run_dir in kept_dir.parents or kept_dir in run_dir.parents:
         raise UserError(f"--keep {kept_dir}: give a directory apart from the run's own ({run_dir})")
     if kept_dir.exists() and not kept_dir.is_dir():
         raise UserError(f"--keep {kept_dir}: not a directory")
+    _check_same_machine(run_dir, kept_dir, runstore.check_machine(machine))
     cache.ensure_dir(given, "--keep")  # before hours of builds
+
+
+def _check_same_machine(run_dir: Path, kept_dir: Path, machine: str) -> None:
+    """UserError naming both machines where the kept history's machine file of ``machine`` says
+    another CPU than this run's (or, before the run wrote one, than asv's description of this one):
+    its latency would be filed as this machine's, and judged comparable with it."""
+    kept_file = kept_dir / "results" / machine / "machine.json"
+    if not kept_file.exists():
+        return
+    kept = cache.read_json(kept_file)
+    if not isinstance(kept, dict):
+        raise UserError(f"{kept_file}: damaged (not asv's machine file)")
+    here = cache.read_json(run_dir / "results" / machine / "machine.json")
+    if not isinstance(here, dict):
+        from asv.machine import Machine
+
+        here = Machine.get_defaults()
+    if any(kept.get(fact) != here.get(fact) for fact in MACHINE_FACTS):
+        raise UserError(f"--keep {kept_dir} holds the history of another machine named {machine} "
+                        f"({_described(kept)}: {kept_file}); this machine {machine} is {_described(here)}: keep "
+                        "into another directory, or name this machine otherwise (--machine)")
+
+
+def _described(machine_file: dict) -> str:
+    return f"{machine_file.get('cpu')}, {machine_file.get('num_cpu')} CPUs, {machine_file.get('arch')}"
 
 
 def keep(run_dir: Path, kept_dir: Path, machine: str) -> Kept:
     """Copy every commit of ``machine`` in ``run_dir`` whose side data is sealed into ``kept_dir``."""
-    check_apart(run_dir, kept_dir)
+    check_apart(run_dir, kept_dir, machine)
     run_dir, kept_dir = Path(run_dir).resolve(), Path(kept_dir).resolve()
     machine = runstore.check_machine(machine)
+    verify(kept_dir)  # an edit since the last keep is refused, never sealed again as kept
     source = run_dir / "results" / machine
     commits = sorted({_commit_of(p) for p in source.glob("*-*.json")})
     # A note kept that differs is refused before any commit is copied: a keep is never left half done.
     notes = {commit: _build_note(run_dir, kept_dir, commit) for commit in commits}
+    try:
+        copied, already, unsealed, failed = _keep_each(run_dir, kept_dir, machine, commits, notes)
+        if copied or failed or already:  # also after a keep that stopped half way (damaged run data)
+            _copy_if_changed(source / "machine.json", kept_dir / "results" / machine / "machine.json")
+            for name in ASV_FILES:
+                _copy_if_changed(run_dir / "results" / name, kept_dir / "results" / name)
+    finally:  # what this keep wrote beside the commits is sealed, however far it got
+        if _beside(kept_dir):
+            seal(kept_dir)
+    size = sum(p.stat().st_size for p in kept_dir.rglob("*") if p.is_file()) if kept_dir.exists() else 0
+    return Kept(tuple(copied), tuple(already), tuple(unsealed), size, tuple(failed))
+
+
+def _keep_each(run_dir: Path, kept_dir: Path, machine: str, commits: list[str], notes: dict) -> tuple[list, ...]:
+    """Keep each commit: (copied, kept already, unsealed, whose TVM did not build)."""
     copied, already, unsealed, failed = [], [], [], []
     for commit in commits:
         place = runstore.Place(run_dir, machine, commit)
@@ -96,12 +152,7 @@ def keep(run_dir: Path, kept_dir: Path, machine: str) -> Kept:
         else:
             already.append(commit)
         _copy_missing(notes[commit])
-    if copied or failed or already:  # also after a keep that stopped half way (damaged run data)
-        _copy_if_changed(source / "machine.json", kept_dir / "results" / machine / "machine.json")
-        for name in ASV_FILES:
-            _copy_if_changed(run_dir / "results" / name, kept_dir / "results" / name)
-    size = sum(p.stat().st_size for p in kept_dir.rglob("*") if p.is_file()) if kept_dir.exists() else 0
-    return Kept(tuple(copied), tuple(already), tuple(unsealed), size, tuple(failed))
+    return copied, already, unsealed, failed
 
 
 def _commit_of(results_file: Path) -> str:
@@ -237,3 +288,55 @@ def _copy_if_changed(source: Path, target: Path) -> None:
         return
     json.loads(source.read_text())  # asv's own JSON: a damaged one is not copied on
     cache.write_file(target, lambda tmp: shutil.copyfile(source, tmp))
+
+
+# ----------------------------------------------------------------------------- the seal of what lies beside the commits
+
+
+#: What a kept history holds beside its commits' side data, relative to it: asv's machine and
+#: benchmark files, the build notes and logs.
+_BESIDE = (*(f"results/{name}" for name in ASV_FILES), "results/*/machine.json", f"{BUILD_LOGS}/*")
+
+
+def _beside(history_dir: Path) -> set[str]:
+    """The files of ``history_dir`` of _BESIDE (a link among them too), relative to it."""
+    found = (p for pattern in _BESIDE for p in Path(history_dir).glob(pattern))
+    return {p.relative_to(history_dir).as_posix() for p in found if p.is_file() or p.is_symlink()}
+
+
+def _sealable(name: str) -> bool:
+    """A name a seal may hold: one of _BESIDE, inside the history."""
+    return ".." not in name.split("/") and any(fnmatch.fnmatchcase(name, pattern) for pattern in _BESIDE)
+
+
+def seal(kept_dir: Path) -> None:
+    """Seal what ``kept_dir`` holds beside its commits' side data: the sha256 of each file."""
+    kept_dir = Path(kept_dir)
+    cache.write_sealed_json(kept_dir / runstore.RUNS / SEAL,
+                            {name: cache.file_digest(kept_dir / name) for name in sorted(_beside(kept_dir))})
+
+
+def verify(history_dir: Path) -> None:
+    """Every file the seal of the kept history ``history_dir`` names is the one it sealed, and no
+    other lies beside them; DamagedRunData naming the file otherwise. A directory without a seal
+    (a run's own: asv and install_tvm write these files at every run) has nothing to verify."""
+    history_dir = Path(history_dir)
+    seal_file = history_dir / runstore.RUNS / SEAL
+    if not seal_file.exists() and not seal_file.is_symlink():
+        return
+    sealed = cache.read_sealed_json(seal_file)
+    if not isinstance(sealed, dict) or not all(_sealable(k) and isinstance(v, str) for k, v in sealed.items()):
+        raise runstore.DamagedRunData(f"{seal_file}: damaged (not the seal `history --keep` wrote); keep the history "
+                                      "again from its run")
+    again = "restore it as it was kept, or keep the history again from its run"
+    for name in sorted(_beside(history_dir) - set(sealed)):
+        raise runstore.DamagedRunData(f"{history_dir / name}: not a file the kept history holds (added since it was "
+                                      f"kept; not in {seal_file}): remove it, or keep the history again from its run")
+    for name, digest in sorted(sealed.items()):
+        target = history_dir / name
+        found = cache.file_digest(target) if target.is_file() else None
+        if found is None:
+            raise runstore.DamagedRunData(f"{target}: missing (the kept history sealed it in {seal_file}): {again}")
+        if found != digest:
+            raise runstore.DamagedRunData(f"{target}: edited or damaged since it was kept (not the file sealed in "
+                                          f"{seal_file}): {again}")

@@ -8,7 +8,8 @@ benchmark reported) and the re-measurements earlier gates kept. Values keep asv'
 ``None`` means the benchmark failed (asv stores null), NaN means it was skipped.
 
 Nothing is trusted piecemeal: every file is checked when it is loaded (asv's results, machine and
-benchmark files field by field, side data against its seal), every asv value of a commit with side
+benchmark files field by field, side data against its seal, and in a kept history the machine and
+benchmark files and build logs against the seal of the keep), every asv value of a commit with side
 data is checked against the value its benchmark reported, and asv's latency against the median of
 the sealed samples; a mismatch names both files. A run in progress in the directory is refused
 (its commit is half-written); a run that was killed is undone first. Report and gate read only
@@ -40,6 +41,7 @@ from suite.asv_plumbing import config as asvconf
 from suite.core import runstore
 from suite.core.combo import PARAM_NAMES
 from suite.errors import UserError
+from suite.history import keep
 
 DEFAULT_COMMIT_URL = "https://github.com/apache/tvm/commit/"
 
@@ -349,6 +351,7 @@ def load(results_dir, tvm_repo=None) -> History:
 
 def _load(results_dir: Path, tvm_repo, run_dir: Path, recovered: tuple[str, ...]) -> History:
     runstore.check_idle(run_dir)
+    keep.verify(run_dir)  # a kept history: asv's machine and benchmark files and the build logs as kept
     loaded, files, machines = _read_results(results_dir)
     values, asv_dates, sources = _values(loaded)
     hashes = sorted(asv_dates.keys() | {r.commit_hash for _m, r, _p in loaded})
