@@ -27,7 +27,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from suite import cache, run
+from suite import cache, run, tracked
 from suite.core import runstore, timing
 from suite.core.combo import Grid
 from suite.errors import Interrupted, UserError
@@ -191,11 +191,12 @@ class KeptBaseline:
                    if series.machine == self.machine)
 
     def beside(self, measured: results.History, candidate: str, machine: str, backwards: bool,
-               latency_apart: str) -> results.History:
+               latency_apart: str, grid: Grid) -> results.History:
         """One history of two commits: the candidate as ``measured`` here on ``machine``, and this
         baseline filed under that machine, with its timed metrics (latency, its samples) only where
-        ``latency_apart`` is "" (both measured on this machine); in TVM's order (``backwards``: the
-        baseline comes after the candidate)."""
+        ``latency_apart`` is "" (both measured on this machine), and only the combinations of the
+        ``grid`` the check measures (a dtype not asked for is no data missing at the candidate); in
+        TVM's order (``backwards``: the baseline comes after the candidate)."""
         sides = ((measured, candidate, machine, False), (self.history, self.commit, self.machine, bool(latency_apart)))
         values: dict = {}
         for history, commit, source, deterministic_only in sides:
@@ -203,7 +204,7 @@ class KeptBaseline:
                 if deterministic_only and metric not in code_identity.DETERMINISTIC:
                     continue
                 for series, per_commit in per_series.items():
-                    if series.machine == source and commit in per_commit:
+                    if series.machine == source and commit in per_commit and _asked(grid, metric, series):
                         filed = dataclasses.replace(series, machine=machine)
                         values.setdefault(metric, {}).setdefault(filed, {})[commit] = per_commit[commit]
         baseline_side = self.history.kept(self.commit, self.machine)
@@ -218,6 +219,14 @@ class KeptBaseline:
             measured.repo, {(candidate, machine): measured.kept(candidate, machine),
                             (self.commit, machine): baseline_side},
             measured.remeasured, measured.recovered + self.history.recovered)
+
+
+def _asked(grid: Grid, metric: str, series: results.Series) -> bool:
+    """Whether the check measures ``series``: its dtype, target and order in the grid, and its
+    workload too (a whole model's series is named by its model, which the grid's axes select)."""
+    whole_model = tracked.get(metric).module == "bench_model"
+    return (series.dtype in grid.dtypes and series.target in grid.targets and series.order in grid.orders
+            and (whole_model or series.workload in grid.workloads))
 
 
 def _in_clone(tvm: releases.Releases, commit: str, kept_dir: Path) -> str:
@@ -317,7 +326,7 @@ def run_check(tvm_repo: Path, candidate_name: str, baseline_name: str | None, gr
                                 f"{out_dir / 'asv.log'}): no verdict")
         if kept:
             latency_apart = kept.other_machine(loaded.results_dir, machine)
-            loaded = kept.beside(loaded, candidate, machine, bool(newer), latency_apart)
+            loaded = kept.beside(loaded, candidate, machine, bool(newer), latency_apart, grid)
         result = gate.evaluate(loaded, loaded.commits[loaded.index(candidate)],
                                loaded.commits[loaded.index(baseline)], thresholds, remeasure=timing.remeasure,
                                baseline_note=newer, latency_apart=latency_apart)

@@ -123,13 +123,35 @@ def gamma_tilde(k: int, dtype, lam: float = DEFAULT_LAMBDA) -> float:
     Higham & Mary 2019, Theorem 2.4: |theta_k| <= gamma~_k(lam) for a product
     of k factors (1 + delta_i), |delta_i| <= u independent of mean zero, with
     probability >= 1 - 2 exp(-lam**2 (1-u)**2 / 2). gamma~_k(lam) >=
-    lam*sqrt(k)*u and equals it to first order; finite for every k.
+    lam*sqrt(k)*u and equals it to first order. ``math.nan`` where it would exceed
+    the largest float (lam*sqrt(k)*u > 709): never an OverflowError, and never an
+    infinite bound, against which every error would read as 0.
     """
     k = _check_k(k)
-    if lam < 0:
+    if not lam >= 0:  # a nan lambda too
         raise ValueError(f"lambda must be >= 0, got {lam}")
     u = unit_roundoff(dtype)
-    return math.expm1(lam * math.sqrt(k) * u + k * u * u / (1 - u))
+    try:
+        value = math.expm1(lam * math.sqrt(k) * u + k * u * u / (1 - u))
+    except OverflowError:  # beyond the largest float: no bound of this form, as with gamma's nan
+        return math.nan
+    return value if math.isfinite(value) else math.nan
+
+
+def vacuous_lambda(k: int, dtype) -> float:
+    """The lambda at which gamma~_k(lambda) = 1: the bound gamma~_k * m reaches m, the magnitude of
+    the value itself, and admits an error as large as the value (no correct digit). Solves
+    lambda*sqrt(k)*u + k*u**2/(1-u) = ln 2. ``reports/thresholds.toml`` [bound] keeps lambda (times
+    its limit) below it at the suite's longest accumulation in float16 (``MAX_LAMBDA``)."""
+    k = _check_k(k)
+    if k == 0:
+        return math.inf
+    u = unit_roundoff(dtype)
+    return (math.log(2) - k * u * u / (1 - u)) / (math.sqrt(k) * u)
+
+
+#: vacuous_lambda(K_MAX, float16) = 20.87: [bound] lambda must stay below it.
+MAX_LAMBDA = vacuous_lambda(K_MAX, "float16")
 
 
 def failure_probability(k: int, lam: float, u) -> float:
@@ -229,16 +251,26 @@ class Bound:
         return bound_fractions(y, e.value, e.magnitude, e.k, e.dtype, self.lam)["prob_bound_fraction"]
 
     def beyond(self, y) -> np.ndarray:
-        """Elements beyond the bound (an element without one, after a floor or round, never is)."""
+        """Elements beyond the bound. An element is within only where that is shown: a finite ``y``
+        whose error from a finite exact value compares as at most the bound; ``y`` the exact value
+        itself (its inf, or a nan where it is nan); a finite ``y`` where the exact value is finite
+        but has no bound (after a floor or round). A nan in the comparison (the error, the bound)
+        never passes as within."""
         e = self.expected
         with np.errstate(invalid="ignore", over="ignore"):
-            error = np.abs(y.astype(np.float64) - e.value)
-            judged = np.isfinite(e.value) & ~np.isnan(e.magnitude)
-            return judged & ((error > self.limit * self.gamma * e.magnitude) | ~np.isfinite(error))
+            y = np.asarray(y).astype(np.float64)
+            finite = np.isfinite(y) & np.isfinite(e.value)
+            within = finite & (np.abs(y - e.value) <= self.limit * self.gamma * e.magnitude)
+            exact = (y == e.value) | (np.isnan(y) & np.isnan(e.value))
+            unbounded = self._unbounded() & np.isfinite(y)
+            return ~(within | exact | unbounded)
+
+    def _unbounded(self) -> np.ndarray:
+        return np.isnan(self.expected.magnitude) & np.isfinite(self.expected.value)
 
     def unbounded(self) -> int:
         """Output elements without a rounding bound (computed through floor, ceil, round...)."""
-        return int(np.count_nonzero(np.isnan(self.expected.magnitude)))
+        return int(np.count_nonzero(self._unbounded()))
 
     def of(self, index) -> float:
         return float(self.limit * self.gamma * self.expected.magnitude[index])

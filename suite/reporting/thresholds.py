@@ -2,8 +2,10 @@
 
 The documented defaults are read first; a user's file overrides any key of them. Every value is
 checked for its type and for the range in which it means something (``0 < alpha < 1``, a ratio
-limit of at least 1, ...): a value outside it is a one-line error naming the key and the file,
-never a silent change of the verdict. No value may switch a check off: an ``alpha`` at or below
+limit from 1 to 10, an ULP limit up to an error as large as the value, a lambda below the one at
+which the rounding bound reaches the value itself, ...): a value outside it is a one-line error
+naming the key, the value, the range and the file, never a silent change of the verdict. No value
+may switch a check off (docs/gate.md, Thresholds, says why each end is where it is): an ``alpha`` at or below
 the smallest p-value the latency test can give on the suite's samples (:func:`smallest_p` of
 ``suite.core.timing.REPEATS`` a side) is refused, naming that floor. The result is immutable: the gate and the report read the
 same :class:`Thresholds` object and cannot disagree about a rule.
@@ -17,8 +19,11 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from suite import tracked
 from suite.asv_plumbing.config import REPORTS
+from suite.core import bounds
 from suite.errors import UserError
 
 DEFAULT_PATH = REPORTS / "thresholds.toml"
@@ -162,31 +167,75 @@ class Thresholds:
 
 # ----------------------------------------------------------------------------- the schema
 
+#: The largest limit on a ratio (and a worse factor): a value ten times its baseline. Above it a
+#: tenfold worsening passes, and the check is as good as off.
+MAX_RATIO = 10.0
+#: The largest min_z: a z-score above 10 has a chance below 1e-23 without any change; asking for
+#: more only hides real shifts.
+MAX_Z = 10.0
+#: The largest max_nonfinite: the smallest output the suite measures (miniresnet's classifier) has
+#: 10 elements, and a limit of 10 would pass it with none finite.
+MAX_NONFINITE = 9
+#: The largest max_abs_error of a model's logits: the suite's models are calibrated to logits of
+#: standard deviation about 1 (docs/model.md), so an error ten times that leaves no logit meaning anything.
+MAX_LOGIT_ERROR = 10.0
+
 #: A number's meaningful range: (test, words). The words complete "must be ...".
 _ABOVE_0 = (lambda v: v > 0, "above 0")
-_AT_LEAST_0 = (lambda v: v >= 0, "at least 0")
-_AT_LEAST_1 = (lambda v: v >= 1, "at least 1 (a ratio below 1 would fail an unchanged value)")
+_RATIO = (lambda v: 1 <= v <= MAX_RATIO, f"at least 1 (a ratio below 1 would fail an unchanged value) and at most "
+                                         f"{MAX_RATIO:g} (above, a {MAX_RATIO:g}-fold worsening would pass)")
 _PROBABILITY = (lambda v: 0 < v < 1, "between 0 and 1, both excluded")
 #: each re-timing of a kernel costs seconds: more than a few in a row would only stall the gate
 _RETIMINGS = (lambda v: v == int(v) and 1 <= v <= 5, "a whole number from 1 to 5")
 
+
+def _ulps(dtype: str) -> tuple:
+    """An accuracy limit in ULPs: an error of 2^nmant ULPs is as large as the value itself (the
+    spacing at |r| is 2^(floor(log2 |r|) - nmant)): no correct bit, so no limit may admit more."""
+    most = 2 ** np.finfo(dtype).nmant
+    return (lambda v: 0 < v <= most,
+            f"above 0 and at most {most} (2^{np.finfo(dtype).nmant}: an error of that many {dtype} ULPs is as "
+            "large as the value itself)")
+
+
 _AGREEMENT = (lambda v: 0 < v <= 1, "above 0 and at most 1 (a fraction of the inputs; 0 would switch the check off)")
-_CHANGE = {"max_ratio": _AT_LEAST_1, "keep_nonzero": bool}
-_MODEL = {"max_rmse_ratio": _AT_LEAST_1, "max_tuned_rmse_ratio": _AT_LEAST_1, "max_abs_error": _ABOVE_0,
+_CHANGE = {"max_ratio": _RATIO, "keep_nonzero": bool}
+_MODEL = {"max_rmse_ratio": _RATIO, "max_tuned_rmse_ratio": _RATIO,
+          "max_abs_error": (lambda v: 0 < v <= MAX_LOGIT_ERROR,
+                            f"above 0 and at most {MAX_LOGIT_ERROR:g} (ten times the logits' standard deviation)"),
           "min_top1_agreement": _AGREEMENT, "min_top5_agreement": _AGREEMENT}
 _SCHEMA = {
-    "latency": {"max_ratio": _AT_LEAST_1, "alpha": _PROBABILITY, "baseline": str, "retimed_max_ratio": _AT_LEAST_1,
+    "latency": {"max_ratio": _RATIO, "alpha": _PROBABILITY, "baseline": str, "retimed_max_ratio": _RATIO,
                 "retimed_alpha": _PROBABILITY, "retimed_times": _RETIMINGS},
     "change": {m.name: _CHANGE for m in tracked.METRICS},
-    "accuracy": {dtype: {metric: _ABOVE_0 for metric in ACCURACY_METRICS} for dtype in ACCURACY_DTYPES},
+    "accuracy": {dtype: {metric: _ulps(dtype) for metric in ACCURACY_METRICS} for dtype in ACCURACY_DTYPES},
     "model": {dtype: _MODEL for dtype in ACCURACY_DTYPES},
-    "bound": {"max_fraction": _ABOVE_0, "max_nonfinite": _AT_LEAST_0, "lambda": _ABOVE_0},
-    "divergence": {"max_error_ratio": _AT_LEAST_1, "max_bias_shift": _AT_LEAST_0, "min_z": _AT_LEAST_0,
+    # max_fraction's upper limit depends on lambda: _bound checks the two together
+    "bound": {"max_fraction": _ABOVE_0,
+              "max_nonfinite": (lambda v: v == int(v) and 0 <= v <= MAX_NONFINITE,
+                                f"a whole number from 0 to {MAX_NONFINITE} (the smallest output the suite measures "
+                                f"has {MAX_NONFINITE + 1} elements)"),
+              "lambda": (lambda v: 0 < v < bounds.MAX_LAMBDA,
+                         f"above 0 and below {bounds.MAX_LAMBDA:.4g}, where gamma~_K(lambda) reaches 1 at the "
+                         f"suite's longest accumulation in float16 (K = {bounds.K_MAX}): beyond, the bound admits an "
+                         "error as large as the value itself")},
+    "divergence": {"max_error_ratio": _RATIO,
+                   "max_bias_shift": (lambda v: 0 <= v <= MAX_RATIO,
+                                      f"at least 0 and at most {MAX_RATIO:g} (|bias shift| is at most the error ratio "
+                                      f"+ 1: above {MAX_RATIO:g} only an error grown {MAX_RATIO - 1:g}-fold could "
+                                      "cross it)"),
+                   "min_z": (lambda v: 0 <= v <= MAX_Z,
+                             f"at least 0 and at most {MAX_Z:g} (a z above {MAX_Z:g} has a chance below 1e-23 without "
+                             "any change)"),
                    "dtypes": list, "workloads": list, "targets": list, "orders": list, "bound_targets": list,
                    "required": bool,
-                   "worse_factor": (lambda v: v >= 1, "at least 1 (below 1 an unchanged mark would be worse)"),
+                   "worse_factor": (lambda v: 1 <= v <= MAX_RATIO,
+                                    f"at least 1 (below 1 an unchanged mark would be worse) and at most {MAX_RATIO:g} "
+                                    f"(above, a mark grown {MAX_RATIO:g}-fold would not be)"),
                    "accept": [{"workload": str, "dtype": str, "target": str, "order": str, "reason": str}]},
-    "regressions": {"threshold": _ABOVE_0, "metrics": list},
+    "regressions": {"threshold": (lambda v: 0 < v <= MAX_RATIO - 1,
+                                  f"above 0 and at most {MAX_RATIO - 1:g} (a step to {MAX_RATIO:g} times the value)"),
+                    "metrics": list},
 }
 #: Sections every rule needs with every key (the defaults file provides them).
 _COMPLETE = ("latency", "bound", "divergence", "regressions")
@@ -302,6 +351,19 @@ def _latency(raw: dict, path: Path) -> Latency:
     return found
 
 
+def _bound(raw: dict, path: Path) -> Bound:
+    """[bound], its limit on the bound below the value itself: max_fraction x gamma~_K(lambda) < 1
+    at the suite's longest accumulation in float16 (lambda's own range keeps gamma~ below 1)."""
+    found = Bound(raw["max_fraction"], raw["max_nonfinite"], raw["lambda"])
+    most = 1 / bounds.gamma_tilde(bounds.K_MAX, "float16", found.lam)
+    if not found.max_fraction < most:
+        raise ThresholdsError(f"{path}: bound.max_fraction = {found.max_fraction:g} is out of range: with lambda = "
+                              f"{found.lam:g} it must be above 0 and below {most:.4g} (1 / gamma~_{bounds.K_MAX}"
+                              f"({found.lam:g}) in float16): beyond, the bound admits an error as large as the value "
+                              "itself")
+    return found
+
+
 def _changes(raw: dict, path: Path) -> tuple[Change, ...]:
     found = []
     for metric, rule in sorted(raw.items()):
@@ -347,7 +409,7 @@ def load(path=None) -> Thresholds:
                        for metric, limit in sorted(limits.items())),
         model=tuple(ModelLimit(dtype, key, limit) for dtype, limits in sorted(raw.get("model", {}).items())
                     for key, limit in sorted(limits.items())),
-        bound=Bound(raw["bound"]["max_fraction"], raw["bound"]["max_nonfinite"], raw["bound"]["lambda"]),
+        bound=_bound(raw["bound"], source),
         divergence=Divergence(**{k: v for k, v in div.items() if k != "accept"},
                               accept=tuple(Acceptance(**a) for a in div.get("accept", []))),
         regressions=_regressions(raw["regressions"], source),

@@ -113,6 +113,7 @@ def make(spec: Spec, params: list[ir.Buf]) -> dict[str, np.ndarray]:
         rng = np.random.default_rng(zlib.crc32(f"{param.name}/{position}".encode()))
         lo, hi = spec.range_of(param)
         if kind == "f":
+            _check_float_range(param, lo, hi)
             values = rng.uniform(lo, hi, size=param.shape)
         elif kind == "b":
             values = rng.integers(0, 2, size=param.shape) != 0
@@ -126,6 +127,18 @@ def make(spec: Spec, params: list[ir.Buf]) -> dict[str, np.ndarray]:
             values = rng.integers(lo, hi, size=param.shape)
         arrays[param.name] = np.asarray(values).astype(numpy_dtype(param.dtype))
     return arrays
+
+
+def _check_float_range(param: ir.Buf, lo: float, hi: float) -> None:
+    """A range whose every draw the parameter's float dtype holds (numpy draws from one of width
+    up to the largest float64)."""
+    largest = float(np.finfo(numpy_dtype(param.dtype)).max)
+    if max(abs(lo), abs(hi)) > largest:
+        raise BadInputs(f"--inputs range [{lo:g}, {hi:g}) for {param.name} does not fit its {param.dtype} "
+                        f"(largest finite value {largest:g}): its values would be inf")
+    if not np.isfinite(float(hi) - float(lo)):
+        raise BadInputs(f"--inputs range [{lo:g}, {hi:g}) for {param.name} is wider than the largest float64: "
+                        "give a narrower one")
 
 
 def recipe(spec: Spec, param: ir.Buf, position: int) -> str | None:
@@ -166,9 +179,50 @@ def _load(path: Path, param: ir.Buf) -> np.ndarray:
         raise BadInputs(f"--inputs {param.name}={path}: shape {tuple(array.shape)}, the program's "
                         f"{param.name} is {tuple(param.shape)}")
     try:
-        return np.array(array, dtype=numpy_dtype(param.dtype))
+        with np.errstate(over="ignore", invalid="ignore"):  # a value the dtype cannot hold: refused below
+            values = np.array(array, dtype=numpy_dtype(param.dtype))
+        bad = _not_held(array, values)
     except (OSError, ValueError) as err:  # a file shorter than its header says
         raise BadInputs(f"--inputs {param.name}={path}: unreadable ({str(err).splitlines()[0]})") from None
+    if bad.any():
+        index = tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), bad.shape))
+        value = array[index].item()
+        raise BadInputs(f"--inputs {param.name}={path}: {param.name}[{', '.join(map(str, index))}] = {value!r} "
+                        f"{_why_not_held(value, values.dtype)} ({int(bad.sum()):,} of {bad.size:,} elements are "
+                        f"not {param.dtype} values)")
+    return values
+
+
+def _not_held(source: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Where ``values`` (``source`` in the parameter's dtype) is not the file's value: an inf or nan
+    in the file; a float that becomes inf; an integer out of range or a fraction, which would wrap or
+    be cut; a bool that is neither 0 nor 1. Rounding to a float's precision is what the reference
+    evaluates, and is kept."""
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(source) if source.dtype.kind == "f" else np.zeros(source.shape, dtype=bool)
+        if values.dtype.kind == "f":
+            return bad | ~np.isfinite(values)
+        if values.dtype.kind == "b":
+            return bad | ((source != 0) & (source != 1))
+        info = np.iinfo(values.dtype)
+        bad |= (source < info.min) | (source >= info.max + 1)  # max + 1 is exact in float64, max may not be
+        if source.dtype.kind == "f":
+            bad |= source != np.trunc(source)
+        return bad
+
+
+def _why_not_held(value, dtype: np.dtype) -> str:
+    """Why one value of an input file is not a value of ``dtype``, in words (see :func:`_not_held`)."""
+    if isinstance(value, float) and not np.isfinite(value):
+        return "is not a finite number: an inf or nan input has no exact value to judge against"
+    if dtype.kind == "f":
+        return f"does not fit {dtype} (largest finite value {float(np.finfo(dtype).max):g}): it would be inf"
+    if dtype.kind == "b":
+        return "is neither 0 nor 1, the values of bool"
+    if value != int(value):
+        return f"is not a whole number, and {dtype} holds whole numbers only"
+    info = np.iinfo(dtype)
+    return f"does not fit {dtype} ([{info.min}, {info.max}]): it would wrap around"
 
 
 def _open(path: Path):

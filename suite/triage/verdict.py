@@ -168,7 +168,19 @@ def _any_at(mask) -> bool:
 
 
 def _shift(y, y_base, exact) -> dict:
-    return metrics.error_shift(y, y_base, exact)
+    """The error shift over the elements whose exact value is finite ({} where none is): an element
+    whose exact value is inf or nan is judged by the bound alone (within only where the output is it)."""
+    finite = np.isfinite(exact)
+    return metrics.error_shift(y[finite], y_base[finite], exact[finite]) if finite.any() else {}
+
+
+def _crossed(figures: dict, thresholds, prefix: str = "") -> list[str]:
+    """The divergence rules the error shift crosses; one whose figures are nan (an output inf or nan
+    where the exact value is finite) counts as crossed: a nan is a difference, never within a rule."""
+    crossed = rules.shift_rules(figures, thresholds, prefix)
+    unmeasured = [m for m in ("error_ratio", "bias_shift") if m not in crossed
+                  and any(math.isnan(figures[f"{prefix}{m}{z}"]) for z in ("", "_z"))]
+    return crossed + unmeasured
 
 
 def _divergence(a, b) -> dict:
@@ -206,20 +218,22 @@ def _judge_float(expected, before, after, twin_before, twin_after, thresholds) -
     if beyond.any():
         index = _index(int(np.argmax(beyond)), after.shape)
         first = {"index": list(index), "before": _plain(before[index].item()), "after": _plain(after[index].item()),
-                 "exact": _plain(float(expected.value[index])), "bound": bound.of(index),
+                 "exact": _plain(float(expected.value[index])), "bound": _plain(bound.of(index)),
                  "magnitude": _plain(float(expected.magnitude[index]))}
-        error = abs(float(checked[index]) - float(expected.value[index]))
         twin_words = ""
         if has_twin:
             first.update(twin_before=_plain(twin_before[index].item()), twin_after=_plain(twin_after[index].item()))
             twin_words = (f" (with IEEE rounding, the twin: after {_number(twin_after[index])}, before "
                           f"{_number(twin_before[index])})")
         summary = (f"{_element(expected.name, index)}: after {_number(after[index])}, before {_number(before[index])}, "
-                   f"exact {_number(expected.value[index])}{twin_words}; |after - exact| = {error:.4g} > bound "
-                   f"{first['bound']:.4g} (gamma~_{expected.k}(lambda={bound.lam:g}) x {first['magnitude']:.4g}, "
-                   f"{expected.dtype}); {int(beyond.sum()):,} of {after.size:,} elements beyond it")
+                   f"exact {_number(expected.value[index])}{twin_words}; "
+                   f"{_beyond_words(float(checked[index]), expected, bound, index)}; "
+                   f"{int(beyond.sum()):,} of {after.size:,} elements beyond it")
         return Judgement(CHANGED, summary, first, figures, notes)
-    crossed = rules.shift_rules(figures, thresholds)
+    if "error_ratio" not in figures:
+        return Judgement(REORDERED, "every exact value is inf or nan, and after's output is it throughout: the "
+                                    "two differ only in the bits of a nan", None, figures, notes)
+    crossed = _crossed(figures, thresholds)
     words = (f"after's error is {figures['error_ratio']:.3f}x before's, bias shift {figures['bias_shift']:+.3f}; "
              f"{figures['differ_fraction']:.1%} of elements differ")
     if has_twin:
@@ -231,7 +245,7 @@ def _judge_float(expected, before, after, twin_before, twin_after, thresholds) -
             why = ", ".join("beyond the rounding bound" if m == "prob_bound_fraction" else m for m in marks)
             return Judgement(ARITHMETIC, f"qfloat: {words} (marked: {why}); {twin_words}, not marked: the "
                                          "arithmetic, not the schedule", None, figures, notes)
-        twin_crossed = rules.shift_rules(figures, thresholds, "twin_")
+        twin_crossed = _crossed(figures, thresholds, "twin_")
         if twin_crossed:
             return Judgement(SHIFTED, f"both within the rounding bound (K = {expected.k}, {expected.dtype}), but {words}; "
                                       f"{twin_words}, beyond {_rule_words(twin_crossed, thresholds)} as well: "
@@ -246,6 +260,15 @@ def _judge_float(expected, before, after, twin_before, twin_after, thresholds) -
                                   f"beyond {_rule_words(crossed, thresholds)}: {_SHIFTED_MEANS}", None, figures, notes)
     return Judgement(REORDERED, f"both within the rounding bound (K = {expected.k}, {expected.dtype}): {words}",
                      None, figures, notes)
+
+
+def _beyond_words(y: float, expected: Expected, bound: Bound, index) -> str:
+    """Why the element at ``index`` (``y``, the output judged) is beyond the bound, in words."""
+    exact = float(expected.value[index])
+    if not math.isfinite(exact):
+        return f"the exact value is {exact:g}, which only {exact:g} matches"
+    return (f"|after - exact| = {abs(y - exact):.4g} > bound {bound.of(index):.4g} (gamma~_{expected.k}"
+            f"(lambda={bound.lam:g}) x {float(expected.magnitude[index]):.4g}, {expected.dtype})")
 
 
 _SHIFTED_MEANS = ("no reordering of IEEE sums the suite measured moves the error so far; a slightly wrong computation "
