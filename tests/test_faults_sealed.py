@@ -245,6 +245,12 @@ def test_the_files_beside_a_kept_historys_commits_are_sealed_with_it(cli, tmp_pa
     one_line(cli(*gate), kept / "install-logs" / f"{B}.log", "not a file the kept history holds")
     (kept / "install-logs" / f"{B}.log").unlink()
     assert cli(*gate).returncode == 0
+    machine.write_text("edited again")  # the run's taken instead, as the refusal says: the file and the seal removed
+    one_line(cli(*gate), machine, f"remove it and {kept / 'runs' / keep.SEAL}, then keep again")
+    machine.unlink()
+    (kept / "runs" / keep.SEAL).unlink()
+    keep.keep(run_dir, kept, MACHINE)
+    assert cli(*gate).returncode == 0
 
 
 def test_the_tracked_kept_histories_are_sealed_and_verify():

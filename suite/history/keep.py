@@ -326,12 +326,13 @@ def verify(history_dir: Path) -> None:
         return
     sealed = cache.read_sealed_json(seal_file)
     if not isinstance(sealed, dict) or not all(_sealable(k) and isinstance(v, str) for k, v in sealed.items()):
-        raise runstore.DamagedRunData(f"{seal_file}: damaged (not the seal `history --keep` wrote); keep the history "
-                                      "again from its run")
-    again = "restore it as it was kept, or keep the history again from its run"
+        raise runstore.DamagedRunData(f"{seal_file}: damaged (not the seal `history --keep` wrote); remove it and keep "
+                                      "the history again from its run")
+    # a keep refuses what it finds changed: taking the run's files instead is a choice, said how
+    again = f"restore it as it was kept, or, to keep the run's instead, remove it and {seal_file}, then keep again"
     for name in sorted(_beside(history_dir) - set(sealed)):
         raise runstore.DamagedRunData(f"{history_dir / name}: not a file the kept history holds (added since it was "
-                                      f"kept; not in {seal_file}): remove it, or keep the history again from its run")
+                                      f"kept; not in {seal_file}): remove it")
     for name, digest in sorted(sealed.items()):
         target = history_dir / name
         found = cache.file_digest(target) if target.is_file() else None
