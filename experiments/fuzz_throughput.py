@@ -21,8 +21,13 @@ import sys
 import time
 from pathlib import Path
 
+from suite import cache, outputs
 from suite.commands.common_args import names, path, positive_number
 from suite.commands.fuzz import MAX_MINUTES
+from suite.errors import UserError
+
+#: Who wrote a throughput.json (its mark: a rerun replaces only its own).
+WRITER = "experiments/fuzz_throughput.py"
 
 
 def campaign(out: Path, target: str, workloads: str, dtype: str, traces: int, minutes: float) -> dict:
@@ -47,6 +52,11 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=path, default=path("fuzz-throughput"))
     args = p.parse_args(argv)
     out = args.out
+    try:  # before any campaign: apart from every history, and no throughput.json but its own
+        outputs.check_dir(out, "--out", WRITER, "throughput.json")
+    except UserError as err:
+        print(f"fuzz_throughput.py: error: {err}", file=sys.stderr)
+        return 2
     found = {}
     for target in args.targets:
         # design spaces made (and cached) first: not part of the rate
@@ -59,7 +69,7 @@ def main(argv=None) -> int:
         print(f"{target:16s} {summary['judged_this_run']:6d} judged in {summary['seconds']:7.0f} s: "
               f"{summary['judged_per_hour'] or 0:8.0f} an hour ({summary.get('where')})", flush=True)
     found["machine"] = {"cores": os.cpu_count(), "load": os.getloadavg()}
-    (out / "throughput.json").write_text(json.dumps(found, indent=1))
+    cache.write_json(out / "throughput.json", outputs.marked(found, WRITER))
     return 0
 
 

@@ -50,7 +50,7 @@ from pathlib import Path
 from asv import step_detect
 from scipy.stats import mannwhitneyu
 
-from suite import cache
+from suite import cache, outputs
 from suite.commands import common_args
 from suite.errors import UserError
 from suite.reporting import code_identity, gate, results, rules, thresholds as thresholds_mod
@@ -399,13 +399,12 @@ def main(argv=None) -> int:
                         help="write OUT/gate_error_rates.json (never over an existing file)")
     args = parser.parse_args(argv)
     written = args.out / "gate_error_rates.json" if args.out is not None else None
-    if written is not None and (written.exists() or written.is_symlink()):
-        print(f"{Path(sys.argv[0]).name}: error: {written} exists: it is never replaced", file=sys.stderr)
-        return 2
     if len({r.resolve() for r in args.results}) < len(args.results):  # a link to one given is the same
         print(f"{Path(sys.argv[0]).name}: error: --results: the same directory given twice", file=sys.stderr)
         return 2
     try:
+        if written is not None:  # before any work: apart from every history, never over a file
+            outputs.check_new(written, "--out", reading=args.results)
         return judge(args, written)
     except UserError as err:  # absent, damaged or untrusted results or thresholds, a peer that failed
         print(f"{Path(sys.argv[0]).name}: error: {err}", file=sys.stderr)

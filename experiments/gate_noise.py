@@ -32,9 +32,12 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
+from suite import cache as suite_cache
+from suite import outputs
+from suite.commands.common_args import path
 from suite.core import runstore
+from suite.errors import UserError
 from suite.reporting import gate, results, thresholds
 
 WORKLOADS = "seed.conv2d_nhwc_7x7s2,resnet50.matmul_add.2048-1000,resnet50.conv2d_add_relu.56x56x64-k1s1-64," \
@@ -108,10 +111,14 @@ def main(argv=None) -> int:
     parser.add_argument("--pairs", type=int, default=20)
     parser.add_argument("--load", choices=("none", "cpu"), default="none")
     parser.add_argument("--builds", choices=("cached", "beside"), default="cached")
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out", type=path, required=True, help="a new directory (a stand-in repository is made in it)")
     args = parser.parse_args(argv)
+    try:  # before any work: a new directory, apart from every history
+        out = outputs.check_new(args.out, "--out")
+    except UserError as err:
+        print(f"gate_noise.py: error: {err}", file=sys.stderr)
+        return 2
     limits = thresholds.load()  # once, before the runs
-    out = Path(args.out)
     repo = out / "tvm"
     repo.mkdir(parents=True)
     _git(repo, "init", "-q", "-b", "main")
@@ -161,7 +168,7 @@ def main(argv=None) -> int:
         "ab_latency_not_pass": sum(r["ab_latency_status"] != "PASS" for r in rows),
         "rows": rows,
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    suite_cache.write_text(out / "summary.json", json.dumps(summary, indent=1))
     print(json.dumps({k: v for k, v in summary.items() if k != "rows"}, indent=1))
     return 0
 

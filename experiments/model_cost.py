@@ -18,13 +18,12 @@ measured calls rather than FLOPs.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 import sys
 import time
 
 from tabulate import tabulate
 
-from suite import cache
+from suite import cache, outputs
 from suite.commands.common_args import names, path, whole_number
 from suite.errors import UserError
 
@@ -38,11 +37,13 @@ def main(argv=None) -> int:
     p.add_argument("--inputs", type=whole_number(1, 1000), default=1)
     p.add_argument("--budget-s", type=seconds, default=1800.0)
     p.add_argument("--measure-calls", action="store_true")
-    p.add_argument("--json", type=new_file, help="also write the rows here (a file that does not exist yet)")
+    p.add_argument("--json", type=path, help="also write the rows here (a file that does not exist yet)")
     args = p.parse_args(argv)
     try:
+        if args.json is not None:  # before any work: apart from every history, never over a file
+            outputs.check_new(args.json, "--json")
         return _run(args)
-    except UserError as err:  # an unknown model, target or dtype: one line, as the suite's commands say it
+    except UserError as err:  # a --json refused, an unknown model, target or dtype: one line, as the suite says it
         print(f"model_cost: {err}", file=sys.stderr)
         return 2
 
@@ -52,14 +53,6 @@ def seconds(value: str) -> float:
     if not 0 <= number < float("inf"):
         raise argparse.ArgumentTypeError(f"{value} is not a number of seconds from 0 up")
     return number
-
-
-def new_file(value: str) -> Path:
-    """The rows' file: never one that exists (the user's, or an earlier run's: keep it or remove it)."""
-    found = path(value)
-    if found.exists() or found.is_symlink():
-        raise argparse.ArgumentTypeError(f"{found} exists: give a new path")
-    return found
 
 
 def _run(args) -> int:

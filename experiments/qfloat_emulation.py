@@ -31,6 +31,11 @@ from pathlib import Path
 
 import numpy as np
 
+from suite import cache, outputs
+from suite.errors import UserError
+
+#: Who wrote a manifest.json (its mark: a build or a run replaces only what a build of it wrote).
+WRITER = "experiments/qfloat_emulation.py"
 FACES = ("qfloat", "ieee")
 #: The rewrite's statistics (kernel.rewrite.json, suite.targets.hvx_toolchain.build_qfloat_elf) totalled by build.
 CENSUS = ("with_hvx_fp", "packets", "instructions", "loads_after", "endloop_splits", "preloads", "early_stores",
@@ -42,9 +47,9 @@ def _build(args) -> int:
     from suite.core.combo import Combo
     from suite.targets import hexagon, hvx_asm
 
-    out = Path(args.dir).resolve()
-    out.mkdir(parents=True, exist_ok=True)
+    out = outputs.check_dir(Path(args.dir).resolve(), "DIR", WRITER, "manifest.json", ("*/*.in",))
     manifest, census, refused = {}, dict.fromkeys(CENSUS, 0), []
+    cache.write_json(out / "manifest.json", outputs.marked({"builds": manifest}, WRITER))  # the mark first
     names = args.workloads.split(",") if args.workloads else workloads.default_ids()
     for workload_id in names:
         for order in args.orders.split(","):
@@ -71,7 +76,7 @@ def _build(args) -> int:
             inputs = workloads.make_inputs(combo.workload, "float16")
             for face in FACES:
                 stdin = hexagon.encode_inputs(inputs, combo.workload.output_shape, "float16", face == "ieee")
-                (where / f"{face}.in").write_bytes(stdin)
+                cache.write_file(where / f"{face}.in", lambda tmp, data=stdin: Path(tmp).write_bytes(data))
             stats = json.loads((where / "kernel.rewrite.json").read_text())
             manifest[label] = {"shape": list(combo.workload.output_shape), "dtype": "float16",
                                "arch": combo.target.arch, "rewritten": stats.get("instructions", 0)}
@@ -80,7 +85,7 @@ def _build(args) -> int:
             census["with_hvx_fp"] += bool(stats.get("instructions"))
             for key in CENSUS[1:]:
                 census[key] += stats.get(key, 0)
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    cache.write_json(out / "manifest.json", outputs.marked({"builds": manifest}, WRITER))
     print(f"census of {len(manifest)} builds ({census['with_hvx_fp']} with HVX floating point): "
           f"{census['packets']:,} rewritten packets ({census['instructions']:,} instructions); "
           f"{census['loads_after']:,} results loaded after their packet, {census['endloop_splits']:,} of them "
@@ -93,9 +98,8 @@ def _build(args) -> int:
 def _run(args) -> int:
     from suite.targets import hexagon
 
-    where = Path(args.dir).resolve()
-    manifest = json.loads((where / "manifest.json").read_text())
-    (where / "outputs").mkdir(exist_ok=True)
+    where = outputs.check_dir(Path(args.dir).resolve(), "DIR", WRITER, "manifest.json", ("outputs/*.npy",))
+    manifest = json.loads((where / "manifest.json").read_text())["builds"]
     faces = args.faces.split(",")
     totals = {face: [0.0, 0.0] for face in faces}
     for label, item in manifest.items():
@@ -105,7 +109,7 @@ def _run(args) -> int:
             run = hexagon.emulate(where / label / "kernel.elf", (where / label / f"{face}.in").read_bytes(),
                                   item["shape"], item["dtype"], ("qemu-hexagon", "-cpu", item["arch"]),
                                   timeout_s=3600)
-            np.save(where / "outputs" / f"{label}.{face}.npy", run.output, allow_pickle=False)
+            cache.write_array(where / "outputs" / f"{label}.{face}.npy", run.output)
             totals[face][0] += run.emulated_s
             totals[face][1] += run.cpu_s
             digest = hashlib.sha256(run.output.tobytes()).hexdigest()[:12]
@@ -152,7 +156,11 @@ def main(argv=None) -> int:
     compare.add_argument("dir_a")
     compare.add_argument("dir_b")
     args = parser.parse_args(argv)
-    return {"build": _build, "run": _run, "compare": _compare}[args.command](args)
+    try:
+        return {"build": _build, "run": _run, "compare": _compare}[args.command](args)
+    except UserError as err:  # a DIR refused: one line
+        print(f"qfloat_emulation.py: error: {err}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from suite import cache
+from suite import cache, outputs
 from suite.commands import common_args
 from suite.core import timing
 from suite.errors import UserError
@@ -53,12 +53,11 @@ def main(argv=None) -> int:
                         help="at most this many combinations")
     parser.add_argument("--out", type=common_args.path, help="write every pair as JSON (never over an existing file)")
     args = parser.parse_args(argv)
-    if args.out is not None and (args.out.exists() or args.out.is_symlink()):
-        print(f"--out {args.out} exists: it is never replaced", file=sys.stderr)
-        return 2
     try:
+        if args.out is not None:  # before any work: apart from every history, never over a file
+            outputs.check_new(args.out, "--out", reading=(args.results,))
         history = results.load(args.results)
-    except UserError as err:  # absent, damaged or untrusted results: one line
+    except UserError as err:  # an --out refused; absent, damaged or untrusted results: one line
         print(f"{Path(sys.argv[0]).name}: error: {err}", file=sys.stderr)
         return 2
     th = thresholds_mod.load(None)

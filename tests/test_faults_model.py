@@ -355,4 +355,4 @@ def test_model_cost_never_replaces_an_existing_file(tmp_path):
     mine.write_text("the user's")
     done = subprocess.run([sys.executable, "experiments/model_cost.py", "--json", str(mine)], capture_output=True,
                           text=True, cwd=Path(__file__).parents[1])
-    assert done.returncode == 2 and "exists: give a new path" in done.stderr and mine.read_text() == "the user's"
+    assert done.returncode == 2 and "exists: it is never replaced" in done.stderr and mine.read_text() == "the user's"

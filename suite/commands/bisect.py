@@ -25,6 +25,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from suite.history import bisect
 
+    common_args.check_history_outputs(args)
     combo = Combo.resolve(args.workload, args.dtype, args.target, args.order)  # names checked first
     summary = bisect.run_bisect(args.tvm_repo, args.range, combo.ids, args.metric, args.out,
                                 env_dir=args.env_dir, git_mirrors=args.git_mirrors)

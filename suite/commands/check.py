@@ -32,6 +32,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from suite import check
 
+    common_args.check_history_outputs(args)
     grid = Grid.of(args.workloads, args.dtypes, args.targets, args.orders or list(QUICK_ORDERS))
     summary = check.run_check(args.tvm_repo, args.candidate, args.baseline, grid, args.out, env_dir=args.env_dir,
                               git_mirrors=args.git_mirrors, machine=args.machine, thresholds_path=args.thresholds,

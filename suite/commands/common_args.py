@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from suite import targets
+from suite import outputs, targets
 from suite.core import schedules, workloads
 
 MIRRORS_HELP = ("mirrors of TVM's submodules for source builds, DIR/<owner>/<name> as on GitHub "
@@ -109,6 +109,13 @@ def tvm_history(p, out_default: str) -> None:
     p.add_argument("--env-dir", type=path, help="where asv keeps its environments (default: .asv/env-history; "
                                                 "about 0.6 GB)")
     p.add_argument("--git-mirrors", type=path, help=MIRRORS_HELP)
+
+
+def check_history_outputs(args) -> None:
+    """The output paths of :func:`tvm_history` apart from every history (:mod:`suite.outputs`)."""
+    outputs.check_apart(args.out, "--out")
+    if args.env_dir is not None:
+        outputs.check_apart(args.env_dir, "--env-dir")
 
 
 def machine(p) -> None:

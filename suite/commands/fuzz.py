@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from suite import targets
+from suite import outputs, targets
 from suite.commands import common_args
 from suite.commands.base import say, say_json
 from suite.commands.common_args import cluster_address, names, path, whole_number
@@ -27,6 +27,8 @@ INTERRUPTED = "every schedule judged is in OUT/journal.jsonl; rerun with the sam
 #: More traces than a week of campaign judges on one machine: a typo, not a campaign.
 MAX_TRACES = 100_000
 MAX_MINUTES = 7 * 24 * 60
+#: The lock a campaign holds in --out while it works, left there when it ends (runstore.RunLock's file).
+RUN_LOCK = "runs/.lock"
 
 
 def add_arguments(p) -> None:
@@ -64,10 +66,17 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from suite.fuzz import campaign
 
+    outputs.check_apart(args.out, "--out")
+    made = not (args.out.exists() or args.out.is_symlink())
     options = campaign.Options(workloads=args.workloads, dtypes=args.dtypes, targets=args.targets, traces=args.traces,
                                seed=args.seed, minutes=args.minutes, out=args.out, plant=args.plant,
                                timeout_s=args.trace_timeout, cluster=args.cluster, thresholds=args.thresholds)
-    summary = campaign.Campaign(options, log=lambda line: print(f"fuzz: {line}", file=sys.stderr, flush=True)).run()
+    try:
+        summary = campaign.Campaign(options, log=lambda line: print(f"fuzz: {line}", file=sys.stderr, flush=True)).run()
+    except BaseException:  # a campaign that failed leaves no empty --out of its making behind
+        if made:
+            outputs.remove_made_dir(args.out, (campaign.OWN_MARK, RUN_LOCK))
+        raise
     status = summary["exit_status"]
     say(campaign.text(summary), status)  # for people: on stderr with --json
     if args.json:

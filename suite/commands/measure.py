@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from suite import cache
+from suite import cache, outputs
 from suite.commands import common_args
 from suite.commands.base import say_json
 from suite.commands.common_args import path
@@ -25,7 +25,8 @@ def add_arguments(p) -> None:
     common_args.combination(p)
     p.add_argument("--against", metavar="ORDER", help="also compare the output with this order's")
     common_args.json_output(p, "the record")
-    p.add_argument("--save-arrays", metavar="DIR", type=path, help="write inputs, output and reference as .npy")
+    p.add_argument("--save-arrays", metavar="DIR", type=path,
+                   help="write inputs, output and reference as .npy, and the record as .json")
 
 
 def run(args) -> int:
@@ -37,6 +38,8 @@ def run(args) -> int:
         schedules.check_order(args.against)
         limits = thresholds.load()  # once, and a bad thresholds file refused before any compile
     if args.save_arrays:
+        stem = _stem(combo)
+        outputs.check_dir(args.save_arrays, "--save-arrays", WRITER, f"{stem}.json", (f"{stem}.*.npy",))
         cache.ensure_dir(args.save_arrays, "--save-arrays")
     if reason := combo.target.unavailable():  # tools missing, no GPU
         raise UserError(reason)
@@ -54,7 +57,7 @@ def run(args) -> int:
         except Skipped as err:
             shown["divergence"] = {"against": args.against, "skipped": str(err)}
     if args.save_arrays:
-        _save_arrays(args, combo, record)
+        _save_arrays(args, combo, record, shown)
     if args.json:  # and the record for people, on stderr
         say_json(shown, 0 if record.ok else 1)
     _print_record(shown)
@@ -117,13 +120,22 @@ def _print_record(record: dict) -> None:
             print("marked     no: inside the divergence rules")
 
 
-def _save_arrays(args, combo: Combo, record) -> None:
+#: Who wrote a record beside saved arrays (its mark: the command replaces only its own files).
+WRITER = "tvm-suite measure"
+
+
+def _stem(combo: Combo) -> str:
+    return ".".join(combo.ids)
+
+
+def _save_arrays(args, combo: Combo, record, shown: dict) -> None:
+    """The record (``<stem>.json``, this command's mark, first), then inputs, output and reference."""
     if not record.has_output:
         return
-    out = args.save_arrays
-    stem = ".".join(combo.ids)
+    out, stem = args.save_arrays, _stem(combo)
+    cache.write_json(out / f"{stem}.json", outputs.marked(shown, WRITER))
     for index, array in enumerate(workloads.make_inputs(combo.workload, combo.dtype)):
         cache.write_array(out / f"{stem}.input{index}.npy", array)
     cache.write_array(out / f"{stem}.output.npy", measurement.output(combo))
     cache.write_array(out / f"{stem}.reference.npy", measurement.reference_arrays(combo.workload, combo.dtype)[0])
-    print(f"arrays written to {out}/{stem}.*.npy", file=sys.stderr)
+    print(f"record and arrays written to {out}/{stem}.json and {stem}.*.npy", file=sys.stderr)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from suite import cache, targets
+from suite import cache, outputs, targets
 from suite.commands import common_args
 from suite.commands.base import say_json
 from suite.commands.common_args import names, path
@@ -91,28 +91,20 @@ def _model_order(order: str) -> str:
     return order
 
 
-#: What marks a model.json as the suite's: a directory holding another is the user's, never replaced.
-WRITTEN_BY = {"written_by": "tvm-suite model"}
+#: Who wrote a model.json (its mark: the command replaces only its own files).
+WRITER = "tvm-suite model"
 
 
 def _check_out(out) -> None:
-    """--out made and writable, and holding no model.json but one this command wrote (and no
-    model.html without it: a page of the user's)."""
+    """--out apart from every history, its model.json, model.html and logits, if any, this
+    command's own (:func:`suite.outputs.check_dir`), made and writable."""
+    outputs.check_dir(out, "--out", WRITER, "model.json", ("model.html", "*.logits.npy"))
     cache.ensure_dir(out, "--out")
-    existing = out / "model.json"
-    if existing.exists() or existing.is_symlink():
-        found = cache.read_json(existing) if existing.is_file() and not existing.is_symlink() else None
-        if not (isinstance(found, dict) and found.get("written_by") == WRITTEN_BY["written_by"]):
-            raise UserError(f"--out {out} holds a model.json that tvm-suite model did not write: it is never "
-                            "replaced; give another directory")
-    elif (out / "model.html").exists() or (out / "model.html").is_symlink():
-        raise UserError(f"--out {out} holds a model.html that tvm-suite model did not write (no model.json "
-                        "beside it): it is never replaced; give another directory")
 
 
 def _write(out, found: dict, logits: dict) -> None:
     page = report.render_template("model.html.j2", m=found)  # rendered first: a template error writes nothing
-    cache.write_json(out / "model.json", {**WRITTEN_BY, **found})
+    cache.write_json(out / "model.json", outputs.marked(found, WRITER))
     for name, array in logits.items():
         cache.write_array(out / f"{found['model']}.{name}.logits.npy", array)
     cache.write_text(out / "model.html", page)

@@ -3,6 +3,7 @@ verdict on the newest first."""
 
 from __future__ import annotations
 
+from suite import outputs
 from suite.commands.base import say
 from suite.commands.common_args import commit_name, path
 from suite.commands.gate import judged
@@ -29,10 +30,9 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from suite.core import runstore
     from suite.reporting import report
 
-    report.check_out(args.out, runstore.of_results(args.results), args.results)  # links resolved, as load does
+    outputs.check_apart(args.out, "--out", reading=(args.results,))  # before any work; its files before writing
     history, result = judged(args, remeasure=None)
     facts = report.make_report(history, result, args.out)
     d = facts["divergence"]

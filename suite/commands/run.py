@@ -3,6 +3,7 @@ library: :mod:`suite.run`)."""
 
 from __future__ import annotations
 
+from suite import outputs
 from suite.commands import common_args
 from suite.commands.base import VERDICT_EXITS, say, say_json
 from suite.commands.common_args import path
@@ -36,6 +37,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from suite import run as main_job
 
+    outputs.check_apart(args.out, "--out")
     orders = args.orders or list(QUICK_ORDERS if args.quick else schedules.ORDERS)
     grid = Grid.of(args.workloads, args.dtypes, args.targets, orders)
     summary = main_job.run_installed(grid, quick=args.quick, out_dir=args.out, tvm_repo=args.tvm_repo,

@@ -114,13 +114,18 @@ def _not_dask(address: str, timeout: float) -> str | None:
     comm frames every message (``distributed/comm/tcp.py``): an 8-byte little-endian length, then
     the frame count and each frame's length, 8 bytes each. Something else (an HTTP server waits
     for a request; other servers send other bytes) would leave Dask's own connect waiting for ever,
-    or reading a length of exabytes. None for a Dask scheduler, or an address of another scheme."""
+    or reading a length of exabytes; a refused connection (nothing listens there) or an unknown host
+    is said at once too. None for a Dask scheduler, or an address of another scheme."""
     scheme, _, rest = address.rpartition("://")
     if scheme not in ("", "tcp"):
         return None
     host, _, port = rest.rpartition(":")
     try:
         sock = socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout)
+    except ConnectionRefusedError:  # said at once: Dask's own connect would retry it until its timeout
+        return f"connection refused: nothing listens on port {port} there (start the scheduler, or give its address)"
+    except socket.gaierror as err:
+        return f"no such host {host!r} ({err.strerror})"
     except (OSError, ValueError):
         return None  # not reachable (yet): Dask's own connect retries until its timeout and says so
     try:

@@ -160,20 +160,6 @@ def of_results(results_dir: Path) -> Path:
     return real_results(results_dir).parent
 
 
-def check_outside(path, results_dir, option: str) -> None:
-    """UserError (one line) when ``path``, links resolved, is or lies inside the results directory
-    ``results_dir`` or the side data of its run (``runs/``): every file there is read and checked
-    (asv's results against the sealed side data), so nothing the suite writes may go there."""
-    target = Path(path).expanduser().resolve()
-    results = real_results(results_dir)
-    for inside, words in ((results, "the results directory"), ((results.parent / RUNS).resolve(),
-                                                                 "the runs' sealed side data")):
-        if target == inside or inside in target.parents:
-            shown = f"{path} (that is {target})" if Path(path) != target else f"{path}"
-            raise UserError(f"{option} {shown} is inside {words} {inside}: asv and the suite read every file "
-                            "there; write elsewhere (e.g. beside it)")
-
-
 def relative(kind: str, ids) -> str:
     """Where a file of ``kind`` for the combination ``ids`` sits in its commit's directory."""
     return f"{kind}/{'.'.join(ids)}{KINDS[kind]}"

@@ -20,9 +20,8 @@ import math
 import os
 from pathlib import Path
 
-from suite import cache, tracked
+from suite import cache, outputs, tracked
 from suite.asv_plumbing.config import REPORTS
-from suite.core import runstore
 from suite.errors import UserError
 from suite.reporting import results as res
 from suite.reporting import code_identity, gate, maps, rules
@@ -289,7 +288,6 @@ def compute(history: res.History, result: gate.GateResult) -> dict:
     previous = history.commits[-2] if len(history.commits) > 1 else None
     marks = rules.find_marks(history, thresholds)
     return {
-        "generated_by": "tvm-suite report",
         "gate": _gate_section(result),
         "failures": _failures(history),
         "heatmap": heatmap(history),
@@ -485,23 +483,17 @@ def render_html(facts: dict, history: res.History, marks: list[dict]) -> str:
 
 
 REPORT_FILES = ("index.html", "report.json")
+#: Who wrote a report.json (its mark: the report replaces only its own files).
+WRITER = "tvm-suite report"
 
 
 def check_out(out: Path, run_dir: Path, results_dir: Path | None = None) -> None:
-    """The report's files may go into ``out``: a directory (or none yet) outside the results it
-    reports on (``results_dir``, by default ``run_dir/results``) and outside the side data of their
-    runs (``runs/``), links resolved (:func:`suite.core.runstore.check_outside`), where an
-    index.html, if any, is an earlier report's (a report.json beside it). Other files there are
-    left alone."""
-    runstore.check_outside(out, results_dir if results_dir is not None else Path(run_dir) / "results", "--out")
-    if out.exists() and not out.is_dir():
-        raise ReportError(f"--out {out} is a file, not a directory")
-    if (out / "index.html").exists() and not (out / "report.json").is_file():
-        raise ReportError(f"--out {out} holds an index.html that is no report (no report.json beside it); "
-                          "refusing to replace it")
-    for name in REPORT_FILES:
-        if (out / name).is_dir():
-            raise ReportError(f"--out {out}: {name} there is a directory")
+    """The report's files may go into ``out`` (:func:`suite.outputs.check_dir`): a directory (or
+    none yet) apart from the results it reports on (``results_dir``, by default ``run_dir/results``),
+    their side data and any other history, links resolved, where an index.html or report.json, if
+    any, is an earlier report's (its report.json says so). Other files there are left alone."""
+    outputs.check_dir(out, "--out", WRITER, "report.json", ("index.html",),
+                      reading=(results_dir if results_dir is not None else Path(run_dir) / "results",))
 
 
 def write_report(out, html: str, facts: dict) -> None:
@@ -509,7 +501,7 @@ def write_report(out, html: str, facts: dict) -> None:
     the old one); nothing else in ``out`` is touched."""
     out = Path(out)
     cache.ensure_dir(out, "--out")
-    text = json.dumps(_json_safe(facts), indent=1, allow_nan=False) + "\n"
+    text = json.dumps(_json_safe(outputs.marked(facts, WRITER)), indent=1, allow_nan=False) + "\n"
     cache.write_file(out / "report.json", lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
     cache.write_file(out / "index.html", lambda tmp: Path(tmp).write_text(html, encoding="utf-8"))
     for name in REPORT_FILES:
