@@ -14,7 +14,7 @@ LAYERS = [
      "suite.progress", "suite.compat"},
     {"suite.targets"},
     {"suite.core"},
-    {"suite.asv_plumbing", "suite.reporting", "suite.triage", "suite.history"},
+    {"suite.asv_plumbing", "suite.reporting", "suite.triage", "suite.history", "suite.outputs"},
     {"suite.run", "suite.check", "suite.fuzz"},  # the libraries of `run`, `check` and `fuzz`
 ]
 

@@ -4,8 +4,9 @@ work is :mod:`suite.triage.run`'s."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
-from suite import targets
+from suite import outputs, targets
 from suite.commands import common_args
 from suite.commands.base import say, say_json
 from suite.commands.common_args import names, path, trials
@@ -61,6 +62,9 @@ def run(args) -> int:
     from suite.reporting import thresholds
     from suite.triage import run as triage_run
 
+    # a CHANGED verdict's reproducer goes apart from every history, the default one too
+    outputs.check_apart(args.repro or Path.cwd(),
+                        "--repro" if args.repro else "the working directory (where --repro's default goes)")
     request = triage_run.Request(before=args.before, after=args.after, schedule=args.schedule, trace=args.trace,
                                  tune=args.tune, targets=[t for ts in args.target or [["llvm"]] for t in ts],
                                  inputs=args.inputs, func=args.function, repro=args.repro, max_memory=args.max_memory,
