@@ -73,7 +73,7 @@ def check_dir(path, option: str, writer: str, mark: str, names=(), reading=()) -
             raise UserError(f"{option} {path}: {p.relative_to(path)} there is a {what}, where {writer} writes a file: "
                             "it never writes through or over one; move it away")
     if found and not owned(path / mark, writer):
-        raise UserError(f"{option} {path} holds {found[0].relative_to(path)}, which {writer} did not write (no "
+        raise UserError(f"{option} {path} holds a {found[0].relative_to(path)} that {writer} did not write (no "
                         f"{mark} of its own there): it is never replaced; give another directory, or move it away")
     return path
 

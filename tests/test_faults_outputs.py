@@ -191,7 +191,7 @@ def test_measure_replaces_its_own_arrays_never_a_users(cli, tmp_path):
     mine.mkdir()
     (mine / f"{STEM}.output.npy").write_text("the user's")
     one_line(cli("measure", "--workload", MEAN, "--dtype", "float32", "--save-arrays", mine),
-             f"--save-arrays {mine} holds {STEM}.output.npy, which tvm-suite measure did not write", "never replaced")
+             f"--save-arrays {mine} holds a {STEM}.output.npy that tvm-suite measure did not write", "never replaced")
     assert (mine / f"{STEM}.output.npy").read_text() == "the user's" and len(list(mine.iterdir())) == 1
 
 
@@ -211,13 +211,13 @@ def test_model_and_report_never_replace_a_users_file_or_a_link(cli, kept, tmp_pa
     page = tmp_path / "m2" / "model.html"
     page.parent.mkdir()
     page.symlink_to(users)
-    one_line(cli("model", *LEAST["model"], "--out", logits.parent), f"holds {logits.name}", "did not write")
+    one_line(cli("model", *LEAST["model"], "--out", logits.parent), f"holds a {logits.name} that", "did not write")
     one_line(cli("model", *LEAST["model"], "--out", page.parent), "model.html there is a link")
     assert asked == [] and logits.read_text() == "the user's"
     out = tmp_path / "r"
     out.mkdir()
     (out / "report.json").write_text("the user's")
-    one_line(cli("report", "--results", kept / "results", "--out", out), "holds report.json, which tvm-suite report "
+    one_line(cli("report", "--results", kept / "results", "--out", out), "holds a report.json that tvm-suite report "
              "did not write")
     assert (out / "report.json").read_text() == "the user's"
     (out / "report.json").unlink()
