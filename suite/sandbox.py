@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from suite import children
+from suite.cache import CACHE_ENV
 from suite.errors import UserError
 
 #: The program that confines: Debian's bubblewrap, or the one this variable names.
@@ -102,11 +103,16 @@ def start_python(args: list[str], scratch: Path, limits: Limits, *, confined: bo
                  **popen) -> subprocess.Popen:
     """``python ARGS`` as a child that ends with this process (:func:`suite.children.start_python`),
     confined to write ``scratch`` alone where ``confined`` (the caller has checked :func:`require`),
-    with ``limits`` either way; its home and temporary directory are in ``scratch``."""
+    with ``limits`` either way; its home and temporary directory are in ``scratch``, and so is
+    its cache where confined."""
     scratch = Path(scratch).resolve()
     home = scratch / ".home"
     home.mkdir(parents=True, exist_ok=True)
+    # a cache of its own: what a confined child computes (a tuning log, an emulated run) never
+    # reaches the suite's cache, where the next measurement would trust it
     env = {**(popen.pop("env", None) or os.environ), "HOME": str(home), "TMPDIR": str(home)}
+    if confined:
+        env[CACHE_ENV] = str(home / "cache")
     cgroup = _pids_cgroup(limits.processes)
     # RLIMIT_NPROC counts every process of the user, so only where no cgroup counts the child's own
     limit_args = json.dumps({"as": limits.memory_bytes, "cpu": limits.cpu_seconds,

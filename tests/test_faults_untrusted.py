@@ -41,6 +41,7 @@ FAULTS = {
                     "test_a_huge_constant_is_refused_before_the_parser_computes_it"],
     "deep expressions": ["test_deep_expressions_are_one_line"],
     "a string .npy": ["test_a_non_numeric_npy_is_one_line"],
+    "a byte-order mark": ["test_a_byte_order_mark_is_read_past"],
 }
 
 
@@ -371,3 +372,16 @@ def test_a_non_numeric_npy_is_one_line(tmp_path, values, words):
     np.save(path, values)
     refused(here(CASES / "stencil_oob.py", CASES / "stencil_oob.py", "--inputs", f"A={path}"), f"--inputs A={path}",
             words)
+
+
+@pytest.mark.slow
+def test_a_byte_order_mark_is_read_past(tmp_path):
+    """A file an editor saved with a UTF-8 byte-order mark is the same program (it was "not even
+    Python: invalid non-printable character U+FEFF")."""
+    schedule = tmp_path / "schedule.py"
+    schedule.write_bytes(b"\xef\xbb\xbf" + b"b = sch.get_sblock('C')\ni, j, k = sch.get_loops(b)\nsch.reorder(j, i)\n")
+    done = run_cli("triage", str(CASES / "matmul.py"), "--schedule", str(schedule), "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["verdict"] == "EQUIVALENT", done.stderr[-1000:]
+    trace = tmp_path / "trace.json"
+    trace.write_bytes(b"\xef\xbb\xbf[[], []]")
+    refused(run_cli("triage", str(CASES / "matmul.py"), "--trace", str(trace)), trace, "applies nothing")

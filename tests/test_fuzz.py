@@ -68,7 +68,7 @@ def test_a_planted_swapped_index_is_judged_changed(tmp_path):
 
     combination = campaign.Combination(workloads.seed_workload(), "float32", None)
     combination.expected = campaign._expected(combination)
-    worker = Worker(tmp_path / "work")
+    worker = Worker(tmp_path / "work", scratch=tmp_path)  # the requests' directories are its to write
     try:
         base = {"workload": combination.workload.id, "dtype": "float32", "target": "llvm", "order": "default"}
         before = worker.ask({**base, "dir": str(tmp_path / "before")}, 120)
@@ -89,7 +89,7 @@ def test_a_schedule_that_reads_its_output_before_writing_it_is_undefined(tmp_pat
     whatever the values); the unplanted kernel writes every element first and gives the same bits."""
     from suite.core import workloads
 
-    worker = Worker(tmp_path / "work")
+    worker = Worker(tmp_path / "work", scratch=tmp_path)  # the requests' directories are its to write
     try:
         base = {"workload": workloads.seed_workload().id, "dtype": "float32", "target": "llvm", "order": "default"}
         before = worker.ask({**base, "dir": str(tmp_path / "before")}, 120)

@@ -11,7 +11,7 @@ SUITE = Path(__file__).resolve().parent.parent / "suite"
 #: the ones below it.
 LAYERS = [
     {"suite.errors", "suite.environ", "suite.cache", "suite.git", "suite.children", "suite.tracked",
-     "suite.progress", "suite.compat"},
+     "suite.progress", "suite.compat", "suite.sandbox"},
     {"suite.targets"},
     {"suite.core"},
     {"suite.asv_plumbing", "suite.reporting", "suite.triage", "suite.history", "suite.outputs"},

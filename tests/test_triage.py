@@ -402,7 +402,7 @@ class Scaled:
                 v0, v1 = T.axis.remap("SS", [i0, i1])
                 T.reads(a[v0, v1])
                 T.writes(b[v0, v1])
-                T.block_attr({"note": "old spelling"})
+                T.block_attr({"meta_schedule.tiling_structure": "SS"})
                 b[v0, v1] = a[v0, v1] * T.float16(0.5)
 
     @R.function
@@ -422,7 +422,7 @@ def scale(a: T.Buffer((8, 16), "float16"), b: T.Buffer((8, 16), "float16")):
             v0, v1 = T.axis.remap("SS", [i0, i1])
             T.reads(a[v0, v1])
             T.writes(b[v0, v1])
-            T.sblock_attr({"note": "old spelling"})
+            T.sblock_attr({"meta_schedule.tiling_structure": "SS"})
             b[v0, v1] = a[v0, v1] * T.float16(0.5)
 '''
 
@@ -931,8 +931,8 @@ def test_bad_input_is_one_line_and_exit_2(cli, tmp_path):
 
 @pytest.mark.slow
 def test_a_trace_as_json_and_as_printed(cli, tmp_path):
-    """A MetaSchedule trace, as JSON (``trace.as_json()``) and as TVM prints it (``def
-    apply_trace(sch)``): a split and reorder of the output loops keeps each sum as it is."""
+    """A MetaSchedule trace, as JSON (``trace.as_json()``, --trace) and as TVM prints it (``def
+    apply_trace(sch)``, --schedule): a split and reorder of the output loops keeps each sum as it is."""
     func = tvmscript.parse_file(CASES / "matmul.py")[0]["matmul"]
     sch = compat.schedule(func)
     i, j, _ = sch.get_loops(compat.get_block(sch, "C"))
@@ -940,8 +940,8 @@ def test_a_trace_as_json_and_as_printed(cli, tmp_path):
     sch.reorder(jo, i)
     (tmp_path / "trace.json").write_text(json.dumps(tuning._plain(sch.trace.as_json())))
     (tmp_path / "trace.py").write_text(str(sch.trace))
-    for trace in ("trace.json", "trace.py"):
-        status, report = triage(cli, CASES / "matmul.py", "--trace", tmp_path / trace)
+    for flag, trace in (("--trace", "trace.json"), ("--schedule", "trace.py")):  # printed: Python, run confined
+        status, report = triage(cli, CASES / "matmul.py", flag, tmp_path / trace)
         assert status == 0 and report["verdict"] == "EQUIVALENT", report
         assert report["targets"][0]["figures"]["before_bound_fraction"] < 1
 

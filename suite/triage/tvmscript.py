@@ -139,7 +139,7 @@ def read_text(path: Path, what: str) -> str:
         if size > MAX_FILE_BYTES:
             raise UserError(f"{what} {path} is {size / (1 << 20):,.0f} MiB; triage reads files of at most "
                             f"{MAX_FILE_BYTES >> 20} MiB")
-        return Path(path).read_bytes().decode("utf-8")
+        return Path(path).read_bytes().decode("utf-8-sig")  # a byte-order mark, as some editors write, is no text
     except FileNotFoundError:
         raise UserError(f"{what} {path} does not exist") from None
     except IsADirectoryError:
