@@ -34,12 +34,11 @@ def add_arguments(p) -> None:
     p.add_argument("after", type=path, metavar="AFTER", nargs="?",
                    help="TVMScript file of the scheduled program, read as data (or give --schedule, --trace or --tune)")
     p.add_argument("--schedule", type=path, metavar="FILE",
-                   help="Python calling schedule primitives on `sch` (tvm.tir.Schedule spelling accepted). It is "
-                        "Python and RUNS, as you would run it (in a process of its own, whose exit is never a "
-                        "verdict): only give a schedule you trust; --trace with JSON runs nothing")
+                   help="Python calling schedule primitives on `sch` (tvm.tir.Schedule spelling accepted), or a "
+                        "trace printed as Python. It RUNS, in the sandbox (no network, nothing writable but its "
+                        "scratch directory), in a process of its own whose exit is never a verdict")
     p.add_argument("--trace", type=path, metavar="FILE",
-                   help="a MetaSchedule trace: JSON is data, applied without running anything (the safe way for "
-                        "an untrusted schedule); a trace printed as Python runs as --schedule does")
+                   help="a MetaSchedule trace in JSON (JSON only: data, applied without running anything)")
     p.add_argument("--tune", type=trials, metavar="N", help="tune BEFORE with MetaSchedule, N trials per target (1 to 1,000,000), "
                                                                 "each candidate checked against the reference")
     p.add_argument("--target", action="append", type=names, metavar="T",
@@ -55,6 +54,9 @@ def add_arguments(p) -> None:
                         f"allocated (K, M, G, T; default {budget.words(budget.DEFAULT_MAX_MEMORY)})")
     p.add_argument("--thresholds", type=path, help="TOML thresholds: the [bound] and [divergence] rules the verdicts "
                                                    "apply, as in `gate` (default: reports/thresholds.toml)")
+    p.add_argument("--trust-input", action="store_true",
+                   help="build and run the programs (and a schedule) without the sandbox: only for input you trust "
+                        "(TVM turns strings in a program into native code); the report says so")
     common_args.json_output(p, "the verdict, its exit status and each target's findings")
 
 
@@ -68,6 +70,7 @@ def run(args) -> int:
     request = triage_run.Request(before=args.before, after=args.after, schedule=args.schedule, trace=args.trace,
                                  tune=args.tune, targets=[t for ts in args.target or [["llvm"]] for t in ts],
                                  inputs=args.inputs, func=args.function, repro=args.repro, max_memory=args.max_memory,
+                                 trust_input=args.trust_input,
                                  thresholds=thresholds.load(args.thresholds))  # refused before any work
     report = triage_run.triage(request, log=lambda line: print(f"triage: {line}", file=sys.stderr, flush=True))
     say(report.text(), report.exit_status)  # for people: on stderr with --json
