@@ -64,7 +64,8 @@ CALLS_CODE = frozenset({"call_extern", "call_pure_extern", "call_packed", "call_
                         "call_cpacked_lowered", "call_intrin", "call_kernel", "call_ffi_kernel", "tvm_call_packed",
                         "tvm_call_cpacked", "tvm_call_packed_lowered", "tvm_call_cpacked_lowered",
                         "anylist_setitem_call_packed", "anylist_setitem_call_cpacked", "Call",
-                        "TVMBackendAllocWorkspace", "TVMBackendFreeWorkspace", "tvm_throw_last_error"})
+                        "TVMBackendAllocWorkspace", "TVMBackendFreeWorkspace", "tvm_throw_last_error",
+                        "func_call"})  # T.cuda.func_call(..., source_code=...): CUDA source compiled in
 
 #: The annotation and attribute keys a program may carry (loop and block annotations, ``T.attr``,
 #: ``T.func_attr``, a trace's ``Annotate``): what schedules and MetaSchedule write. Any other is
@@ -428,7 +429,7 @@ class _Checker:
         if private := _private_attribute(node.func):  # named before the call it leads to
             raise self.refuse(node, f"the attribute {private}")
         chain = _chain(node.func)
-        if chain is not None and len(chain) == 2 and chain[0] in self.namespaces and chain[1] in CALLS_CODE:
+        if chain is not None and len(chain) >= 2 and chain[0] in self.namespaces and chain[-1] in CALLS_CODE:
             raise Refused(f"{self.path}:{node.lineno}: {'.'.join(chain)}(...) calls code by name when the program "
                           "runs; triage compiles and runs the programs it judges, so it reads no such call")
         allowed = chain is not None and (
