@@ -338,6 +338,10 @@ def test_root_asv_says_a_missing_clone_and_an_unknown_commit_in_one_line(tmp_pat
         driver.write_conf(tmp_path, f"asv.{name}.json", where, plugins=[".suite.asv_plumbing.plugin"])
     (tmp_path / "html").mkdir()
     (tmp_path / "html" / "keep.txt").write_text("x")
+    # asv needs this machine described in HOME (asv machine --yes), which a fresh HOME lacks
+    env = {"HOME": str(tmp_path / "home")}
+    (tmp_path / "home").mkdir()
+    assert _asv(tmp_path, "--config", str(tmp_path / "asv.here.json"), "machine", "--yes", env=env).returncode == 0
     fix = ("name a hash, branch or tag of that clone (a release tag as refs/tags/vX.Y.Z; a clone made before the "
            "release: git -C tvm fetch --tags)")
     for config, args, line in (
@@ -350,7 +354,7 @@ def test_root_asv_says_a_missing_clone_and_an_unknown_commit_in_one_line(tmp_pat
             ("asv.here.json", ["continuous", commits[0], "nosuch"], f"./tvm has no commit 'nosuch': {fix}"),
             ("asv.here.json", ["find", f"nosuch..{commits[1]}", "track_ulp_mean"],
              f"./tvm cannot read the range 'nosuch..{commits[1]}' (an end of it is no commit there): {fix}")):
-        done = _asv(tmp_path, "--config", str(tmp_path / config), *args)
+        done = _asv(tmp_path, "--config", str(tmp_path / config), *args, env=env)
         assert done.returncode == 2 and "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
         assert done.stderr.strip().splitlines() == [f"tvm-suite: error: {line}"], done.stderr
     assert (tmp_path / "html" / "keep.txt").read_text() == "x"
