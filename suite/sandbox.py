@@ -175,7 +175,8 @@ def read_back(path: Path) -> bytes:
     """A file a confined child left in its scratch directory, as bytes: a regular file of at most
     :data:`MAX_READ_BYTES`, never read through a link (the child may have left one to a file of
     the user's). OSError otherwise."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    # O_NONBLOCK: a FIFO left there must not hang the open (it is then refused as no regular file)
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_READ_BYTES:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 import json
 import socket
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -29,6 +31,10 @@ FAULTS = {
                                     "test_a_schedule_from_a_report_writes_nothing_outside"],
     "the sandbox's walls": ["test_no_network_inside", "test_processes_and_memory_are_limited"],
     "a string that becomes native code": ["test_pragma_import_llvm_is_refused_with_its_line"],
+    "Python that TVM's parser evaluates": ["test_nothing_of_a_program_is_evaluated_in_the_suite",
+                                           "test_a_schedule_cannot_hand_the_suite_a_program_to_evaluate"],
+    "a trace that crashes TVM": ["test_a_trace_that_crashes_tvm_is_one_line"],
+    "a child's trap in the scratch": ["test_a_fifo_left_for_the_suite_does_not_hang_it"],
     "a reproducer's quoting closed": ["test_a_block_name_cannot_close_the_reproducers_quoting"],
     "a trace of Python": ["test_a_trace_that_is_not_json_is_refused"],
     "no sandbox here": ["test_without_bubblewrap_triage_refuses_unless_trusted"],
@@ -153,7 +159,7 @@ def test_processes_and_memory_are_limited(tmp_path):
     assert 0 < got["forks"] < 64
 
 
-@pytest.mark.parametrize("how", ["annotations", "T.attr", "trace"])
+@pytest.mark.parametrize("how", ["annotations", "T.attr", "T.attr by keyword", "trace"])
 def test_pragma_import_llvm_is_refused_with_its_line(tmp_path, how):
     outside = tmp_path / "PWNED"
     before = tmp_path / "before.py"
@@ -171,8 +177,9 @@ def test_pragma_import_llvm_is_refused_with_its_line(tmp_path, how):
                                                 f"for i in T.serial(16, annotations={{'pragma_import_llvm': {ir!r}}}):"))
             where = f"{after}:6"
         else:
+            key = 'attr_key="pragma_import_llvm", value=' if how.endswith("keyword") else '"pragma_import_llvm", '
             after.write_text(BEFORE_ERF.replace('        with T.sblock("B"):',
-                                                f'        with T.attr(0, "pragma_import_llvm", {ir!r}):\n'
+                                                f'        with T.attr(0, {key}{ir!r}):\n'
                                                 '          with T.sblock("B"):'))
             where = f"{after}:7"
         args = [str(after)]
@@ -217,3 +224,53 @@ def test_without_bubblewrap_triage_refuses_unless_trusted(tmp_path):
                       "--json", env=env)
     assert trusted.returncode == 15, trusted.stderr[-2000:]  # SHIFTED, as in the sandbox
     assert any("unconfined (--trust-input)" in note for note in json.loads(trusted.stdout)["notes"])
+
+
+ROWSUM = (CASES / "rowsum.py").read_text()
+
+
+@pytest.mark.parametrize("how", ["a string in a buffer's shape", "a name the body binds later"])
+def test_nothing_of_a_program_is_evaluated_in_the_suite(tmp_path, how):
+    """TVM's parser evaluates a string in a T.Buffer shape, and calls an annotation: both ran in
+    the suite's own process, before any sandbox (the file was written, as root)."""
+    outside = tmp_path / "PWNED"
+    program = tmp_path / "before.py"
+    if how.startswith("a string"):
+        program.write_text(ROWSUM.replace("T.Buffer((64, 1024)", f'T.Buffer(("tvm.os.system(\'touch {outside}\') + 64", 1024)'))
+        words = "in a parameter's annotation (only a dtype, a scope or a name)"
+    else:
+        program.write_text(ROWSUM.replace('S: T.Buffer((64,), "float16")):', 'S: T.Buffer((64,), "float16"), Z: tvm.sys.exit):\n'
+                                          "    tvm = T.int32(0)"))
+        words = "the name 'tvm'"
+    _one_line_refusal(run_cli("triage", str(program), str(CASES / "rowsum.py")), f"{program}:", words)
+    assert not outside.exists()
+
+
+def test_a_schedule_cannot_hand_the_suite_a_program_to_evaluate(tmp_path):
+    """A schedule (confined) that returns a program whose shape string runs a command: the program is
+    read back, and parsed, in a confined child only."""
+    outside = tmp_path / "PWNED"
+    hostile = ROWSUM.replace("T.Buffer((64, 1024)", f'T.Buffer(("tvm.os.system(\'touch {outside}\') + 64", 1024)')
+    schedule = tmp_path / "schedule.py"
+    schedule.write_text(f"import sys\nHOSTILE = {hostile!r}\n"
+                        "sys.modules['suite.triage.tvmscript'].script = lambda func, name: HOSTILE\n")
+    _one_line_refusal(run_cli("triage", str(CASES / "rowsum.py"), "--schedule", str(schedule)),
+                      f"{schedule}: the program the schedule made is not read back")
+    assert not outside.exists()
+
+
+def test_a_trace_that_crashes_tvm_is_one_line():
+    """A JSON trace whose layout map is a TVM node graph holding itself: TVM's JSON loader crashed the
+    suite (SIGSEGV, exit 139); it is read in a confined child now."""
+    trace = CASES / "trace_cycle.json"
+    _one_line_refusal(run_cli("triage", str(CASES / "rowsum.py"), "--trace", str(trace)),
+                      f"{trace}: reading them ended the confined reader (crashed (SIGSEGV)", "no verdict")
+
+
+def test_a_fifo_left_for_the_suite_does_not_hang_it(tmp_path):
+    schedule = tmp_path / "schedule.py"
+    schedule.write_text("import os, sys\nos.mkfifo(sys.argv[4] + '.fifo')\nos.replace(sys.argv[4] + '.fifo', sys.argv[4])\n"
+                        "os._exit(0)\n")
+    result = subprocess.run([sys.executable, "-m", "suite.cli", "triage", str(CASES / "rowsum.py"), "--schedule",
+                             str(schedule)], capture_output=True, text=True, timeout=300)
+    _one_line_refusal(result, f"{schedule}: the schedule ended its own process")

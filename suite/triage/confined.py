@@ -23,7 +23,9 @@ import numpy as np
 from suite import children, sandbox
 from suite.core import execution
 from suite.core.record import Status
+from suite.errors import UserError
 from suite.targets.base import Output
+from suite.triage import ir
 
 #: How long one target's builds and runs may take (qfloat emulation of a large kernel included).
 TIMEOUT_S = 3600
@@ -68,6 +70,69 @@ def build_and_run(target_name: str, programs: dict[str, str], func_name: str, ar
 
 
 @dataclass(frozen=True)
+class Read:
+    """The programs of a triage as a confined child read them: the before program's name and its
+    translation for the interpreter, both programs as the installed TVM prints them (what the
+    builds and the reproducer take), whether the after program is the before one, each one's
+    parameters (name, shape, dtype), and the Relax functions left out of BEFORE."""
+
+    name: str
+    program: ir.Program
+    before_script: str
+    after_script: str | None
+    same: bool
+    before_signature: list
+    after_signature: list | None
+    dropped: list[str]
+
+
+#: What the after program is, for a read: a TVMScript file, a JSON trace applied to BEFORE, or the
+#: TVMScript a schedule's child made (shown to the user as the schedule's path).
+AFTER_KINDS = ("file", "trace", "scheduled")
+
+
+def read(before: Path, func: str | None, after: Path | None, after_kind: str | None, shown_after: Path | None,
+         scratch: Path, confined: bool) -> Read:
+    """BEFORE and the after program read, checked (:mod:`suite.triage.script_check`) and parsed by
+    TVM in a confined child (TVM's parser evaluates Python, and a trace's JSON is a graph of TVM
+    objects), never in this process; what it read handed back as data. One-line UserErrors for
+    what the child refused, and for a child that died reading."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    job = {"kind": "read", "before": str(before), "func": func, "after": str(after) if after else None,
+           "after_kind": after_kind, "shown_after": str(shown_after or after) if after else None}
+    (scratch / JOB).write_text(json.dumps(job), encoding="utf-8")
+    returncode = _start(scratch, confined)
+    try:
+        result = json.loads(sandbox.read_back(scratch / RESULT))
+    except (OSError, ValueError, RecursionError):
+        result = None
+    if isinstance(result, dict) and isinstance(result.get("error"), str):
+        raise UserError(" ".join(result["error"].split())[:2000])
+    what = f"{before}" + (f" and {shown_after or after}" if after else "")
+    if not isinstance(result, dict):
+        raise UserError(f"{what}: reading them ended the confined reader ({_ended(returncode)}: "
+                        f"{_last_line(scratch / LOG)}); TVM cannot read them, and triage gives no verdict")
+    try:
+        return Read(_text(result["name"]), ir.from_json(result["program"]), _text(result["before_script"]),
+                    None if result["after_script"] is None else _text(result["after_script"]),
+                    result["same"] is True, _signature(result["before_signature"]),
+                    None if result["after_signature"] is None else _signature(result["after_signature"]),
+                    [_text(name) for name in result["dropped"]])
+    except (KeyError, TypeError, ValueError) as err:
+        raise UserError(f"{what}: the confined reader's account is not one the suite writes ({err})") from None
+
+
+def _text(value) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r:.40} is no text")
+    return value
+
+
+def _signature(value) -> list[tuple[str, tuple[int, ...], str]]:
+    return [(_text(name), tuple(int(d) for d in shape), _text(dtype)) for name, shape, dtype in value]
+
+
+@dataclass(frozen=True)
 class Tuned:
     """MetaSchedule's best candidate for the before program (TVMScript, read back as data and
     checked like any file) and what the search did; or why there is none."""
@@ -80,7 +145,8 @@ class Tuned:
 def tune(target_name: str, before_script: str, func_name: str, trials: int, inputs: list, output: Output,
          expected, lam: float, limit: float, scratch: Path, confined: bool) -> Tuned:
     """The before program tuned by MetaSchedule for the target in one child (confined unless told
-    otherwise), each candidate checked against ``expected`` (:class:`suite.triage.verdict.Expected`)."""
+    otherwise), each candidate checked against ``expected`` (:class:`suite.triage.verdict.Expected`);
+    the best candidate comes back as TVMScript text, parsed again only in a confined child."""
     scratch.mkdir(parents=True, exist_ok=True)
     (scratch / "before.py").write_text(before_script, encoding="utf-8")
     for n, array in enumerate(inputs):
@@ -222,6 +288,53 @@ def _child(scratch: Path, job: dict) -> None:
         (scratch / RESULT).write_text(json.dumps(result), encoding="utf-8")
 
 
+def _child_read(scratch: Path, job: dict) -> None:
+    """In the child: BEFORE and the after program read and parsed (script_check first), the after
+    program applied or picked, the before program translated; ``result.json`` holds what
+    :func:`read` takes, or the one-line error."""
+    from suite.triage import script_check, tvmscript
+
+    try:
+        before_path = Path(job["before"])
+        funcs, facts = tvmscript.parse_file(before_path)
+        name, before = tvmscript.pick(funcs, job["func"], before_path)
+        after = _after(job, name, before) if job["after"] else None
+        result = {"name": name, "program": ir.to_json(tvmscript.translate(before, name)),
+                  "before_script": tvmscript.script(before, name),
+                  "after_script": tvmscript.script(after, name) if after is not None else None,
+                  "same": after is not None and tvmscript.same_program(before, after),
+                  "before_signature": tvmscript.signature(before),
+                  "after_signature": tvmscript.signature(after) if after is not None else None,
+                  "dropped": facts["dropped"]}
+    except UserError as err:
+        result = {"error": str(err)}
+    except RecursionError:
+        result = {"error": f"a program nested too deeply for triage ({job['before']}, {job['shown_after']}); triage "
+                           f"reads programs nested at most {script_check.MAX_DEPTH} levels"}
+    (scratch / RESULT).write_text(json.dumps(result), encoding="utf-8")
+
+
+def _after(job: dict, name: str, before):
+    """The after program of a read job: the PrimFunc of the same name (or the one named, or the
+    only one) of a file, BEFORE after a JSON trace, or what a schedule made."""
+    from suite.triage import tvmscript
+
+    path, shown = Path(job["after"]), Path(job["shown_after"])
+    if job["after_kind"] == "trace":
+        return tvmscript.apply_trace(before, tvmscript.read_trace(path), path)
+    try:
+        funcs, _ = tvmscript.parse_file(path)
+    except UserError as err:
+        if job["after_kind"] != "scheduled":
+            raise
+        raise UserError(f"{shown}: the program the schedule made is not read back: {err}") from None
+    if job["after_kind"] == "scheduled":
+        return tvmscript.pick(funcs, name if name in funcs else None, path)[1]
+    if job["func"] is not None or name in funcs:
+        return tvmscript.pick(funcs, job["func"] or name, path)[1]
+    return tvmscript.pick(funcs, None, path)[1]
+
+
 def _child_tune(scratch: Path, job: dict) -> None:
     """In the child: MetaSchedule's search for the before program, its best candidate written as
     TVMScript (``tuned.py``) and what it did (``result.json``)."""
@@ -256,7 +369,7 @@ def main(argv: list[str]) -> int:
     try:
         scratch = Path(argv[0])
         job = json.loads((scratch / JOB).read_text(encoding="utf-8"))
-        _child_tune(scratch, job) if job.get("kind") == "tune" else _child(scratch, job)
+        {"tune": _child_tune, "read": _child_read}.get(job.get("kind"), _child)(scratch, job)
     except UserError as err:  # the suite's own refusal (a tool missing): the log's last line says it
         print(first_line(err), file=sys.stderr)
         return 2

@@ -12,7 +12,8 @@ Expressions: :class:`Const`, :class:`Var`, :class:`Load`, :class:`Binary`, :clas
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, fields
 
 COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
 
@@ -289,3 +290,115 @@ def statement_expressions(stmt: Stmt) -> list[Expr]:
     if isinstance(stmt, LetStmt):
         return [stmt.value]
     return []
+
+
+# ----------------------------------------------------------------------------- as JSON
+
+#: The node classes a program's JSON may name.
+_NODES = {cls.__name__: cls for cls in (Const, Load, Binary, Unary, Cast, Select, Let, Seq, For, IterVar, Block, Store,
+                                        If, LetStmt, Alloc, Assert, Nop, Program)}
+_DTYPE = re.compile(r"(bool|(b?float|u?int)\d{1,3}(x\d{1,4})?)")
+_SCALARS = {"str": str, "bool": bool, "int | float | bool": (int, float, bool)}
+
+
+class BadProgram(ValueError):
+    """A program's JSON that is not one :func:`to_json` writes."""
+
+
+def to_json(program: Program) -> dict:
+    """``program`` as JSON data: each variable and buffer once (``vars``, ``bufs``: identity kept),
+    nodes as ``[class, field...]``. What a confined child that read the program hands the suite."""
+    variables, buffers, seen = [], [], {}
+
+    def encode(value):
+        if isinstance(value, Var):
+            if id(value) not in seen:
+                seen[id(value)] = len(variables)
+                variables.append([value.name, value.dtype])
+            return {"var": seen[id(value)]}
+        if isinstance(value, Buf):
+            if id(value) not in seen:
+                seen[id(value)] = len(buffers)
+                buffers.append([value.name, list(value.shape), value.dtype, value.param, value.scope])
+            return {"buf": seen[id(value)]}
+        if isinstance(value, tuple):
+            return {"tuple": [encode(item) for item in value]}
+        if type(value).__name__ in _NODES:
+            return [type(value).__name__, *(encode(getattr(value, f.name)) for f in fields(value))]
+        return value
+
+    return {"vars": variables, "bufs": buffers, "program": encode(program)}
+
+
+def from_json(data) -> Program:
+    """The program :func:`to_json` wrote, every node, field and type checked (BadProgram
+    otherwise): the JSON comes from a child that read untrusted text."""
+    try:
+        variables = [Var(_checked(name, str), _dtype(dtype)) for name, dtype in data["vars"]]
+        buffers = [Buf(_checked(name, str), tuple(_checked(d, int) for d in shape), _dtype(dtype),
+                       _checked(param, bool), _checked(scope, str))
+                   for name, shape, dtype, param, scope in data["bufs"]]
+        program = _decode(data["program"], variables, buffers)
+    except (KeyError, TypeError, ValueError, IndexError, RecursionError) as err:
+        raise BadProgram(f"not a program's JSON: {err}") from None
+    if not isinstance(program, Program):
+        raise BadProgram("not a program's JSON: no Program at its root")
+    return program
+
+
+def _decode(value, variables: list, buffers: list):
+    if isinstance(value, dict):
+        (key, item), = value.items()
+        if key == "var":
+            return variables[_checked(item, int)]
+        if key == "buf":
+            return buffers[_checked(item, int)]
+        if key == "tuple":
+            return tuple(_decode(v, variables, buffers) for v in item)
+        raise ValueError(f"a {key!r} reference")
+    if isinstance(value, list):
+        cls = _NODES[value[0]]
+        kinds = fields(cls)
+        if len(value) != len(kinds) + 1:
+            raise ValueError(f"{value[0]} with {len(value) - 1} fields")
+        decoded = [_decode(v, variables, buffers) for v in value[1:]]
+        for kind, field_value in zip(kinds, decoded):
+            _check_field(cls.__name__, kind, field_value)
+        return cls(*decoded)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise ValueError(f"a {type(value).__name__}")
+
+
+def _check_field(node: str, kind, value) -> None:
+    """A decoded field against its annotation: a scalar of its type, a node of its base, a tuple of them."""
+    annotation = str(kind.type)
+    if annotation in _SCALARS:
+        _checked(value, _SCALARS[annotation])
+        if kind.name == "dtype":
+            _dtype(value)
+        return
+    optional = annotation.endswith(" | None")
+    base = annotation.removesuffix(" | None")
+    if optional and value is None:
+        return
+    if base.startswith("tuple["):
+        item = {"Stmt": Stmt, "Expr": Expr, "IterVar": IterVar, "Buf": Buf}[base[len("tuple["):].split(",")[0]]
+        if not (isinstance(value, tuple) and all(isinstance(v, item) for v in value)):
+            raise ValueError(f"{node}.{kind.name} is not a tuple of {item.__name__}")
+        return
+    wanted = {"Stmt": Stmt, "Expr": Expr, "Var": Var, "Buf": Buf}[base]
+    if not isinstance(value, wanted):
+        raise ValueError(f"{node}.{kind.name} is not a {base}")
+
+
+def _checked(value, kind):
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ValueError(f"{value!r:.40} where a {getattr(kind, '__name__', 'number')} belongs")
+    return value
+
+
+def _dtype(value) -> str:
+    if not isinstance(value, str) or not _DTYPE.fullmatch(value):
+        raise ValueError(f"the dtype {value!r:.40}")
+    return value

@@ -20,7 +20,7 @@ class TargetOutcome:
     judgement: verdict.Judgement | None = None
     seconds: dict = field(default_factory=dict)
     tuning: dict | None = None
-    after_func: object = field(default=None, repr=False)  # the PrimFunc judged (a tuned one differs per target)
+    after_script: str | None = field(default=None, repr=False)  # the after program judged, TVMScript (a tuned one differs per target)
     outputs: dict[str, verdict.Judgement] = field(default_factory=dict)
 
     def to_json(self) -> dict:

@@ -92,17 +92,24 @@ def triage(request: Request, log=lambda line: None) -> Report:
 def _triage(request: Request, log) -> Report:
     thresholds = request.thresholds or limits.load()  # loaded once: every verdict and the reproducer use it
     spec = inputs_mod.parse(request.inputs)
-    funcs, facts = tvmscript.parse_file(request.before)
-    name, before = tvmscript.pick(funcs, request.func, request.before)
-    after = None if request.tune is not None else _after(request, name, before)
-    program = _program(before, name, request.before)
+    with tempfile.TemporaryDirectory(prefix="tvm-suite-triage-") as work:
+        return _triage_in(request, log, thresholds, spec, Path(work))
+
+
+def _triage_in(request: Request, log, thresholds: Thresholds, spec, work: Path) -> Report:
+    """The triage, its children's scratch directories in ``work``. Nothing of the programs is
+    parsed here: TVM's parser evaluates Python, so a confined child reads them
+    (:func:`suite.triage.confined.read`) and hands back their translation and TVMScript."""
+    read = _read(request, work)
+    name, program = read.name, read.program
+    _check_outputs(program, name, request.before)
     outputs, params = program.written_params(), program.inputs()
     if request.tune is not None and _several(program):
         raise UserError(f"{request.before}: --tune checks MetaSchedule's candidates on kernels of one output, their "
                         f"last parameter, and {name} has {_outputs_words(program)}: give the after program (AFTER, "
                         "--schedule or --trace)")
-    if after is not None:
-        _same_signature(before, after, request)
+    if read.after_signature is not None:
+        _same_signature(read.before_signature, read.after_signature, request)
     inputs_mod.check(spec, params)
     budget.check(program, request.max_memory, str(request.before))
     arrays = inputs_mod.make(spec, params)
@@ -124,40 +131,59 @@ def _triage(request: Request, log) -> Report:
     if request.trust_input:
         report.notes.append("built and run unconfined (--trust-input): no sandbox stood between these programs and "
                             "this machine")
-    if facts["dropped"]:
-        report.notes.append(f"left out of {request.before}: the Relax function(s) {', '.join(facts['dropped'])}")
+    if read.dropped:
+        report.notes.append(f"left out of {request.before}: the Relax function(s) {', '.join(read.dropped)}")
     if result.findings:
         return report
     expected = [verdict.Expected(e.value, e.magnitude if ir.kind_of(e.buf.dtype) == "f" else None, e.k, e.buf.name,
                                  e.buf.dtype) for e in result.outputs]
-    with tempfile.TemporaryDirectory(prefix="tvm-suite-triage-") as work:
-        for target_name in request.targets:
-            target = targets.get(target_name)
-            tuning = None
-            after_here = after
-            if request.tune is not None:
-                if reason := _not_runnable(target):
-                    report.outcomes.append(TargetOutcome(target.name, Status.SKIPPED, reason))
-                    continue
-                log(f"tuning {name} for {target.name}: {request.tune} trials")
-                after_here, tuning = _tuned(before, name, target, request.tune, arrays, params, outputs[0],
-                                            expected[0], thresholds, Path(work), request.trust_input)
-            log(f"building and running both programs on {target.name}")
-            outcome = _run_target(target, before, after_here, program, arrays, expected, Path(work), thresholds,
-                                  request.trust_input)
-            outcome.tuning = tuning
-            report.outcomes.append(outcome)
-        changed = [o for o in report.outcomes if o.judgement is not None and o.judgement.kind == verdict.CHANGED]
-        if changed:
-            first = changed[0]
-            wrong = next(e for e in expected if first.outputs[e.name].kind == verdict.CHANGED)
-            after_func = after if after is not None else first.after_func
-            log("writing the reproducer")
-            report.reproducer = repro.write(program, tvmscript.script(before, name), tvmscript.script(after_func, name),
-                                            arrays, spec, wrong, tuple(first.outputs[wrong.name].first["index"]),
-                                            request.repro, first.target, thresholds,
-                                            confined=not request.trust_input)
+    for target_name in request.targets:
+        target = targets.get(target_name)
+        tuning = None
+        after_here = read.after_script
+        if request.tune is not None:
+            if reason := _not_runnable(target):
+                report.outcomes.append(TargetOutcome(target.name, Status.SKIPPED, reason))
+                continue
+            log(f"tuning {name} for {target.name}: {request.tune} trials")
+            after_here, tuning = _tuned(read.before_script, name, target, request.tune, arrays, params, outputs[0],
+                                        expected[0], thresholds, work, request.trust_input)
+        log(f"building and running both programs on {target.name}")
+        outcome = _run_target(target, read.before_script, after_here, program, arrays, expected, work, thresholds,
+                              request.trust_input)
+        outcome.tuning = tuning
+        report.outcomes.append(outcome)
+    changed = [o for o in report.outcomes if o.judgement is not None and o.judgement.kind == verdict.CHANGED]
+    if changed:
+        first = changed[0]
+        wrong = next(e for e in expected if first.outputs[e.name].kind == verdict.CHANGED)
+        log("writing the reproducer")
+        report.reproducer = repro.write(program, read.before_script, first.after_script, arrays, spec, wrong,
+                                        tuple(first.outputs[wrong.name].first["index"]), request.repro, first.target,
+                                        thresholds, confined=not request.trust_input)
     return report
+
+
+def _read(request: Request, work: Path) -> confined.Read:
+    """BEFORE and the after program, read by a confined child; a schedule first run in its own
+    (its program read back with BEFORE). The after program must differ from BEFORE."""
+    after, kind, shown = request.after, "file", None
+    if request.trace is not None:
+        after, kind = request.trace, "trace"
+    elif request.schedule is not None:
+        schedule_mod.refuse_tvmscript(request.schedule, tvmscript.read_text(request.schedule, "schedule"))
+        made = work / f"{request.schedule.stem}_applied.py"
+        made.write_text(schedule_mod.apply(request.before, request.func, request.schedule,
+                                           confined=not request.trust_input), encoding="utf-8")
+        after, kind, shown = made, "scheduled", request.schedule
+    read = confined.read(request.before, request.func, after, kind if after else None, shown, work / "read",
+                         confined=not request.trust_input)
+    if read.same and kind != "file":  # an AFTER file may be BEFORE itself (an UNDEFINED check)
+        what = "schedule" if request.schedule is not None else "trace"
+        raise UserError(f"{request.schedule or request.trace}: the {what} applies nothing: the program after it is the "
+                        "before program, and judging a program against itself says nothing (a schedule calls "
+                        "primitives on `sch`)")
+    return read
 
 
 def _several(program: ir.Program) -> bool:
@@ -173,8 +199,7 @@ def _outputs_words(program: ir.Program) -> str:
     return f"{len(written)} outputs ({', '.join(b.name for b in written)})"
 
 
-def _program(before, name: str, path: Path) -> ir.Program:
-    program = tvmscript.translate(before, name)
+def _check_outputs(program: ir.Program, name: str, path: Path) -> None:
     written = program.written_params()
     if not written:
         raise UserError(f"{path}: {name} writes none of its parameters: it has no output to compare")
@@ -182,44 +207,9 @@ def _program(before, name: str, path: Path) -> ir.Program:
         if ir.kind_of(output.dtype) == "f" and output.dtype not in ("float16", "float32", "float64"):
             raise UserError(f"{path}: its output {output.name} is {output.dtype}; triage judges float16, float32 and "
                             "float64 outputs (and integers)")
-    return program
 
 
-def _after(request: Request, name: str, before):
-    if request.after is not None:
-        funcs, _ = tvmscript.parse_file(request.after)
-        if request.func is not None or name in funcs:
-            return tvmscript.pick(funcs, request.func or name, request.after)[1]
-        return tvmscript.pick(funcs, None, request.after)[1]
-    path = request.schedule or request.trace
-    if request.trace is not None:  # JSON: data, applied here
-        after = tvmscript.apply_trace(before, tvmscript.read_trace(request.trace), path)
-    else:  # Python: run in a process of its own
-        schedule_mod.refuse_tvmscript(path, tvmscript.read_text(path, "schedule"))
-        after = _scheduled(request.before, name, path, confined=not request.trust_input)
-    if tvmscript.same_program(before, after):
-        what = "schedule" if request.schedule is not None else "trace"
-        raise UserError(f"{path}: the {what} applies nothing: the program after it is the before program, and "
-                        "judging a program against itself says nothing (a schedule calls primitives on `sch`)")
-    return after
-
-
-def _scheduled(before_path: Path, name: str, path: Path, confined: bool):
-    """The PrimFunc a schedule script made, read back from its child process as TVMScript (data,
-    checked like any TVMScript file)."""
-    text = schedule_mod.apply(before_path, name, path, confined)
-    with tempfile.TemporaryDirectory(prefix="tvm-suite-scheduled-") as work:
-        scheduled = Path(work) / f"{Path(path).stem}_applied.py"
-        scheduled.write_text(text, encoding="utf-8")
-        try:
-            funcs, _ = tvmscript.parse_file(scheduled)
-        except UserError as err:
-            raise UserError(f"{path}: the program the schedule made is not read back: {err}") from None
-    return tvmscript.pick(funcs, name if name in funcs else None, scheduled)[1]
-
-
-def _same_signature(before, after, request: Request) -> None:
-    ours, theirs = tvmscript.signature(before), tvmscript.signature(after)
+def _same_signature(ours: list, theirs: list, request: Request) -> None:
     plain = lambda sig: [(shape, dtype) for _, shape, dtype in sig]  # noqa: E731
     if plain(ours) != plain(theirs):
         show = lambda sig: ", ".join(f"{n} {'x'.join(map(str, s))} {d}" for n, s, d in sig)  # noqa: E731
@@ -233,7 +223,7 @@ def _not_runnable(target) -> str | None:
     return target.unavailable()
 
 
-def _run_target(target, before, after, program: ir.Program, arrays: dict, expected: list[verdict.Expected],
+def _run_target(target, before: str, after: str, program: ir.Program, arrays: dict, expected: list[verdict.Expected],
                 work: Path, thresholds: Thresholds, trusted: bool) -> TargetOutcome:
     """Both programs built and run on ``target`` by the one kernel path (:mod:`suite.core.execution`:
     its arguments in parameter order, each output allocated) in a confined child (unless
@@ -247,8 +237,7 @@ def _run_target(target, before, after, program: ir.Program, arrays: dict, expect
         return TargetOutcome(target.name, Status.SKIPPED, f"{reason} ({program.name} has {_outputs_words(program)})")
     written = {id(b) for b in program.written_params()}
     arguments = [Output(b.shape, b.dtype) if id(b) in written else arrays[b.name] for b in program.params]
-    sides = confined.build_and_run(target.name, {"before": tvmscript.script(before, program.name),
-                                                 "after": tvmscript.script(after, program.name)},
+    sides = confined.build_and_run(target.name, {"before": before, "after": after},
                                    program.name, arguments, work / target.name, confined=not trusted)
     outputs, twins, seconds = {}, {}, {}
     for side, done in sides.items():
@@ -267,21 +256,17 @@ def _run_target(target, before, after, program: ir.Program, arrays: dict, expect
         judged[exact.name] = verdict.judge(exact, outputs["before"][n], outputs["after"][n], *twin,
                                            thresholds=thresholds)
     judgement = next(iter(judged.values())) if len(judged) == 1 else verdict.worst_output(judged)
-    return TargetOutcome(target.name, Status.OK, judgement=judgement, seconds=seconds, after_func=after, outputs=judged)
+    return TargetOutcome(target.name, Status.OK, judgement=judgement, seconds=seconds, after_script=after, outputs=judged)
 
 
-def _tuned(before, name: str, target, trials: int, arrays: dict, params, output: ir.Buf,
-           expected: verdict.Expected, thresholds: Thresholds, work: Path, trusted: bool):
-    """The before program tuned by MetaSchedule for ``target`` in a confined child (unless
-    ``trusted``), each candidate checked against the reference (:func:`suite.core.tuning.search`);
-    (the best PrimFunc, what the search did)."""
-    tuned = confined.tune(target.name, tvmscript.script(before, name), name, trials, [arrays[p.name] for p in params],
+def _tuned(before: str, name: str, target, trials: int, arrays: dict, params, output: ir.Buf,
+           expected: verdict.Expected, thresholds: Thresholds, work: Path, trusted: bool) -> tuple[str, dict]:
+    """The before program (TVMScript) tuned by MetaSchedule for ``target`` in a confined child
+    (unless ``trusted``), each candidate checked against the reference
+    (:func:`suite.core.tuning.search`); (the best candidate's TVMScript, what the search did)."""
+    tuned = confined.tune(target.name, before, name, trials, [arrays[p.name] for p in params],
                           Output(output.shape, output.dtype), expected, thresholds.bound.lam,
                           thresholds.bound.max_fraction, work / f"{target.name}-tune", confined=not trusted)
     if tuned.failure is not None:
         raise UserError(f"MetaSchedule found no candidate for {name} on {target.name}: {tuned.failure}")
-    with tempfile.TemporaryDirectory(prefix="tvm-suite-tuned-") as read:
-        path = Path(read) / "tuned.py"
-        path.write_text(tuned.script, encoding="utf-8")
-        funcs, _ = tvmscript.parse_file(path)  # data from the child: checked like any TVMScript file
-    return tvmscript.pick(funcs, name if name in funcs else None, path)[1], tuned.facts
+    return tuned.script, tuned.facts

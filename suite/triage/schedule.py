@@ -50,15 +50,16 @@ def refuse_tvmscript(path: Path, text: str) -> None:
                             "on `sch`")
 
 
-def apply(before: Path, func: str, path: Path, confined: bool = True) -> str:
-    """The TVMScript of PrimFunc ``func`` of the file ``before`` after the schedule at ``path``,
+def apply(before: Path, func: str | None, path: Path, confined: bool = True) -> str:
+    """The TVMScript of PrimFunc ``func`` (None: the file's only one) of the file ``before`` after the schedule at ``path``,
     run in a child process, confined unless told otherwise (one-line UserErrors for all that can
     go wrong there)."""
     with tempfile.TemporaryDirectory(prefix="tvm-suite-schedule-") as work:
         status_path, out_path = Path(work) / "status.json", Path(work) / "after.py"
         # What it prints is not shown: standard output is the report's (--json), and how it went is in status.json.
         process = sandbox.start_python(
-            ["-c", _CHILD, str(before), func, str(path), str(status_path), str(out_path)], Path(work), sandbox.TRIAGE,
+            ["-c", _CHILD, str(before), func or "", str(path), str(status_path), str(out_path)], Path(work),
+            sandbox.TRIAGE,
             confined=confined, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             returncode = process.wait(timeout=TIMEOUT_S)
@@ -94,10 +95,12 @@ def _ended(returncode: int, confined: bool) -> str:
 
 
 def _one_line(value) -> str:
-    return " ".join(str(value).split())[:300]
+    return " ".join(str(value).split())[:1000]
 
 
 def _failure(path: Path, status: dict) -> str:
+    if status.get("status") == "before":
+        return _one_line(status.get("message", "the before program is not read"))
     line = status.get("line")
     where = f"{path}:{line}" if isinstance(line, int) else str(path)
     if status.get("status") == "exit":
@@ -131,9 +134,9 @@ def _child(before: Path, func: str, path: Path, status_path: Path, out_path: Pat
 def main(argv: list[str]) -> int:
     before, func, path, status_path, out_path = argv
     try:
-        _child(Path(before), func, Path(path), Path(status_path), Path(out_path))
-    except UserError as err:  # BEFORE itself, read again here (the parent read it first)
-        Path(status_path).write_text(json.dumps({"status": "error", "message": first_line(err)}), encoding="utf-8")
+        _child(Path(before), func or None, Path(path), Path(status_path), Path(out_path))
+    except UserError as err:  # BEFORE itself: its own error, which names it (read here first, never by the parent)
+        Path(status_path).write_text(json.dumps({"status": "before", "message": first_line(err)}), encoding="utf-8")
     return 0
 
 

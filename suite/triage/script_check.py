@@ -34,6 +34,7 @@ exhaust the stack here.
 from __future__ import annotations
 
 import ast
+import re
 import types
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -79,6 +80,9 @@ ALLOWED_KEYS = frozenset({
 })
 #: Key families allowed whole: MetaSchedule's own annotations and software pipelining's.
 ALLOWED_KEY_PREFIXES = ("meta_schedule.", "software_pipeline_")
+
+#: What a string in a parameter's annotation may be: one word (``float16``, ``global``, ``n``).
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 _SUFFIX = "is not TVMScript; triage reads TVMScript as data and runs none of it"
 
@@ -142,8 +146,9 @@ def check_keys(root: ast.AST, path: Path) -> None:
     for node in ast.walk(root):
         if isinstance(node, ast.Dict):
             keys = node.keys
-        elif isinstance(node, ast.Call) and _last(node) == "attr" and len(node.args) >= 2:
-            keys = [node.args[1]]
+        elif isinstance(node, ast.Call) and _last(node) == "attr":  # T.attr(node, key, value), key named or not
+            keys = [node.args[1]] if len(node.args) >= 2 else []
+            keys += [k.value for k in node.keywords if k.arg == "attr_key"]
         else:
             continue
         for key in keys:
@@ -280,13 +285,25 @@ class _Checker:
         if args.posonlyargs or args.vararg or args.kwonlyargs or args.kwarg or args.defaults or args.kw_defaults:
             raise self.refuse(node, f"function {node.name}'s signature (defaults, *args or keyword-only "
                                     "parameters)")
-        self.bound = frozenset(_bound_names(node))
+        # the signature is evaluated before the body binds anything: a name assigned in the body
+        # still means the parser's own there (tvm, builtins), so none counts as bound
+        self.bound = frozenset()
         for arg in args.args:
             if arg.annotation is not None:
                 self.expr(arg.annotation)
+                self.signature_strings(arg.annotation)
         if node.returns is not None:
             self.expr(node.returns)
+        self.bound = frozenset(_bound_names(node))
         self.statements(node.body)
+
+    def signature_strings(self, annotation: ast.expr) -> None:
+        """The strings of a parameter's annotation are names (a dtype, a scope, a shape's variable):
+        TVM's parser evaluates a string in a buffer's shape as a Python expression."""
+        for node in ast.walk(annotation):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and not _WORD.fullmatch(node.value):
+                raise self.refuse(node, f"the string {node.value[:40]!r} in a parameter's annotation (only a dtype, "
+                                        "a scope or a name)")
 
     # -- statements
 
