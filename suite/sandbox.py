@@ -52,10 +52,12 @@ class Limits:
     memory_bytes: int
     cpu_seconds: int
     processes: int
+    #: the largest file it may write (no more is read back from it)
+    file_bytes: int = 1 << 31
 
     def words(self) -> str:
         return (f"{self.memory_bytes >> 30} GiB of address space, {self.cpu_seconds:,} CPU seconds, "
-                f"{self.processes} processes and threads")
+                f"{self.processes} processes and threads, files of {self.file_bytes >> 30} GiB")
 
 
 #: One triage's builds and runs on one target (TVM and LLVM reserve a few GiB of address space).
@@ -115,7 +117,7 @@ def start_python(args: list[str], scratch: Path, limits: Limits, *, confined: bo
         env[CACHE_ENV] = str(home / "cache")
     cgroup = _pids_cgroup(limits.processes)
     # RLIMIT_NPROC counts every process of the user, so only where no cgroup counts the child's own
-    limit_args = json.dumps({"as": limits.memory_bytes, "cpu": limits.cpu_seconds,
+    limit_args = json.dumps({"as": limits.memory_bytes, "cpu": limits.cpu_seconds, "fsize": limits.file_bytes,
                              "nproc": None if cgroup else limits.processes, "cgroup": str(cgroup) if cgroup else None})
     inner = [sys.executable, *args]
     command = [*_bwrap_args(scratch), "--", *inner] if confined else inner
@@ -127,7 +129,8 @@ def start_python(args: list[str], scratch: Path, limits: Limits, *, confined: bo
 #: that everything the command starts inherits them before any of its code runs.
 _LIMITED = ("import json, os, resource, sys; limits = json.loads(sys.argv[1]); "
             "[resource.setrlimit(kind, (value, value)) for kind, value in ((resource.RLIMIT_AS, limits['as']), "
-            "(resource.RLIMIT_CPU, limits['cpu']), (resource.RLIMIT_NPROC, limits['nproc']), "
+            "(resource.RLIMIT_CPU, limits['cpu']), (resource.RLIMIT_FSIZE, limits['fsize']), "
+            "(resource.RLIMIT_NPROC, limits['nproc']), "
             "(resource.RLIMIT_CORE, 0)) if value is not None]; "
             "limits['cgroup'] and open(os.path.join(limits['cgroup'], 'cgroup.procs'), 'w').write(str(os.getpid())); "
             "os.execvp(sys.argv[2], sys.argv[2:])")

@@ -29,7 +29,7 @@ CASES = Path(__file__).parent / "data" / "triage"
 FAULTS = {
     "code run inside the sandbox": ["test_native_code_inside_the_sandbox_writes_only_its_scratch",
                                     "test_a_schedule_from_a_report_writes_nothing_outside"],
-    "the sandbox's walls": ["test_no_network_inside", "test_processes_and_memory_are_limited"],
+    "the sandbox's walls": ["test_no_network_inside", "test_processes_memory_and_files_are_limited"],
     "a string that becomes native code": ["test_pragma_import_llvm_is_refused_with_its_line"],
     "Python that TVM's parser evaluates": ["test_nothing_of_a_program_is_evaluated_in_the_suite",
                                            "test_a_schedule_cannot_hand_the_suite_a_program_to_evaluate"],
@@ -129,7 +129,7 @@ def test_no_network_inside(tmp_path):
         server.close()
 
 
-def test_processes_and_memory_are_limited(tmp_path):
+def test_processes_memory_and_files_are_limited(tmp_path):
     probe = tmp_path / "probe.py"
     probe.write_text(textwrap.dedent('''
         import json, os, sys, time
@@ -146,14 +146,18 @@ def test_processes_and_memory_are_limited(tmp_path):
             memory = len(bytearray(20 << 30))
         except MemoryError:
             memory = 0
-        open(sys.argv[1], "w").write(json.dumps({"forks": forks, "memory": memory}))
+        try:
+            written = open(sys.argv[1] + ".big", "wb").write(bytes(4 << 20))
+        except OSError:
+            written = 0
+        open(sys.argv[1], "w").write(json.dumps({"forks": forks, "memory": memory, "written": written}))
         os._exit(0)
     '''))
-    limits = sandbox.Limits(memory_bytes=4 << 30, cpu_seconds=60, processes=64)
+    limits = sandbox.Limits(memory_bytes=4 << 30, cpu_seconds=60, processes=64, file_bytes=1 << 20)
     process = sandbox.start_python([str(probe), str(tmp_path / "got.json")], tmp_path, limits)
     assert process.wait(timeout=120) == 0
     got = json.loads((tmp_path / "got.json").read_text())
-    assert got["memory"] == 0
+    assert got["memory"] == 0 and got["written"] == 0
     if "no limit" in sandbox.limits_in_force(limits):
         pytest.skip(f"processes are not limited here: {sandbox.limits_in_force(limits)}")
     assert 0 < got["forks"] < 64
