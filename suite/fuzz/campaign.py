@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
+import io
 import json
 import math
 import os
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from suite import cache, compat, targets
+from suite import cache, compat, sandbox, targets
 from suite.core import reference, runstore, schedules, workloads
 from suite.core.bounds import Expected
 from suite.core.combo import select_workloads
@@ -402,9 +403,9 @@ class Campaign:
             self.log(f"{combination.label}: the unscheduled function does not build and run here "
                      f"({before.get('message')}); nothing of it is judged")
             return None
-        combination.before = np.load(before["dir"] / "output.npy")
+        combination.before = _load(before["dir"] / "output.npy")
         if (before["dir"] / "twin.npy").exists():
-            combination.before_twin = np.load(before["dir"] / "twin.npy")
+            combination.before_twin = _load(before["dir"] / "twin.npy")
         shutil.rmtree(before["dir"], ignore_errors=True)
         spaces = None
         # Sampled here, one ahead of the pool's places, while the pool builds and runs: each
@@ -494,13 +495,13 @@ class Campaign:
         """Whether a planted program's output is the unplanted program's, bit for bit: the edit
         landed where it changes nothing (a stride on an index that is always even, a loop whose
         last iteration writes what an earlier one did), so it measures nothing of the oracle."""
-        planted = np.load(outcome["dir"] / "output.npy")
+        planted = _load(outcome["dir"] / "output.npy")
         if "trace" not in request:
             return verdict.same_bits(planted, combination.before)
         unplanted = self._ask(pool, combination, {k: v for k, v in request.items() if k != "plant"}, "",
                               f"{record['id']}|unplanted")
         try:
-            return unplanted["status"] == "ok" and verdict.same_bits(planted, np.load(unplanted["dir"] / "output.npy"))
+            return unplanted["status"] == "ok" and verdict.same_bits(planted, _load(unplanted["dir"] / "output.npy"))
         finally:
             shutil.rmtree(unplanted["dir"], ignore_errors=True)
 
@@ -520,9 +521,9 @@ class Campaign:
         answer = self._ask(pool, combination, request, "", name)
         if answer["status"] != "ok":
             return {"outcome": _ANSWER[answer["status"]], "message": answer.get("message", ""), "dir": answer["dir"]}
-        after = np.load(answer["dir"] / "output.npy")
+        after = _load(answer["dir"] / "output.npy")
         twin = answer["dir"] / "twin.npy"
-        twin_after = np.load(twin) if twin.exists() and combination.before_twin is not None else None
+        twin_after = _load(twin) if twin.exists() and combination.before_twin is not None else None
         if answer.get("undefined"):  # the output is not a function of the inputs: no verdict on its values
             return {"outcome": verdict.UNDEFINED, "message": "", "summary": answer["undefined"], "first_wrong": None,
                     "dir": answer["dir"]}
@@ -725,3 +726,13 @@ def text(summary: dict) -> str:
                  + ("; stopped at --minutes: rerun with the same --seed and --out to continue"
                     if summary["stopped"] == "time" else ""))
     return "\n".join(lines)
+
+
+def _load(path: Path) -> np.ndarray:
+    """An output a worker (confined) left in its request's directory: read as data, never through a
+    link, never a pickle. One that is none is refused in one line: the worker is the suite's own, and
+    what it left is no verdict."""
+    try:
+        return np.load(io.BytesIO(sandbox.read_back(path)), allow_pickle=False)
+    except (OSError, ValueError) as err:
+        raise UserError(f"{path}: not an array the campaign's worker writes ({err}); no verdict on it") from None
