@@ -166,6 +166,7 @@ def test_builds_run_on_every_core_and_thresholds_decide_the_verdicts(tmp_path, c
     thresholds file whose bound is a millionth of the default's makes the reorderings of a
     float16 conv2d CHANGED, and the summary names the file and its lambda. A rerun with the
     default thresholds judges them again."""
+    from suite import sandbox
     from suite.fuzz.pool import cores
 
     strict = tmp_path / "strict.toml"
@@ -175,7 +176,9 @@ def test_builds_run_on_every_core_and_thresholds_decide_the_verdicts(tmp_path, c
     done = cli(*args, "--thresholds", strict, "--out", tmp_path / "o", "--json")
     summary = json.loads(done.stdout)
     assert [sum(row.values()) for row in summary["table"].values()] == [6 + 3, 6 + 3], done.stderr
-    assert summary["where"] == f"{cores()} worker process{'es' if cores() > 1 else ''} here"
+    # the workers run in the sandbox where bubblewrap is there (docs/fuzz.md), and the summary says which
+    confined = "in the sandbox" if sandbox.unavailable() is None else f"unconfined ({sandbox.unavailable()})"
+    assert summary["where"] == f"{cores()} worker process{'es' if cores() > 1 else ''} here, {confined}"
     assert summary["thresholds"]["lambda"] == 1e-6 and summary["thresholds"]["source"] == str(strict)
     outcomes = [r["outcome"] for r in _journal(tmp_path / "o") if r["outcome"] in verdict.KINDS]
     assert verdict.CHANGED in outcomes and done.returncode == 12, done.stderr
