@@ -32,7 +32,8 @@ FAULTS = {
     "the sandbox's walls": ["test_no_network_inside", "test_processes_memory_and_files_are_limited"],
     "a string that becomes native code": ["test_pragma_import_llvm_is_refused_with_its_line"],
     "Python that TVM's parser evaluates": ["test_nothing_of_a_program_is_evaluated_in_the_suite",
-                                           "test_a_schedule_cannot_hand_the_suite_a_program_to_evaluate"],
+                                           "test_a_schedule_cannot_hand_the_suite_a_program_to_evaluate",
+                                           "test_what_a_confined_child_printed_is_checked_before_use"],
     "a trace that crashes TVM": ["test_a_trace_that_crashes_tvm_is_one_line"],
     "a child's trap in the scratch": ["test_a_fifo_left_for_the_suite_does_not_hang_it"],
     "a reproducer's quoting closed": ["test_a_block_name_cannot_close_the_reproducers_quoting"],
@@ -233,7 +234,8 @@ def test_without_bubblewrap_triage_refuses_unless_trusted(tmp_path):
 ROWSUM = (CASES / "rowsum.py").read_text()
 
 
-@pytest.mark.parametrize("how", ["a string in a buffer's shape", "a name the body binds later"])
+@pytest.mark.parametrize("how", ["a string in a buffer's shape", "a name the body binds later",
+                                 "a name used in the body before the body binds it"])
 def test_nothing_of_a_program_is_evaluated_in_the_suite(tmp_path, how):
     """TVM's parser evaluates a string in a T.Buffer shape, and calls an annotation: both ran in
     the suite's own process, before any sandbox (the file was written, as root)."""
@@ -242,10 +244,16 @@ def test_nothing_of_a_program_is_evaluated_in_the_suite(tmp_path, how):
     if how.startswith("a string"):
         program.write_text(ROWSUM.replace("T.Buffer((64, 1024)", f'T.Buffer(("tvm.os.system(\'touch {outside}\') + 64", 1024)'))
         words = "in a parameter's annotation (only a dtype, a scope or a name)"
-    else:
+    elif how.endswith("binds later"):
         program.write_text(ROWSUM.replace('S: T.Buffer((64,), "float16")):', 'S: T.Buffer((64,), "float16"), Z: tvm.sys.exit):\n'
                                           "    tvm = T.int32(0)"))
         words = "the name 'tvm'"
+    else:  # the parser looks names up as it reaches them: before the binding, tvm is its module
+        program.write_text(ROWSUM.replace("    for i, k in T.grid(64, 1024):",
+                                          f"    Z = tvm.libinfo.tvm_ffi_libinfo.ctypes.cdll['{outside}.so'] == 0\n"
+                                          "    tvm = T.int32(0)\n"
+                                          "    for i, k in T.grid(64, 1024):"))
+        words = "binding the name 'tvm', which TVM's parser gives a meaning of its own"
     _one_line_refusal(run_cli("triage", str(program), str(CASES / "rowsum.py")), f"{program}:", words)
     assert not outside.exists()
 
@@ -278,3 +286,18 @@ def test_a_fifo_left_for_the_suite_does_not_hang_it(tmp_path):
     result = subprocess.run([sys.executable, "-m", "suite.cli", "triage", str(CASES / "rowsum.py"), "--schedule",
                              str(schedule)], capture_output=True, text=True, timeout=300)
     _one_line_refusal(result, f"{schedule}: the schedule ended its own process")
+
+
+def test_what_a_confined_child_printed_is_checked_before_use():
+    """The programs a confined child hands back (read, tuned) go into builds and into the reproducer
+    a user runs unconfined: one definition that passes the allow-list, and nothing else."""
+    from suite.triage import script_check, tvmscript
+
+    printed = "\n".join(line for line in ROWSUM.splitlines() if not line.startswith("from "))
+    assert tvmscript.check_printed(printed, "rowsum") == printed
+    with pytest.raises(script_check.Refused, match="more than one @T.prim_func definition"):
+        tvmscript.check_printed("PWN = __import__('os').system('touch x')\n" + printed, "rowsum")
+    with pytest.raises(script_check.Refused, match="'pragma_import_llvm'"):
+        tvmscript.check_printed(printed.replace("for i, k in T.grid(64, 1024):",
+                                                "for i, k in T.grid(64, 1024, annotations={'pragma_import_llvm': 'x'}):"),
+                                "rowsum")

@@ -25,7 +25,7 @@ from suite.core import execution
 from suite.core.record import Status
 from suite.errors import UserError
 from suite.targets.base import Output
-from suite.triage import ir
+from suite.triage import ir, tvmscript
 
 #: How long one target's builds and runs may take (qfloat emulation of a large kernel included).
 TIMEOUT_S = 3600
@@ -113,8 +113,10 @@ def read(before: Path, func: str | None, after: Path | None, after_kind: str | N
         raise UserError(f"{what}: reading them ended the confined reader ({_ended(returncode)}: "
                         f"{_last_line(scratch / LOG)}); TVM cannot read them, and triage gives no verdict")
     try:
-        return Read(_text(result["name"]), ir.from_json(result["program"]), _text(result["before_script"]),
-                    None if result["after_script"] is None else _text(result["after_script"]),
+        return Read(_text(result["name"]), ir.from_json(result["program"]),
+                    tvmscript.check_printed(_text(result["before_script"]), f"{before}, as read"),
+                    None if result["after_script"] is None else
+                    tvmscript.check_printed(_text(result["after_script"]), f"{shown_after or after}, as read"),
                     result["same"] is True, _signature(result["before_signature"]),
                     None if result["after_signature"] is None else _signature(result["after_signature"]),
                     [_text(name) for name in result["dropped"]])
@@ -166,7 +168,7 @@ def tune(target_name: str, before_script: str, func_name: str, trials: int, inpu
         return Tuned(None, None, f"tuning ended ({_ended(returncode)}) with no result: {_last_line(scratch / LOG)}")
     if not isinstance(result, dict):
         return Tuned(None, None, f"tuning ended ({_ended(returncode)}) with no result: {_last_line(scratch / LOG)}")
-    return Tuned(text, result, None)
+    return Tuned(tvmscript.check_printed(text, f"{func_name} as MetaSchedule tuned it"), result, None)
 
 
 def _start(scratch: Path, confined: bool) -> int | None:

@@ -34,6 +34,7 @@ exhaust the stack here.
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 import types
 from collections.abc import Iterator, Mapping
@@ -81,6 +82,9 @@ ALLOWED_KEYS = frozenset({
 #: Key families allowed whole: MetaSchedule's own annotations and software pipelining's.
 ALLOWED_KEY_PREFIXES = ("meta_schedule.", "software_pipeline_")
 
+#: Names TVM's parser binds itself (its globals, ``tvm.script.parser.core.entry._default_globals``,
+#: and Python's builtins): a program may not bind them again.
+RESERVED_NAMES = frozenset(dir(builtins)) | {"tvm", "I", "ir", "T", "tir", "R", "relax", "Tx", "tirx", "Axis"}
 #: What a string in a parameter's annotation may be: one word (``float16``, ``global``, ``n``).
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
@@ -362,8 +366,12 @@ class _Checker:
             raise self.refuse(node, _statement_words(node))
 
     def target(self, node: ast.expr, names_only: bool = False) -> None:
-        """What an assignment, loop or ``with`` binds: names, tuples of names, buffer elements."""
+        """What an assignment, loop or ``with`` binds: names, tuples of names, buffer elements. Never
+        a name TVM's parser already gives a meaning: it looks each name up when it reaches it, so a
+        use before the binding would be its module, namespace or builtin (``tvm.os``...)."""
         if isinstance(node, ast.Name):
+            if node.id in RESERVED_NAMES:
+                raise self.refuse(node, f"binding the name {node.id!r}, which TVM's parser gives a meaning of its own")
             return
         if isinstance(node, (ast.Tuple, ast.List)):
             for element in node.elts:

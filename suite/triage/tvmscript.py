@@ -384,6 +384,19 @@ def _check_trace_keys(trace, path: Path) -> None:
                                        f"{script_check.key_words(key)}; triage refuses it")
 
 
+def check_printed(text: str, what: str) -> str:
+    """``text``, TVMScript a confined child printed, checked before the suite uses it (builds, the
+    reproducer a user runs): one ``@T.prim_func`` definition and nothing else, passing
+    :mod:`suite.triage.script_check`. The child read untrusted input, so its text is data too:
+    read as a syntax tree only, never parsed by TVM here."""
+    tree = python_tree(text, Path(what), "TVMScript")
+    if len(tree.body) != 1 or not script_check.is_prim_func(tree.body[0]):
+        raise script_check.Refused(f"{what}: the program a confined child printed holds more than one @T.prim_func "
+                                   "definition; the suite uses no such text")
+    script_check.check_file(tree, Path(what), script_namespaces())
+    return text
+
+
 def script(func, name: str) -> str:
     """The installed TVM's TVMScript of ``func``, named ``name``."""
     text = func.script()
