@@ -112,7 +112,7 @@ def test_the_guides_steps_apply_to_this_code(tmp_path):
 
 def test_the_exit_status_page_is_the_cli_table():
     rows = re.findall(r"^\| `(\w+)` \| (\d+) \| (.+) \|$", (DOCS / "exit-codes.md").read_text(), re.M)
-    expected = [(command, str(code), meaning) for command in cli.EXIT_CODES
+    expected = [(command, str(code), meaning) for command in cli.COMMANDS
                 for code, meaning in cli.exit_codes(command)]
     assert rows == expected
 

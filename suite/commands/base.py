@@ -1,9 +1,9 @@
 """What a command module holds, and the one output channel every command prints through.
 
-A command module (``suite/commands/<name>.py``) defines, at module level:
+A command module (``suite/commands/<name>.py``) is named, with its one-line help, in
+:data:`suite.cli.COMMANDS` (the one place: ``tvm-suite --help`` lists the commands without importing
+any of them), and defines, at module level:
 
-- ``NAME``: the command's name (``tvm-suite NAME``);
-- ``HELP``: its one-line summary (``tvm-suite --help``) and description (``tvm-suite NAME --help``);
 - ``EXIT_CODES``: its own exit statuses, ``[(ExitCode, meaning), ...]`` (the ones every command
   shares are :data:`suite.cli.COMMON_EXITS`); ``--help`` ends with both, as ``docs/exit-codes.md`` does;
 - ``add_arguments(parser)``: its options, added to its subparser (shared ones:

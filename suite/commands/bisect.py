@@ -8,8 +8,6 @@ from suite.commands.base import say, say_json
 from suite.core.combo import Combo
 from suite.errors import ExitCode
 
-NAME = "bisect"
-HELP = "the first commit in A..B where a metric of one combination worsens (asv find)"
 EXIT_CODES = [(ExitCode.OK, "the first bad commit found"),
               (ExitCode.NOTHING_WORSENED, "nothing worsened over the range (an answer, not a failure)")]
 

@@ -8,9 +8,6 @@ from suite.commands.base import VERDICT_EXITS, say, say_json
 from suite.commands.common_args import commit_name, path
 from suite.core.combo import QUICK_ORDERS, Grid
 
-NAME = "check"
-HELP = ("release readiness of a TVM commit in one command: measure the baseline and the "
-        "candidate (a release's wheel, else a source build; resumable), gate, report")
 EXIT_CODES = VERDICT_EXITS
 
 

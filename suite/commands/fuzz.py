@@ -13,10 +13,6 @@ from suite.core import workloads
 from suite.errors import ExitCode
 from suite.fuzz import EMULATED_TIMEOUT_S, NATIVE_TIMEOUT_S
 
-NAME = "fuzz"
-HELP = ("schedules sampled from MetaSchedule's design space, each built and run in a child process "
-        "and judged by triage's verdict against the exact reference; findings kept with a minimised "
-        "trace and a report")
 EXIT_CODES = [(ExitCode.OK, "nothing found: no schedule computed a wrong result, crashed or hung"),
               (ExitCode.CHANGED, "a schedule computes something else (CHANGED): kept in OUT/findings"),
               (ExitCode.UNDEFINED, "a schedule is undefined (UNDEFINED): kept in OUT/findings"),

@@ -11,8 +11,6 @@ from suite.commands.common_args import commit_name, path
 from suite.core import timing
 from suite.errors import ExitCode
 
-NAME = "gate"
-HELP = "release readiness of a commit, from asv results"
 EXIT_CODES = [(ExitCode.OK, "READY"), (ExitCode.NOT_READY, "NOT READY: a check failed (a failed build is one)"),
               (ExitCode.NO_VERDICT, "DATA MISSING, or NO VERDICT: latency suspects not timed again")]
 

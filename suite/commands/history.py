@@ -7,8 +7,6 @@ from suite.commands.common_args import names
 from suite.core.combo import Grid
 from suite.errors import ExitCode
 
-NAME = "history"
-HELP = "asv over commits of a TVM clone (releases or a range), published"
 EXIT_CODES = [(ExitCode.OK, "every commit measured"), (ExitCode.NOT_READY, "a commit did not install, or asv failed")]
 #: What an interrupted history leaves.
 INTERRUPTED = "results of the commits asv completed are kept, sealed"

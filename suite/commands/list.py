@@ -9,8 +9,6 @@ from suite.commands.base import say_json
 from suite.core import workloads
 from suite.errors import ExitCode, UserError
 
-NAME = "list"
-HELP = "workload ids, shapes, FLOPs, occurrences"
 EXIT_CODES = [(ExitCode.OK, "listed")]
 
 

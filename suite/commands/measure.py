@@ -16,8 +16,6 @@ from suite.core.combo import Combo
 from suite.core.record import Kind
 from suite.errors import ExitCode, Skipped, UserError
 
-NAME = "measure"
-HELP = "compile, run and print the metrics of one combination"
 EXIT_CODES = [(ExitCode.OK, "measured"), (ExitCode.NOT_READY, "the combination failed to build or run, or was skipped")]
 
 

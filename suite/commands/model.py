@@ -16,8 +16,6 @@ from suite.reporting import report
 from suite.errors import ExitCode, UserError
 from suite.targets.base import Mode
 
-NAME = "model"
-HELP = "a whole model's logits on a target against float64 and llvm, and each call's share of the error"
 EXIT_CODES = [(ExitCode.OK, "every setting measured"),
               (ExitCode.NOT_READY, "a setting not measured: a call its target could not build or run")]
 

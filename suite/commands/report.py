@@ -9,9 +9,6 @@ from suite.commands.common_args import commit_name, path
 from suite.commands.gate import judged
 from suite.errors import ExitCode
 
-NAME = "report"
-HELP = ("static HTML report (and report.json) of asv results over commits, the gate's "
-        "verdict on the newest first")
 EXIT_CODES = [(ExitCode.OK, "READY (the report written; its last line gives the verdict)"),
               (ExitCode.NOT_READY, "NOT READY: a check failed (the report written)"),
               (ExitCode.NO_VERDICT, "DATA MISSING, or NO VERDICT: latency suspects not timed again (the report "

@@ -10,9 +10,6 @@ from suite.commands.common_args import path
 from suite.core import schedules
 from suite.core.combo import QUICK_ORDERS, Grid
 
-NAME = "run"
-HELP = ("the main job: run the asv suite on the installed TVM, keep the results, give the "
-        "release gate's verdict on them")
 EXIT_CODES = VERDICT_EXITS
 
 

@@ -12,10 +12,6 @@ from suite.commands.base import say, say_json
 from suite.commands.common_args import names, path, trials
 from suite.errors import ExitCode
 
-NAME = "triage"
-HELP = ("a verdict on a report of TVM computing different numbers before and after "
-        "scheduling: EQUIVALENT, REORDERED, ARITHMETIC, SHIFTED, CHANGED (a reproducer is written), "
-        "UNDEFINED (the before program itself)")
 EXIT_CODES = [(ExitCode.OK, "EQUIVALENT: after's output is before's, bit for bit"),
               (ExitCode.REORDERED, "REORDERED: both within the rounding bound of the exact value"),
               (ExitCode.ARITHMETIC, "ARITHMETIC: qfloat marked, its IEEE twin not"),

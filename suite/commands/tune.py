@@ -13,10 +13,6 @@ from suite.core.combo import select_workloads
 from suite.errors import ExitCode, Interrupted, UserError
 from suite.progress import Progress
 
-NAME = "tune"
-HELP = ("tune with MetaSchedule and store the records in your records directory, which "
-        "the tuned order replays before the committed ones (llvm, cuda: timed here; "
-        "hexagon-v68-qf: packets executed under the emulator)")
 EXIT_CODES = [(ExitCode.OK, "every record written (or kept by --skip-existing)")]
 
 
