@@ -82,6 +82,13 @@ def test_without_the_libraries_a_run_publishes_and_says_in_one_line_how_to_serve
         assert package.label in line
     assert f"{dashboard.ASSETS_ENV}=DIR" in line and "--fetch-into DIR" in line
     assert "the registry is not asked" in line  # a named directory: the network is never used
+    # asv.log travels with the run directory (docs/run.md): the places the libraries were looked for
+    # are named there by their variables, never by a path of this machine
+    from suite import cache
+
+    log = (published["out"] / "asv.log").read_text()
+    assert f"are not in ${dashboard.ASSETS_ENV} or $TVM_SUITE_CACHE/asv-assets" in log, log
+    assert str(published["base"]) not in log and str(cache.root()) not in log, log
     kept = published["base"] / "asv-html"
     assert "https://code.jquery.com/jquery-3.3.1.min.js" in (kept / "index.html").read_text()
     assert not (kept / "vendor").exists()

@@ -89,8 +89,9 @@ def asv(config: Path, *args: str, log: Path, phase: str | None = None,
     args = ["-m", "asv", "--config", str(config), *args]
     shown = Progress(phase, 100.0, counted=False) if phase else None
     label = ""
+    places = _places(config.parent)
     with log.open("a") as handle:
-        handle.write(f"$ {_logged(' '.join([sys.executable, *args]), config.parent)}\n")
+        handle.write(f"$ {_logged(' '.join([sys.executable, *args]), config.parent, places)}\n")
         handle.flush()
         # asv drops PYTHONPATH from its benchmark processes unless it comes as ASV_PYTHONPATH: they
         # must import this very suite (its code is part of every cache key), wherever it is found.
@@ -103,7 +104,7 @@ def asv(config: Path, *args: str, log: Path, phase: str | None = None,
                                         text=True, errors="replace", env=env)
         try:
             for line in process.stdout:
-                handle.write(line)
+                handle.write(_logged(line, config.parent, places))  # asv's lines and the plugin's alike
                 found = _PERCENT.match(line.strip())
                 if shown and found and "···" in line:
                     benchmark = _BENCHMARK.match(line.strip().split("···")[-1].strip())
@@ -120,12 +121,36 @@ def asv(config: Path, *args: str, log: Path, phase: str | None = None,
     return status
 
 
-def _logged(line: str, run_dir: Path) -> str:
-    """A line for a log kept in ``run_dir``, naming no absolute path of this machine: the run
-    directory as ``.``, the interpreter by its name."""
+#: Directories of this machine a logged line may name, by the name a log gives them instead
+#: (:func:`_logged`): the variables that name them, the home directory as ``~``.
+_NAMED_PLACES = (("TVM_SUITE_CACHE", "$TVM_SUITE_CACHE"), ("TVM_SUITE_ASV_ASSETS", "$TVM_SUITE_ASV_ASSETS"),
+                 ("XDG_CACHE_HOME", "$XDG_CACHE_HOME"), ("HOME", "~"))
+
+
+def _places(run_dir: Path) -> list[tuple[re.Pattern, str]]:
+    """(pattern of a directory, its name in a log) for :func:`_logged`, the longest first (a place
+    inside another is named by its own name): the run directory (``.``, and a path inside it
+    relative to it), then each of _NAMED_PLACES that is set, as given and with links resolved."""
+    found = {}
+    for variable, name in (("", "."), *_NAMED_PLACES):
+        given = Path(run_dir) if not variable else Path(os.environ.get(variable) or "/").expanduser()
+        for where in (given.absolute(), given.resolve()):
+            if where != Path(where.anchor):  # never the root itself
+                found.setdefault(str(where), name)
+    # a directory is named where the name ends there: not /tmp/a in /tmp/ab
+    return [(re.compile(re.escape(where) + r"(/|(?![\w-]|\.[\w-]))"), name)
+            for where, name in sorted(found.items(), key=lambda item: -len(item[0]))]
+
+
+def _logged(line: str, run_dir: Path, places=None) -> str:
+    """A line for a log kept in ``run_dir``, naming no absolute path of this machine (the log
+    travels with the run directory): the run directory as ``.`` (a path inside it relative to it),
+    the interpreter by its name, the suite's cache, the dashboard's assets and the home directory by
+    the variables that name them (``$TVM_SUITE_CACHE``, ``$TVM_SUITE_ASV_ASSETS``,
+    ``$XDG_CACHE_HOME``, ``~``)."""
     line = line.replace(sys.executable, Path(sys.executable).name)
-    for where in dict.fromkeys((str(Path(run_dir).resolve()), str(Path(run_dir).absolute()))):
-        line = line.replace(where + os.sep, "").replace(where, ".")
+    for pattern, name in places if places is not None else _places(run_dir):
+        line = pattern.sub(lambda m: ("" if name == "." else name + "/") if m.group(1) else name, line)
     return line
 
 
