@@ -3,8 +3,12 @@ as found. Each row a kind of fault and the tests that show it is handled."""
 
 import hashlib
 import json
+import os
 import shutil
+import threading
 from pathlib import Path
+
+import pytest
 
 from conftest import check_fault_table, one_line
 
@@ -12,6 +16,17 @@ FAULTS = {
     "a fuzz journal line edited (REORDERED to CHANGED), damaged or of a shape no campaign writes: one line "
     "naming the journal and the line, exit 2; the table comes from verified lines only": [
         "test_a_fuzz_journal_is_read_only_as_it_was_sealed", "test_a_fuzz_journal_line_of_an_unknown_shape_is_refused"],
+    "a fuzz campaign's journal, summary or findings a link to a file of the user's, or a second name of one (hard "
+    "link): one line naming it before any work, the user's file byte for byte as it was (the journal was cut and "
+    "appended to through the link)": ["test_a_fuzz_campaigns_files_are_never_read_or_written_through_a_link"],
+    "a FIFO as a fuzz campaign's journal or summary: one line naming it, never a hang": [
+        "test_a_fifo_in_place_of_a_fuzz_journal_is_refused_not_waited_on"],
+    "a fuzz journal line forged and sealed again (the seal is a checksum, no signature): a finding's directory "
+    "outside OUT/findings (/etc) refused in one line; its key, label and place printed with control characters "
+    "escaped": ["test_a_forged_journal_line_cannot_name_a_place_outside_the_campaign_nor_act_on_the_terminal"],
+    "a kept history's seal (runs/.kept.json) removed or damaged: one line naming it and how to restore it, exit 2, "
+    "never read as a run's own directory with nothing to verify; a keep refuses it too; a run's own directory (no "
+    "seal, no mark) still loads": ["test_a_kept_history_whose_seal_is_removed_is_refused_not_read_as_a_run"],
     "a dangling link among the gate's kept re-timings (runs/.gate/): one line naming it and what to do": [
         "test_a_dangling_link_among_the_gates_records_is_one_line_naming_it"],
     "a cache entry copied under another key (another input, another TVM build): absent, computed again, never "
@@ -20,7 +35,8 @@ FAULTS = {
         "test_a_measurement_copied_under_another_key_is_measured_again",
         "test_a_verified_entry_copied_under_another_key_is_absent"],
     "asv's machine file, its benchmark list or a build note or log edited, removed or added in a kept history: "
-    "one line naming the file, exit 2; a keep never seals the edit again": [
+    "one line naming the file, exit 2, never telling to remove the seal; a keep never seals the edit again, and "
+    "takes the run's file only where the kept one was removed on purpose": [
         "test_the_files_beside_a_kept_historys_commits_are_sealed_with_it",
         "test_the_tracked_kept_histories_are_sealed_and_verify"],
     "history --keep into the history of another machine (its machine file another CPU): refused before any work, "
@@ -109,6 +125,108 @@ def test_a_fuzz_journal_line_of_an_unknown_shape_is_refused(cli, tmp_path):
     one_line(cli(*FUZZ, "--out", tmp_path / "o"), f"{journal}, line 5", "no 'outcome'")
     journal.write_text(_sealed(lines))  # the same chain, whole: read
     assert cli(*FUZZ, "--out", tmp_path / "o").returncode == 0
+
+
+def test_a_fuzz_campaigns_files_are_never_read_or_written_through_a_link(cli, tmp_path):
+    """OUT/journal.jsonl a link to a file of the user's that ends without a newline (as a torn
+    journal does), or a second name of that file (a hard link); summary.json a link; a link under
+    findings/: each is refused in one line naming it, before any work, and the user's file is byte
+    for byte as it was (the suite cut its "torn" last line and appended to it through the link).
+    The campaign's own journal with a torn last line is cut, as before."""
+    from suite.fuzz import campaign
+
+    journal = _judged_campaign(tmp_path / "o")
+    out, whole = journal.parent, journal.read_bytes()
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(whole + b"precious user data, one line, no newline")
+    precious = victim.read_bytes()
+    journal.unlink()
+    journal.symlink_to(victim)
+    one_line(cli(*FUZZ, "--out", out), journal, "a link", "move it away")
+    assert victim.read_bytes() == precious
+    journal.unlink()
+    os.link(victim, journal)
+    one_line(cli(*FUZZ, "--out", out), journal, "hard link")
+    assert victim.read_bytes() == precious
+    journal.unlink()
+    journal.write_bytes(precious)  # the campaign's own, its last line torn
+    for name in (campaign.SUMMARY, campaign.OWN_MARK):
+        (out / name).unlink(missing_ok=True)
+        (out / name).symlink_to(victim)
+        one_line(cli(*FUZZ, "--out", out), out / name, "a link")
+        (out / name).unlink()
+        assert victim.read_bytes() == precious
+    (out / campaign.OWN_MARK).touch()
+    (out / campaign.FINDINGS_DIR).mkdir()
+    (out / campaign.FINDINGS_DIR / "x").symlink_to(tmp_path)  # a finding's directory a link to the user's
+    one_line(cli(*FUZZ, "--out", out), out / campaign.FINDINGS_DIR / "x", "a link")
+    (out / campaign.FINDINGS_DIR / "x").unlink()
+    done = cli(*FUZZ, "--out", out)
+    assert done.returncode == 0, done.stderr
+    assert journal.read_bytes() == whole and victim.read_bytes() == precious
+    assert not (out / campaign.SUMMARY).is_symlink() and json.loads((out / campaign.SUMMARY).read_text())
+
+
+def test_a_fifo_in_place_of_a_fuzz_journal_is_refused_not_waited_on(cli, tmp_path):
+    """A FIFO as OUT/journal.jsonl (or summary.json): one line naming it, at once; the journal is
+    never opened in a way that waits for a writer."""
+    from suite.errors import UserError
+    from suite.fuzz import campaign
+
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / campaign.OWN_MARK).touch()
+    fifo = out / campaign.JOURNAL
+    os.mkfifo(fifo)
+    said = []
+
+    def load():
+        try:
+            campaign.Journal(fifo).load()
+        except UserError as err:
+            said.append(str(err))
+
+    reader = threading.Thread(target=load, daemon=True)
+    reader.start()
+    reader.join(20)
+    if reader.is_alive():
+        with open(fifo, "wb"):  # a writer comes and goes: the waiting read ends
+            pass
+        reader.join(5)
+        raise AssertionError("the journal's load waits on a FIFO")
+    assert said and "a FIFO" in said[0], said
+    one_line(cli(*FUZZ, "--out", out), fifo, "a FIFO", "move it away")
+    fifo.unlink()
+    os.mkfifo(out / campaign.SUMMARY)
+    one_line(cli(*FUZZ, "--out", out), out / campaign.SUMMARY, "a FIFO")
+
+
+def test_a_forged_journal_line_cannot_name_a_place_outside_the_campaign_nor_act_on_the_terminal(cli, tmp_path):
+    """The seal is a checksum anyone can recompute (docs/fuzz.md says so): a line forged and sealed
+    again is believed. What it can make the campaign show is held all the same: a finding whose
+    directory is not the campaign's own under OUT/findings (/etc, a relative way out, another
+    directory's findings) is refused in one line naming the line; one in place is shown there, and
+    its key and a combination's label reach the terminal with their control characters escaped."""
+    from suite.fuzz import campaign
+
+    journal = _judged_campaign(tmp_path / "o")
+    out = journal.parent
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    for line in lines:
+        del line["seal"]
+    key = "FORGED\x1b[31m-key\u202e"
+    forged = {**lines[-1], "outcome": "CHANGED", "summary": "forged", "finding": {"dir": "/etc", "key": key}}
+    own = f"{campaign.FINDINGS_DIR}/{campaign._safe(forged['id'])}"
+    for elsewhere in ("/etc", f"../../{own}", str(tmp_path / "other" / own), f"{own}/..", "findings/x"):
+        journal.write_text(_sealed(lines[:-1] + [{**forged, "finding": {"dir": elsewhere, "key": key}}]))
+        one_line(cli(*FUZZ, "--out", out), f"{journal}, line {len(lines)}", "is not the campaign's own", own)
+    label = {**lines[0], "id": "x|float32|llvm|seed0|order:default", "workload": "seed\x1b[2J\r"}
+    journal.write_text(_sealed(lines[:-1] + [{**forged, "finding": {"dir": own, "key": key}}, label]))
+    done = cli(*FUZZ, "--out", out)
+    assert done.returncode == 12, done.stderr  # believed: CHANGED
+    assert "\x1b" not in done.stderr + done.stdout and "\u202e" not in done.stderr and "\r" not in done.stderr
+    assert "FORGED\\x1b[31m-key\\u202e" in done.stderr and "seed\\x1b[2J\\x0d float32 llvm" in done.stderr
+    assert json.loads(done.stdout)["findings"][0]["first"] == str(out / own)
 
 
 # ----------------------------------------------------------------------------- histories
@@ -245,12 +363,56 @@ def test_the_files_beside_a_kept_historys_commits_are_sealed_with_it(cli, tmp_pa
     one_line(cli(*gate), kept / "install-logs" / f"{B}.log", "not a file the kept history holds")
     (kept / "install-logs" / f"{B}.log").unlink()
     assert cli(*gate).returncode == 0
-    machine.write_text("edited again")  # the run's taken instead, as the refusal says: the file and the seal removed
-    one_line(cli(*gate), machine, f"remove it and {kept / 'runs' / keep.SEAL}, then keep again")
+    machine.write_text("edited again")  # the run's taken instead, as the refusal says: that file removed, kept again
+    said = one_line(cli(*gate), machine, "git checkout", "remove it (only it) and keep again", "--keep")
+    assert keep.SEAL not in said.split("): ", 1)[1], said  # never told to remove the seal
     machine.unlink()
-    (kept / "runs" / keep.SEAL).unlink()
+    one_line(cli(*gate), machine, "missing", "keep again from the run")
     keep.keep(run_dir, kept, MACHINE)
+    assert machine.read_bytes() == (run_dir / "results" / MACHINE / "machine.json").read_bytes()
     assert cli(*gate).returncode == 0
+    note = kept / "install-logs" / f"{A}.build.json"  # removed, and the run has none to take: refused
+    (run_dir / "install-logs" / note.name).unlink()
+    note.unlink()
+    with pytest.raises(UserError, match=f"{note}: missing .*has no install-logs/{note.name}.*git checkout"):
+        keep.keep(run_dir, kept, MACHINE)
+
+
+def test_a_kept_history_whose_seal_is_removed_is_refused_not_read_as_a_run(cli, tmp_path):
+    """Removing runs/.kept.json does not turn the checks of a kept history off: a keep leaves its
+    mark (.tvm-suite-kept), and reports/tvm-main's kind hold asv's configuration of their pages
+    (asv.conf.json); without the seal (or with a damaged one), one line naming it and how to
+    restore it, exit 2, never to remove it; a keep refuses too. A run's own directory (no seal, no
+    mark) loads as before."""
+    from histories import B, MACHINE
+    from suite.errors import UserError
+    from suite.history import keep
+
+    run_dir, kept = _kept(tmp_path)
+    gate = ("gate", "--commit", B[:8], "--no-remeasure", "--results")
+    seal = kept / "runs" / keep.SEAL
+    sealed = seal.read_bytes()
+    machine = kept / "results" / MACHINE / "machine.json"
+    as_kept = machine.read_text()
+    seal.unlink()
+    machine.write_text(as_kept.replace('"num_cpu": "2"', '"num_cpu": "64"'))
+    said = one_line(cli(*gate, kept / "results"), seal, "missing", "is a kept history", ".tvm-suite-kept",
+                    "git checkout")
+    assert "remove" not in said, said
+    machine.write_text(as_kept)
+    with pytest.raises(UserError, match="missing, and .* is a kept history"):  # never sealed again as it is now
+        keep.keep(run_dir, kept, MACHINE)
+    machine.write_text(as_kept.replace('"num_cpu": "2"', '"num_cpu": "64"'))
+    seal.write_text("{}")
+    said = one_line(cli(*gate, kept / "results"), seal, "damaged", "git checkout")
+    assert "remove" not in said, said
+    seal.write_bytes(sealed)
+    one_line(cli(*gate, kept / "results"), machine, "edited or damaged since it was kept")
+    (kept / keep.MARK).unlink()  # reports/tvm-main's kind: asv's configuration of its pages says it
+    shutil.copy(Path(__file__).parent.parent / "reports" / "tvm-main" / "asv.conf.json", kept / "asv.conf.json")
+    seal.unlink()
+    one_line(cli(*gate, kept / "results"), seal, "missing", "is a kept history", "asv.conf.json")
+    assert cli(*gate, run_dir / "results").returncode == 0  # a run's own directory: no seal, nothing beside to verify
 
 
 def test_the_tracked_kept_histories_are_sealed_and_verify():

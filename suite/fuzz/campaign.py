@@ -11,12 +11,17 @@ false alarms.
 The out directory holds ``journal.jsonl`` (one JSON line per judged schedule, appended whole as
 each completes: a rerun with the same seed skips those), ``findings/<id>/`` (each CHANGED,
 UNDEFINED, crash or timeout: trace, minimised trace, TVMScript, report) and ``summary.json``. It is
-locked while a campaign writes it (:class:`suite.core.runstore.RunLock`).
+locked while a campaign writes it (:class:`suite.core.runstore.RunLock`). Every file of it the
+campaign reads or writes is its own regular file, never reached through a link: a link, a FIFO or
+another kind of file there is refused in one line before any work (:func:`check_own_files`), and
+the journal is opened without following a link or waiting on a FIFO (:func:`_open_own`).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
+import errno
 import hashlib
 import io
 import json
@@ -24,8 +29,10 @@ import math
 import os
 import re
 import shutil
+import stat
 import threading
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -114,6 +121,7 @@ def check(options: Options) -> list[Combination]:
     if theirs and not (out / OWN_MARK).exists():
         raise UserError(f"--out {out} holds files a fuzz did not make ({', '.join(theirs[:3])}"
                         f"{', ...' if len(theirs) > 3 else ''}): give a new or empty directory, or a campaign's own")
+    check_own_files(out)
     for dtype in options.dtypes:
         workloads.check_dtype(dtype)
     found_targets = []
@@ -130,6 +138,89 @@ def check(options: Options) -> list[Combination]:
         found_targets.append(target)
     ids = select_workloads(options.workloads)
     return [Combination(workloads.get(w), d, t) for t in found_targets for d in options.dtypes for w in ids]
+
+
+#: The directory the worker children work in (removed at the end of every campaign).
+WORK_DIR = "work"
+
+
+def _kind_of(mode: int) -> str:
+    return {stat.S_IFLNK: "link", stat.S_IFIFO: "FIFO", stat.S_IFSOCK: "socket", stat.S_IFCHR: "device",
+            stat.S_IFBLK: "device", stat.S_IFDIR: "directory"}.get(stat.S_IFMT(mode), "special file")
+
+
+def _not_own(path: Path, what: str) -> UserError:
+    left = " (what it points to is left as it is)" if what == "link" else ""
+    return UserError(f"{path}: a {what}, where a campaign keeps a file of its own: it never reads or writes through "
+                     f"or over one{left}; move it away, or give another --out")
+
+
+def check_own_files(out: Path) -> None:
+    """Every file of the campaign directory ``out`` a campaign reads or writes (its mark, journal and
+    summary, everything under findings/; work/, the workers' scratch, itself) is a regular file or
+    directory of its own, not a link, a FIFO, a device or a socket; a journal has one name (not a
+    hard link to a file elsewhere). UserError naming the first that is not, before any work."""
+    for name in (OWN_MARK, JOURNAL, SUMMARY):
+        try:
+            info = os.lstat(out / name)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            raise _not_own(out / name, _kind_of(info.st_mode))
+        if name == JOURNAL and info.st_nlink > 1:
+            raise _not_own(out / name, f"file of {info.st_nlink} names (hard links)")
+    for name in (FINDINGS_DIR, WORK_DIR):
+        top = out / name
+        try:
+            info = os.lstat(top)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISDIR(info.st_mode):
+            raise _not_own(top, _kind_of(info.st_mode))
+        if name == WORK_DIR:  # what the workers leave there is read back as data (sandbox.read_back)
+            continue
+        for where, dirs, files in os.walk(top):  # links are listed, never followed
+            for entry in sorted(dirs + files):
+                mode = os.lstat(Path(where) / entry).st_mode
+                if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                    raise _not_own(Path(where) / entry, _kind_of(mode))
+
+
+def _open_own(path: Path, flags: int, what: str) -> int | None:
+    """A descriptor of ``path``, a regular file of the campaign's own with one name, opened with
+    ``flags`` never through a link (O_NOFOLLOW) and never waiting on a FIFO (O_NONBLOCK); None when
+    it is not there (and ``flags`` do not make it). UserError where it is a link or no regular file;
+    OSError otherwise."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):  # a link; a FIFO or socket; a directory
+            info = os.lstat(path)
+            raise _not_own(path, _kind_of(info.st_mode)) from None
+        raise
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+        os.close(fd)
+        raise _not_own(path, _kind_of(info.st_mode) if not stat.S_ISREG(info.st_mode)
+                       else f"file of {info.st_nlink} names (hard links), the {what}")
+    return fd
+
+
+#: Characters that do something on a terminal, or hide or reorder text, rather than show.
+_UNSHOWN = ("Cc", "Cf", "Cs", "Co", "Zl", "Zp")
+
+
+def shown(text) -> str:
+    """``text`` as it may reach a terminal: each control or formatting character (escape sequences,
+    carriage returns, bidirectional overrides) written as its escape, ``\\x1b``, ``\\u202e``."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c == " " or unicodedata.category(c) not in _UNSHOWN
+                   else (f"\\x{ord(c):02x}" if ord(c) <= 0xff else f"\\u{ord(c):04x}" if ord(c) <= 0xffff
+                         else f"\\U{ord(c):08x}") for c in text)
 
 
 #: The kinds of schedule a journal line judges: a named order, a sampled trace, a planted bug.
@@ -227,7 +318,14 @@ class Journal:
     that an interruption leaves every line before it whole. Each line carries ``seal``, chained
     with the line before it (:func:`_chained`): a line edited, damaged, removed or moved, or of a
     shape no campaign writes, is refused naming the file and the line, never read in part. A torn
-    last line (an append cut short, without its newline) is cut off: its schedule is judged again."""
+    last line (an append cut short, without its newline) is cut off: its schedule is judged again.
+
+    The seal is a checksum anyone can compute, not a signature: it catches damage and edits by hand,
+    not a forger who seals the lines again (docs/fuzz.md). What a line leads the campaign to show is
+    held to the campaign all the same: a finding's directory is its own under ``findings/``.
+
+    The file is the campaign's own: opened never through a link and never waiting on a FIFO, a
+    regular file with one name (:func:`_open_own`), and cut through the descriptor checked."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -236,9 +334,15 @@ class Journal:
     def load(self) -> dict[str, JournalLine]:
         """The verified lines, by schedule id (a later line of an id replaces an earlier one)."""
         try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            return {}
+            fd = _open_own(self.path, os.O_RDONLY, "journal")
+            if fd is None:
+                return {}
+            try:
+                with os.fdopen(os.dup(fd), "rb") as file:
+                    data = file.read()
+                read = os.fstat(fd)
+            finally:
+                os.close(fd)
         except OSError as err:
             raise UserError(f"{self.path}: unreadable ({err.strerror or err})") from None
         *lines, torn = data.split(b"\n")
@@ -247,11 +351,45 @@ class Journal:
             found = self._verified(line, number)
             done[found.id] = found
         if torn:
-            try:
-                os.truncate(self.path, len(data) - len(torn))
-            except OSError as err:
-                raise CannotWrite(err.errno, err.strerror, str(self.path)) from None
+            self._cut(len(data) - len(torn), read)
         return done
+
+    def _cut(self, size: int, read: os.stat_result) -> None:
+        """Cut the journal to ``size`` bytes, through a descriptor of the very file read (``read``)."""
+        try:
+            fd = _open_own(self.path, os.O_WRONLY, "journal")
+            if fd is None:
+                raise FileNotFoundError(errno.ENOENT, "removed while it was read", str(self.path))
+            try:
+                now = os.fstat(fd)
+                if (now.st_dev, now.st_ino) != (read.st_dev, read.st_ino):
+                    raise UserError(f"{self.path}: replaced while the campaign read it: run again")
+                os.ftruncate(fd, size)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as err:
+            raise CannotWrite(err.errno, err.strerror, str(self.path)) from None
+
+    def _placed(self, line: JournalLine) -> JournalLine:
+        """``line`` with its finding's directory as this campaign's: the one the campaign makes for
+        the schedule, ``findings/<id>`` inside this out directory. A line naming any other place
+        (``/etc``, another directory) is refused (ValueError): a journal moves with its directory, so
+        the place is written relative to it (a line written before that, whole, names the same
+        directory)."""
+        if line.finding is None:
+            return line
+        own = Path(FINDINGS_DIR) / _safe(line.id)
+        given = Path(line.finding.dir)
+        if given != own:
+            try:
+                same = given.resolve() == (self.path.parent / own).resolve()
+            except (OSError, RuntimeError, ValueError):
+                same = False
+            if not same:
+                raise ValueError(f"its finding's directory {line.finding.dir!r:.80} is not the campaign's own "
+                                 f"{own} (inside {self.path.parent / FINDINGS_DIR})")
+        return dataclasses.replace(line, finding=Finding(str(self.path.parent / own), line.finding.key))
 
     def _verified(self, line: bytes, number: int) -> JournalLine:
         where = f"{self.path}, line {number}"
@@ -267,7 +405,7 @@ class Journal:
             raise UserError(f"{where}: not the line the campaign wrote there (its seal does not match: edited, "
                             f"damaged, or lines removed before it){again}")
         try:
-            found = JournalLine.parse(fields)
+            found = self._placed(JournalLine.parse(fields))
         except ValueError as err:
             raise UserError(f"{where}: {err}{again}") from None
         self._last = seal
@@ -275,11 +413,13 @@ class Journal:
 
     def append(self, record: dict) -> JournalLine:
         """Seal ``record``, chained with the last line, and append it; the line as it reads back."""
-        line = JournalLine.parse(record)  # the suite never writes a line it would refuse
+        line = self._placed(JournalLine.parse(record))  # the suite never writes a line it would refuse
         seal = _chained(self._last, record)
         data = (json.dumps({**record, "seal": seal}, sort_keys=True) + "\n").encode()
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = _open_own(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "journal")
+            if fd is None:  # its directory is gone
+                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(self.path))
             try:
                 os.write(fd, data)
                 os.fsync(fd)
@@ -332,7 +472,8 @@ class Campaign:
         out = self.options.out
         out.mkdir(parents=True, exist_ok=True)
         with runstore.RunLock(out, compat.installed_version(), "fuzz"):
-            (out / OWN_MARK).touch()
+            check_own_files(out)  # again, under the lock: nothing is read or written through a link
+            _touch_own(out / OWN_MARK)
             journal = Journal(out / JOURNAL)
             self.records = journal.load()  # every line verified (one line naming a bad one, exit 2)
             resumed = sum(1 for line in self.records.values() if self._reusable(line))
@@ -340,7 +481,7 @@ class Campaign:
                 self.log(f"continuing: {resumed} schedules already judged in {out / JOURNAL}")
             started = time.monotonic()
             deadline = started + self.options.minutes * 60
-            local = pools.LocalPool(out / "work", self.options.jobs)
+            local = pools.LocalPool(out / WORK_DIR, self.options.jobs)
             pool = local
             stopped = threads = None
             try:
@@ -360,12 +501,12 @@ class Campaign:
                 pool.close()
                 if threads is not None:
                     threads.shutdown(wait=True)
-                shutil.rmtree(out / "work", ignore_errors=True)
+                shutil.rmtree(out / WORK_DIR, ignore_errors=True)
             summary = self.summary(combinations, time.monotonic() - started, stopped)
             summary["thresholds"] = {"source": self.thresholds.source, "lambda": self.thresholds.bound.lam,
                                      "max_fraction": self.thresholds.bound.max_fraction}
             summary["where"] = pool.where
-            cache.write_json(out / SUMMARY, summary)
+            _write_own(out / SUMMARY, json.dumps(summary, indent=1, sort_keys=True))
         return summary
 
     def _reusable(self, line: JournalLine | None) -> bool:
@@ -400,8 +541,8 @@ class Campaign:
             self.log(f"{combination.label}: the unscheduled function was {err}; nothing of it is judged this time")
             return None
         if before.get("status") != "ok":
-            self.log(f"{combination.label}: the unscheduled function does not build and run here "
-                     f"({before.get('message')}); nothing of it is judged")
+            self.log(shown(f"{combination.label}: the unscheduled function does not build and run here "
+                           f"({before.get('message')}); nothing of it is judged"))
             return None
         combination.before = _load(before["dir"] / "output.npy")
         if (before["dir"] / "twin.npy").exists():
@@ -488,8 +629,8 @@ class Campaign:
                 return
             self.records[record["id"]] = journal.append(record)
             self.judged_now += 1
-        self.log(f"{combination.label} {record['kind']} {record['name']}: {record['outcome']}"
-                 + (f" ({record['message']})" if record.get("message") else ""))
+        self.log(shown(f"{combination.label} {record['kind']} {record['name']}: {record['outcome']}"
+                       + (f" ({record['message']})" if record.get("message") else "")))
 
     def _no_effect(self, pool, combination: Combination, request: dict, record: dict, outcome: dict) -> bool:
         """Whether a planted program's output is the unplanted program's, bit for bit: the edit
@@ -507,7 +648,7 @@ class Campaign:
 
     def _ask(self, pool, combination: Combination, request: dict, base: str, name: str,
              timeout_s: float | None = None) -> dict:
-        where = self.options.out / "work" / "requests" / _safe(f"{base}|{name}")
+        where = self.options.out / WORK_DIR / "requests" / _safe(f"{base}|{name}")
         answer = pool.ask({"workload": combination.workload.id, "dtype": combination.dtype,
                            "target": combination.target.name, "dir": str(where), **request},
                           timeout_s or timeout_of(self.options, combination.target))
@@ -537,13 +678,15 @@ class Campaign:
 
     def _keep_finding(self, pool, combination: Combination, request: dict, record: dict,
                       outcome: dict) -> dict:
-        """The finding's directory: trace, minimised trace, TVMScript before and after, report."""
-        where = self.options.out / FINDINGS_DIR / _safe(record["id"])
-        where.mkdir(parents=True, exist_ok=True)
+        """The finding's directory (its place in the journal: relative to the out directory, which
+        travels whole): trace, minimised trace, TVMScript before and after, report."""
+        own = f"{FINDINGS_DIR}/{_safe(record['id'])}"
+        where = self.options.out / own
+        _make_own_dir(where)
         kept = dict(request)
         minimised = None
         if "trace" in request:
-            (where / "trace.json").write_text(json.dumps(request["trace"]))
+            _write_own(where / "trace.json", json.dumps(request["trace"]))
 
             def holds(trace) -> bool:
                 again = self._judge(pool, combination, {"trace": trace}, f"{record['id']}|minimising")
@@ -551,17 +694,58 @@ class Campaign:
                 return again["outcome"] == record["outcome"]
 
             minimised = minimise(request["trace"], holds, self.options.minimise_tries)
-            (where / "minimised.json").write_text(json.dumps(minimised))
+            _write_own(where / "minimised.json", json.dumps(minimised))
             kept = {"trace": minimised}
         last = self._ask(pool, combination, kept, "", f"{record['id']}|finding")
-        if (last["dir"] / "after.py").exists():
-            shutil.copy(last["dir"] / "after.py", where / "after.py")
+        after = last["dir"] / "after.py"
+        if after.exists() or after.is_symlink():  # the worker's file, read as data: never through a link
+            try:
+                _write_own(where / "after.py", sandbox.read_back(after))
+            except OSError as err:
+                raise UserError(f"{after}: not the TVMScript the campaign's worker writes ({err}); "
+                                "no finding of it") from None
         shutil.rmtree(last["dir"], ignore_errors=True)
         func = workloads.prim_func(combination.workload, combination.dtype)
-        (where / "before.py").write_text(_script(func))
+        _write_own(where / "before.py", _script(func))
         key = dedup_key(record, minimised)
-        (where / "report.md").write_text(_report(combination, record, key, minimised is not None))
-        return {"dir": str(where), "key": key}
+        _write_own(where / "report.md", _report(combination, record, key, minimised is not None))
+        return {"dir": own, "key": key}
+
+
+def _touch_own(path: Path) -> None:
+    """Make ``path`` (the campaign's mark) where it is not there: never through a link."""
+    try:
+        fd = _open_own(path, os.O_WRONLY | os.O_CREAT, "mark")
+    except OSError as err:
+        raise CannotWrite(err.errno, err.strerror, str(path)) from None
+    if fd is not None:
+        os.close(fd)
+
+
+def _make_own_dir(path: Path) -> None:
+    """``path`` and the directories above it up to the out directory, made where missing: each a
+    directory of its own, not a link to one (UserError)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise CannotWrite(err.errno, err.strerror, str(path)) from None
+    for where in (path.parent, path):
+        mode = os.lstat(where).st_mode
+        if not stat.S_ISDIR(mode):
+            raise _not_own(where, _kind_of(mode))
+
+
+def _write_own(path: Path, content: str | bytes) -> None:
+    """``content`` as the campaign's file ``path``, written whole and renamed into place (a link or
+    another kind of file there is refused, never written through or replaced)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise _not_own(path, _kind_of(mode))
+    data = content.encode() if isinstance(content, str) else content
+    cache.write_file(path, lambda tmp: Path(tmp).write_bytes(data))
 
 
 def _script(func) -> str:
@@ -696,16 +880,19 @@ def summarize(lines: list[JournalLine], combinations: list[Combination], elapsed
 
 
 def text(summary: dict) -> str:
-    """The summary for people: verdict counts per combination, findings, recall, false alarms."""
-    shown = [o for o in OUTCOMES if any(row[o] for row in summary["table"].values())]
-    width = max([len(label) for label in summary["table"]] + [12])
-    lines = [f"{'combination':<{width}}  " + "  ".join(f"{o:>10}" for o in shown)]
+    """The summary for people: verdict counts per combination, findings, recall, false alarms. Text
+    read from the journal (labels, keys, places) is :func:`shown`: no character of it acts on the
+    terminal."""
+    columns = [o for o in OUTCOMES if any(row[o] for row in summary["table"].values())]
+    labels = {label: shown(label) for label in summary["table"]}
+    width = max([len(label) for label in labels.values()] + [12])
+    lines = [f"{'combination':<{width}}  " + "  ".join(f"{o:>10}" for o in columns)]
     for label, row in summary["table"].items():
-        lines.append(f"{label:<{width}}  " + "  ".join(f"{row[o]:>10}" for o in shown))
+        lines.append(f"{labels[label]:<{width}}  " + "  ".join(f"{row[o]:>10}" for o in columns))
     lines.append("")
     if summary["findings"]:
         lines.append(f"findings ({len(summary['findings'])} after deduplication):")
-        lines += [f"  {f['count']:>3} x {f['key']}  ({f['first']})" for f in summary["findings"]]
+        lines += [f"  {f['count']:>3} x {shown(f['key'])}  ({shown(f['first'])})" for f in summary["findings"]]
     else:
         lines.append("findings: none")
     plant_ = summary["plant"]
@@ -715,7 +902,7 @@ def text(summary: dict) -> str:
                      f"{plant_['no_effect']} changed nothing (output bit for bit the unplanted program's)")
         for kind, entry in plant_["kinds"].items():
             verdicts = ", ".join(f"{k} {v}" for k, v in entry["verdicts"].items())
-            lines.append(f"  {kind:<24} should be {entry['expected']}: {verdicts}")
+            lines.append(f"  {shown(kind):<24} should be {shown(entry['expected'])}: {verdicts}")
     bound = summary["false_changed_upper_95"]
     lines.append(f"false CHANGED on unmodified schedules: {summary['false_changed']} of {summary['unmodified_judged']}"
                  + (f" (95% upper bound {bound:.3f})" if bound is not None else "")

@@ -19,9 +19,16 @@ whole commits only.
 What a kept history holds beside its commits' side data is sealed too (``runs/.kept.json``, by
 :func:`seal`): asv's machine and benchmark files and the build notes and logs. Readers check it
 (:func:`verify`): a file edited, missing or added since is one line naming it. A keep checks it
-before any work (an edit is never sealed again as kept) and seals what it leaves. A keep into the
-history of another machine (its machine file of the same name another CPU) is refused before any
-work, naming both.
+before any work (an edit is never sealed again as kept) and seals what it leaves; a file removed
+from the kept history on purpose is the one change a keep takes: it copies the run's file in its
+place and seals it. A keep into the history of another machine (its machine file of the same name
+another CPU) is refused before any work, naming both.
+
+A kept history says what it is apart from its seal (:func:`signs`): the mark every keep leaves at
+its top (``.tvm-suite-kept``), or asv's configuration of its pages (``asv.conf.json``, as
+``reports/tvm-main`` has; a run directory's own is ``asv.installed.json`` or ``asv.history.json``).
+So a kept history whose seal is missing is refused, never read as a run's own directory with
+nothing beside its commits to verify.
 """
 
 from __future__ import annotations
@@ -44,6 +51,12 @@ ASV_FILES = ("benchmarks.json",)
 BUILD_LOGS = "install-logs"
 #: The seal of what a kept history holds beside its commits' side data, in its runs/.
 SEAL = ".kept.json"
+#: The mark a keep leaves at the top of a kept history (written once, never replaced): it says what
+#: the directory is where its seal is gone.
+MARK = ".tvm-suite-kept"
+#: What else at the top of a directory holding results/ says it is a kept history: asv's
+#: configuration of its pages (reports/tvm-main and reports/tvm-main-hexagon, kept before the mark).
+ASV_PAGES = "asv.conf.json"
 #: The facts of asv's machine file that say which machine it is (``os``, the kernel's release, and
 #: ``ram`` change on one machine).
 MACHINE_FACTS = ("arch", "cpu", "num_cpu")
@@ -116,12 +129,18 @@ def keep(run_dir: Path, kept_dir: Path, machine: str) -> Kept:
     check_apart(run_dir, kept_dir, machine)
     run_dir, kept_dir = Path(run_dir).resolve(), Path(kept_dir).resolve()
     machine = runstore.check_machine(machine)
-    verify(kept_dir)  # an edit since the last keep is refused, never sealed again as kept
+    # an edit since the last keep is refused, never sealed again as kept; a file removed is taken from the run
+    removed = verify(kept_dir, taking=True)
+    for name in removed:
+        if not _takeable(run_dir / name):
+            raise UserError(f"{kept_dir / name}: missing (sealed in {kept_dir / runstore.RUNS / SEAL}), and the run "
+                            f"{run_dir} has no {name} to keep in its place: {_restore(kept_dir / name)}")
     source = run_dir / "results" / machine
     commits = sorted({_commit_of(p) for p in source.glob("*-*.json")})
     # A note kept that differs is refused before any commit is copied: a keep is never left half done.
     notes = {commit: _build_note(run_dir, kept_dir, commit) for commit in commits}
     try:
+        _copy_missing([(run_dir / name, kept_dir / name) for name in removed])  # the run's, as the user chose
         copied, already, unsealed, failed = _keep_each(run_dir, kept_dir, machine, commits, notes)
         if copied or failed or already:  # also after a keep that stopped half way (damaged run data)
             _copy_if_changed(source / "machine.json", kept_dir / "results" / machine / "machine.json")
@@ -310,34 +329,89 @@ def _sealable(name: str) -> bool:
 
 
 def seal(kept_dir: Path) -> None:
-    """Seal what ``kept_dir`` holds beside its commits' side data: the sha256 of each file."""
+    """Seal what ``kept_dir`` holds beside its commits' side data: the sha256 of each file; then
+    leave the kept history's mark at its top where it has none (after the seal: an interrupted keep
+    never leaves a mark without a seal)."""
     kept_dir = Path(kept_dir)
     cache.write_sealed_json(kept_dir / runstore.RUNS / SEAL,
                             {name: cache.file_digest(kept_dir / name) for name in sorted(_beside(kept_dir))})
+    mark = kept_dir / MARK
+    if not mark.exists() and not mark.is_symlink():
+        cache.write_json(mark, {"generated_by": "tvm-suite history --keep",
+                                "what": "a kept history: read it, never edit it; what lies beside its commits' "
+                                        f"side data is sealed in {runstore.RUNS}/{SEAL}, each commit's side data in "
+                                        "its manifest.json"})
 
 
-def verify(history_dir: Path) -> None:
+def signs(history_dir: Path) -> list[str]:
+    """What at the top of ``history_dir`` says it is a kept history, besides its seal: its mark, or
+    asv's configuration of its pages beside its results/ (a run directory has neither)."""
+    history_dir = Path(history_dir)
+    found = [MARK] if (history_dir / MARK).exists() or (history_dir / MARK).is_symlink() else []
+    if (history_dir / ASV_PAGES).is_file() and (history_dir / "results").is_dir():
+        found.append(ASV_PAGES)
+    return found
+
+
+def is_kept(directory: Path) -> bool:
+    """Whether ``directory`` is a kept history: its seal there (a link too), or a sign of one (:func:`signs`)."""
+    seal_file = Path(directory) / runstore.RUNS / SEAL
+    return seal_file.exists() or seal_file.is_symlink() or bool(signs(directory))
+
+
+def _restore(path: Path) -> str:
+    """How to put back a file of a kept history as it was kept."""
+    return (f"restore it as it was kept (`git checkout -- {path}` where the history is committed, or from the copy "
+            "it came from)")
+
+
+def _takeable(path: Path) -> bool:
+    """A run's file a keep may copy in place of one removed from the kept history: a regular file."""
+    return path.is_file() and not path.is_symlink()
+
+
+def verify(history_dir: Path, taking: bool = False) -> set[str]:
     """Every file the seal of the kept history ``history_dir`` names is the one it sealed, and no
     other lies beside them; DamagedRunData naming the file otherwise. A directory without a seal
-    (a run's own: asv and install_tvm write these files at every run) has nothing to verify."""
+    and without a sign of a kept history (a run's own: asv and install_tvm write these files at
+    every run) has nothing to verify; a kept history without its seal is refused. With ``taking``
+    (a keep), the sealed files removed are not refused but returned (names relative to it): the
+    keep takes the run's in their place."""
     history_dir = Path(history_dir)
     seal_file = history_dir / runstore.RUNS / SEAL
     if not seal_file.exists() and not seal_file.is_symlink():
-        return
-    sealed = cache.read_sealed_json(seal_file)
+        found = signs(history_dir)
+        if found:
+            raise runstore.DamagedRunData(
+                f"{seal_file}: missing, and {history_dir} is a kept history (it holds {found[0]}): without its seal "
+                f"nothing beside its commits can be verified; {_restore(seal_file)}, or keep its run into a new "
+                "directory (tvm-suite history ... --keep NEWDIR)")
+        return set()
+    sealed = cache.read_sealed_json(seal_file) if not seal_file.is_symlink() else None
     if not isinstance(sealed, dict) or not all(_sealable(k) and isinstance(v, str) for k, v in sealed.items()):
-        raise runstore.DamagedRunData(f"{seal_file}: damaged (not the seal `history --keep` wrote); remove it and keep "
-                                      "the history again from its run")
-    # a keep refuses what it finds changed: taking the run's files instead is a choice, said how
-    again = f"restore it as it was kept, or, to keep the run's instead, remove it and {seal_file}, then keep again"
+        raise runstore.DamagedRunData(f"{seal_file}: damaged (not the seal `history --keep` wrote): "
+                                      f"{_restore(seal_file)}, or keep its run into a new directory "
+                                      "(tvm-suite history ... --keep NEWDIR)")
+    # a keep refuses what it finds changed: taking the run's file instead is a choice, said how
+    keep_again = f"keep again from the run (tvm-suite history ... --keep {history_dir}), which copies the run's"
     for name in sorted(_beside(history_dir) - set(sealed)):
         raise runstore.DamagedRunData(f"{history_dir / name}: not a file the kept history holds (added since it was "
                                       f"kept; not in {seal_file}): remove it")
+    removed = set()
     for name, digest in sorted(sealed.items()):
         target = history_dir / name
+        if target.is_symlink():
+            raise runstore.DamagedRunData(f"{target}: a link, not the file the kept history sealed in {seal_file}: "
+                                          f"{_restore(target)}")
         found = cache.file_digest(target) if target.is_file() else None
+        if found is None and taking and not target.exists():
+            removed.add(name)
+            continue
         if found is None:
-            raise runstore.DamagedRunData(f"{target}: missing (the kept history sealed it in {seal_file}): {again}")
+            raise runstore.DamagedRunData(f"{target}: missing (the kept history sealed it in {seal_file}): "
+                                          f"{_restore(target)}; or {keep_again} in its place and seals it")
         if found != digest:
             raise runstore.DamagedRunData(f"{target}: edited or damaged since it was kept (not the file sealed in "
-                                          f"{seal_file}): {again}")
+                                          f"{seal_file}): {_restore(target)}; or, to take the run's instead, remove "
+                                          f"it (only it) and {keep_again} and seals it")
+    return removed

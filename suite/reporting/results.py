@@ -351,7 +351,9 @@ def load(results_dir, tvm_repo=None) -> History:
 
 def _load(results_dir: Path, tvm_repo, run_dir: Path, recovered: tuple[str, ...]) -> History:
     runstore.check_idle(run_dir)
-    keep.verify(run_dir)  # a kept history: asv's machine and benchmark files and the build logs as kept
+    # a kept history: asv's machine and benchmark files and the build logs as kept; one whose seal is
+    # missing is refused (keep.signs), never read as a run's own directory with nothing to verify
+    keep.verify(run_dir)
     loaded, files, machines = _read_results(results_dir)
     values, asv_dates, sources = _values(loaded)
     hashes = sorted(asv_dates.keys() | {r.commit_hash for _m, r, _p in loaded})
