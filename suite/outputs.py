@@ -6,7 +6,7 @@ output) is checked here, and nowhere else, before anything is written there.
   sealed side data (``runs/`` beside ``results/``) or a kept history is refused in one line
   (UserError) before any work, links resolved: asv and the suite read every file there, and the next ``gate``
   would refuse the history. A kept history is a directory holding the seal ``history --keep``
-  leaves (``runs/.kept.json``): it is only read, and travels whole. A run directory (``run``'s
+  leaves (``runs/.kept.json``, or its mark where the seal is gone): it is only read, and travels whole. A run directory (``run``'s
   ``.asv``, ``history``'s ``reports/history``) takes its report and pages beside its results.
 - **Never over a user's file.** The suite replaces only files it wrote itself: in an output
   directory, the files a command writes are its own once the directory holds its mark, a JSON file
@@ -133,7 +133,6 @@ def _kind(directory: Path) -> str | None:
         return "results"
     if directory.name == runstore.RUNS and (directory.parent / "results").is_dir():
         return "runs"
-    seal = directory / runstore.RUNS / keep.SEAL
-    if seal.exists() or seal.is_symlink():
+    if keep.is_kept(directory):  # its seal, or its mark where the seal is gone
         return "kept"
     return None
