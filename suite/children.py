@@ -15,15 +15,20 @@ import signal
 import subprocess
 import sys
 
-#: ``python -c`` this, then the child's own arguments: PR_SET_PDEATHSIG (1) with SIGKILL, then
-#: Python again in the same process with those arguments.
+#: ``python -c`` this, then the parent's pid and the child's own arguments: PR_SET_PDEATHSIG (1)
+#: with SIGKILL; then, where the parent is still the one that started it, Python again in the same
+#: process with those arguments. A parent that died before the prctl (the suite killed as it
+#: starts the child: the helper that measures ahead starts right after "measure: started") never
+#: sends the signal, and the child, another process's by then, ends at once rather than live on.
 _DIE_WITH_PARENT = ("import ctypes, os, signal, sys; ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL); "
-                    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
+                    "os.getppid() == int(sys.argv[1]) or os._exit(1); "
+                    "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])")
 
 
 def start_python(args: list[str], **popen) -> subprocess.Popen:
     """``python ARGS`` as a child that ends with this process (``popen``: Popen's other arguments)."""
-    return subprocess.Popen([sys.executable, "-c", _DIE_WITH_PARENT, *args], start_new_session=True, **popen)
+    return subprocess.Popen([sys.executable, "-c", _DIE_WITH_PARENT, str(os.getpid()), *args],
+                            start_new_session=True, **popen)
 
 
 def die_with_parent() -> None:
