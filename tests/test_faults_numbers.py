@@ -37,6 +37,7 @@ FAULTS = {
                                         "test_a_nan_error_shift_is_never_reordered"],
     "a threshold that switches a check off": ["test_a_threshold_that_would_switch_a_check_off_is_refused",
                                               "test_every_command_refuses_a_lambda_beyond_the_bound_at_load"],
+    "a threshold no float holds": ["test_a_threshold_of_hundreds_of_digits_is_one_line_naming_its_range"],
     "an overflow in the bound's arithmetic": ["test_the_bound_never_overflows"],
     "a dtype not asked for": ["test_a_kept_baseline_is_judged_on_the_dtypes_asked_for_only"],
 }
@@ -188,6 +189,27 @@ def test_every_command_refuses_a_lambda_beyond_the_bound_at_load(tmp_path):
     refused(here(CASES / "rowsum.py", "--schedule", CASES / "rowsum_rfactor.py", "--thresholds", too_large),
             "bound.lambda = 10000000.0 is out of range")
     assert _load(tmp_path, "[bound]\nlambda = 20.8\nmax_fraction = 1.0\n").bound.lam == 20.8
+
+
+def test_a_threshold_of_hundreds_of_digits_is_one_line_naming_its_range(tmp_path):
+    """An integer beyond the largest float (400 nines) was an OverflowError traceback (exit 1) from
+    the range check itself, and one of more digits than Python reads (5000) a ValueError from the
+    TOML reader: each is one line naming the key and its range, exit 2, in every command that
+    reads thresholds; a large integer that a float holds is named by its digits' count too."""
+    (tmp_path / "results").mkdir()
+    for digits, where, sign in ((400, "", ""), (5000, ", line 2", ""), (30, "", "-")):
+        path = tmp_path / f"t{digits}.toml"
+        path.write_text(f"[latency]\nalpha = {sign}{'9' * digits}\n")
+        said = f"{'a negative' if sign else 'an'} integer of {digits} digits"
+        line = one_line(run_cli("gate", "--results", tmp_path / "results", "--commit", "HEAD", "--thresholds", path),
+                        f"{path}{where}: latency.alpha = {said} is out of range: it must be between 0 and 1")
+        assert len(line) < 300, line
+    one_line(run_cli("fuzz", "--traces", "1", "--plant", "1", "--out", tmp_path / "fuzz", "--thresholds",
+                     tmp_path / "t400.toml"), "latency.alpha = an integer of 400 digits is out of range")
+    assert not (tmp_path / "fuzz").exists()
+    with pytest.raises(thresholds.ThresholdsError) as err:
+        _load(tmp_path, f"[bound]\nmax_nonfinite = 1{'0' * 400}\n")
+    assert "bound.max_nonfinite = an integer of 401 digits is out of range: it must be a whole number" in str(err.value)
 
 
 # ----------------------------------------------------------------------------- an overflow in the bound's arithmetic

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import copy
 import math
+import re
+import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -250,12 +252,18 @@ def _check(data: dict, schema: dict, path: Path, prefix: str = "") -> dict:
             raise ThresholdsError(f"{path}: unknown key {name!r} (valid here: {valid})")
         kind = schema[key]
         if isinstance(kind, tuple):  # a number with its meaningful range
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise ThresholdsError(f"{path}: {name} must be a finite number, not {value!r}")
             test, words = kind
+            try:
+                number = float(value)
+            except OverflowError:  # an integer beyond the largest float: beyond every range
+                raise ThresholdsError(f"{path}: {name} = {_shown(value)} is out of range: it must be {words}") from None
+            if not math.isfinite(number):
+                raise ThresholdsError(f"{path}: {name} must be a finite number, not {value!r}")
             if not test(value):
-                raise ThresholdsError(f"{path}: {name} = {value!r} is out of range: it must be {words}")
-            checked[key] = float(value)
+                raise ThresholdsError(f"{path}: {name} = {_shown(value)} is out of range: it must be {words}")
+            checked[key] = number
         elif isinstance(kind, dict):
             if not isinstance(value, dict):
                 raise ThresholdsError(f"{path}: {name!r} must be a table")
@@ -282,6 +290,47 @@ def _check(data: dict, schema: dict, path: Path, prefix: str = "") -> dict:
     return checked
 
 
+#: Integers of more digits than this are said by their number of digits (a line of hundreds of nines
+#: names nothing more).
+_SHOWN_DIGITS = 20
+
+
+def _shown(value) -> str:
+    """``value`` as a message names it: an integer of many digits by how many."""
+    if isinstance(value, int) and abs(value) >= 10 ** _SHOWN_DIGITS:
+        return f"{'a negative' if value < 0 else 'an'} integer of {_digits(abs(value))} digits"
+    return repr(value)
+
+
+def _digits(value: int) -> int:
+    """The decimal digits of ``value`` (>= 1), also past Python's limit on converting an int to a string."""
+    digits = max(1, int(value.bit_length() * math.log10(2)))  # at most one short
+    return digits + (value >= 10 ** digits)
+
+
+#: A key given an integer, and a table's header, in a TOML file's text
+_INTEGER = re.compile(r"^[ \t]*([\w.-]+)[ \t]*=[ \t]*[+-]?([0-9_]+)", re.MULTILINE)
+_TABLE = re.compile(r"^[ \t]*\[\[?[ \t]*([\w.-]+)[ \t]*\]", re.MULTILINE)
+
+
+def _too_long(path: Path, text: str) -> str:
+    """The line that says ``text`` holds an integer of more digits than Python reads (tomllib
+    failed on it): the key and its range, where the key is found."""
+    limit = sys.get_int_max_str_digits()
+    for found in _INTEGER.finditer(text):
+        digits = len(found.group(2).replace("_", ""))
+        if limit and digits > limit:
+            tables = [t.group(1) for t in _TABLE.finditer(text, 0, found.start())]
+            name = ".".join([*tables[-1:], found.group(1)])
+            kind = _SCHEMA
+            for part in name.split("."):
+                kind = kind.get(part) if isinstance(kind, dict) else None
+            line = text.count("\n", 0, found.start()) + 1
+            words = f"it must be {kind[1]}" if isinstance(kind, tuple) else "no threshold takes it"
+            return f"{path}, line {line}: {name} = an integer of {digits} digits is out of range: {words}"
+    return f"{path}: an integer of more than {limit} digits: no threshold takes it"
+
+
 def _depth(value, limit: int) -> int:
     """How deep tables and arrays nest in ``value`` (stops counting past ``limit``)."""
     if limit < 0 or not isinstance(value, (dict, list)):
@@ -302,6 +351,8 @@ def _read_toml(path: Path) -> dict:
         raise ThresholdsError(f"{path}: malformed thresholds file (nested too deep)") from None
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise ThresholdsError(f"{path}: not a readable TOML file ({str(err).splitlines()[0]})") from None
+    except ValueError:  # tomllib's int() of more digits than Python reads (4300: a guard against slow parsing)
+        raise ThresholdsError(_too_long(path, Path(path).read_text(errors="replace"))) from None
     if _depth(data, MAX_DEPTH) > MAX_DEPTH:
         raise ThresholdsError(f"{path}: malformed thresholds file (nested more than {MAX_DEPTH} deep)")
     return _check(data, _SCHEMA, path)
