@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -297,6 +298,13 @@ def test_what_a_confined_child_printed_is_checked_before_use():
     assert tvmscript.check_printed(printed, "rowsum") == printed
     with pytest.raises(script_check.Refused, match="more than one @T.prim_func definition"):
         tvmscript.check_printed("PWN = __import__('os').system('touch x')\n" + printed, "rowsum")
+    body = "    for i, k in T.grid(64, 1024):"
+    for gadget, words in (('Z = T.Add.is_.func_globals["ctypes"].cdll["x.so"] == 0', "of a computed value"),
+                          ("Z = T.Add.is_.func_globals == 0", "T.Add.is_.func_globals (not a TVMScript name)"),
+                          ('Z = A.same_as.func_globals["os"] == 0', "an attribute of an attribute of A"),
+                          ("Z = TypeVar.mro == 0\n    TypeVar = T.int32(0)", "binding the name 'TypeVar'")):
+        with pytest.raises(script_check.Refused, match=re.escape(words)):  # each reached ctypes or os.environ
+            tvmscript.check_printed(printed.replace(body, f"    {gadget}\n{body}"), "rowsum")
     with pytest.raises(script_check.Refused, match="'pragma_import_llvm'"):
         tvmscript.check_printed(printed.replace("for i, k in T.grid(64, 1024):",
                                                 "for i, k in T.grid(64, 1024, annotations={'pragma_import_llvm': 'x'}):"),

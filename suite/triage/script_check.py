@@ -82,9 +82,13 @@ ALLOWED_KEYS = frozenset({
 #: Key families allowed whole: MetaSchedule's own annotations and software pipelining's.
 ALLOWED_KEY_PREFIXES = ("meta_schedule.", "software_pipeline_")
 
+#: The namespaces below ``T`` that TVMScript names members of (``T.axis.remap``); below any other
+#: attribute of a namespace (a class, a function) lies Python's machinery, never TIR.
+SUB_NAMESPACES = frozenset({"axis", "cuda", "ptx"})
 #: Names TVM's parser binds itself (its globals, ``tvm.script.parser.core.entry._default_globals``,
 #: and Python's builtins): a program may not bind them again.
-RESERVED_NAMES = frozenset(dir(builtins)) | {"tvm", "I", "ir", "T", "tir", "R", "relax", "Tx", "tirx", "Axis"}
+RESERVED_NAMES = frozenset(dir(builtins)) | {"tvm", "I", "ir", "T", "tir", "R", "relax", "Tx", "tirx", "Axis",
+                                             "TypeVar"}
 #: What a string in a parameter's annotation may be: one word (``float16``, ``global``, ``n``).
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
@@ -370,7 +374,7 @@ class _Checker:
         a name TVM's parser already gives a meaning: it looks each name up when it reaches it, so a
         use before the binding would be its module, namespace or builtin (``tvm.os``...)."""
         if isinstance(node, ast.Name):
-            if node.id in RESERVED_NAMES:
+            if node.id in RESERVED_NAMES or node.id.startswith("_"):  # _: the parser's own temporaries
                 raise self.refuse(node, f"binding the name {node.id!r}, which TVM's parser gives a meaning of its own")
             return
         if isinstance(node, (ast.Tuple, ast.List)):
@@ -426,9 +430,13 @@ class _Checker:
         if node.attr.startswith("_"):
             raise self.refuse(node, f"the attribute {node.attr}")
         chain = _chain(node)
-        if chain is not None and chain[0] in self.namespaces and chain[0] not in self.bound:
+        if chain is None:  # x[0].attr, f().attr: Python's objects reached from a value (a dict's, a library's)
+            raise self.refuse(node, f"the attribute {node.attr} of a computed value")
+        if chain[0] in self.namespaces and chain[0] not in self.bound:
             if not self.namespace_chain(chain):
                 raise self.refuse(node, f"{'.'.join(chain)} (not a TVMScript name)")
+        elif len(chain) > 2:  # A.shape, never A.same_as.func_globals (a method's module globals)
+            raise self.refuse(node, f"{'.'.join(chain)} (an attribute of an attribute of {chain[0]})")
 
     def namespace_chain(self, chain: tuple[str, ...]) -> bool:
         """Whether ``T.axis.remap`` (say) names something TVMScript builds TIR with: each part
@@ -436,6 +444,8 @@ class _Checker:
         that binds Python values (:data:`DENIED`)."""
         if chain[0] not in self.namespaces:
             return False
+        if len(chain) > 3 or len(chain) == 3 and chain[1] not in SUB_NAMESPACES:
+            return False  # T.Add.is_.func_globals: what lies below a TIR class or function is Python's
         value = self.namespaces[chain[0]]
         listed = getattr(value, "__all__", None)
         for position, part in enumerate(chain[1:]):
