@@ -248,13 +248,13 @@ def test_nothing_of_a_program_is_evaluated_in_the_suite(tmp_path, how):
     elif how.endswith("binds later"):
         program.write_text(ROWSUM.replace('S: T.Buffer((64,), "float16")):', 'S: T.Buffer((64,), "float16"), Z: tvm.sys.exit):\n'
                                           "    tvm = T.int32(0)"))
-        words = "the name 'tvm'"
+        words = "tvm.sys.exit (an attribute of an attribute of tvm)"  # tvm is the parser's module there
     else:  # the parser looks names up as it reaches them: before the binding, tvm is its module
         program.write_text(ROWSUM.replace("    for i, k in T.grid(64, 1024):",
                                           f"    Z = tvm.libinfo.tvm_ffi_libinfo.ctypes.cdll['{outside}.so'] == 0\n"
                                           "    tvm = T.int32(0)\n"
                                           "    for i, k in T.grid(64, 1024):"))
-        words = "binding the name 'tvm', which TVM's parser gives a meaning of its own"
+        words = "(an attribute of an attribute of tvm)"  # and binding tvm is refused too
     _one_line_refusal(run_cli("triage", str(program), str(CASES / "rowsum.py")), f"{program}:", words)
     assert not outside.exists()
 

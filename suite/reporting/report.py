@@ -478,8 +478,13 @@ def render_template(name: str, **context) -> str:
 
 
 def render_html(facts: dict, history: res.History, marks: list[dict]) -> str:
-    return render_template("report.html.j2", facts=facts, charts=charts(history, marks),
+    """The report's page. It is made to be published, so it names the TVM clone and the results by
+    their directories' names, never by this machine's paths (report.json keeps them whole)."""
+    html = render_template("report.html.j2", facts=facts, charts=charts(history, marks),
                            figures=mark_figures(history, marks), multi_machine=len(history.machines) > 1)
+    for path in sorted({str(p) for p in (history.repo, history.results_dir) if p}, key=len, reverse=True):
+        html = html.replace(path, Path(path).name)
+    return html
 
 
 REPORT_FILES = ("index.html", "report.json")
