@@ -20,6 +20,7 @@ the journal is opened without following a link or waiting on a FIFO (:func:`_ope
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import errno
 import hashlib
@@ -354,20 +355,27 @@ class Journal:
             self._cut(len(data) - len(torn), read)
         return done
 
+    @contextlib.contextmanager
+    def _written(self, flags: int):
+        """A descriptor of the journal to write through (:func:`_open_own`), closed after; gone
+        (removed meanwhile, or its directory) is FileNotFoundError."""
+        fd = _open_own(self.path, flags, "journal")
+        if fd is None:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(self.path))
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
     def _cut(self, size: int, read: os.stat_result) -> None:
         """Cut the journal to ``size`` bytes, through a descriptor of the very file read (``read``)."""
         try:
-            fd = _open_own(self.path, os.O_WRONLY, "journal")
-            if fd is None:
-                raise FileNotFoundError(errno.ENOENT, "removed while it was read", str(self.path))
-            try:
+            with self._written(os.O_WRONLY) as fd:
                 now = os.fstat(fd)
                 if (now.st_dev, now.st_ino) != (read.st_dev, read.st_ino):
                     raise UserError(f"{self.path}: replaced while the campaign read it: run again")
                 os.ftruncate(fd, size)
                 os.fsync(fd)
-            finally:
-                os.close(fd)
         except OSError as err:
             raise CannotWrite(err.errno, err.strerror, str(self.path)) from None
 
@@ -417,14 +425,9 @@ class Journal:
         seal = _chained(self._last, record)
         data = (json.dumps({**record, "seal": seal}, sort_keys=True) + "\n").encode()
         try:
-            fd = _open_own(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "journal")
-            if fd is None:  # its directory is gone
-                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(self.path))
-            try:
+            with self._written(os.O_WRONLY | os.O_APPEND | os.O_CREAT) as fd:
                 os.write(fd, data)
                 os.fsync(fd)
-            finally:
-                os.close(fd)
         except OSError as err:
             raise CannotWrite(err.errno, err.strerror, str(self.path)) from None
         self._last = seal
