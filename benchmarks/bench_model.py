@@ -1,4 +1,4 @@
-"""A whole model's logits against float64, per model x dtype x target x order (suite.core.model_grid:
+"""A whole model's logits against float64, per model x dtype x target x order (suite.model.grid:
 the grid, its environment contract TVM_SUITE_MODELS, TVM_SUITE_MODEL_INPUTS, TVM_SUITE_MODEL_BUDGET_S,
 and the measurement; docs/model.md)."""
 

@@ -36,8 +36,9 @@ record = safe_import("suite.core.record")
 measurement = safe_import("suite.core.measurement")
 errors = safe_import("suite.errors")
 runstore = safe_import("suite.core.runstore")
-model_grid = safe_import("suite.core.model_grid")
-SUITE = None not in (children, tracked, combo, record, measurement, errors, runstore, model_grid)
+model_grid = safe_import("suite.model.grid")
+model_results = safe_import("suite.model.results")
+SUITE = None not in (children, tracked, combo, record, measurement, errors, runstore, model_grid, model_results)
 
 if SUITE:
     # asv imports this module in its benchmark server (launch_method forkserver), whose parent is
@@ -134,7 +135,7 @@ class ComboBenchmark:
 
 
 class ModelBenchmark:
-    """A whole model's setting (model x dtype x target x order: suite.core.model_grid, whose
+    """A whole model's setting (model x dtype x target x order: suite.model.grid, whose
     environment contract gives the grid); every setting of a model is measured at once, by the
     first benchmark process that asks (or `run`'s measure phase), and kept in the cache. Subclasses
     say which settings have their values: ``tuned_only``, ``twin_only`` (targets with an IEEE twin),
@@ -169,14 +170,14 @@ class ModelBenchmark:
             raise NotImplementedError(MODEL_GRID_ERROR)
         children.die_with_parent()
         ids = (model, dtype, target, order)
-        found = model_grid.result_of(model_grid.measure(MODEL_GRID, model), dtype, target, order)
-        if found is None or found["status"] == "skipped":
-            why = found["reason"] if found else "not in the model grid"
+        found = model_grid.measure(MODEL_GRID, model).result(dtype, target, order)
+        if found is None or found.status is model_results.Status.SKIPPED:
+            why = found.reason if found is not None else "not in the model grid"
             runstore.note_failure(ids, f"skipped: {why}")  # asv keeps only a NaN
             raise NotImplementedError(why)
-        if found["status"] != "measured":
-            runstore.note_failure(ids, found["reason"])
-            raise record.CombinationFailed(f"{' '.join(ids)} not measured: {found['reason']}")
+        if not found.measured:
+            runstore.note_failure(ids, found.reason)
+            raise record.CombinationFailed(f"{' '.join(ids)} not measured: {found.reason}")
         module, name = type(self).__module__.rsplit(".", 1)[-1], type(self).__name__
         mine = [m.name for m in tracked.of_class(module, name)]
         self.values = {k: v for k, v in model_grid.values(found).items() if k in mine}

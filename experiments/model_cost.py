@@ -5,9 +5,9 @@ feasible within a budget (docs/model.md, "Cost"):
         --target hexagon-v68-qf --dtype float16 --inputs 1 --budget-s 1800 [--json out.json]
 
 For each model x order the setting's emulated seconds for ``--inputs`` inputs are first estimated
-(suite.core.model_grid.estimate_s: each call at its PrimFunc's measured emulated seconds where the
+(suite.model.grid.estimate_s: each call at its PrimFunc's measured emulated seconds where the
 measurement cache has them, else by its FLOPs). A setting within the budget is then run
-(suite.core.model_accuracy.evaluate, with llvm's baselines; kept in the cache, so a second
+(suite.model.accuracy.evaluate, with llvm's baselines; kept in the cache, so a second
 invocation reads it): packets and emulated seconds per input (what every call executed, exact),
 wall seconds per input, the logits' errors and agreement, and the IEEE twin's. One over the budget
 is reported with its estimate, not run. ``--measure-calls`` first measures every PrimFunc of the
@@ -58,46 +58,47 @@ def seconds(value: str) -> float:
 def _run(args) -> int:
 
     from suite import targets
-    from suite.core import measurement, model_accuracy, model_calls, model_grid
+    from suite.core import measurement
     from suite.core.combo import Combo
+    from suite.model import accuracy, calls, grid
 
-    target, llvm = targets.get(args.target), targets.get(model_accuracy.BASELINE_TARGET)
+    target, llvm = targets.get(args.target), targets.get(accuracy.BASELINE_TARGET)
     if reason := target.unavailable():
         print(f"model_cost: {reason}", file=sys.stderr)
         return 2
     rows = []
     for model in args.models:
-        plan = model_calls.model_calls(model)
+        plan = calls.model_calls(model)
         for order in args.orders:
-            setting = model_accuracy.Setting(args.dtype, target, order)
+            setting = accuracy.Setting(args.dtype, target, order)
             if args.measure_calls:
-                for workload, used in model_accuracy.kernel_orders(plan, setting):
+                for workload, used in accuracy.kernel_orders(plan, setting):
                     measurement.measure(Combo(workload, args.dtype, target, used))
-            estimate, how = model_grid.estimate_s(plan, setting, args.inputs)
+            estimate, how = grid.estimate_s(plan, setting, args.inputs)
             row = {"model": model, "dtype": args.dtype, "target": args.target, "order": order,
                    "inputs": args.inputs, "calls": len(plan.calls), "estimate_s": estimate, "estimated": how}
             if estimate > args.budget_s:
                 rows.append({**row, "status": "skipped", "reason": f"estimated {estimate:,.0f} s over the budget "
                                                                    f"{args.budget_s:,.0f} s"})
                 continue
-            settings = model_accuracy.settings_to_run([args.dtype], [target], [order], llvm)
+            settings = accuracy.settings_to_run([args.dtype], [target], [order], llvm)
             started = time.perf_counter()
-            found, _ = model_accuracy.evaluate(plan, settings, args.inputs)
+            found, _ = accuracy.evaluate(plan, settings, args.inputs)
             wall = time.perf_counter() - started
-            r = model_grid.result_of(found, args.dtype, args.target, order)
-            if r["status"] != "measured":
-                rows.append({**row, "status": r["status"], "reason": r["reason"]})
+            r = found.result(args.dtype, args.target, order)
+            if not r.measured:
+                rows.append({**row, "status": r.status.value, "reason": r.reason})
                 continue
-            m, twin = r["metrics"], r.get("ieee_twin") or {}
+            m, twin = r.metrics, r.ieee_twin
             rows.append({**row, "status": "measured", "wall_s_this_run": wall,
-                         "s_per_input": r["seconds_per_input"]["target"],
-                         "twin_s_per_input": r["seconds_per_input"].get("ieee_twin"),
-                         "per_input": r.get("per_input"), "max_abs_error": m["max_abs_error"],
-                         "rmse_ratio": m["rmse_ratio"], "rmse_ratio_default": m.get("rmse_ratio_default"),
-                         "top1": m["top1_agreement"], "top5": m["top5_agreement"],
-                         "twin_max_abs_error": twin.get("max_abs_error"), "twin_rmse_ratio": twin.get("rmse_ratio"),
-                         "twin_rmse_ratio_default": twin.get("rmse_ratio_default"),
-                         "default_calls": len(r.get("default_calls") or ())})
+                         "s_per_input": r.seconds_per_input.target, "twin_s_per_input": r.seconds_per_input.ieee_twin,
+                         "per_input": r.per_input, "max_abs_error": m.max_abs_error,
+                         "rmse_ratio": m.rmse_ratio, "rmse_ratio_default": m.rmse_ratio_default,
+                         "top1": m.top1_agreement, "top5": m.top5_agreement,
+                         "twin_max_abs_error": None if twin is None else twin.max_abs_error,
+                         "twin_rmse_ratio": None if twin is None else twin.rmse_ratio,
+                         "twin_rmse_ratio_default": None if twin is None else twin.rmse_ratio_default,
+                         "default_calls": len(r.default_calls or ())})
     table = [[r["model"], r["order"], r["inputs"], f"{r['estimate_s']:,.0f}", r["status"],
               f"{r['s_per_input']:.2f}" if "s_per_input" in r else "-",
               f"{(r.get('per_input') or {}).get('emulated_s', 0):.2f}" if "s_per_input" in r else "-",

@@ -21,10 +21,11 @@ from pathlib import Path
 from tabulate import tabulate
 
 from suite import cache, compat, git
-from suite.core import ahead, entries, measurement, model_grid, peers, runstore, timing, tuning
+from suite.core import ahead, entries, measurement, peers, runstore, timing, tuning
 from suite.core.combo import Combo, Grid
 from suite.core.record import Kind, Record, Status
 from suite.errors import Interrupted, Skipped, UserError, raise_if_signalled
+from suite.model import grid as model_grid
 from suite.asv_plumbing import dashboard, driver, releases
 from suite.progress import Progress, announce
 from suite.reporting import gate, report, results
@@ -88,7 +89,7 @@ class MeasurePhase:
     timing_s: float
     measure_s: float  #: building, running and references; with a helper process, the wait for it
     helper_s: float | None  #: the helper process's busy seconds; None: no helper
-    model_s: float = 0.0  #: the whole-model settings (suite.core.model_grid), from the cache where kept
+    model_s: float = 0.0  #: the whole-model settings (suite.model.grid), from the cache where kept
 
 
 def warm_cache(grid: Grid, place: runstore.Place, log=print, cluster: str | None = None) -> MeasurePhase:
@@ -145,7 +146,7 @@ def warm_cache(grid: Grid, place: runstore.Place, log=print, cluster: str | None
 
 
 def measure_models(grid: Grid, log=print) -> float:
-    """The whole-model benchmarks' settings (suite.core.model_grid: the models and inputs the
+    """The whole-model benchmarks' settings (suite.model.grid: the models and inputs the
     environment names, this grid's dtypes, targets and orders), measured into the cache here, once
     per model, so that asv's benchmark processes only read them; their seconds."""
     started = time.perf_counter()
@@ -156,9 +157,9 @@ def measure_models(grid: Grid, log=print) -> float:
     for model in models.models:
         t0 = time.perf_counter()
         found = model_grid.measure(models, model)
-        for r in found["results"]:
-            words = r["status"] + (f": {r['reason']}" if r["status"] != "measured" else "")
-            log(f"  model {model} {r['dtype']} {r['target']} {r['order']} {models.inputs} inputs: {words}")
+        for r in found.results:
+            words = r.status.value + ("" if r.measured else f": {r.reason}")
+            log(f"  model {model} {r.dtype} {r.target} {r.order} {models.inputs} inputs: {words}")
         log(f"  model {model}: {time.perf_counter() - t0:.1f} s")
     return time.perf_counter() - started
 

@@ -142,7 +142,7 @@ METRICS: tuple[Metric, ...] = (
     _m("hvx_efficiency", "bench_codegen.HexagonCounts.track_hvx_efficiency", "fraction",
        "The fewest packets HVX's two multiply resources allow for the conv2d or dense (packet_floor) over "
        "the packets executed: 1 is the machine's limit.", worse=LOWER),
-    # A whole model's logits against float64 (suite.core.model_grid; `tvm-suite model`): bench_model.
+    # A whole model's logits against float64 (suite.model.grid; `tvm-suite model`): bench_model.
     # Its series are model x dtype x target x order.
     _m("model_rmse_ratio", "bench_model.ModelAccuracy.track_rmse_ratio", "ratio",
        "RMSE of the logits against float64 / that of llvm default in the same dtype (PyTorch's eager run)."),

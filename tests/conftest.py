@@ -126,14 +126,14 @@ def run_in_process(*args, env=None, cwd=None):
 
 @pytest.fixture
 def unkept(monkeypatch):
-    """Nothing of `tvm-suite model`'s runs read from or kept in the cache (suite.core.model_store):
+    """Nothing of `tvm-suite model`'s runs read from or kept in the cache (suite.model.store):
     a test that plants a wrong kernel must neither find the real one's logits there nor leave its
     own for other tests."""
-    from suite.core import model_store
+    from suite.model import store as model_store
 
     monkeypatch.setattr(model_store.InputStore, "load_run", lambda self, index: None)
     monkeypatch.setattr(model_store.InputStore, "load_attribution", lambda self, index, calls: None)
-    monkeypatch.setattr(model_store.InputStore, "store_run", lambda self, index, **kept: None)
+    monkeypatch.setattr(model_store.InputStore, "store_run", lambda self, index, kept: None)
     monkeypatch.setattr(model_store.InputStore, "store_attribution", lambda self, *args: None)
 
 

@@ -23,8 +23,11 @@ from pathlib import Path
 
 from conftest import SUITE_BIN, check_fault_table, one_line
 from suite import cache, targets
-from suite.core import execution, measurement, model_accuracy, model_calls, model_store
+from suite.core import execution, measurement
 from suite.core.record import Record, Status
+from suite.model import accuracy as model_accuracy
+from suite.model import calls as model_calls
+from suite.model import store as model_store
 
 MODEL = "miniresnet"
 #: kind of fault -> the cases of it (the test functions below, by name)

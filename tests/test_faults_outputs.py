@@ -199,7 +199,7 @@ def test_model_and_report_never_replace_a_users_file_or_a_link(cli, kept, tmp_pa
     """model: a user's logits file, or a link where model.html goes, refused before any work.
     report: a user's report.json refused, and a link where index.html goes refused even beside a
     report.json of the report's own; the user's files stay as they were."""
-    from suite.core import model_accuracy
+    from suite.model import accuracy as model_accuracy
 
     asked = []
     monkeypatch.setattr(model_accuracy, "evaluate", lambda *a, **k: asked.append(a))

@@ -14,6 +14,7 @@ LAYERS = [
      "suite.progress", "suite.compat", "suite.sandbox"},
     {"suite.targets"},
     {"suite.core"},
+    {"suite.model"},  # a whole model (`tvm-suite model`, the whole-model benchmarks), on core
     {"suite.asv_plumbing", "suite.reporting", "suite.triage", "suite.history", "suite.outputs"},
     {"suite.run", "suite.check", "suite.fuzz"},  # the libraries of `run`, `check` and `fuzz`
 ]

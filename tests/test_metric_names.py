@@ -65,14 +65,20 @@ def test_latency_and_the_peer_ratios_are_read_under_their_metrics_names(benchmar
 
 
 def test_a_model_settings_values_name_every_metric_of_the_model_classes():
-    """A qfloat setting in tuned (twin and packets included): suite.core.model_grid's values hold
+    """A qfloat setting in tuned (twin and packets included): suite.model.grid's values hold
     every metric bench_model's classes declare, under its name."""
-    from suite.core import model_grid
+    from suite.model import grid as model_grid
+    from suite.model.results import Apart, Metrics, SettingResult, Status, TwinMetrics
 
-    metrics_ = {"rmse_ratio": 1.2, "rmse_ratio_fp32": 7000.0, "max_abs_error": 0.01, "top1_agreement": 0.875,
-                "top5_agreement": 1.0, "rmse_ratio_default": 1.1}
-    result = {"status": "measured", "metrics": metrics_, "per_input": {"packets": 1e6},
-              "ieee_twin": {"rmse_ratio": 1.0, "top1_agreement": 1.0, "rmse_ratio_default": 1.0}}
+    errors = {"max_abs_error": 0.01, "mean_abs_error": 0.001, "rmse": 0.002, "nonfinite": 0, "top1_agreement": 0.875,
+              "top5_agreement": 1.0}
+    metrics_ = Metrics(**errors, vs_llvm=Apart(0.01, 0.001), rmse_ratio=1.2, rmse_ratio_fp32=7000.0,
+                       torch_multiplier=3.0, within_torch_rule=True, vs_default=Apart(0.01, 0.001),
+                       rmse_ratio_default=1.1)
+    twin = TwinMetrics(**{**errors, "top1_agreement": 1.0}, rmse_ratio=1.0, vs_target=Apart(0.01, 0.001),
+                       rmse_ratio_default=1.0)
+    result = SettingResult("float16", "hexagon-v68-qf", "tuned", True, Status.MEASURED, metrics=metrics_,
+                           per_input={"packets": 1e6}, ieee_twin=twin)
     values = model_grid.values(result)
     assert set(values) == {m.name for m in tracked.METRICS if m.module == "bench_model"}
     assert values["model_tuned_rmse_ratio"] == 1.1 and values["model_packets_per_input"] == 1e6

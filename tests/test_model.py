@@ -13,8 +13,13 @@ import numpy as np
 import pytest
 
 from suite import targets, tracked
-from suite.core import model_accuracy, model_calls, model_grid, model_store, model_weights
-from suite.core.model_accuracy import Setting
+from suite.model import accuracy as model_accuracy
+from suite.model import calls as model_calls
+from suite.model import grid as model_grid
+from suite.model import store as model_store
+from suite.model import weights as model_weights
+from suite.model.accuracy import Setting
+from suite.model.results import Apart, SettingResult, Status
 
 MODEL = "miniresnet"
 
@@ -30,7 +35,12 @@ def evaluate(plan, dtypes=("float32",), orders=("default",), count=3, attribute=
                                    count, attribute=attribute)
 
 
-def result(found, dtype="float32", target="llvm", order="default") -> dict:
+def result(found, dtype="float32", target="llvm", order="default") -> SettingResult:
+    return found.result(dtype, target, order)
+
+
+def json_result(found: dict, dtype="float32", target="llvm", order="default") -> dict:
+    """A setting's result in the JSON the command printed."""
     return next(r for r in found["results"] if (r["dtype"], r["target"], r["order"]) == (dtype, target, order))
 
 
@@ -102,26 +112,26 @@ def test_a_float64_placement_has_no_error(plan):
 def test_fp32_llvm_is_close_to_float64_but_not_exact(fp32_attributed):
     found, logits = fp32_attributed
     r = result(found)
-    assert r["status"] == "measured" and r["requested"]
-    m = r["metrics"]
-    assert 0 < m["max_abs_error"] < 1e-4 and 0 < m["mean_abs_error"] <= m["max_abs_error"]
-    assert 0 <= m["top1_agreement"] <= 1 and m["top1_agreement"] <= m["top5_agreement"] <= 1
-    assert m["rmse_ratio"] == 1 and m["rmse_ratio_fp32"] == 1 and m["within_torch_rule"]
-    assert m["vs_llvm"] == {"max_abs": 0.0, "mean_abs": 0.0} and m["nonfinite"] == 0
+    assert r.status is Status.MEASURED and r.requested
+    m = r.metrics
+    assert 0 < m.max_abs_error < 1e-4 and 0 < m.mean_abs_error <= m.max_abs_error
+    assert 0 <= m.top1_agreement <= 1 and m.top1_agreement <= m.top5_agreement <= 1
+    assert m.rmse_ratio == 1 and m.rmse_ratio_fp32 == 1 and m.within_torch_rule
+    assert m.vs_llvm == Apart(0.0, 0.0) and m.nonfinite == 0
     assert logits["float32.llvm.default"].shape == (3, 10) and logits["float32.float64"].dtype == np.float64
-    assert r["seconds_per_input"]["target"] > 0
+    assert r.seconds_per_input.target > 0
 
 
 def test_the_attribution_of_a_real_run_adds_up(fp32_attributed):
-    a = result(fp32_attributed[0])["attribution"]
-    assert [c["rank"] for c in a["calls"]] == list(range(1, 10))
-    assert sorted(c["index"] for c in a["calls"]) == list(range(9))
-    shares = [c["only_share"] for c in a["calls"]]
+    a = result(fp32_attributed[0]).attribution
+    assert [c.rank for c in a.calls] == list(range(1, 10))
+    assert sorted(c.index for c in a.calls) == list(range(9))
+    shares = [c.only_share for c in a.calls]
     assert shares == sorted(shares, reverse=True) and all(s > 0 for s in shares)
-    assert a["sum_only_share"] == pytest.approx(sum(shares))
-    assert a["interaction_share"] == pytest.approx(1 - a["sum_only_share"])
-    last = next(c for c in a["calls"] if c["index"] == 8)  # the logits' own call: its local error is theirs
-    assert last["only_rmse"] == pytest.approx(last["local_rmse"])
+    assert a.sum_only_share == pytest.approx(sum(shares))
+    assert a.interaction_share == pytest.approx(1 - a.sum_only_share)
+    last = next(c for c in a.calls if c.index == 8)  # the logits' own call: its local error is theirs
+    assert last.only_rmse == pytest.approx(last.local_rmse)
 
 
 def test_a_planted_wrong_kernel_is_ranked_first(plan, monkeypatch, unkept):
@@ -134,10 +144,10 @@ def test_a_planted_wrong_kernel_is_ranked_first(plan, monkeypatch, unkept):
         return output + np.asarray(1e-3, dtype) if call.index == 4 else output
 
     monkeypatch.setattr(model_accuracy, "run_call", planted)
-    a = result(evaluate(plan, count=2, attribute=True)[0])["attribution"]
-    first = a["calls"][0]
-    assert first["index"] == 4 and first["only_share"] > 0.9 and first["without_share"] > 0.9
-    assert first["local_rmse"] > 100 * max(c["local_rmse"] for c in a["calls"][1:])
+    a = result(evaluate(plan, count=2, attribute=True)[0]).attribution
+    first = a.calls[0]
+    assert first.index == 4 and first.only_share > 0.9 and first.without_share > 0.9
+    assert first.local_rmse > 100 * max(c.local_rmse for c in a.calls[1:])
 
 
 def test_the_call_whose_tuned_kernel_differs_is_named_against_default(plan, monkeypatch, unkept):
@@ -161,12 +171,12 @@ def test_the_call_whose_tuned_kernel_differs_is_named_against_default(plan, monk
     monkeypatch.setattr(model_accuracy, "kernels", kernels)
     monkeypatch.setattr(model_accuracy, "run_call", planted)
     found, _ = evaluate(plan, orders=("default", "tuned"), count=2, attribute=True)
-    apart = result(found, order="tuned")["attribution"]["vs_default"]
-    assert apart["total_mse"] > 0 and apart["sum_share"] == pytest.approx(1, abs=0.1)
-    first, *rest = apart["calls"]
-    assert (first["index"], first["rank"]) == (5, 1) and first["share"] == pytest.approx(1, abs=0.1)
-    assert all(c["rmse"] == 0 and c["share"] == 0 for c in rest)
-    assert "vs_default" not in result(found, order="default")["attribution"]
+    apart = result(found, order="tuned").attribution.vs_default
+    assert apart.total_mse > 0 and apart.sum_share == pytest.approx(1, abs=0.1)
+    first, *rest = apart.calls
+    assert (first.index, first.rank) == (5, 1) and first.share == pytest.approx(1, abs=0.1)
+    assert all(c.rmse == 0 and c.share == 0 for c in rest)
+    assert result(found, order="default").attribution.vs_default is None
 
 
 def test_without_a_tuned_kernel_nothing_differs_from_default(cli, tmp_path):
@@ -177,7 +187,7 @@ def test_without_a_tuned_kernel_nothing_differs_from_default(cli, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "tuned against default (float32 llvm)" in done.stderr
     assert "no call's kernel gives other outputs in the two orders" in done.stderr
-    apart = result(json.loads(done.stdout), order="tuned")["attribution"]["vs_default"]
+    apart = json_result(json.loads(done.stdout), order="tuned")["attribution"]["vs_default"]
     page = (tmp_path / "model.html").read_text()
     assert "tuned against default (float32, llvm):</strong> no call's kernel gives other outputs" in page
     assert apart["total_mse"] == 0 and apart["sum_share"] is None
@@ -187,10 +197,10 @@ def test_without_a_tuned_kernel_nothing_differs_from_default(cli, tmp_path):
 def test_fp16_errs_more_than_fp32_and_is_judged_against_its_own_eager(plan):
     found, _ = evaluate(plan, dtypes=("float16",), count=3)
     fp16, fp32 = result(found, "float16"), result(found, "float32")
-    assert fp16["requested"] and not fp32["requested"]  # fp32 llvm default: the baseline of RMSE/fp32
-    assert fp16["metrics"]["max_abs_error"] > 100 * fp32["metrics"]["max_abs_error"]
-    assert fp16["metrics"]["rmse_ratio"] == 1 and fp16["metrics"]["rmse_ratio_fp32"] > 100
-    assert fp16["metrics"]["torch_multiplier"] == 3.0
+    assert fp16.requested and not fp32.requested  # fp32 llvm default: the baseline of RMSE/fp32
+    assert fp16.metrics.max_abs_error > 100 * fp32.metrics.max_abs_error
+    assert fp16.metrics.rmse_ratio == 1 and fp16.metrics.rmse_ratio_fp32 > 100
+    assert fp16.metrics.torch_multiplier == 3.0
 
 
 def test_json_is_the_whole_stdout_and_the_table_goes_to_stderr(cli, tmp_path):
@@ -200,7 +210,7 @@ def test_json_is_the_whole_stdout_and_the_table_goes_to_stderr(cli, tmp_path):
     found = json.loads(done.stdout)
     assert found["model"] == MODEL and found["inputs"] == 2 and "synthetic" in found["data"]
     assert len(found["calls"]) == 9 and found["calls"][1]["args"] == [["call", 0]]
-    metrics = result(found)["metrics"]
+    metrics = json_result(found)["metrics"]
     assert {"max_abs_error", "mean_abs_error", "rmse", "rmse_ratio", "rmse_ratio_fp32", "top1_agreement",
             "top5_agreement", "vs_llvm"} <= set(metrics)
     assert "top-1" in done.stderr and "max|err|" in done.stderr
@@ -221,7 +231,7 @@ def test_a_model_html_of_the_users_is_never_replaced(cli, tmp_path):
 
 def test_the_same_run_twice_gives_the_same_numbers(plan):
     def numbers(found):
-        return [{k: v for k, v in r.items() if k != "seconds_per_input"} for r in found["results"]]
+        return [dataclasses.replace(r, seconds_per_input=None) for r in found.results]
 
     assert numbers(evaluate(plan, count=2)[0]) == numbers(evaluate(plan, count=2)[0])
 
@@ -244,13 +254,13 @@ def test_the_model_runs_on_the_executed_qfloat_model(plan):
     found, _ = model_accuracy.evaluate(plan, model_accuracy.settings_to_run(["float16"], [hexagon], ["default"], llvm),
                                        1)
     r = result(found, "float16", "hexagon-v68-qf")
-    assert r["status"] == "measured", r
-    m = r["metrics"]
-    assert m["nonfinite"] == 0 and 0 < m["max_abs_error"] < 0.1 and m["vs_llvm"]["max_abs"] < 0.1
+    assert r.measured, r
+    m = r.metrics
+    assert m.nonfinite == 0 and 0 < m.max_abs_error < 0.1 and m.vs_llvm.max_abs < 0.1
     # what the 9 calls executed under the emulator, exact, and the IEEE twin's chain beside it
-    assert r["per_input"]["packets"] > 0 and r["per_input"]["emulated_s"] > 0
-    twin = r["ieee_twin"]
-    assert twin["nonfinite"] == 0 and 0 < twin["max_abs_error"] < 0.1 and twin["vs_target"]["max_abs"] < 0.1
+    assert r.packets_per_input > 0 and r.emulated_s_per_input > 0
+    twin = r.ieee_twin
+    assert twin.nonfinite == 0 and 0 < twin.max_abs_error < 0.1 and twin.vs_target.max_abs < 0.1
 
 
 # ----------------------------------------------------------------------------- kept, and the benchmarks
@@ -269,10 +279,10 @@ def test_a_longer_run_reuses_the_inputs_of_a_shorter_one(plan):
     of 3 inputs run at once."""
     evaluate(plan, count=2)
     found, _ = evaluate(plan, count=3)
-    assert found["cache"]["resumed"] == ["float32 llvm default"] or found["cache"]["reused"] == ["float32 llvm default"]
+    assert found.cache.resumed == ("float32 llvm default",) or found.cache.reused == ("float32 llvm default",)
     whole, _ = evaluate(plan, count=3)
-    assert whole["cache"]["reused"] == ["float32 llvm default"]
-    assert whole["results"] == found["results"]
+    assert whole.cache.reused == ("float32 llvm default",)
+    assert whole.results == found.results
 
 
 @pytest.fixture
@@ -325,10 +335,10 @@ def test_the_twin_left_out_is_run_by_the_next_run_that_wants_it(cli):
             "--inputs", "2", "--json")
     alone = cli(*args, "--no-twin")
     assert alone.returncode == 0, alone.stderr
-    without = result(json.loads(alone.stdout), "float16", "hexagon-v68-qf")
+    without = json_result(json.loads(alone.stdout), "float16", "hexagon-v68-qf")
     assert "ieee_twin" not in without and "ieee_twin" not in without["seconds_per_input"]
     both = cli(*args)
     assert both.returncode == 0, both.stderr
     found = json.loads(both.stdout)
-    with_twin = result(found, "float16", "hexagon-v68-qf")
+    with_twin = json_result(found, "float16", "hexagon-v68-qf")
     assert with_twin["ieee_twin"]["rmse"] > 0 and with_twin["metrics"] == without["metrics"]

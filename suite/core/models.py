@@ -4,7 +4,7 @@ whole model in seconds, for tests and smoke runs), and whatever is added to :dat
 
 Only the graph's structure matters to the suite (weights are inputs of the fused kernels,
 filled from fixed seeds later: per workload by :func:`suite.core.workloads.make_inputs`, per whole
-model by :mod:`suite.core.model_weights`), so every weight is a function parameter.
+model by :mod:`suite.model.weights`), so every weight is a function parameter.
 Each convolution is conv2d + bias add (+ residual add) + relu, as in the torchvision models.
 """
 

@@ -26,7 +26,7 @@ import zlib
 import numpy as np
 
 from suite.core import reference
-from suite.core.model_calls import CALL, IMAGE, PARAM, ModelCalls
+from suite.model.calls import CALL, IMAGE, PARAM, ModelCalls
 
 #: Images the batch norm statistics are calibrated on: the first ones of :func:`images`, whatever
 #: the number of inputs asked for, so that the weights do not depend on it.

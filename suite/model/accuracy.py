@@ -1,9 +1,9 @@
 """A whole model run on a target, call by call, against its float64 evaluation (`tvm-suite model`).
 
-Every fused PrimFunc of the model (:mod:`suite.core.model_calls`) runs on the target in call order
+Every fused PrimFunc of the model (:mod:`suite.model.calls`) runs on the target in call order
 through :mod:`suite.core.execution`, each output fed to the calls that read it; the same calls
 chained in float64 by the suite's reference (:mod:`suite.core.reference`, no TVM) give the exact
-logits. Both take the model's weights and images (:mod:`suite.core.model_weights`) rounded to the
+logits. Both take the model's weights and images (:mod:`suite.model.weights`) rounded to the
 dtype under test, so the error is that of the arithmetic and of the activations stored in that
 dtype between calls, not of rounding the weights.
 
@@ -36,11 +36,29 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from suite import cache, progress
-from suite.core import execution, measurement, model_store, reference, tuning
+from suite.core import execution, measurement, reference, tuning
 from suite.core.combo import Combo
-from suite.core.model_calls import CALL, IMAGE, PARAM, Call, ModelCalls
-from suite.core.model_weights import images
 from suite.errors import Interrupted
+from suite.model import store as model_store
+from suite.model.calls import CALL, IMAGE, PARAM, Call, ModelCalls
+from suite.model.results import (
+    AgainstDefault,
+    Apart,
+    Attribution,
+    CacheReuse,
+    CallId,
+    CallShare,
+    Errors,
+    Metrics,
+    ModelResult,
+    OrderShare,
+    Seconds,
+    SettingResult,
+    Status,
+    TwinMetrics,
+)
+from suite.model.store import InputRun, InputShares
+from suite.model.weights import images
 from suite.targets.base import Output, Target
 
 #: The loop orders a whole model runs in.
@@ -48,7 +66,7 @@ MODEL_ORDERS = ("default", "tuned")
 #: The target every setting is compared with (same dtype and order), and whose fp32 ``default`` run
 #: is the baseline of the RMSE ratio.
 BASELINE_TARGET = "llvm"
-#: The k of top-k agreement (besides top-1).
+#: The k of top-k agreement (besides top-1): :attr:`suite.model.results.Errors.top5_agreement`.
 TOP = 5
 #: What the inputs and weights are, said with every result.
 DATA_NOTE = ("synthetic: seeded images (smooth fields plus pixel noise, each its own colour cast) and seeded "
@@ -195,48 +213,46 @@ class _PlacementSums:
         self.local, self.local_elements = np.zeros(calls), np.zeros(calls)
         self.injected, self.elements = 0.0, 0
 
-    def add(self, one: dict) -> None:
-        self.only += one["only"]
-        self.all_but += one["all_but"]
-        self.local += one["local"]
-        self.local_elements += one["local_elements"]
-        self.injected += float(one["injected"])
-        self.elements += int(one["elements"])
+    def add(self, one: InputShares) -> None:
+        self.only += one.only
+        self.all_but += one.all_but
+        self.local += one.local
+        self.local_elements += one.local_elements
+        self.injected += float(one.injected)
+        self.elements += int(one.elements)
 
 
 def attribute_one(plan: ModelCalls, kernels_: Kernels, image, params64, params, dtype: str,
-                  exact: list[np.ndarray]) -> dict:
-    """One input's placements (model_store.ATTRIBUTION_ARRAYS): each call run once on the target,
-    on the float64 chain's inputs (``exact``: every call's float64 output), then the float64 side
-    per placement. The logits of each "only this call on the target" placement are kept whole: two
-    orders' differ only by that call's kernel, so they attribute the orders' difference too."""
+                  exact: list[np.ndarray]) -> InputShares:
+    """One input's placements: each call run once on the target, on the float64 chain's inputs
+    (``exact``: every call's float64 output), then the float64 side per placement. The logits of
+    each "only this call on the target" placement are kept whole: two orders' differ only by that
+    call's kernel, so they attribute the orders' difference too."""
     calls = len(plan.calls)
-    one = {"only": np.zeros(calls), "all_but": np.zeros(calls), "local": np.zeros(calls),
-           "local_elements": np.zeros(calls)}
+    only, all_but, local_sq, local_elements = np.zeros(calls), np.zeros(calls), np.zeros(calls), np.zeros(calls)
     local = {}
     for call in plan.calls:
         inputs = [np.asarray(x).astype(dtype) for x in _arguments(call, image, params, exact)]
         on_exact = run_call(kernels_.built[call.workload.id], call, inputs, dtype).astype(np.float64)
         local[call.index] = on_exact - exact[call.index]
-        one["local"][call.index] = float(np.sum(local[call.index] ** 2))
-        one["local_elements"][call.index] = local[call.index].size
+        local_sq[call.index] = float(np.sum(local[call.index] ** 2))
+        local_elements[call.index] = local[call.index].size
     image64, logits = image.astype(np.float64), exact[-1]
 
     def squared(outputs):
         return float(np.sum((outputs[-1] - logits) ** 2))
 
     injected = forward(plan, image64, params64, local_errors=local)
-    one["injected"] = np.float64(squared(injected))
-    one["only_logits"] = np.zeros((calls, logits.size))
+    only_logits = np.zeros((calls, logits.size))
     for call in plan.calls:
         i = call.index
-        only = forward(plan, image64, params64, i, exact, replaced={i: exact[i] + local[i]})[-1]
-        one["only"][i] = squared([only])
-        one["only_logits"][i] = only.reshape(-1)
+        alone = forward(plan, image64, params64, i, exact, replaced={i: exact[i] + local[i]})[-1]
+        only[i] = squared([alone])
+        only_logits[i] = alone.reshape(-1)
         others = {j: d for j, d in local.items() if j != i}
-        one["all_but"][i] = squared(forward(plan, image64, params64, i, injected, local_errors=others))
-    one["elements"] = np.int64(logits.size)
-    return one
+        all_but[i] = squared(forward(plan, image64, params64, i, injected, local_errors=others))
+    return InputShares(only, all_but, local_sq, local_elements, np.float64(squared(injected)), only_logits,
+                       np.int64(logits.size))
 
 
 @dataclass
@@ -288,11 +304,11 @@ def settings_to_run(dtypes, targets_, orders, baseline_target: Target) -> list[t
 
 
 def evaluate(plan: ModelCalls, settings: list[tuple[Setting, bool]], count: int, attribute: bool = False,
-             stream=None, twin: bool = True, say_kept: bool = True) -> tuple[dict, dict[str, np.ndarray]]:
-    """Run every setting over ``count`` synthetic inputs: the JSON-able result (docs/model.md), and
+             stream=None, twin: bool = True, say_kept: bool = True) -> tuple[ModelResult, dict[str, np.ndarray]]:
+    """Run every setting over ``count`` synthetic inputs: the result (its JSON: docs/model.md), and
     the logits (inputs x classes) of each setting measured (``dtype.target.order``) and of float64
     (``dtype.float64``); ``twin``: on targets with an IEEE twin, its chain too. Each input of each setting is kept in the cache as soon as it is done
-    (:mod:`suite.core.model_store`) and read from it after: an interrupted run loses nothing it
+    (:mod:`suite.model.store`) and read from it after: an interrupted run loses nothing it
     finished, and a rerun runs only the rest (``say_kept``: Ctrl-C is :class:`suite.errors.Interrupted`
     saying so; else the KeyboardInterrupt, for a caller that says what it kept itself)."""
     classes = int(plan.calls[-1].workload.output_shape[-1])
@@ -319,7 +335,7 @@ def evaluate(plan: ModelCalls, settings: list[tuple[Setting, bool]], count: int,
                     active = [o for o in outcomes if o.setting.dtype == dtype and o.failure is None]
                     runs = {id(o): o.store.load_run(index) for o in active}
                     for o in active:  # kept without the twin's chain, which is wanted now: run again
-                        if o.has_twin and runs[id(o)] is not None and runs[id(o)]["twin"] is None:
+                        if o.has_twin and runs[id(o)] is not None and runs[id(o)].twin is None:
                             runs[id(o)] = None
                     shares = {id(o): o.store.load_attribution(index, len(plan.calls))
                               for o in active if attribute and o.requested}
@@ -334,8 +350,9 @@ def evaluate(plan: ModelCalls, settings: list[tuple[Setting, bool]], count: int,
                         if kept is None:
                             float64[dtype].store(index, exact[-1], seconds)
                             kept = exact[-1], seconds
-                    exact_logits[dtype].append(kept[0])
-                    float64_s[dtype] += kept[1]
+                    logits64, seconds64 = kept
+                    exact_logits[dtype].append(logits64)
+                    float64_s[dtype] += seconds64
                     for outcome in active:
                         done += _run_setting(plan, outcome, index, image_d, rounded[dtype], params[dtype], exact,
                                              runs[id(outcome)], shares.get(id(outcome)), attribute)
@@ -345,11 +362,9 @@ def evaluate(plan: ModelCalls, settings: list[tuple[Setting, bool]], count: int,
             raise
         raise Interrupted.by(err, f"{done} input run(s) of this command were kept in the cache ({cache.root()}) "
                                   "as each finished; the same command again runs only the rest") from None
-    found = {"model": plan.model, "inputs": count, "data": DATA_NOTE,
-             "calls": [c.summary() for c in plan.calls],
-             "float64_s_per_input": {d: s / count for d, s in float64_s.items()},
-             "results": [_result(plan, o, outcomes, exact_logits, count) for o in outcomes],
-             "cache": _reuse(outcomes, count, attribute)}
+    found = ModelResult(plan.model, count, DATA_NOTE, plan.calls, {d: s / count for d, s in float64_s.items()},
+                        tuple(_result(plan, o, outcomes, exact_logits, count) for o in outcomes),
+                        _reuse(outcomes, count, attribute))
     logits = {f"{d}.float64": np.concatenate(exact_logits[d]) for d in dtypes}
     logits.update({".".join(o.setting.ids): np.concatenate(o.logits) for o in outcomes if o.failure is None})
     logits.update({".".join(o.setting.ids) + ".ieee-twin": np.concatenate(o.twins)
@@ -357,17 +372,17 @@ def evaluate(plan: ModelCalls, settings: list[tuple[Setting, bool]], count: int,
     return found, logits
 
 
-def _reuse(outcomes, count: int, attribute: bool) -> dict:
-    """How much of each setting came from the cache: ``reused`` (every input, and its attribution
-    where asked for), ``resumed`` (some), ``run`` (none)."""
-    found = {"reused": [], "resumed": [], "run": []}
+def _reuse(outcomes, count: int, attribute: bool) -> CacheReuse:
+    """How much of each setting came from the cache: every input, and its attribution where asked
+    for (reused), some (resumed), none (run)."""
+    reused, resumed, run = [], [], []
     for o in outcomes:
         if o.failure is not None:
             continue
         wanted = count * (2 if attribute and o.requested else 1)
         kept = o.kept + (o.attribution_kept if attribute and o.requested else 0)
-        found["reused" if kept == wanted else "resumed" if kept else "run"].append(" ".join(o.setting.ids))
-    return found
+        (reused if kept == wanted else resumed if kept else run).append(" ".join(o.setting.ids))
+    return CacheReuse(tuple(reused), tuple(resumed), tuple(run))
 
 
 def _add_counts(total: dict | None, counts: dict | None) -> dict | None:
@@ -379,8 +394,8 @@ def _add_counts(total: dict | None, counts: dict | None) -> dict | None:
     return total
 
 
-def _run_setting(plan, outcome: Outcome, index: int, image_d, params64, params, exact, kept, share,
-                 attribute: bool) -> int:
+def _run_setting(plan, outcome: Outcome, index: int, image_d, params64, params, exact, kept: InputRun | None,
+                 share: tuple[InputShares, float] | None, attribute: bool) -> int:
     """One input of one setting: its run (from the cache where kept, else on the target, then
     kept), and its attribution where asked for; the number of runs this kept."""
     dtype, stored = outcome.setting.dtype, 0
@@ -396,33 +411,33 @@ def _run_setting(plan, outcome: Outcome, index: int, image_d, params64, params, 
                 started = time.perf_counter()
                 twin = target_forward(plan, outcome.kernels, image_d, params, dtype, twin=True)
                 twin_s = time.perf_counter() - started
-            kept = {"logits": logits, "twin": twin, "target_s": target_s, "twin_s": twin_s,
-                    "counts": tally or None}
-            outcome.store.store_run(index, **kept)
+            kept = InputRun(logits, twin, target_s, twin_s, tally or None)
+            outcome.store.store_run(index, kept)
             stored += 1
         else:
             outcome.kept += 1
-        outcome.logits.append(kept["logits"])
+        outcome.logits.append(kept.logits)
         if outcome.has_twin:
-            outcome.twins.append(kept["twin"])
-        outcome.target_s += kept["target_s"]
-        outcome.twin_s += kept["twin_s"]
-        outcome.counts = _add_counts(outcome.counts, kept["counts"])
+            outcome.twins.append(kept.twin)
+        outcome.target_s += kept.target_s
+        outcome.twin_s += kept.twin_s
+        outcome.counts = _add_counts(outcome.counts, kept.counts)
         if attribute and outcome.requested:
             if share is None:
                 built = outcome.built(plan)
                 started = time.perf_counter()
                 one = attribute_one(plan, built, image_d, params64, params, dtype, exact)
-                share = {"sums": one, "seconds": time.perf_counter() - started}
-                outcome.store.store_attribution(index, one, share["seconds"])
+                share = one, time.perf_counter() - started
+                outcome.store.store_attribution(index, *share)
                 stored += 1
             else:
                 outcome.attribution_kept += 1
+            sums, seconds = share
             if outcome.attribution is None:
                 outcome.attribution = _PlacementSums(len(plan.calls))
-            outcome.attribution.add(share["sums"])
-            outcome.only_logits.append(share["sums"]["only_logits"])
-            outcome.attribution_s += share["seconds"]
+            outcome.attribution.add(sums)
+            outcome.only_logits.append(sums.only_logits)
+            outcome.attribution_s += seconds
     except CallFailed as err:
         outcome.failure = str(err)
     return stored
@@ -432,65 +447,66 @@ def _find(outcomes, dtype, target, order) -> Outcome | None:
     return next((o for o in outcomes if o.setting.ids == (dtype, target, order) and o.failure is None), None)
 
 
-def _result(plan: ModelCalls, outcome: Outcome, outcomes, exact_logits, count: int) -> dict:
+def _result(plan: ModelCalls, outcome: Outcome, outcomes, exact_logits, count: int) -> SettingResult:
     dtype, target, order = outcome.setting.ids
-    result = {"dtype": dtype, "target": target, "order": order, "requested": outcome.requested}
+    default_calls = None
     if order == "tuned":
         untuned = set(outcome.untuned)
-        result["default_calls"] = [{"index": c.index, "workload": c.workload.id}
-                                   for c in plan.calls if c.workload.id in untuned]
+        default_calls = tuple(CallId(c.index, c.workload.id) for c in plan.calls if c.workload.id in untuned)
     if outcome.failure is not None:
-        return {**result, "status": "not measured", "reason": outcome.failure}
+        return SettingResult(dtype, target, order, outcome.requested, Status.NOT_MEASURED, outcome.failure,
+                             default_calls)
     logits = np.concatenate(outcome.logits).astype(np.float64)
     exact = np.concatenate(exact_logits[dtype])
     llvm = _find(outcomes, dtype, BASELINE_TARGET, order)
     eager = _find(outcomes, dtype, BASELINE_TARGET, "default")
     fp32 = _find(outcomes, "float32", BASELINE_TARGET, "default")
     default = _find(outcomes, dtype, target, "default") if order != "default" else None
-    metrics = _against(logits, exact)
+    errors = _against(logits, exact)
     multiplier = torch_multiplier(dtype, exact.size)
     eager_rmse = _rmse(eager, exact) if eager else None
-    metrics.update({
-        "vs_llvm": _difference(logits, llvm) if llvm else None,
-        "rmse_ratio": _ratio(metrics["rmse"], eager_rmse),
-        "rmse_ratio_fp32": _ratio(metrics["rmse"], _rmse(fp32, np.concatenate(exact_logits["float32"])))
-        if fp32 else None,
-        "torch_multiplier": multiplier,
-        "within_torch_rule": bool(metrics["rmse"] <= multiplier * eager_rmse) if eager_rmse is not None else None,
-        "vs_default": _difference(logits, default) if default else None,
-        "rmse_ratio_default": _ratio(metrics["rmse"], _rmse(default, exact)) if default else None,
-    })
-    seconds = {"target": outcome.target_s / count}
-    result.update({"status": "measured", "metrics": metrics, "seconds_per_input": seconds})
-    if outcome.counts:  # an emulated target: what it executed per input (exact), and its emulated seconds
-        result["per_input"] = {name: value / count for name, value in sorted(outcome.counts.items())}
-    if outcome.has_twin:
-        seconds["ieee_twin"] = outcome.twin_s / count
-        result["ieee_twin"] = _twin_metrics(outcome, logits, exact, eager_rmse, default)
+    metrics = Metrics(
+        **vars(errors),
+        vs_llvm=_difference(logits, llvm) if llvm else None,
+        rmse_ratio=_ratio(errors.rmse, eager_rmse),
+        rmse_ratio_fp32=_ratio(errors.rmse, _rmse(fp32, np.concatenate(exact_logits["float32"]))) if fp32 else None,
+        torch_multiplier=multiplier,
+        within_torch_rule=bool(errors.rmse <= multiplier * eager_rmse) if eager_rmse is not None else None,
+        vs_default=_difference(logits, default) if default else None,
+        rmse_ratio_default=_ratio(errors.rmse, _rmse(default, exact)) if default else None)
+    # an emulated target: what it executed per input (exact), and its emulated seconds
+    per_input = ({name: value / count for name, value in sorted(outcome.counts.items())} if outcome.counts
+                 else None)
+    attribution = None
     if outcome.attribution is not None:
-        seconds["attribution"] = outcome.attribution_s / count
-        result["attribution"] = _attribution(plan, outcome.attribution, metrics["rmse"] ** 2)
-        if default is not None and default.attribution is not None:
-            result["attribution"]["vs_default"] = _attribution_vs_default(plan, outcome, default, logits)
-    return result
+        attribution = _attribution(plan, outcome.attribution, metrics.rmse ** 2,
+                                   _attribution_vs_default(plan, outcome, default, logits)
+                                   if default is not None and default.attribution is not None else None)
+    return SettingResult(
+        dtype, target, order, outcome.requested, Status.MEASURED, default_calls=default_calls, metrics=metrics,
+        seconds_per_input=Seconds(outcome.target_s / count,
+                                  outcome.twin_s / count if outcome.has_twin else None,
+                                  outcome.attribution_s / count if attribution is not None else None),
+        per_input=per_input,
+        ieee_twin=_twin_metrics(outcome, logits, exact, eager_rmse, default) if outcome.has_twin else None,
+        attribution=attribution)
 
 
-def _twin_metrics(outcome: Outcome, logits, exact, eager_rmse, default: Outcome | None) -> dict:
+def _twin_metrics(outcome: Outcome, logits, exact, eager_rmse, default: Outcome | None) -> TwinMetrics:
     """The same metrics of the IEEE twin's logits (the same schedule with IEEE rounding): what is
     left of the error without qfloat's arithmetic, and how far qfloat moved the logits from it."""
     twin = np.concatenate(outcome.twins).astype(np.float64)
-    metrics = _against(twin, exact)
+    errors = _against(twin, exact)
     default_twin = np.concatenate(default.twins).astype(np.float64) if default and default.has_twin else None
-    metrics.update({
-        "rmse_ratio": _ratio(metrics["rmse"], eager_rmse),
-        "vs_target": _difference(twin, outcome),
-        "rmse_ratio_default": _ratio(metrics["rmse"], float(np.sqrt(np.mean((default_twin - exact) ** 2))))
-        if default_twin is not None else None,
-    })
-    return metrics
+    return TwinMetrics(
+        **vars(errors),
+        rmse_ratio=_ratio(errors.rmse, eager_rmse),
+        vs_target=_difference(twin, outcome),
+        rmse_ratio_default=_ratio(errors.rmse, float(np.sqrt(np.mean((default_twin - exact) ** 2))))
+        if default_twin is not None else None)
 
 
-def _against(logits: np.ndarray, exact: np.ndarray) -> dict:
+def _against(logits: np.ndarray, exact: np.ndarray) -> Errors:
     """The logits (inputs x classes) against float64: errors, and how often the top class agrees."""
     with np.errstate(invalid="ignore", over="ignore"):
         error = np.abs(logits - exact)
@@ -498,10 +514,10 @@ def _against(logits: np.ndarray, exact: np.ndarray) -> dict:
     finite = np.all(np.isfinite(logits), axis=1)  # an input with a non-finite logit agrees on nothing
     best = np.argmax(exact, axis=1)
     top = np.argsort(-np.where(np.isfinite(logits), logits, -np.inf), axis=1, kind="stable")[:, :TOP]
-    return {"max_abs_error": float(np.max(error)), "mean_abs_error": float(np.mean(error)), "rmse": rmse,
-            "nonfinite": int(np.count_nonzero(~np.isfinite(logits))),
-            "top1_agreement": float(np.mean(finite & (top[:, 0] == best))),
-            f"top{TOP}_agreement": float(np.mean(finite & np.any(top == best[:, None], axis=1)))}
+    return Errors(max_abs_error=float(np.max(error)), mean_abs_error=float(np.mean(error)), rmse=rmse,
+                  nonfinite=int(np.count_nonzero(~np.isfinite(logits))),
+                  top1_agreement=float(np.mean(finite & (top[:, 0] == best))),
+                  top5_agreement=float(np.mean(finite & np.any(top == best[:, None], axis=1))))
 
 
 def _rmse(outcome: Outcome, exact: np.ndarray) -> float:
@@ -509,10 +525,10 @@ def _rmse(outcome: Outcome, exact: np.ndarray) -> float:
     return float(np.sqrt(np.mean((logits - exact) ** 2)))
 
 
-def _difference(logits: np.ndarray, other: Outcome) -> dict:
+def _difference(logits: np.ndarray, other: Outcome) -> Apart:
     with np.errstate(invalid="ignore", over="ignore"):
         apart = np.abs(logits - np.concatenate(other.logits).astype(np.float64))
-    return {"max_abs": float(np.max(apart)), "mean_abs": float(np.mean(apart))}
+    return Apart(float(np.max(apart)), float(np.mean(apart)))
 
 
 def _ratio(value: float, scale: float | None) -> float | None:
@@ -522,24 +538,21 @@ def _ratio(value: float, scale: float | None) -> float | None:
     return float("inf") if scale == 0 else value / scale
 
 
-def _attribution(plan: ModelCalls, sums: _PlacementSums, total_mse: float) -> dict:
+def _attribution(plan: ModelCalls, sums: _PlacementSums, total_mse: float,
+                 vs_default: AgainstDefault | None) -> Attribution:
     only, all_but = sums.only / sums.elements, sums.all_but / sums.elements
     injected = sums.injected / sums.elements
-    rows = [{"index": c.index, "workload": c.workload.id,
-             "only_rmse": float(np.sqrt(only[c.index])), "only_share": _ratio(only[c.index], total_mse),
-             "without_share": _ratio(injected - all_but[c.index], injected),
-             "local_rmse": float(np.sqrt(sums.local[c.index] / sums.local_elements[c.index]))}
-            for c in plan.calls]
-    rows.sort(key=lambda row: -row["only_rmse"])
-    for rank, row in enumerate(rows, 1):
-        row["rank"] = rank
+    rows = sorted(((c.index, c.workload.id, float(np.sqrt(only[c.index])), _ratio(only[c.index], total_mse),
+                    _ratio(injected - all_but[c.index], injected),
+                    float(np.sqrt(sums.local[c.index] / sums.local_elements[c.index]))) for c in plan.calls),
+                  key=lambda row: -row[2])  # by only_rmse, largest first
     summed = _ratio(float(np.sum(only)), total_mse)
-    return {"total_mse": total_mse, "sum_only_share": summed,
-            "interaction_share": None if summed is None else 1.0 - summed,
-            "injected_share": _ratio(injected, total_mse), "calls": rows}
+    return Attribution(total_mse, summed, None if summed is None else 1.0 - summed, _ratio(injected, total_mse),
+                       tuple(CallShare(*row, rank=rank) for rank, row in enumerate(rows, 1)), vs_default)
 
 
-def _attribution_vs_default(plan: ModelCalls, outcome: Outcome, default: Outcome, logits: np.ndarray) -> dict:
+def _attribution_vs_default(plan: ModelCalls, outcome: Outcome, default: Outcome,
+                            logits: np.ndarray) -> AgainstDefault:
     """Each call's share of the logits' difference between this order and ``default`` on the same
     target and dtype (the seed's question: which PrimFunc did tuning change the answers of?). Call
     i's: the two orders' logits when only call i runs on the target, every other call in float64,
@@ -549,9 +562,8 @@ def _attribution_vs_default(plan: ModelCalls, outcome: Outcome, default: Outcome
     apart = sum(np.sum((mine - theirs) ** 2, axis=1) for mine, theirs in zip(outcome.only_logits, default.only_logits))
     elements = sum(mine.shape[1] for mine in outcome.only_logits)
     total = float(np.mean((logits - np.concatenate(default.logits).astype(np.float64)) ** 2))
-    rows = [{"index": c.index, "workload": c.workload.id, "rmse": float(np.sqrt(apart[c.index] / elements)),
-             "share": _ratio(float(apart[c.index] / elements), total)} for c in plan.calls]
-    rows.sort(key=lambda row: -row["rmse"])
-    for rank, row in enumerate(rows, 1):
-        row["rank"] = rank
-    return {"total_mse": total, "sum_share": _ratio(float(np.sum(apart) / elements), total), "calls": rows}
+    rows = sorted(((c.index, c.workload.id, float(np.sqrt(apart[c.index] / elements)),
+                    _ratio(float(apart[c.index] / elements), total)) for c in plan.calls),
+                  key=lambda row: -row[2])  # by rmse, largest first
+    return AgainstDefault(total, _ratio(float(np.sum(apart) / elements), total),
+                          tuple(OrderShare(*row, rank=rank) for rank, row in enumerate(rows, 1)))

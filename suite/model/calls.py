@@ -69,8 +69,7 @@ def model_calls(model: str) -> ModelCalls:
     """The calls of ``model`` (a name of :func:`suite.core.models.model_names`), cached on disk per
     TVM build and the meaning of the code that fuses and reads it."""
     models.parse_model_name(model)
-    here = Path(__file__)
-    code = {name: cache.source_digest(here.with_name(name)) for name in ("models.py", "workloads.py", here.name)}
+    code = {name: cache.source_digest(path) for name, path in _code_files().items()}
     where = cache.entry("model-calls", model, {"model": model, "tvm": compat.build_id(), "code": code})
     found = cache.load_entry(where, ("calls.json",))
     stored = cache.read_json(found["calls.json"]) if found else None
@@ -81,6 +80,12 @@ def model_calls(model: str) -> ModelCalls:
     calls = tuple(Call(i, by_id[c["workload"]], tuple((kind, index) for kind, index in c["args"]))
                   for i, c in enumerate(stored["calls"]))
     return ModelCalls(model, tuple(stored["image_shape"]), tuple(tuple(s) for s in stored["param_shapes"]), calls)
+
+
+def _code_files() -> dict[str, Path]:
+    """The suite's code that fuses a model and reads its calls, by its path under ``suite/``."""
+    return {f"{path.parent.name}/{path.name}": path
+            for path in (Path(models.__file__), Path(workloads.__file__), Path(__file__))}
 
 
 def _extract(model: str, by_id: dict[str, Workload]) -> dict:

@@ -26,24 +26,25 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
 
 from suite import cache
-from suite.core import model_weights
+from suite.model import weights as model_weights
 
 #: The version of the weights and images recipe (docs/model.md): bump it when what they are changes
 #: in a way the code's meaning does not show (a data file, a convention).
 RECIPE = 1
 #: The suite's code that determines the weights, the images, the float64 chain and the metrics'
-#: raw material (besides each kernel's measurement key).
-_CODE = ("model_weights.py", "model_calls.py", "model_accuracy.py", "model_store.py", "reference.py")
+#: raw material (besides each kernel's measurement key), by its path under ``suite/``.
+_CODE = ("model/weights.py", "model/calls.py", "model/accuracy.py", "model/store.py", "core/reference.py")
 
 
 def _code() -> dict:
-    here = Path(__file__)
-    return {name: cache.source_digest(here.with_name(name)) for name in _CODE}
+    suite = Path(__file__).resolve().parents[1]
+    return {name: cache.source_digest(suite / name) for name in _CODE}
 
 
 def recipe_key(plan) -> dict:
@@ -110,6 +111,38 @@ def _read_weights(path: Path, plan) -> list[np.ndarray] | None:
 # ----------------------------------------------------------------------------- per input
 
 
+@dataclass(frozen=True)
+class InputRun:
+    """One input's run of one setting: its logits on the target, the IEEE twin's (None where it did
+    not run), the seconds each took, and what an emulated target executed (its counts by name, or None)."""
+
+    logits: np.ndarray
+    twin: np.ndarray | None
+    target_s: float
+    twin_s: float
+    counts: dict | None
+
+
+@dataclass(frozen=True)
+class InputShares:
+    """One input's attribution sums (:func:`suite.model.accuracy.attribute_one`): per call, the squared
+    logits error with only it on the target (``only``), with all but it (``all_but``), its squared
+    local error and that error's elements; the squared logits error of every local error added
+    (``injected``); the logits of each call's "only" placement (calls x classes); the logits' elements."""
+
+    only: np.ndarray
+    all_but: np.ndarray
+    local: np.ndarray
+    local_elements: np.ndarray
+    injected: np.float64
+    only_logits: np.ndarray
+    elements: np.int64
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The sums by name, as kept (``sums.npz``)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
 class InputStore:
     """The entries of one setting's inputs (``setting_key``: what determines its kernels)."""
 
@@ -124,8 +157,8 @@ class InputStore:
     def _what(self, index: int) -> str:
         return f"{' '.join((self.plan.model, *self.ids))} input {index}"
 
-    def load_run(self, index: int) -> dict | None:
-        """{"logits", "twin" (or None), "target_s", "twin_s", "counts" (or None)} of input ``index``, or None."""
+    def load_run(self, index: int) -> InputRun | None:
+        """The kept run of input ``index``, or None."""
         where = self.where("model-input", index)
         found = _load(where, ("logits.npy", "run.json"), self._what(index))
         if not found:
@@ -143,20 +176,18 @@ class InputStore:
                 or not isinstance(run.get("counts"), (dict, type(None)))):
             damaged(where, self._what(index))
             return None
-        return {"logits": logits, "twin": twin, "target_s": float(run["target_s"]), "twin_s": float(run["twin_s"]),
-                "counts": run["counts"]}
+        return InputRun(logits, twin, float(run["target_s"]), float(run["twin_s"]), run["counts"])
 
-    def store_run(self, index: int, logits: np.ndarray, twin: np.ndarray | None, target_s: float, twin_s: float,
-                  counts: dict | None) -> None:
-        run = {"target_s": target_s, "twin_s": twin_s, "counts": counts, "twin": twin is not None}
-        files = {"logits.npy": lambda tmp: np.save(tmp, logits, allow_pickle=False),
+    def store_run(self, index: int, kept: InputRun) -> None:
+        run = {"target_s": kept.target_s, "twin_s": kept.twin_s, "counts": kept.counts, "twin": kept.twin is not None}
+        files = {"logits.npy": lambda tmp: np.save(tmp, kept.logits, allow_pickle=False),
                  "run.json": lambda tmp: Path(tmp).write_text(json.dumps(run))}
-        if twin is not None:
-            files["twin.npy"] = lambda tmp: np.save(tmp, twin, allow_pickle=False)
+        if kept.twin is not None:
+            files["twin.npy"] = lambda tmp: np.save(tmp, kept.twin, allow_pickle=False)
         cache.store_entry(self.where("model-input", index), files)
 
-    def load_attribution(self, index: int, calls: int) -> dict | None:
-        """One input's attribution sums ({name: array or number}, seconds), or None."""
+    def load_attribution(self, index: int, calls: int) -> tuple[InputShares, float] | None:
+        """One input's kept attribution sums and the seconds they took, or None."""
         where = self.where("model-attribution", index)
         found = _load(where, ("sums.npz", "run.json"), f"the attribution of {self._what(index)}")
         if not found:
@@ -172,16 +203,17 @@ class InputStore:
                 or not isinstance(run, dict) or not isinstance(run.get("seconds"), (int, float))):
             damaged(where, f"the attribution of {self._what(index)}")
             return None
-        return {"sums": sums, "seconds": float(run["seconds"])}
+        return InputShares(**sums), float(run["seconds"])
 
-    def store_attribution(self, index: int, sums: dict, seconds: float) -> None:
+    def store_attribution(self, index: int, sums: InputShares, seconds: float) -> None:
         cache.store_entry(self.where("model-attribution", index),
-                          {"sums.npz": lambda tmp: _write_npz(tmp, sums),
+                          {"sums.npz": lambda tmp: _write_npz(tmp, sums.arrays()),
                            "run.json": lambda tmp: Path(tmp).write_text(json.dumps({"seconds": seconds}))})
 
 
-#: One input's attribution sums: per call (only, all_but, local, local_elements), then the totals,
-#: then the logits of each call's "only" placement (calls x classes).
+#: One input's attribution sums (:class:`InputShares`), by the names ``sums.npz`` keeps them under:
+#: per call (only, all_but, local, local_elements), then the totals, then the logits of each call's
+#: "only" placement (calls x classes).
 ATTRIBUTION_ARRAYS = ("only", "all_but", "local", "local_elements", "injected", "elements", "only_logits")
 
 

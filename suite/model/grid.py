@@ -13,21 +13,23 @@ The grid is model x dtype x target x order. Its environment contract, beside the
   reason; default 1800.
 
 Of the grid's targets, those that run kernels; of its orders, ``default`` and ``tuned``. Every
-setting of a model is measured in one :func:`suite.core.model_accuracy.evaluate` (the metrics
+setting of a model is measured in one :func:`suite.model.accuracy.evaluate` (the metrics
 are relative to llvm's runs, which always run) and kept input by input in the cache
-(:mod:`suite.core.model_store`): the first benchmark process of a model, or `run`'s measure
+(:mod:`suite.model.store`): the first benchmark process of a model, or `run`'s measure
 phase, measures; the others read.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from suite import targets
-from suite.core import entries, model_accuracy, model_calls, models
+from suite.core import entries, models
 from suite.core.combo import Combo, Grid
 from suite.errors import UserError
+from suite.model import accuracy, calls
+from suite.model.results import ModelResult, SettingResult
 from suite.targets.base import Mode
 
 ENV = {"models": "TVM_SUITE_MODELS", "inputs": "TVM_SUITE_MODEL_INPUTS", "budget_s": "TVM_SUITE_MODEL_BUDGET_S"}
@@ -62,7 +64,7 @@ class ModelGrid:
         for name in names:
             models.parse_model_name(name)
         running = [t for t in grid.targets if targets.get(t).mode is not Mode.COMPILE_ONLY]
-        orders = [o for o in grid.orders if o in model_accuracy.MODEL_ORDERS]
+        orders = [o for o in grid.orders if o in accuracy.MODEL_ORDERS]
         return cls(list(dict.fromkeys(names)), grid.dtypes, running, orders,
                    _number(environ, "inputs", DEFAULT_INPUTS, int, 1, MAX_INPUTS),
                    _number(environ, "budget_s", DEFAULT_BUDGET_S, float, 0, float("inf")))
@@ -88,13 +90,13 @@ def _number(environ, axis: str, default, kind, low, high):
     return value
 
 
-def estimate_s(plan, setting: model_accuracy.Setting, inputs: int) -> tuple[float, str]:
+def estimate_s(plan, setting: accuracy.Setting, inputs: int) -> tuple[float, str]:
     """Emulated seconds ``inputs`` inputs of ``setting`` would take, and how that was estimated:
     each call at its PrimFunc's measured emulated seconds (the measurement cache's, where kept;
     else by its FLOPs at :data:`FALLBACK_S_PER_GFLOP`), twice where the IEEE twin reruns it."""
     per_input, measured = 0.0, 0
     kept = {}
-    for workload, order in model_accuracy.kernel_orders(plan, setting):
+    for workload, order in accuracy.kernel_orders(plan, setting):
         record = entries.cached(Combo(workload, setting.dtype, setting.target, order))
         kept[workload.id] = record
     for call in plan.calls:
@@ -114,10 +116,10 @@ def estimate_s(plan, setting: model_accuracy.Setting, inputs: int) -> tuple[floa
 def plan_settings(grid: ModelGrid, model: str) -> tuple[object, list, dict]:
     """The model's calls, the settings to run (llvm's baselines included), and the requested
     settings skipped with their reason (emulated ones over the budget)."""
-    plan = model_calls.model_calls(model)
-    llvm = targets.get(model_accuracy.BASELINE_TARGET)
+    plan = calls.model_calls(model)
+    llvm = targets.get(accuracy.BASELINE_TARGET)
     chosen = [targets.get(t) for t in grid.targets]
-    settings = model_accuracy.settings_to_run(grid.dtypes, chosen, grid.orders, llvm)
+    settings = accuracy.settings_to_run(grid.dtypes, chosen, grid.orders, llvm)
     skipped = {}
     for setting, requested in settings:
         if setting.target.mode is Mode.EMULATED:
@@ -132,32 +134,25 @@ def plan_settings(grid: ModelGrid, model: str) -> tuple[object, list, dict]:
     return plan, [(s, r) for s, r in settings if s.ids not in skipped], skipped
 
 
-def measure(grid: ModelGrid, model: str, stream=None) -> dict:
+def measure(grid: ModelGrid, model: str, stream=None) -> ModelResult:
     """Every setting of ``model`` in ``grid`` (from the cache where kept): `tvm-suite model`'s
-    result, with the skipped settings as results of status "skipped" and their reason."""
+    result, with the skipped settings as results of status skipped and their reason."""
     plan, settings, skipped = plan_settings(grid, model)
     # Ctrl-C is the caller's to word (`run` says what it filed); what was measured is kept all the same.
-    found, _ = model_accuracy.evaluate(plan, settings, grid.inputs, stream=stream, say_kept=False)
-    found["results"] += [{"dtype": d, "target": t, "order": o, "requested": True, "status": "skipped",
-                          "reason": why} for (d, t, o), why in skipped.items()]
-    return found
+    found, _ = accuracy.evaluate(plan, settings, grid.inputs, stream=stream, say_kept=False)
+    return replace(found, results=(*found.results, *(SettingResult.skipped(*ids, why)
+                                                                 for ids, why in skipped.items())))
 
 
-def result_of(found: dict, dtype: str, target: str, order: str) -> dict | None:
-    return next((r for r in found["results"] if (r["dtype"], r["target"], r["order"]) == (dtype, target, order)),
-                None)
-
-
-def values(result: dict) -> dict:
+def values(result: SettingResult) -> dict:
     """A measured setting's values under the names of suite.tracked's model metrics."""
-    m = result["metrics"]
-    found = {"model_rmse_ratio": m["rmse_ratio"], "model_rmse_ratio_fp32": m["rmse_ratio_fp32"],
-             "model_max_abs_error": m["max_abs_error"], "model_top1_agreement": m["top1_agreement"],
-             "model_top5_agreement": m["top5_agreement"], "model_tuned_rmse_ratio": m.get("rmse_ratio_default")}
-    if "ieee_twin" in result:
-        t = result["ieee_twin"]
-        found.update({"model_twin_rmse_ratio": t["rmse_ratio"], "model_twin_top1_agreement": t["top1_agreement"],
-                      "model_twin_tuned_rmse_ratio": t.get("rmse_ratio_default")})
-    if packets := (result.get("per_input") or {}).get("packets"):
+    m = result.metrics
+    found = {"model_rmse_ratio": m.rmse_ratio, "model_rmse_ratio_fp32": m.rmse_ratio_fp32,
+             "model_max_abs_error": m.max_abs_error, "model_top1_agreement": m.top1_agreement,
+             "model_top5_agreement": m.top5_agreement, "model_tuned_rmse_ratio": m.rmse_ratio_default}
+    if (t := result.ieee_twin) is not None:
+        found.update({"model_twin_rmse_ratio": t.rmse_ratio, "model_twin_top1_agreement": t.top1_agreement,
+                      "model_twin_tuned_rmse_ratio": t.rmse_ratio_default})
+    if packets := result.packets_per_input:
         found["model_packets_per_input"] = packets
     return {k: float("nan") if v is None else float(v) for k, v in found.items()}
