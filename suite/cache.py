@@ -268,18 +268,27 @@ def read_array(path: Path) -> np.ndarray | None:
 MANIFEST = "manifest.json"
 
 
+def sealed_text(value) -> str:
+    """``value`` as JSON with the digest of its canonical text (see :func:`unseal`)."""
+    return json.dumps({"sealed": _seal(value), "value": value}, indent=1, sort_keys=True)
+
+
 def write_sealed_json(path: Path, value) -> None:
-    """``value`` as JSON with the digest of its canonical text (see :func:`read_sealed_json`)."""
-    write_json(path, {"sealed": _seal(value), "value": value})
+    write_text(path, sealed_text(value))
+
+
+def unseal(data):
+    """The value of the parsed JSON ``data`` that :func:`sealed_text` made; None where it is not
+    one, or not the value its seal vouches for."""
+    if not isinstance(data, dict) or set(data) != {"sealed", "value"} or data["sealed"] != _seal(data["value"]):
+        return None
+    return data["value"]
 
 
 def read_sealed_json(path: Path):
     """The value :func:`write_sealed_json` wrote at ``path``; None when absent, unreadable or not
     the value its seal vouches for."""
-    data = read_json(path)
-    if not isinstance(data, dict) or set(data) != {"sealed", "value"} or data["sealed"] != _seal(data["value"]):
-        return None
-    return data["value"]
+    return unseal(read_json(path))
 
 
 def _seal(value) -> str:

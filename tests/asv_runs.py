@@ -83,6 +83,39 @@ def place(run_dir: Path, commit: str):
     return runstore.Place(Path(run_dir), machine, commit)
 
 
+def loosen(where) -> None:
+    """A commit's sealed side data back as the files its run wrote before sealing them (its bundle
+    removed): for tests, to change a file as a run would before ``runstore.seal``, or to leave the
+    commit's side data without a seal. ``where``: a Place, or (run_dir, commit)."""
+    from suite.core import runstore
+
+    where = place(*where) if isinstance(where, tuple) else where
+    for name, data in runstore.sealed_members(where).items():
+        (where.dir / name).parent.mkdir(parents=True, exist_ok=True)
+        (where.dir / name).write_bytes(data)
+    where.bundle.unlink()
+
+
+def member(where, relative: str) -> bytes:
+    """The bytes of one file a commit's bundle seals (verified)."""
+    from suite.core import runstore
+
+    return runstore.sealed_members(where)[relative]
+
+
+def tamper(where, relative: str, data: bytes) -> None:
+    """Replace one member of a commit's bundle behind its seal (its manifest kept): damage, or an
+    edit, that every reader must refuse."""
+    import zipfile
+
+    with zipfile.ZipFile(where.bundle) as archive:
+        members = {info.filename: archive.read(info) for info in archive.infolist()}
+    members[relative] = data
+    with zipfile.ZipFile(where.bundle, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+
+
 def plant(run_dir: Path, commit: str, benchmark: str, ids: tuple, value: float | None) -> None:
     """Set one value of ``commit`` as a run that measured it would have filed it (a planted change,
     for tests): in asv's results, and in the values its benchmark class reported (runs/<commit>/
@@ -107,6 +140,8 @@ def plant(run_dir: Path, commit: str, benchmark: str, ids: tuple, value: float |
     values[combos.index(tuple(f"'{name}'" for name in ids))] = value
     path.write_text(json.dumps(data))
     metric = tracked.BY_BENCHMARK[benchmark]  # an asv benchmark
+    if place(run_dir, commit).bundle.exists():
+        loosen(place(run_dir, commit))
     kept = place(run_dir, commit).file(runstore.values_relative(f"{metric.module}.{metric.cls}", ids))
     reported = json.loads(kept.read_text()) if kept.exists() else {}
     if value is None:  # a failed benchmark reports nothing
@@ -130,6 +165,8 @@ def plant_samples(run_dir: Path, commit: str, ids: tuple, samples: list[float], 
 
     from suite.core import runstore
 
+    if place(run_dir, commit).bundle.exists():
+        loosen(place(run_dir, commit))
     where = place(run_dir, commit).file(runstore.relative("timings", ids))
     kept = json.loads(where.read_text())
     before = float(np.median(kept["samples_s"]))
@@ -151,6 +188,8 @@ def plant_file(run_dir: Path, commit: str, relative: str, text: str) -> None:
     damage, which readers refuse)."""
     from suite.core import runstore
 
+    if place(run_dir, commit).bundle.exists():
+        loosen(place(run_dir, commit))
     where = place(run_dir, commit).file(relative)
     where.parent.mkdir(parents=True, exist_ok=True)
     where.write_text(text)

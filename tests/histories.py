@@ -102,11 +102,11 @@ class Builder:
         commits = tuple(res.Commit(h, 1_780_000_000_000 + i * 86_400_000, tuple(self.tags.get(h, ())))
                         for i, h in enumerate(self.commits))
         run_dir = Path("/nonexistent/run")
-        side = {(c, self.machine): runstore.SideData(c, True, run_dir / "runs" / self.machine / c,
+        side = {(c, self.machine): runstore.SideData(c, True, runstore.Place(run_dir, self.machine, c).bundle,
                                                      timings=s["timings"], records=s["records"],
                                                      failures=s["failures"], maps=s["maps"], code=s.get("code", {}),
                                                      build=s["build"])
-                if c not in self.without_side else runstore.SideData(c, False, run_dir / "runs" / self.machine / c)
+                if c not in self.without_side else runstore.SideData(c, False, runstore.Place(run_dir, self.machine, c).bundle)
                 for c, s in self.side.items()}
         values: dict = {}
         for commit in self.commits:
@@ -120,7 +120,7 @@ class Builder:
         """File this history in ``run_dir`` as `tvm-suite run` does: asv's results of each commit
         (``results/<machine>/``: the metrics asv keeps; null for a failed benchmark, NaN for a
         combination left out) and, but for commits marked :meth:`unkept`, its side data
-        (``runs/<machine>/<commit>/``: every value each benchmark class reported, timing samples,
+        (``runs/<machine>/<commit>.zip``: every value each benchmark class reported, timing samples,
         records, failure reasons, build note), sealed. Returns the results directory."""
         results = Path(run_dir) / "results"
         machine_dir = results / self.machine

@@ -58,16 +58,18 @@ def check_copy(runs, where: Path, slower: tuple | None = None, factor: float = 3
     times the baseline's, and whose code identity is planted as changed (a suspect the gate times
     again, and calls noisy: both sides are one kernel)."""
     from asv_runs import place, plant_file, plant_samples
+    from suite.core import runstore
 
     results, _, commits = runs
     # what an earlier gate or report found speaks for other samples: not copied
     shutil.copytree(results.parent, where, ignore=shutil.ignore_patterns("env*", "html", "report", ".gate"))
-    for kept in sorted(place(where, commits[0]).dir.glob("timings/*.json")):
-        ids = tuple(kept.stem.rsplit(".", 3))  # <workload>.<dtype>.<target>.<order>
-        samples = json.loads(kept.read_text())["samples_s"]
+    baseline = runstore.sealed_members(place(where, commits[0]))
+    for name in sorted(n for n in baseline if n.startswith("timings/")):
+        ids = tuple(Path(name).stem.rsplit(".", 3))  # <workload>.<dtype>.<target>.<order>
+        samples = json.loads(baseline[name])["samples_s"]
         plant_samples(where, commits[1], ids, [s * (factor if ids == slower else 1.0) for s in samples])
     code = f"code/{'.'.join(slower)}.txt" if slower else None
-    if code and place(where, commits[1]).file(code).is_file():  # the same code is never timed again
+    if code and code in runstore.sealed_members(place(where, commits[1])):  # the same code is never timed again
         plant_file(where, commits[1], code, "f" * 64)
     return where
 
@@ -127,15 +129,15 @@ def test_an_interrupted_check_says_what_it_keeps(cli, runs, tmp_path, monkeypatc
     """Ctrl-C while the candidate is measured, the baseline's results complete: the line says that
     the baseline's results are kept and that the same check measures only the candidate; what asv
     completed is sealed, so the next command reads it."""
-    from asv_runs import place
+    from asv_runs import loosen, place
 
     _, _, commits = runs
     out = check_copy(runs, tmp_path / "check")
     for path in (out / "results").glob(f"*/{commits[1][:8]}-*.json"):
         path.unlink()  # the candidate: not measured yet
-    shutil.rmtree(place(out, commits[1]).dir)
+    place(out, commits[1]).bundle.unlink()
     # the baseline: its benchmarks have written their side data; asv has not written its results yet
-    (place(out, commits[0]).dir / "manifest.json").unlink()
+    loosen(place(out, commits[0]))
     baseline_results = next((out / "results").glob(f"*/{commits[0][:8]}-*.json"))
     written = baseline_results.read_text()
     baseline_results.unlink()
@@ -151,7 +153,7 @@ def test_an_interrupted_check_says_what_it_keeps(cli, runs, tmp_path, monkeypatc
         f"tvm-suite: interrupted (SIGINT): the check stopped while measuring: the results of the baseline "
         f"{commits[0][:10]} are kept in {out}; the same check again measures only the candidate v9.9.0 "
         f"({commits[1][:10]})")
-    assert (place(out, commits[0]).dir / "manifest.json").is_file()
+    assert place(out, commits[0]).bundle.is_file() and not place(out, commits[0]).dir.exists()
     gate = cli("gate", "--results", str(out / "results"), "--commit", commits[0][:10], "--no-remeasure")
     assert gate.returncode == 0, gate.stdout + gate.stderr  # the kept results read whole: no unsealed side data
 
@@ -197,19 +199,19 @@ def candidate_out(runs, where: Path) -> Path:
     out = check_copy(runs, where)
     for path in (out / "results").glob(f"*/{commits[0][:8]}-*.json"):
         path.unlink()
-    shutil.rmtree(place(out, commits[0]).dir)
+    place(out, commits[0]).bundle.unlink()
     return out
 
 
 def plant_mark(run_dir: Path, commit: str, ratio: float) -> None:
     """A divergence mark of SEED_TUNED at ``commit``: its error ``ratio`` times default's, far
     beyond a reordering's noise (z 50), as a run would have filed it."""
-    from asv_runs import place, plant, plant_file
+    from asv_runs import member, place, plant, plant_file
     from suite.core import runstore
 
     plant(run_dir, commit, ERROR_RATIO, SEED_TUNED, ratio)
     relative = runstore.values_relative("bench_divergence.DivergenceFromDefault", SEED_TUNED)
-    reported = json.loads(place(run_dir, commit).file(relative).read_text())
+    reported = json.loads(member(place(run_dir, commit), relative))
     plant_file(run_dir, commit, relative, json.dumps({**reported, "error_ratio_z": 50.0}))
 
 

@@ -3,7 +3,8 @@ interface (the `tvm-suite` command, in this process so that a traceback fails th
 
 The contract, for each file kind x damage:
 - the cache (files a number is computed from): computed again, to the very same values;
-- what a run keeps (asv's results and machine files, the side data in runs/<commit>/), the
+- what a run keeps (asv's results and machine files, the side data in runs/<machine>/<commit>.zip,
+  the bundle itself and each member of it, damaged behind its seal), the
   thresholds and the tuning records: a one-line error naming the file, exit 2 (the gate: 2, never
   0 or 1); never a traceback, never a number computed from damaged data;
 - files no command reads after the run wrote them (logs, asv's HTML, the report's output) are
@@ -20,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -121,17 +123,18 @@ RUN_FILES = {
     "results/benchmarks.json": ("gate", "report"),
     "results/*/*.json": ("gate", "report"),
     "asv.installed.json": ("gate", "report"),
-    # The side data (runs/<machine>/<commit>/) is loaded whole and verified by every reader
-    # (suite.reporting.results.load).
-    "runs/*/*/manifest.json": ("gate", "report"),
-    "runs/*/*/build.json": ("gate", "report"),
-    "runs/*/*/timings/*.json": ("gate", "report"),
-    "runs/*/*/values/*/*.json": ("gate", "report"),
-    "runs/*/*/maps/*.npz": ("gate", "report"),
-    "runs/*/*/records/*.txt": ("gate", "report"),
-    "runs/*/*/failures/*.txt": ("gate", "report"),
-    "runs/*/*/code/*.txt": ("gate", "report"),    # each kernel's code identity
-    "runs/*/*/peers/*.json": ("gate", "report"),  # only where PyTorch is installed
+    # The side data (runs/<machine>/<commit>.zip, a bundle: "<bundle>/<member>" names a member) is
+    # loaded whole and verified by every reader (suite.reporting.results.load).
+    "runs/*/*.zip": ("gate", "report"),
+    "runs/*/*.zip/manifest.json": ("gate", "report"),
+    "runs/*/*.zip/build.json": ("gate", "report"),
+    "runs/*/*.zip/timings/*.json": ("gate", "report"),
+    "runs/*/*.zip/values/*/*.json": ("gate", "report"),
+    "runs/*/*.zip/maps/*.npz": ("gate", "report"),
+    "runs/*/*.zip/records/*.txt": ("gate", "report"),
+    "runs/*/*.zip/failures/*.txt": ("gate", "report"),
+    "runs/*/*.zip/code/*.txt": ("gate", "report"),    # each kernel's code identity
+    "runs/*/*.zip/peers/*.json": ("gate", "report"),  # only where PyTorch is installed
     "runs/.gate/*.json": ("gate", "report"),      # re-measurements a gate or run kept (sealed)
     "runs/.lock": None,                           # the run directory's lock: its holder, in words
     "asv.log": None, "measure.log": None, "html/*": None, "report/*": None, "results-archive/*": None,
@@ -169,7 +172,34 @@ def _commands(run_dir, repo, commits, marks, out):
 
 
 def _run_files(run_dir: Path) -> list[str]:
-    return sorted(p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*") if p.is_file())
+    """Every file of the run, and every member of each commit's bundle as "<bundle>/<member>"."""
+    found = []
+    for path in sorted(p for p in run_dir.rglob("*") if p.is_file()):
+        found.append(path.relative_to(run_dir).as_posix())
+        if path.suffix == ".zip" and path.parent.parent.name == runstore.RUNS:
+            with zipfile.ZipFile(path) as bundle:
+                found += [f"{found[-1]}/{name}" for name in bundle.namelist()]
+    return found
+
+
+def _damage_member(victim: Path, how: str, damage_file) -> None:
+    """Damage the member ``victim`` ("<bundle>/<member>") behind the bundle's seal, as ``damage_file``
+    damages a file: the member read out, damaged, and written back in its place (the manifest kept)."""
+    bundle = next(p for p in victim.parents if p.suffix == ".zip")
+    name = victim.relative_to(bundle).as_posix()
+    with zipfile.ZipFile(bundle) as archive:
+        members = {info.filename: archive.read(info) for info in archive.infolist()}
+    out = bundle.parent / f".{victim.name}.out"
+    out.write_bytes(members.pop(name))
+    damage_file(out, how)
+    if out.is_dir():
+        members[f"{name}/"] = b""
+    elif out.exists():
+        members[name] = out.read_bytes()
+    with zipfile.ZipFile(bundle, "w", zipfile.ZIP_DEFLATED) as archive:
+        for member, data in members.items():
+            archive.writestr(member, data)
+    shutil.rmtree(out) if out.is_dir() else out.unlink(missing_ok=True)
 
 
 def _run_cases():
@@ -187,15 +217,24 @@ def test_damaged_run_files(llvm_run, capsys, tmp_path, pattern, how):
     # the planted failure: not ready; the report ends with the same verdict, and exits with it
     assert undamaged["gate"][0] == 1 and undamaged["report"][0] == undamaged["gate"][0]
     relative = _candidate_file(base, pattern, commits[1])
-    kinds = [how] if how != "fields" else json_damages(base / relative)
+    member = ".zip/" in relative
+    if how == "fields" and member:
+        with zipfile.ZipFile(base / (relative.partition(".zip/")[0] + ".zip")) as bundle:
+            (tmp_path / "member.json").write_bytes(bundle.read(relative.partition(".zip/")[2]))
+    kinds = [how] if how != "fields" else json_damages(tmp_path / "member.json" if member else base / relative)
     for one in kinds:
         copy = tmp_path / f"run-{kinds.index(one)}"
         shutil.copytree(base, copy)
         victim = copy / relative
-        (damage_json if how == "fields" else damage)(victim, one)
+        damage_file = damage_json if how == "fields" else damage
+        _damage_member(victim, one, damage_file) if member else damage_file(victim, one)
         for name in readers:
             result = run(capsys, *_commands(copy, repo, commits, marks, tmp_path / f"out-{name}")[name])
             assert "Traceback" not in result[2]
+            if pattern == "runs/*/*.zip" and one == "deleted":  # results without side data, as plain asv's:
+                assert result[0] == 2 and "verdict: DATA MISSING" in result[1], (name, result)
+                assert name == "report" or f"{victim} is missing" in result[1], result
+                continue
             if _unchanged_allowed(pattern, one, name):
                 assert result[0] == undamaged[name][0], (pattern, one, name, result)
                 continue
@@ -205,8 +244,8 @@ def test_damaged_run_files(llvm_run, capsys, tmp_path, pattern, how):
 def _candidate_file(run_dir: Path, pattern: str, commit: str) -> str:
     """The file of ``pattern`` the commands read for the candidate ``commit`` (or the only one)."""
     found = [f for f in _run_files(run_dir) if run_kind(f) == pattern]
-    per_commit = [f for f in found if f"/{commit}/" in f or (f.startswith("results/") and f"/{commit[:8]}-" in f)]
-    if not found and pattern == "runs/*/*/peers/*.json":
+    per_commit = [f for f in found if f"/{commit}.zip" in f or (f.startswith("results/") and f"/{commit[:8]}-" in f)]
+    if not found and pattern == "runs/*/*.zip/peers/*.json":
         pytest.skip("no PyTorch here: the run kept no peer ratios")
     assert found, f"the fixture run has no {pattern}"
     # of the combinations' files, the seed's: it is the one marked (the report reads marked ones' maps)

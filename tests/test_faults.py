@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from asv_runs import place, two_commit_results
+from asv_runs import place, plant_file, two_commit_results
 from conftest import SUITE_BIN, check_fault_table, one_line, read_only_copy, run_cli, small_filesystem
 
 pytestmark = pytest.mark.slow
@@ -140,10 +140,9 @@ def test_oversized_and_nested_files_are_malformed(tmp_path, runs):
     from suite.core import runstore
 
     kept = place(target, commits[1])
-    timing = next(kept.dir.glob("timings/*.json"))
-    timing.write_text("[" * 200_000 + "]" * 200_000)
-    runstore.seal(kept)
-    one_line(gate(target), timing, "nested too deep")
+    timing = next(name for name in runstore.sealed_members(kept) if name.startswith("timings/"))
+    plant_file(target, commits[1], timing, "[" * 200_000 + "]" * 200_000)
+    one_line(gate(target), kept.bundle / timing, "nested too deep")
 
     toml = tmp_path / "deep.toml"
     toml.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")

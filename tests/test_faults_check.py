@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from asv_runs import place, plant_samples, two_commit_repo
+from asv_runs import loosen, member, place, plant_file, plant_samples, tamper, two_commit_repo
 from conftest import check_fault_table, one_line, run_cli, session_root
 from suite.core import runstore
 from test_check import SEED_DEFAULT, candidate_out, check_copy, history_stand_in, kept_history, listing, run_check
@@ -53,8 +53,9 @@ def runs(tmp_path_factory):
     return two_commit_results(tmp_path_factory)
 
 
-def _timing(run_dir: Path, commit: str, ids) -> Path:
-    return place(run_dir, commit).file(runstore.relative("timings", ids))
+def _timing(run_dir: Path, commit: str, ids) -> dict:
+    """The timing samples of ``ids`` the run of ``commit`` sealed."""
+    return json.loads(member(place(run_dir, commit), runstore.relative("timings", ids)))
 
 
 # ----------------------------------------------------------------------------- a check rerun on damaged data
@@ -72,12 +73,11 @@ def test_a_rerun_over_a_damaged_file_is_one_line_before_any_work(cli, runs, tmp_
         victim.write_bytes(victim.read_bytes()[:100])
         words = ("corrupt asv result file", victim)
     elif damage == "damaged timing":
-        victim = _timing(out, commits[1], SEED_DEFAULT)
-        victim.write_bytes(victim.read_bytes()[:-20])
-        words = (victim, f"damaged (not the file the run of {commits[1][:12]} kept)")
+        name = runstore.relative("timings", SEED_DEFAULT)
+        tamper(place(out, commits[1]), name, member(place(out, commits[1]), name)[:-20])
+        words = (place(out, commits[1]).bundle / name, f"damaged (not the file the run of {commits[1][:12]} kept)")
     else:
-        victim = place(out, commits[0]).dir / runstore.MANIFEST
-        victim.unlink()
+        loosen(place(out, commits[0]))
         words = (place(out, commits[0]).dir, "side data without its seal")
     calls = history_stand_in(monkeypatch)
     one_line(run_check(cli, runs, out, "v9.9.0", commits[0][:10]), *words)
@@ -145,12 +145,10 @@ def _travelled(runs, tmp_path: Path) -> tuple[Path, Path]:
     baseline's timing names its kernel as older runs did, by an absolute path of the first machine."""
     _, _, commits = runs
     out = check_copy(runs, tmp_path / "elsewhere" / "check", slower=SEED_DEFAULT)
-    kept = _timing(out, commits[0], SEED_DEFAULT)
-    timing = json.loads(kept.read_text())
+    timing = _timing(out, commits[0], SEED_DEFAULT)
     assert not Path(timing["kernel"]).is_absolute() and timing["kernel"].startswith("measure/"), timing
     timing["kernel"] = f"/home/first-machine/.cache/tvm-suite/{timing['kernel']}"
-    kept.write_text(json.dumps(timing))
-    runstore.seal(place(out, commits[0]))
+    plant_file(out, commits[0], runstore.relative("timings", SEED_DEFAULT), json.dumps(timing))
     cache = tmp_path / "elsewhere" / "cache"
     cache.mkdir()
     return out, cache
@@ -175,7 +173,7 @@ def test_a_copied_history_rebuilds_a_kernel_gone_from_the_cache(cli, runs, tmp_p
     assert noisy.endswith(f"(the baseline's and the candidate's kernels were gone from the cache: rebuilt from the "
                           f"kept build facts (TVM {compat.build_id()}))"), noisy
     assert done.stdout.rstrip().endswith(f"verdict: READY for v9.9.0 against {commits[0][:10]} -> exit 0")
-    name = json.loads(_timing(out, commits[1], SEED_DEFAULT).read_text())["kernel"]
+    name = _timing(out, commits[1], SEED_DEFAULT)["kernel"]
     assert (cache / name).is_file()  # rebuilt into this machine's cache, by the name the timing keeps
     kept = json.loads((out / "runs" / ".gate" / f"{commits[0]}-{commits[1]}.json").read_text())["value"]
     assert [(e["verdict"], e["runtime"]) for e in kept] == [("noisy", noisy[noisy.index("(the baseline") + 1:-1])]
@@ -191,7 +189,7 @@ def test_a_copied_history_judges_on_the_kept_samples_where_it_cannot_rebuild(cli
     _, _, commits = runs
     out, cache = _travelled(runs, tmp_path)
     for commit in commits:
-        samples = json.loads(_timing(out, commit, SEED_DEFAULT).read_text())["samples_s"]
+        samples = _timing(out, commit, SEED_DEFAULT)["samples_s"]
         plant_samples(out, commit, SEED_DEFAULT, samples, tvm="0.26.0-0000000000")
     history_stand_in(monkeypatch)
     done = run_check(cli, runs, out, "v9.9.0", commits[0][:10], env={"TVM_SUITE_CACHE": str(cache)})
@@ -222,9 +220,9 @@ def test_a_copied_history_times_a_kernel_of_the_same_code_where_its_own_is_gone(
     _, _, commits = runs
     out, cache = _travelled(runs, tmp_path)
     for commit in commits:
-        samples = json.loads(_timing(out, commit, SEED_DEFAULT).read_text())["samples_s"]
+        samples = _timing(out, commit, SEED_DEFAULT)["samples_s"]
         plant_samples(out, commit, SEED_DEFAULT, samples, tvm="0.26.0-0000000000")
-    name = Path(json.loads(_timing(out, commits[1], SEED_DEFAULT).read_text())["kernel"])
+    name = Path(_timing(out, commits[1], SEED_DEFAULT)["kernel"])
     built = suite_cache / name.parent  # where the runs built it
     assert (built / name.name).is_file(), built
     # other entries of that code: the kernel as built (the baseline's code), and the candidate's,
@@ -261,17 +259,22 @@ def test_no_kept_file_names_a_path_of_the_machine(cli, runs, tmp_path, monkeypat
     def scan(run_dir: Path, paths) -> list[str]:
         found = []
         for path in sorted(p for p in run_dir.rglob("*") if p.is_file()):
-            # the one path a kept file may name: the report's bisect commands, to be pasted on this
-            # machine, name the TVM clone the user gave (--tvm-repo)
-            data = path.read_bytes().replace(f"--tvm-repo {repo} ".encode(), b"")
-            found += [f"{path.relative_to(run_dir)}: {p}" for p in paths if p.encode() in data]
+            # a commit's bundle is read member by member: its deflated bytes hide text
+            sealed = {f"/{name}": data for name, data in (runstore.sealed_members(
+                runstore.Place(run_dir, path.parent.name, path.stem)).items())} if path.suffix == ".zip" else \
+                {"": path.read_bytes()}
+            for name, data in sealed.items():
+                # the one path a kept file may name: the report's bisect commands, to be pasted on this
+                # machine, name the TVM clone the user gave (--tvm-repo)
+                data = data.replace(f"--tvm-repo {repo} ".encode(), b"")
+                found += [f"{path.relative_to(run_dir)}{name}: {p}" for p in paths if p.encode() in data]
         return found
 
     kept = sorted(p.relative_to(results.parent).as_posix() for p in results.parent.rglob("*") if p.is_file())
     assert "asv.installed.json" in kept and "asv.log" in kept and any(k.startswith("runs/") for k in kept)
-    assert any("/timings/" in k for k in kept) and any(k.endswith("/manifest.json") for k in kept)
+    assert any(k.startswith("runs/") and k.endswith(f"/{commits[1]}.zip") for k in kept)
     assert scan(results.parent, machine_paths) == []
-    timing = json.loads(_timing(results.parent, commits[1], SEED_DEFAULT).read_text())
+    timing = _timing(results.parent, commits[1], SEED_DEFAULT)
     assert timing["kernel"].startswith("measure/seed.conv2d_nhwc_7x7s2-float16-llvm-default-"), timing
     conf = json.loads((results.parent / "asv.installed.json").read_text())
     assert conf["repo"] == "../tvm" and not Path(conf["benchmark_dir"]).is_absolute(), conf
@@ -335,12 +338,12 @@ def test_a_baseline_without_sealed_side_data_is_one_line(cli, runs, tmp_path, mo
         words = (f"the kept history {kept} has results but no sealed side data of any commit other than the "
                  f"candidate {commits[1][:10]}", gate.HOW_TO_KEEP)
     elif lacking == "the named baseline's side data":
-        shutil.rmtree(place(kept, commits[0]).dir)
+        place(kept, commits[0]).bundle.unlink()
         args = ["--baseline", commits[0][:10]]
         words = (f"has results but no sealed side data of the baseline {commits[0][:10]} (runs/ beside results/ in "
                  f"{kept})",)
     else:
-        (place(kept, commits[0]).dir / runstore.MANIFEST).unlink()
+        loosen(place(kept, commits[0]))
         words = (place(kept, commits[0]).dir, "side data without its seal")
     calls = history_stand_in(monkeypatch)
     before = listing(kept)
@@ -361,9 +364,9 @@ def test_a_damaged_kept_history_is_one_line_before_any_work(cli, runs, tmp_path,
         victim.write_bytes(victim.read_bytes()[:100])
         words = (victim, "unreadable asv results file")
     else:
-        victim = _timing(kept, commits[0], SEED_DEFAULT)
-        victim.write_bytes(victim.read_bytes()[:-20])
-        words = (victim, f"damaged (not the file the run of {commits[0][:12]} kept)")
+        name = runstore.relative("timings", SEED_DEFAULT)
+        tamper(place(kept, commits[0]), name, member(place(kept, commits[0]), name)[:-20])
+        words = (place(kept, commits[0]).bundle / name, f"damaged (not the file the run of {commits[0][:12]} kept)")
     calls = history_stand_in(monkeypatch)
     one_line(check_from(cli, repo, kept, out), *words)
     assert calls == [] and not (out / "report").exists()
@@ -433,7 +436,7 @@ def test_a_baseline_the_kept_history_or_the_clone_lacks(cli, runs, tmp_path, mon
     only_candidate = kept_history(runs, tmp_path / "candidate-only")
     for path in (only_candidate / "results").glob(f"*/{commits[0][:8]}-*.json"):
         path.unlink()
-    shutil.rmtree(place(only_candidate, commits[0]).dir)
+    place(only_candidate, commits[0]).bundle.unlink()
     one_line(check_from(cli, repo, only_candidate, out),
              f"the kept history {only_candidate} has no results of any commit other than the candidate "
              f"{commits[1][:10]}: it holds v9.9.0")

@@ -54,7 +54,8 @@ FAULTS = {
 }
 
 #: The path options commands read (their dest): every other path option is an output.
-INPUTS = {"tvm_repo", "thresholds", "results", "baseline_from", "git_mirrors", "before", "after", "schedule", "trace"}
+INPUTS = {"tvm_repo", "thresholds", "results", "baseline_from", "git_mirrors", "before", "after", "schedule", "trace",
+          "pack"}  # history --pack DIR seals DIR's own commits in place: a history is what it is given
 #: The least arguments of each command with an output path option, valid up to its output check.
 LEAST = {
     "measure": ["--workload", MEAN, "--dtype", "float32"],

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from asv_runs import VACUOUS, WORKLOAD, place, plant_file, plant_samples, two_commit_repo, two_commit_results
+from asv_runs import VACUOUS, WORKLOAD, loosen, member, place, plant_file, plant_samples, two_commit_repo, two_commit_results
 from conftest import read_only_copy
 from suite.core import runstore
 
@@ -44,7 +44,7 @@ def test_kernels_of_two_llvms_are_compared_and_the_two_builds_named(cli, runs, t
     change may be the compiler's. Kernels of the same code (these two commits') are compared all
     the same, and their latency steps are noise."""
     results, repo, commits = runs
-    noted = json.loads(place(results.parent, commits[1]).file("build.json").read_text())
+    noted = json.loads(member(place(results.parent, commits[1]), "build.json"))
     assert noted["llvm"] == {"version": "22", "use_llvm": "ON", "installed_from": "wheel"}  # apache-tvm 0.27
     copy = tmp_path / "run"
     shutil.copytree(results.parent, copy, ignore=shutil.ignore_patterns("env*", "html"))
@@ -95,7 +95,7 @@ def test_data_that_vouches_for_itself_is_refused(cli, runs, tmp_path, edit):
                 if p.name != "machine.json" and json.loads(p.read_text())["commit_hash"] == commits[1])
     data = json.loads(path.read_text())
     ids = (WORKLOAD, "float16", "llvm", "default")
-    timings = place(copy, commits[1]).file(runstore.relative("timings", ids))
+    timings = runstore.relative("timings", ids)
     named = [path]
     if edit == "latency x100":
         data["results"]["bench_latency.Throughput.track_latency_median"][0][0] *= 100
@@ -105,15 +105,15 @@ def test_data_that_vouches_for_itself_is_refused(cli, runs, tmp_path, edit):
     elif edit == "commit hash a path":
         data["commit_hash"] = "../../../../x"
     else:
-        kept = json.loads(timings.read_text())
+        kept = json.loads(member(place(copy, commits[1]), timings))
         kept["samples_s"] = [s / 2 for s in kept["samples_s"]]
-        timings.write_text(json.dumps(kept))
         if edit.endswith("manifest deleted"):
-            place(copy, commits[1]).file("manifest.json").unlink()
+            loosen(place(copy, commits[1]))
+            place(copy, commits[1]).file(timings).write_text(json.dumps(kept))
             named = [place(copy, commits[1]).dir]
         else:
-            runstore.seal(place(copy, commits[1]))
-            named = [path, timings]
+            plant_file(copy, commits[1], timings, json.dumps(kept))
+            named = [path, place(copy, commits[1]).bundle / timings]
     path.write_text(json.dumps(data))
     result = gate(cli, copy / "results", "--commit", commits[1][:10])
     one_line(result, *named)
@@ -286,7 +286,7 @@ def test_remeasurement_confirms_a_real_slowdown_and_calls_noise_noisy(cli, tmp_p
     assert ran.returncode == 1, ran.stdout + ran.stderr
     assert ran.stdout.strip().splitlines()[-1].startswith(f"verdict: NOT READY (a check failed) for {commits[1][:10]}")
     ids = (MATMUL, "float32", "llvm", "default")
-    samples_a = _json.loads(place(out, commits[0]).file(runstore.relative("timings", ids)).read_text())["samples_s"]
+    samples_a = _json.loads(member(place(out, commits[0]), runstore.relative("timings", ids)))["samples_s"]
     plant_samples(out, commits[1], ids, [3 * s for s in samples_a])
     # A latency step of a kernel whose code is the same is noise by construction, never timed again
     # (tests/test_code_identity.py): here the default kernel's code changed too, so that its step is
@@ -319,7 +319,7 @@ def test_remeasurement_confirms_a_real_slowdown_and_calls_noise_noisy(cli, tmp_p
     # A release history: each side's kernel was compiled by another TVM than the installed one. They
     # are re-timed in the installed runtime all the same, and the verdict says whose kernels they were.
     for commit in commits:
-        kept = _json.loads(place(out, commit).file(runstore.relative("timings", ids)).read_text())["samples_s"]
+        kept = _json.loads(member(place(out, commit), runstore.relative("timings", ids)))["samples_s"]
         plant_samples(out, commit, ids, kept, tvm=f"0.26.0-{commit[:10]}")
     release = gate(cli, out / "results", "--commit", commits[1], "--tvm-repo", str(repo))
     assert f"noisy: {MATMUL} float32 llvm default:" in release.stdout, release.stdout

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from suite import targets
-from suite.core import measurement
+from suite.core import measurement, runstore
 from suite.core.combo import Combo
 from suite.core.record import Kind, Status
 from suite.targets import hexagon
@@ -128,8 +128,10 @@ def test_run_on_emulated_target_records_emulated_time_and_no_failures(cli, tmp_p
     assert f"{int(packets):,} pkts" in row and packets > 0
     # HVX instructions have no worse direction: kept beside asv's results, not an asv benchmark
     assert "bench_codegen.HexagonCounts.track_hvx_instructions" not in results
-    (kept,) = (out / "runs").glob(f"*/*/values/{SMALL[0]}.float16.hexagon-v68-emu.default/bench_codegen.HexagonCounts.json")
-    assert 0 <= json.loads(kept.read_text())["hvx_instructions"] <= packets * 4
+    (bundle,) = (out / "runs").glob("*/*.zip")
+    kept = runstore.sealed_members(runstore.Place(out, bundle.parent.name, bundle.stem))
+    counts = kept[f"values/{SMALL[0]}.float16.hexagon-v68-emu.default/bench_codegen.HexagonCounts.json"]
+    assert 0 <= json.loads(counts)["hvx_instructions"] <= packets * 4
 
     def skipped(name):  # asv stores a skipped parameter combination as NaN
         return results[name][0][0] is None or math.isnan(results[name][0][0])

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from asv_runs import place, two_commit_repo
+from suite import cache
 from conftest import SUITE_BIN
 from suite.core import runstore
 
@@ -66,7 +67,7 @@ def _state(out, commit) -> dict:
     manifest, and whether the two agree (every latency asv recorded is the median of the kept samples)."""
     [results] = [p for p in (out / "results").glob(f"*/{commit[:8]}-*.json")]
     data = json.loads(results.read_text())
-    manifest = json.loads(place(out, commit).file("manifest.json").read_text())["value"]
+    manifest = {name: cache.bytes_digest(data) for name, data in runstore.sealed_members(place(out, commit)).items()}
     kept = runstore.load(place(out, commit))  # every kept file is the one the run sealed
     latency = data["results"]["bench_latency.Throughput.track_latency_median"]
     for value, order in zip(latency[0], latency[1][3]):

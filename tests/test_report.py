@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from asv_runs import VACUOUS, WORKLOAD, place, plant, plant_file, two_commit_results
+from asv_runs import VACUOUS, WORKLOAD, member, place, plant, plant_file, two_commit_results
+from suite.core import runstore
 
 pytestmark = pytest.mark.slow
 CHROMIUM = Path("/usr/bin/chromium")
@@ -75,7 +76,7 @@ def test_a_mark_that_appeared_says_how_to_find_its_commit(cli, runs, tmp_path):
     shutil.copytree(results.parent, run_dir, ignore=shutil.ignore_patterns("env*", "html", "report", ".gate"))
     ids = (WORKLOAD, "float16", "llvm", "tuned")
     relative = runstore.values_relative("bench_divergence.DivergenceFromDefault", ids)
-    reported = json.loads(place(run_dir, commits[0]).file(relative).read_text())
+    reported = json.loads(member(place(run_dir, commits[0]), relative))
     plant_file(run_dir, commits[0], relative, json.dumps({**reported, "bias_shift": 0.0}))
     plant_file(run_dir, commits[0], runstore.relative("code", ids), "f" * 64)  # another value: other code
     out = tmp_path / "report"
@@ -112,7 +113,7 @@ def test_marks_name_first_divergent_commit(cli, runs, tmp_path):
     assert "First divergent commit" in html and f"https://github.com/apache/tvm/commit/{commits[0]}" in html
     assert 'class="mark"' in html
     # Where it diverges: the H x W heat map and the per-channel bars, exported beside the results.
-    assert place(results.parent, commits[1]).file(f"maps/{WORKLOAD}.float16.llvm.tuned.npz").is_file()
+    assert f"maps/{WORKLOAD}.float16.llvm.tuned.npz" in runstore.sealed_members(place(results.parent, commits[1]))
     # Marked since the first commit: nothing to bisect, at either commit.
     assert not [m for m in d["marks"] if "bisect" in m] and "--metric bias_shift" not in html
     assert "marked at every commit that measured it: nothing to bisect" in html

@@ -101,9 +101,10 @@ def grid(p, orders_default: str) -> None:
                    help=f"comma-separated, of {', '.join(targets.names())} (default: llvm)")
 
 
-def tvm_history(p, out_default: str) -> None:
+def tvm_history(p, out_default: str, repo_required: bool = True) -> None:
     """Options of the commands that build TVM commits (history, bisect, check)."""
-    p.add_argument("--tvm-repo", type=path, required=True, help="a clone of apache/tvm (a bare one will do)")
+    p.add_argument("--tvm-repo", type=path, required=repo_required,
+                   help="a clone of apache/tvm (a bare one will do)")
     p.add_argument("--out", type=path, default=out_default, help=f"results, logs, published HTML "
                                                                  f"(default: {out_default})")
     p.add_argument("--env-dir", type=path, help="where asv keeps its environments (default: .asv/env-history; "

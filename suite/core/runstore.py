@@ -1,6 +1,7 @@
-"""What a run keeps beside asv's ``results/`` that asv cannot, per machine and commit, in
-``runs/<machine>/<commit>/`` (asv files results per machine too: results of several machines, or
-output directories, merge without a clash).
+"""What a run keeps beside asv's ``results/`` that asv cannot, per machine and commit: written into
+``runs/<machine>/<commit>/`` while the commit is measured, one small file per combination, and
+sealed into one file, ``runs/<machine>/<commit>.zip`` (asv files results per machine too: results of
+several machines, or output directories, merge without a clash).
 
 - ``timings/``: the time_evaluator samples of native combinations (asv's latency is their median);
 - ``values/``: every value each asv benchmark class reported for a combination, as it reported
@@ -12,10 +13,16 @@ output directories, merge without a clash).
   between two commits a kernel's code is the same or changed;
 - ``build.json``: what the commit's TVM was built with (its LLVM, see ``suite.compat.llvm_build``).
 
-A complete run seals them with ``manifest.json`` (the sha256 of every file, sealed itself).
-:func:`load` reads a commit's side data whole and verified: a file missing, damaged, added after
-the seal, or side data without a seal is an error naming it, never a number. Beside the commits,
-``runs/.gate/<baseline>-<candidate>.json`` keeps what a gate found by timing suspects again (sealed).
+A complete run seals them (:func:`seal`) into the commit's bundle: a zip archive of those files and
+``manifest.json`` (the sha256 of every other member, sealed itself), written atomically, the same
+bytes for the same files (members sorted, no dates), after which the directory is removed. asv
+may measure more of a commit later (``--skip-existing``): its new files are sealed with those of the
+bundle into a new one. :func:`load` reads a commit's bundle whole and verified: a member missing,
+damaged or not in the manifest, a file beside the bundle that is not in it, a damaged archive, or
+side data without a seal is an error naming it, never a number. Side data sealed by older suites, a
+directory of files with its ``manifest.json``, loads the same way; ``tvm-suite history --pack``
+seals such a history into bundles. Beside the commits, ``runs/.gate/<baseline>-<candidate>.json``
+keeps what a gate found by timing suspects again (sealed).
 
 asv benchmark processes find their run through ``TVM_SUITE_RUN_DIR`` and their machine through
 ``TVM_SUITE_MACHINE``, and their commit through asv's own ``ASV_COMMIT`` (else ``TVM_SUITE_COMMIT``,
@@ -44,6 +51,7 @@ import shutil
 import socket
 import time
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,6 +74,9 @@ MACHINE = re.compile(r"[A-Za-z0-9_][^/\\\x00]{0,99}")
 #: A file a run keeps is small (timing samples, a few maps of mean differences); one beyond this is
 #: no file of a run, and is refused before it is read.
 MAX_FILE_BYTES = 64 << 20
+#: A commit's bundle holds one file per combination and kind: thousands, not more.
+MAX_MEMBERS = 100_000
+BUNDLE = ".zip"
 
 
 class DamagedRunData(UserError):
@@ -101,6 +112,16 @@ class Place:
 
     def file(self, relative_path: str) -> Path:
         return self.dir / relative_path
+
+    @property
+    def bundle(self) -> Path:
+        """Where the commit's side data lies once sealed: one file beside its directory."""
+        return self.dir.with_name(self.dir.name + BUNDLE)
+
+    @property
+    def sealed(self) -> bool:
+        """The run of the commit sealed its side data (in its bundle, or as an older suite did)."""
+        return self.bundle.exists() or self.bundle.is_symlink() or (self.dir / MANIFEST).exists()
 
 
 @dataclass(frozen=True)
@@ -297,41 +318,25 @@ class SideData:
         return self.where / relative_path
 
 
-def _ids(stem: str, where: Path) -> tuple[str, ...]:
+def _ids(stem: str, where: Path, name: str) -> tuple[str, ...]:
     ids = tuple(stem.split("."))
     # a workload id has dots itself (resnet50.conv2d_add.7x7x512-k1s1-2048): dtype, target and order do not
     if len(ids) < 4:
-        raise DamagedRunData(f"{where}: not named <workload>.<dtype>.<target>.<order>")
+        raise DamagedRunData(f"{where / name}: not named <workload>.<dtype>.<target>.<order>")
     return (".".join(ids[:-3]), *ids[-3:])
 
 
 def load(place: Place) -> SideData:
-    """Everything the run of a commit kept, each file checked against the sealed manifest and
-    parsed; DamagedRunData naming the file otherwise. No side data at all gives ``kept`` False."""
-    where, commit = place.dir, place.commit
-    if not where.exists():
-        return SideData(commit, False, where)
-    if not where.is_dir():
-        raise DamagedRunData(f"{where}: not a directory (a run keeps its side data there)")
-    manifest_path = where / MANIFEST
-    if not manifest_path.exists():
-        raise DamagedRunData(f"{where}: side data without its seal ({MANIFEST} missing: a run that did not "
-                             "complete, or edited data); run that commit again, or remove the directory and the "
-                             "commit's asv results")
-    manifest = cache.read_sealed_json(manifest_path)
-    if not isinstance(manifest, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in manifest.items()):
-        raise DamagedRunData(f"{manifest_path}: damaged (not the manifest the run sealed); run that commit again")
-    present = {p.relative_to(where).as_posix() for p in where.rglob("*")
-               if p.is_file() and p.name != MANIFEST and not p.name.startswith(".")}
-    for extra in sorted(present - set(manifest)):
-        raise DamagedRunData(f"{where / extra}: not a file the run of {commit[:12]} kept (not in its manifest)")
+    """Everything the run of a commit kept, each member checked against the sealed manifest and
+    parsed; DamagedRunData naming it otherwise. No side data at all gives ``kept`` False."""
+    commit = place.commit
+    sealed = _sealed(place)
+    if sealed is None:
+        return SideData(commit, False, place.bundle)
+    where, members = sealed
     parsed = {kind: {} for kind in ("timings", "values", "peers", "maps", "failures", "records", "code")}
     build = None
-    for name, digest in sorted(manifest.items()):
-        target = where / name
-        if ".." in Path(name).parts or Path(name).is_absolute():
-            raise DamagedRunData(f"{manifest_path}: names {name!r}, outside the commit's directory")
-        data = _read_kept(target, digest, commit)
+    for name, data in sorted(members.items()):
         try:
             if name == BUILD:
                 build = _build(_json(data))
@@ -339,25 +344,116 @@ def load(place: Place) -> SideData:
                 kind, key, value = _parse_kept(name, data, where)
                 parsed[kind][key] = value
         except ValueError as err:
-            raise DamagedRunData(f"{target}: {err}") from None
+            raise DamagedRunData(f"{where / name}: {err}") from None
     return SideData(commit, True, where, build=build, **parsed)
 
 
-def _read_kept(target: Path, digest: str, commit: str) -> bytes:
+def _sealed(place: Place) -> tuple[Path, dict[str, bytes]] | None:
+    """(where, every sealed member's bytes, verified against the manifest) of the commit's bundle,
+    or of the directory an older suite sealed; None where the commit has no side data at all."""
+    bundle, loose = place.bundle, place.dir
+    if bundle.exists() or bundle.is_symlink():
+        members = _bundle_members(bundle, place.commit)
+        for name, data in _loose_files(loose).items():  # an interrupted seal leaves copies of its members
+            if members.get(name) != data:
+                raise DamagedRunData(f"{loose / name}: not a file the run of {place.commit[:12]} kept (beside its "
+                                     f"sealed {bundle.name}, not in it): measure that commit again, or remove it")
+        return bundle, members
+    if not loose.exists():
+        return None
+    if not loose.is_dir():
+        raise DamagedRunData(f"{loose}: not a directory (a run keeps its side data there)")
+    manifest_path = loose / MANIFEST
+    if not manifest_path.exists():
+        raise DamagedRunData(f"{loose}: side data without its seal ({bundle.name} and {MANIFEST} missing: a run that "
+                             "did not complete, or edited data); run that commit again, or remove the directory and "
+                             "the commit's asv results")
+    manifest = _manifest(cache.read_sealed_json(manifest_path), manifest_path)
+    present = {p.relative_to(loose).as_posix() for p in loose.rglob("*")
+               if p.is_file() and p.name != MANIFEST and not p.name.startswith(".")}
+    for extra in sorted(present - set(manifest)):
+        raise DamagedRunData(f"{loose / extra}: not a file the run of {place.commit[:12]} kept (not in its manifest)")
+    return loose, {name: _checked(loose / name, _read_kept(loose / name, place.commit), manifest[name], place.commit)
+                   for name in sorted(manifest)}
+
+
+def _manifest(value, where: Path) -> dict[str, str]:
+    if (not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+            or MANIFEST in value):
+        raise DamagedRunData(f"{where}: damaged (not the manifest the run sealed); run that commit again")
+    for name in value:
+        if not name or ".." in name.split("/") or name.startswith("/") or "\\" in name:
+            raise DamagedRunData(f"{where}: names {name!r}, outside the commit's side data")
+    return value
+
+
+def _checked(where: Path, data: bytes, digest: str, commit: str) -> bytes:
+    if cache.bytes_digest(data) != digest:
+        raise DamagedRunData(f"{where}: damaged (not the file the run of {commit[:12]} kept)")
+    return data
+
+
+def _bundle_members(bundle: Path, commit: str) -> dict[str, bytes]:
+    """The members of a commit's bundle, each verified against its manifest (DamagedRunData naming
+    the bundle or the member otherwise)."""
+    if bundle.is_symlink():
+        raise DamagedRunData(f"{bundle}: a link, where the run of {commit[:12]} sealed its side data in a file")
     try:
+        with zipfile.ZipFile(bundle) as archive:
+            infos = archive.infolist()
+            names = [info.filename for info in infos]
+            if len(infos) > MAX_MEMBERS or len(set(names)) != len(names):
+                raise DamagedRunData(f"{bundle}: damaged ({len(infos)} members, not the bundle a run seals)")
+            for info in infos:
+                if info.file_size > MAX_FILE_BYTES or info.is_dir():
+                    raise DamagedRunData(f"{bundle / info.filename}: not a file a run keeps "
+                                         f"(at most {MAX_FILE_BYTES >> 20} MiB)")
+            members = {info.filename: archive.read(info) for info in infos}
+    except FileNotFoundError:
+        raise DamagedRunData(f"{bundle}: missing (the run of {commit[:12]} sealed it)") from None
+    except IsADirectoryError:
+        raise DamagedRunData(f"{bundle}: a directory where the run of {commit[:12]} sealed a file") from None
+    except OSError as err:
+        raise DamagedRunData(f"{bundle}: unreadable ({err.strerror or err})") from None
+    except (zipfile.BadZipFile, EOFError, ValueError, RuntimeError, NotImplementedError, zlib.error) as err:
+        raise DamagedRunData(f"{bundle}: damaged (not the bundle the run of {commit[:12]} sealed: {err})") from None
+    try:
+        manifest = _manifest(cache.unseal(_json(members.pop(MANIFEST, b""))), bundle / MANIFEST)
+    except ValueError:
+        raise DamagedRunData(f"{bundle / MANIFEST}: damaged or missing (the bundle's seal); run that commit "
+                             "again") from None
+    for extra in sorted(set(members) - set(manifest)):
+        raise DamagedRunData(f"{bundle / extra}: not a file the run of {commit[:12]} kept (not in its manifest)")
+    for name, digest in manifest.items():
+        if name not in members:
+            raise DamagedRunData(f"{bundle / name}: missing (the run of {commit[:12]} kept it)")
+        _checked(bundle / name, members[name], digest, commit)
+    return members
+
+
+def _loose_files(directory: Path) -> dict[str, bytes]:
+    """The files a run wrote into ``directory`` (a commit's, before its seal), by relative name."""
+    if not directory.is_dir():
+        return {}
+    return {p.relative_to(directory).as_posix(): _read_kept(p, "") for p in sorted(directory.rglob("*"))
+            if p.is_file() and p.name != MANIFEST and not p.name.startswith(".")}
+
+
+def _read_kept(target: Path, commit: str) -> bytes:
+    try:
+        if target.is_symlink():
+            raise DamagedRunData(f"{target}: a link, not a file a run keeps")
         if target.stat().st_size > MAX_FILE_BYTES:
             raise DamagedRunData(f"{target}: {target.stat().st_size} bytes, not a file a run keeps "
                                  f"(at most {MAX_FILE_BYTES >> 20} MiB)")
-        data = target.read_bytes()
+        return target.read_bytes()
     except FileNotFoundError:
-        raise DamagedRunData(f"{target}: missing (the run of {commit[:12]} kept it)") from None
+        raise DamagedRunData(f"{target}: missing (the run{f' of {commit[:12]}' if commit else ''} kept it)") from None
     except IsADirectoryError:
-        raise DamagedRunData(f"{target}: a directory where the run of {commit[:12]} kept a file") from None
+        raise DamagedRunData(f"{target}: a directory where the run{f' of {commit[:12]}' if commit else ''} kept a "
+                             "file") from None
     except OSError as err:
         raise DamagedRunData(f"{target}: unreadable ({err.strerror or err})") from None
-    if cache.bytes_digest(data) != digest:
-        raise DamagedRunData(f"{target}: damaged (not the file the run of {commit[:12]} kept)")
-    return data
 
 
 _PARSE = {"timings": lambda d: _timing(_json(d)), "peers": lambda d: _ratios(_json(d)), "maps": _maps,
@@ -371,10 +467,10 @@ def _parse_kept(name: str, data: bytes, where: Path) -> tuple[str, tuple, object
         stem, _, cls = rest.rpartition("/")
         if not stem or "/" in stem or not cls.endswith(".json"):
             raise ValueError("not named values/<combination>/<benchmark class>.json")
-        return kind, (_ids(stem, where / name), cls.removesuffix(".json")), _values(_json(data))
+        return kind, (_ids(stem, where, name), cls.removesuffix(".json")), _values(_json(data))
     if kind not in _PARSE or not rest.endswith(KINDS[kind]) or "/" in rest:
         raise ValueError("not a kind of file a run keeps")
-    return kind, _ids(rest.removesuffix(KINDS[kind]), where / name), _PARSE[kind](data)
+    return kind, _ids(rest.removesuffix(KINDS[kind]), where, name), _PARSE[kind](data)
 
 
 # ----------------------------------------------------------------------------- writing (inside a run)
@@ -415,26 +511,37 @@ def note_build(describe, place: Place | None = None) -> None:
     the same TVM, and ``describe`` (which imports TVM, seconds in every one of asv's thousands of
     processes) is called only by the first."""
     found = place or current()
-    if found is not None:
-        target = found.file(BUILD)
-        if not target.exists():
-            cache.write_json(target, describe())
+    if found is not None and _own(found, BUILD) is None:
+        cache.write_json(found.file(BUILD), describe())
 
 
 def read_own(place: Place, relative_path: str, parse):
     """Inside a run: a file this run kept already (timing samples, peer ratios), parsed by
     ``parse``; None when absent. Its seal, if any, is checked by readers after the run."""
+    data = _own(place, relative_path)
+    try:
+        return None if data is None else parse(data)
+    except ValueError as err:
+        raise DamagedRunData(f"{place.file(relative_path)}: {err}") from None
+
+
+def _own(place: Place, relative_path: str) -> bytes | None:
+    """The bytes this run kept at ``relative_path``: written since the commit's seal, or sealed in
+    its bundle (asv measures more of a sealed commit with --skip-existing); None when neither."""
     target = place.file(relative_path)
     try:
-        data = target.read_bytes()
-    except FileNotFoundError:
-        return None
+        return target.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        pass
     except OSError as err:
         raise DamagedRunData(f"{target}: unreadable ({err.strerror or err})") from None
+    if not place.bundle.is_file():
+        return None
     try:
-        return parse(data)
-    except ValueError as err:
-        raise DamagedRunData(f"{target}: {err}") from None
+        with zipfile.ZipFile(place.bundle) as archive:
+            return archive.read(relative_path) if relative_path in archive.namelist() else None
+    except (OSError, zipfile.BadZipFile, EOFError, ValueError, RuntimeError, NotImplementedError, zlib.error) as err:
+        raise DamagedRunData(f"{place.bundle}: damaged ({err})") from None
 
 
 def own_timing(place: Place, ids) -> Timing | None:
@@ -446,12 +553,39 @@ def own_ratios(place: Place, ids) -> dict | None:
 
 
 def seal(place: Place) -> None:
-    """Write the manifest of what the run keeps for a commit: the sha256 of every file."""
-    where = place.dir
-    if not where.is_dir():
+    """Seal what the run kept for a commit into its bundle: the files of its directory, over those
+    of a bundle sealed before (verified first), then remove the directory. Nothing to seal where the
+    run kept nothing."""
+    if not place.dir.is_dir():
         return
-    files = sorted(p for p in where.rglob("*") if p.is_file() and p.name != MANIFEST and not p.name.startswith("."))
-    cache.write_sealed_json(where / MANIFEST, {p.relative_to(where).as_posix(): cache.file_digest(p) for p in files})
+    loose = _loose_files(place.dir)
+    before = _bundle_members(place.bundle, place.commit) if place.bundle.exists() else {}
+    write_bundle(place.bundle, {**before, **loose})
+    shutil.rmtree(place.dir)
+
+
+def write_bundle(target: Path, members: dict[str, bytes]) -> None:
+    """Write ``members`` (name -> bytes) and their sealed manifest as one zip archive, atomically:
+    the same members give the same bytes (sorted, no dates, one mode)."""
+    manifest = {name: cache.bytes_digest(data) for name, data in sorted(members.items())}
+    _manifest(manifest, target)
+
+    def write(tmp):
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
+            for name, data in [(MANIFEST, cache.sealed_text(manifest).encode()), *sorted(members.items())]:
+                info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+                info.compress_type, info.external_attr = zipfile.ZIP_DEFLATED, 0o644 << 16
+                archive.writestr(info, data)
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_file(target, write)
+
+
+def sealed_members(place: Place) -> dict[str, bytes] | None:
+    """Every file the run of a commit sealed, verified (DamagedRunData otherwise); None where it
+    sealed nothing."""
+    sealed = _sealed(place)
+    return None if sealed is None else sealed[1]
 
 
 # ----------------------------------------------------------------------------- re-measurements the gate kept
@@ -731,15 +865,16 @@ def _set_aside(run_dir: Path, result: Path) -> Path:
 
 
 def _swap_in(run_dir: Path, machine: str, commit: str, staging: Path) -> None:
-    """Replace ``runs/<machine>/<commit>`` by the staged one, sealed (each step can be repeated
-    after a kill)."""
+    """Replace the commit's bundle by the staged one, sealed; the commit's files of a run that did
+    not seal them, or of an older suite's layout, go with the bundle they were in (each step can be
+    repeated after a kill)."""
     new, final = Place(staging, machine, commit), Place(run_dir, machine, commit)
     old = final.dir.with_name(f".old-{commit}")
-    if new.dir.is_dir():
-        seal(new)
+    seal(new)
+    if new.bundle.is_file():
         final.dir.parent.mkdir(parents=True, exist_ok=True)
         if final.dir.exists():
             shutil.rmtree(old, ignore_errors=True)
             os.rename(final.dir, old)
-        os.rename(new.dir, final.dir)
+        os.replace(new.bundle, final.bundle)
     shutil.rmtree(old, ignore_errors=True)

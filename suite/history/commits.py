@@ -212,7 +212,7 @@ def seal_finished(out_dir: Path, machine: str, commits: list[HistoryCommit], wri
         place = runstore.Place(out_dir, machine, c.commit)
         results = driver.finished_results(out_dir / "results", machine, c.commit)
         written = any(written_before.get(path) != path.stat().st_mtime_ns for path in results)
-        if results and place.dir.is_dir() and (written or not place.file(runstore.MANIFEST).exists()):
+        if results and place.dir.is_dir() and (written or not place.sealed):
             runstore.seal(place)
             sealed.append(c.commit)
     return sealed

@@ -4,8 +4,8 @@ and `check --baseline-from` with no build).
 
 What is kept of a commit is its asv results file and its side data as its run sealed it, less the
 difference maps (``maps/``: the largest part, and only pictures of divergences the values already
-report): the manifest kept lists the run's own digests, less the entries of the maps, so every file
-kept is still verified against the digest its run sealed. A commit is kept
+report), in one bundle (``runs/<machine>/<commit>.zip``, see :mod:`suite.core.runstore`): its
+members were verified against the run's seal before they are sealed again. A commit is kept
 when its side data loads verified, or when its TVM did not build: asv finished it with a null for
 every benchmark and no side data, and what is kept is its results file and its build log
 (``install-logs/<commit>.log``), so the gap in the series and its cause travel together. How each
@@ -158,7 +158,7 @@ def _keep_each(run_dir: Path, kept_dir: Path, machine: str, commits: list[str], 
     copied, already, unsealed, failed = [], [], [], []
     for commit in commits:
         place = runstore.Place(run_dir, machine, commit)
-        if not (place.dir / runstore.MANIFEST).exists():
+        if not place.sealed:
             if not place.dir.exists() and _build_failed(run_dir, machine, commit):
                 _keep_failed(run_dir, kept_dir, machine, commit)
                 failed.append(commit)
@@ -268,35 +268,25 @@ def _copy_missing(sources: list[tuple[Path, Path]]) -> None:
             cache.write_file(target, lambda tmp, s=source: shutil.copyfile(s, tmp))
 
 
-def _kept_manifest(place: runstore.Place) -> dict:
-    manifest = cache.read_sealed_json(place.dir / runstore.MANIFEST)
-    return {name: digest for name, digest in manifest.items() if not name.startswith(LEFT_OUT)}
-
-
 def _keep_commit(run_dir: Path, kept_dir: Path, machine: str, commit: str) -> bool:
-    """Copy one commit; False when it is kept already, the same."""
-    manifest = _kept_manifest(runstore.Place(run_dir, machine, commit))
+    """Copy one commit: its results, then its side data sealed in one bundle (less LEFT_OUT); False
+    when it is kept already, the same."""
+    members = {name: data for name, data in runstore.sealed_members(runstore.Place(run_dir, machine, commit)).items()
+               if not name.startswith(LEFT_OUT)}
     results = _results_of(run_dir, machine, commit)
-    target = runstore.Place(kept_dir, machine, commit).dir
-    if target.exists():
-        theirs = cache.read_sealed_json(target / runstore.MANIFEST) if (target / runstore.MANIFEST).exists() else None
+    target = runstore.Place(kept_dir, machine, commit)
+    if target.sealed or target.dir.exists():
         same_results = all(cache.file_digest(r) == cache.file_digest(kept_dir / "results" / machine / r.name)
                            for r in results if (kept_dir / "results" / machine / r.name).exists())
-        if theirs == manifest and same_results:
+        if same_results and runstore.sealed_members(target) == members:
             return False
-        raise UserError(f"{target} holds other data of commit {commit[:12]} (measured again?): keep the one you "
-                        f"want: remove it and {kept_dir / 'results' / machine}/{commit[:8]}-*.json, then keep again")
-    staging = target.parent / f".{commit}.keeping"
-    shutil.rmtree(staging, ignore_errors=True)
-    for name in manifest:
-        destination = staging / name
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(runstore.Place(run_dir, machine, commit).file(name), destination)
-    cache.write_sealed_json(staging / runstore.MANIFEST, manifest)
+        raise UserError(f"{target.bundle} holds other data of commit {commit[:12]} (measured again?): keep the one "
+                        f"you want: remove it and {kept_dir / 'results' / machine}/{commit[:8]}-*.json, then keep "
+                        "again")
     for result in results:  # results first: a commit's side data without its results is never kept alone
         cache.write_file(kept_dir / "results" / machine / result.name,
                          lambda tmp, r=result: shutil.copyfile(r, tmp))
-    staging.rename(target)
+    runstore.write_bundle(target.bundle, members)
     return True
 
 
@@ -340,7 +330,7 @@ def seal(kept_dir: Path) -> None:
         cache.write_json(mark, {"generated_by": "tvm-suite history --keep",
                                 "what": "a kept history: read it, never edit it; what lies beside its commits' "
                                         f"side data is sealed in {runstore.RUNS}/{SEAL}, each commit's side data in "
-                                        "its manifest.json"})
+                                        f"its bundle, {runstore.RUNS}/<machine>/<commit>{runstore.BUNDLE}"})
 
 
 def signs(history_dir: Path) -> list[str]:
@@ -415,3 +405,52 @@ def verify(history_dir: Path, taking: bool = False) -> set[str]:
                                           f"{seal_file}): {_restore(target)}; or, to take the run's instead, remove "
                                           f"it (only it) and {keep_again} and seals it")
     return removed
+
+
+@dataclass(frozen=True)
+class Packed:
+    """What :func:`pack` did: the commits sealed into bundles, and those left as they were (side
+    data without a seal: a run that did not finish)."""
+
+    packed: tuple[str, ...]
+    unsealed: tuple[str, ...]
+    files_before: int
+    files_after: int
+
+    def text(self, history_dir: Path) -> str:
+        lines = [f"packed {history_dir}: {len(self.packed)} commits sealed into one file each; "
+                 f"{self.files_before} files before, {self.files_after} now"]
+        if self.unsealed:
+            lines.append(f"left as they were (side data without a seal: a run that did not finish): "
+                         f"{', '.join(c[:12] for c in self.unsealed)}")
+        return "\n".join(lines)
+
+
+def pack(history_dir: Path) -> Packed:
+    """Seal the side data of every commit of ``history_dir`` (a kept history, or a run directory)
+    that an older suite kept as a directory of files and its manifest into one bundle per commit,
+    each verified before and replaced atomically; a kept history is verified first (an edit is
+    never sealed again)."""
+    history_dir = Path(history_dir)
+    if not (history_dir / runstore.RUNS).is_dir():
+        raise UserError(f"--pack {history_dir}: no {runstore.RUNS}/ there (not a run directory or a kept history)")
+    runstore.check_idle(history_dir)
+    verify(history_dir)
+    before = _count_files(history_dir)
+    packed, unsealed = [], []
+    for machine_dir in sorted(p for p in (history_dir / runstore.RUNS).iterdir()
+                              if p.is_dir() and not p.is_symlink() and runstore.MACHINE.fullmatch(p.name)):
+        for commit_dir in sorted(p for p in machine_dir.iterdir() if p.is_dir() and not p.is_symlink()
+                                 and runstore.COMMIT.fullmatch(p.name)):
+            place = runstore.Place(history_dir, machine_dir.name, commit_dir.name)
+            if not (commit_dir / runstore.MANIFEST).exists():
+                unsealed.append(commit_dir.name)
+                continue
+            runstore.write_bundle(place.bundle, runstore.sealed_members(place))
+            shutil.rmtree(commit_dir)
+            packed.append(commit_dir.name)
+    return Packed(tuple(packed), tuple(unsealed), before, _count_files(history_dir))
+
+
+def _count_files(directory: Path) -> int:
+    return sum(1 for p in Path(directory).rglob("*") if p.is_file())

@@ -29,6 +29,7 @@ Every unreadable input raises :class:`suite.errors.UserError` naming the file.
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import json
 import math
@@ -283,6 +284,7 @@ def _load_result(path: Path, machine_name: str):
     return result
 
 
+@functools.lru_cache(maxsize=None)  # a history repeats a few hundred parameter values thousands of times
 def _decode(param: str):
     try:
         return ast.literal_eval(param)
@@ -376,6 +378,18 @@ def _add_kept_values(values, side: dict) -> None:
                     values.setdefault(name, {}).setdefault(Series(*ids, machine=machine), {})[commit] = value
 
 
+class _Lazy:
+    """A kept file's path, made only where a message names it (a history checks thousands)."""
+
+    def __init__(self, file, relative, *args):
+        self.file, self.relative, self.args = file, relative, args
+
+    def __str__(self) -> str:
+        return str(self.file(self.relative(*self.args)))
+
+    __format__ = lambda self, spec: format(str(self), spec)  # noqa: E731
+
+
 def _verify(values, side: dict, sources: dict) -> None:
     """Every asv value of a commit with side data against the value its benchmark reported
     (``values/``), and asv's latency against the median of the sealed samples: a mismatch names
@@ -391,7 +405,7 @@ def _verify(values, side: dict, sources: dict) -> None:
                     continue
                 where = f"{sources[commit, series.machine]}: {metric.benchmark} of {' '.join(series.ids)}"
                 reported = kept.values.get((series.ids, benchmark_class), {}).get(name)
-                kept_file = kept.file(runstore.values_relative(benchmark_class, series.ids))
+                kept_file = _Lazy(kept.file, runstore.values_relative, benchmark_class, series.ids)
                 if not finite(value):
                     if reported is not None and (value is None or finite(reported)):
                         asv_says = "null (asv's mark of a failed benchmark)" if value is None else "NaN (skipped)"
@@ -405,7 +419,7 @@ def _verify(values, side: dict, sources: dict) -> None:
                     raise ResultsError(f"{where} is {value:.6g}, but {kept_file} says {reported:.6g}: asv's results "
                                        "and the run's side data disagree")
                 samples = kept.timings.get(series.ids)
-                timings_file = kept.file(runstore.relative("timings", series.ids))
+                timings_file = _Lazy(kept.file, runstore.relative, "timings", series.ids)
                 if name == "latency" and samples is None:  # a run keeps the samples of every latency it reports
                     raise ResultsError(f"{where} is {value:.6g}, but the run of {commit[:12]} kept no timing samples "
                                        f"({timings_file}): asv's latency and the run's side data disagree")
@@ -458,8 +472,9 @@ def _values(loaded) -> tuple[dict[str, dict[Series, dict[str, float | None]]], d
             params = result.get_result_params(key)
             if metric is None or not params or len(params) != len(PARAM_NAMES):
                 continue
-            for combo, value in zip(itertools.product(*params), result.get_result_value(key, params)):
-                series = Series(*(str(_decode(p)) for p in combo), machine=machine_name)
+            decoded = [[str(_decode(p)) for p in values_of] for values_of in params]
+            for combo, value in zip(itertools.product(*decoded), result.get_result_value(key, params)):
+                series = Series(*combo, machine=machine_name)
                 if value is not None and not isinstance(value, (int, float)):
                     raise ResultsError(f"{path}: value of {key} is not a number: {value!r}")
                 per_commit = values.setdefault(metric.name, {}).setdefault(series, {})

@@ -1,0 +1,195 @@
+"""Faults of the one file a commit's side data is sealed in (runs/<machine>/<commit>.zip), and of
+`history --pack`, which seals an older suite's directories of files into such bundles. Each row a
+kind of fault and the tests that show it is handled."""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from asv_runs import loosen, member, tamper
+from conftest import check_fault_table, one_line
+from histories import A, B, MACHINE
+from suite import cache
+from suite.core import runstore
+from test_faults_history import aa_history, gate, no_traceback
+
+FAULTS = {
+    "a bundle that is no zip archive, a link, a directory, or holds a name twice, a directory entry or a member "
+    "larger than a run keeps (a zip bomb declares its size): one line naming it, exit 2, nothing judged": [
+        "test_a_bundle_that_is_not_what_a_run_seals_is_one_line_naming_it"],
+    "a member edited, added or removed behind the bundle's seal, or the seal itself missing or naming a path "
+    "outside the commit: one line naming the member": ["test_a_member_changed_behind_the_seal_is_named"],
+    "a file beside a sealed bundle that is not in it (written after the seal) is refused; the copies an "
+    "interrupted seal leaves of its own members are not": [
+        "test_a_file_beside_the_bundle_is_refused_unless_it_is_a_copy_of_a_member"],
+    "the same side data sealed twice gives the same bytes (members sorted, no dates): a keep that finds the "
+    "commit kept already leaves it; asv measuring more of a sealed commit seals old and new together": [
+        "test_sealing_is_deterministic_and_adds_to_what_was_sealed"],
+    "`history --pack` of an older suite's history: every commit verified before it is packed (a damaged file "
+    "refused, naming it, that commit left as it was), the same verdict after, a second pack a no-op; a "
+    "directory that is no history, or a kept history whose seal is broken, refused before any work": [
+        "test_pack_turns_an_older_history_into_bundles_with_the_same_verdict",
+        "test_pack_refuses_damage_and_what_is_no_history"],
+}
+
+
+def test_every_fault_kind_has_cases():
+    check_fault_table(FAULTS, globals())
+
+
+@pytest.fixture
+def run_dir(tmp_path) -> Path:
+    aa_history().write(tmp_path / "asv")
+    return tmp_path / "asv"
+
+
+def _rewrite(bundle: Path, entries) -> None:
+    """Write ``bundle`` anew from (ZipInfo or name, bytes) pairs, as a hostile hand would."""
+    bundle.unlink()
+    with zipfile.ZipFile(bundle, "w") as archive:
+        for info, data in entries:
+            archive.writestr(info, data)
+
+
+def _older(place: runstore.Place) -> None:
+    """The commit's side data as an older suite sealed it: its files in its directory, beside them
+    their manifest (sealed)."""
+    members = runstore.sealed_members(place)
+    loosen(place)
+    cache.write_sealed_json(place.dir / runstore.MANIFEST, {n: cache.bytes_digest(d) for n, d in members.items()})
+
+
+@pytest.mark.filterwarnings("ignore:Duplicate name")  # the hostile bundle holds one
+def test_a_bundle_that_is_not_what_a_run_seals_is_one_line_naming_it(cli, run_dir):
+    place = runstore.Place(run_dir, MACHINE, B)
+    sealed = place.bundle.read_bytes()
+    members = [(info, zipfile.ZipFile(place.bundle).read(info)) for info in zipfile.ZipFile(place.bundle).infolist()]
+    name, data = members[-1][0].filename, members[-1][1]
+    big = zipfile.ZipInfo("timings/x.y.float32.llvm.default.json")
+    cases = {
+        "not a zip": (lambda: place.bundle.write_bytes(b"PK\x03\x04 not an archive"), "damaged"),
+        "truncated": (lambda: place.bundle.write_bytes(sealed[: len(sealed) // 2]), "damaged"),
+        "a name twice": (lambda: _rewrite(place.bundle, [*members, (name, data)]), "members, not the bundle"),
+        "a directory entry": (lambda: _rewrite(place.bundle, [*members, ("timings/", b"")]), "not a file a run keeps"),
+        "a member of 65 MiB": (lambda: _rewrite(place.bundle, [*members, (big, b"0" * (65 << 20))]),
+                               "not a file a run keeps (at most 64 MiB)"),
+    }
+    for case, (make, words) in cases.items():
+        make()
+        line = one_line(gate(cli, run_dir / "results", "--commit", B[:8]), place.bundle, words)
+        assert "Traceback" not in line, case
+        place.bundle.unlink()
+        place.bundle.write_bytes(sealed)
+    elsewhere = run_dir.parent / "elsewhere.zip"
+    os.replace(place.bundle, elsewhere)
+    place.bundle.symlink_to(elsewhere)
+    one_line(gate(cli, run_dir / "results", "--commit", B[:8]), place.bundle, "a link")
+    place.bundle.unlink()
+    place.bundle.mkdir()
+    one_line(gate(cli, run_dir / "results", "--commit", B[:8]), place.bundle, "a directory where")
+    place.bundle.rmdir()
+    os.replace(elsewhere, place.bundle)
+    no_traceback(gate(cli, run_dir / "results", "--commit", B[:8]), 0)
+
+
+def test_a_member_changed_behind_the_seal_is_named(cli, run_dir):
+    place = runstore.Place(run_dir, MACHINE, B)
+    sealed = place.bundle.read_bytes()
+    timing = next(n for n in runstore.sealed_members(place) if n.startswith("timings/"))
+    value = json.loads(member(place, timing))
+
+    def refused(*words):
+        one_line(gate(cli, run_dir / "results", "--commit", B[:8]), *words)
+        place.bundle.write_bytes(sealed)
+
+    tamper(place, timing, json.dumps({**value, "samples_s": [s / 2 for s in value["samples_s"]]}).encode())
+    refused(place.bundle / timing, f"damaged (not the file the run of {B[:12]} kept)")
+    tamper(place, "timings/extra.float32.llvm.default.json", member(place, timing))
+    refused(place.bundle / "timings/extra.float32.llvm.default.json", "not in its manifest")
+    with zipfile.ZipFile(place.bundle) as archive:
+        entries = [(i, archive.read(i)) for i in archive.infolist()]
+    _rewrite(place.bundle, [(i, d) for i, d in entries if i.filename != timing])
+    refused(place.bundle / timing, "missing")
+    _rewrite(place.bundle, [(i, d) for i, d in entries if i.filename != runstore.MANIFEST])
+    refused(place.bundle / runstore.MANIFEST, "damaged or missing")
+    outside = {"../../escape.json": cache.bytes_digest(b"{}")}
+    tamper(place, runstore.MANIFEST, cache.sealed_text(outside).encode())
+    refused(place.bundle / runstore.MANIFEST, "outside the commit's side data")
+
+
+def test_a_file_beside_the_bundle_is_refused_unless_it_is_a_copy_of_a_member(cli, run_dir):
+    place = runstore.Place(run_dir, MACHINE, B)
+    timing = next(n for n in runstore.sealed_members(place) if n.startswith("timings/"))
+    copy = place.file(timing)
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(member(place, timing))  # an interrupted seal: the bundle written, its directory not removed
+    no_traceback(gate(cli, run_dir / "results", "--commit", B[:8]), 0)
+    copy.write_bytes(member(place, timing).replace(b"[", b"[1e-9, ", 1))
+    one_line(gate(cli, run_dir / "results", "--commit", B[:8]), copy, "beside its sealed", place.bundle.name)
+
+
+def test_sealing_is_deterministic_and_adds_to_what_was_sealed(run_dir, tmp_path):
+    from suite.history import keep
+
+    place = runstore.Place(run_dir, MACHINE, B)
+    sealed = place.bundle.read_bytes()
+    loosen(place)
+    os.utime(next(place.dir.rglob("*.json")), (0, 0))  # another date: no part of the bundle
+    runstore.seal(place)
+    assert place.bundle.read_bytes() == sealed and not place.dir.exists()
+    kept = keep.keep(run_dir, tmp_path / "kept", MACHINE)
+    assert kept.copied == (A, B)
+    again = keep.keep(run_dir, tmp_path / "kept", MACHINE)
+    assert again.copied == () and again.already == (A, B)
+    # asv measures one more combination of the sealed commit (--skip-existing): sealed with the others
+    more = runstore.relative("records", ("w.x", "float32", "llvm", "tuned"))
+    place.file(more).parent.mkdir(parents=True)
+    place.file(more).write_text("llvm")
+    with pytest.raises(runstore.DamagedRunData, match="beside its sealed"):  # before its seal: refused, named
+        runstore.load(place)
+    runstore.seal(place)
+    members = runstore.sealed_members(place)
+    assert members[more] == b"llvm" and set(members) - {more} == set(runstore.sealed_members(
+        runstore.Place(tmp_path / "kept", MACHINE, B)))
+
+
+def test_pack_turns_an_older_history_into_bundles_with_the_same_verdict(cli, run_dir):
+    before = gate(cli, run_dir / "results", "--commit", B[:8])
+    no_traceback(before, 0)
+    loaded = {c: runstore.load(runstore.Place(run_dir, MACHINE, c)) for c in (A, B)}
+    for commit in (A, B):
+        _older(runstore.Place(run_dir, MACHINE, commit))
+    older = gate(cli, run_dir / "results", "--commit", B[:8])  # an older layout still loads
+    assert older.stdout.replace(".zip", "") == before.stdout.replace(".zip", "")
+    packed = cli("history", "--pack", str(run_dir))
+    no_traceback(packed, 0)
+    assert packed.stdout.startswith(f"packed {run_dir}: 2 commits sealed into one file each;"), packed.stdout
+    assert sorted(p.name for p in (run_dir / "runs" / MACHINE).iterdir()) == [f"{A}.zip", f"{B}.zip"]
+    for commit in (A, B):
+        after = runstore.load(runstore.Place(run_dir, MACHINE, commit))
+        assert (after.values, after.timings, after.code) == (loaded[commit].values, loaded[commit].timings,
+                                                             loaded[commit].code)
+    assert gate(cli, run_dir / "results", "--commit", B[:8]).stdout == before.stdout
+    again = cli("history", "--pack", str(run_dir))
+    no_traceback(again, 0)
+    assert again.stdout.startswith(f"packed {run_dir}: 0 commits sealed"), again.stdout
+
+
+def test_pack_refuses_damage_and_what_is_no_history(cli, run_dir, tmp_path):
+    for commit in (A, B):
+        _older(runstore.Place(run_dir, MACHINE, commit))
+    place = runstore.Place(run_dir, MACHINE, B)
+    timing = next(place.dir.glob("timings/*.json"))
+    timing.write_bytes(timing.read_bytes() + b" ")
+    one_line(cli("history", "--pack", str(run_dir)), timing, "damaged")
+    assert place.dir.is_dir() and not place.bundle.exists()  # left as it was, for its owner to look at
+    one_line(cli("history", "--pack", str(tmp_path / "nothing")), tmp_path / "nothing", "no runs/ there")
+    from suite.history import keep
+
+    (run_dir / keep.MARK).write_text("{}")  # a kept history without its seal
+    one_line(cli("history", "--pack", str(run_dir)), keep.SEAL, "missing")
