@@ -417,8 +417,10 @@ def main(argv=None) -> int:
 def judge(args, written: Path | None) -> int:
     if args.out is not None:
         cache.ensure_dir(args.out, "--out")  # a file, read-only: said before the work, not after
+    th = thresholds_mod.load(args.thresholds)  # a bad file refused before the histories are read
+    print(f"{Path(sys.argv[0]).name}: reading {len(args.results)} kept histor{'y' if len(args.results) == 1 else 'ies'}",
+          file=sys.stderr, flush=True)
     histories = [results.load(r) for r in args.results]
-    th = thresholds_mod.load(args.thresholds)
     judged = [Judged(str(r), h, commits_with_data(h)) for r, h in zip(args.results, histories)]
     for j in judged:
         if len(j.commits) < 2:

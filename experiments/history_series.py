@@ -100,8 +100,8 @@ def main(argv=None) -> int:
     try:
         if args.tvm_repo is not None and not git.is_repo(args.tvm_repo):
             raise UserError(f"--tvm-repo {args.tvm_repo}: not a git repository")
+        th = thresholds_mod.load(args.thresholds)  # a bad file refused before the history is read
         history = results.load(args.results, args.tvm_repo)
-        th = thresholds_mod.load(args.thresholds)
         remeasure = gate_error_rates.memoized(None)
         if args.remeasure == "real":
             from suite.core import timing
