@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from suite import check
+from suite.jobs import check
 from suite.core.combo import Grid
 from suite.asv_plumbing import releases, source_build
 

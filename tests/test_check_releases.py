@@ -4,7 +4,7 @@ candidate and which of two commits comes first, answered from what was read."""
 
 import pytest
 
-from suite import check
+from suite.jobs import check
 from suite.asv_plumbing import releases
 from suite.errors import UserError
 from test_releases import fake_tvm, git  # noqa: F401 (fake_tvm: a fixture)

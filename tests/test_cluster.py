@@ -212,7 +212,7 @@ def test_a_grid_on_the_cluster_matches_the_local_run_bit_for_bit(cluster, tmp_pa
 def test_a_run_on_the_cluster_times_latency_here(cluster, tmp_path, monkeypatch):
     """`tvm-suite run --cluster`'s measuring phase: the cluster measures, this machine times."""
     from suite.core.combo import Grid
-    from suite import run
+    from suite.jobs import run
 
     client_cache(tmp_path, monkeypatch)
     targets = ["llvm"] + (["hexagon-v68-emu"] if not hexagon.missing_tools() else [])

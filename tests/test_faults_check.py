@@ -91,7 +91,7 @@ def test_a_rerun_over_a_damaged_file_is_one_line_before_any_work(cli, runs, tmp_
 def test_an_empty_name_is_an_error_never_the_default(tmp_path):
     """`check --baseline ''` picked the default baseline (the newest release before the candidate):
     an empty name is an error, one line, exit 2, before anything is written; so is an empty candidate."""
-    from suite import check
+    from suite.jobs import check
     from suite.errors import UserError
 
     repo = tmp_path / "tvm"
@@ -104,7 +104,7 @@ def test_an_empty_name_is_an_error_never_the_default(tmp_path):
         assert "names no commit" in line, line
     assert not out.exists()
     with pytest.raises(UserError, match="--baseline '' names no commit"):  # the library refuses it too
-        check.run_check(repo, commits[1], "", None, out)
+        check.run(repo, commits[1], "", None, out)
     assert not out.exists()
 
 

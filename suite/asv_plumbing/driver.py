@@ -1,6 +1,6 @@
 """The asv driver: the project's asv configuration, asv commands, and the results they leave.
 
-`tvm-suite run` (:mod:`suite.run`) and `tvm-suite history`
+`tvm-suite run` (:mod:`suite.jobs.run`) and `tvm-suite history`
 (:mod:`suite.history.commits`) both drive asv through this module: one reader of
 ``asv.conf.json`` (which has ``//`` comment lines), one writer of the per-run configuration, one
 way to call asv and log it, and the bookkeeping of result files.

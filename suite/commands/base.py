@@ -14,9 +14,9 @@ any of them), and defines, at module level:
 - optionally ``INTERRUPTED``: what an interrupted run of it leaves, where that is more than the
   default sentence.
 
-Where the work is large library code (``suite.run``, ``suite.check``, ``suite.history``), the
-command module holds the command line's part only: its options, the call, the summary printed,
-``--json``.
+Where the work is large library code (a job of :mod:`suite.jobs`, through its one entry point
+``run(...)``; ``suite.history``), the command module holds the command line's part only: its
+options, the call, the summary printed, ``--json``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``tvm-suite check CANDIDATE``: release readiness of a TVM commit against the release before
-it (the library: :mod:`suite.check`)."""
+it (the library: :mod:`suite.jobs.check`)."""
 
 from __future__ import annotations
 
@@ -27,13 +27,13 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from suite import check
+    from suite.jobs import check
 
     common_args.check_history_outputs(args)
     grid = Grid.of(args.workloads, args.dtypes, args.targets, args.orders or list(QUICK_ORDERS))
-    summary = check.run_check(args.tvm_repo, args.candidate, args.baseline, grid, args.out, env_dir=args.env_dir,
-                              git_mirrors=args.git_mirrors, machine=args.machine, thresholds_path=args.thresholds,
-                              baseline_from=args.baseline_from)
+    summary = check.run(args.tvm_repo, args.candidate, args.baseline, grid, args.out, env_dir=args.env_dir,
+                        git_mirrors=args.git_mirrors, machine=args.machine, thresholds_path=args.thresholds,
+                        baseline_from=args.baseline_from)
     say(summary.text, summary.exit_status)  # for people: on stderr with --json
     if args.json:
         say_json(summary.facts, summary.exit_status)

@@ -29,7 +29,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from suite import run as main_job
+    from suite.jobs import run as main_job
     from suite.reporting import gate
 
     history, result = judged(args, remeasure=None if args.no_remeasure else timing.remeasure)

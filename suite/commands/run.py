@@ -1,5 +1,5 @@
 """``tvm-suite run``: the main job on the installed TVM, ending with the gate's verdict (the
-library: :mod:`suite.run`)."""
+library: :mod:`suite.jobs.run`)."""
 
 from __future__ import annotations
 
@@ -32,14 +32,13 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from suite import run as main_job
+    from suite.jobs import run as main_job
 
     outputs.check_apart(args.out, "--out")
     orders = args.orders or list(QUICK_ORDERS if args.quick else schedules.ORDERS)
     grid = Grid.of(args.workloads, args.dtypes, args.targets, orders)
-    summary = main_job.run_installed(grid, quick=args.quick, out_dir=args.out, tvm_repo=args.tvm_repo,
-                                     tvm_commit=args.tvm_commit, cluster=args.cluster,
-                                     thresholds_path=args.thresholds, machine=args.machine)
+    summary = main_job.run(grid, quick=args.quick, out_dir=args.out, tvm_repo=args.tvm_repo, tvm_commit=args.tvm_commit,
+                           cluster=args.cluster, thresholds_path=args.thresholds, machine=args.machine)
     say(summary.text, summary.exit_status)  # for people: on stderr with --json
     if args.json:
         say_json(summary.facts, summary.exit_status)

@@ -27,12 +27,13 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from suite import cache, run, tracked
+from suite import cache, tracked
 from suite.core import runstore, timing
 from suite.core.combo import Grid
 from suite.errors import Interrupted, UserError
 from suite.asv_plumbing import driver, releases, source_build
 from suite.history import commits as history
+from suite.jobs import run as main_job
 from suite.reporting import code_identity, gate, report, results
 from suite.reporting import thresholds as limits
 
@@ -284,9 +285,9 @@ def _stopped_measuring(out_dir: Path, sides: list[Side], before: dict) -> str:
             f"{resume}")
 
 
-def run_check(tvm_repo: Path, candidate_name: str, baseline_name: str | None, grid: Grid, out_dir: Path,
-              env_dir: Path | None = None, git_mirrors=None, machine: str | None = None,
-              thresholds_path: Path | None = None, baseline_from: Path | None = None) -> driver.RunSummary:
+def run(tvm_repo: Path, candidate_name: str, baseline_name: str | None, grid: Grid, out_dir: Path,
+        env_dir: Path | None = None, git_mirrors=None, machine: str | None = None,
+        thresholds_path: Path | None = None, baseline_from: Path | None = None) -> driver.RunSummary:
     check_name(candidate_name, "the candidate")
     check_name(baseline_name, "--baseline")
     thresholds = limits.load(thresholds_path)  # refused before any work
@@ -333,7 +334,7 @@ def run_check(tvm_repo: Path, candidate_name: str, baseline_name: str | None, gr
         if latency_apart:
             print(f"tvm-suite: note: latency not judged: {latency_apart}", file=sys.stderr, flush=True)
         phase = "writing its report"
-        run.keep_remeasured(loaded, result)  # kept first: the report renders what the gate found
+        main_job.keep_remeasured(loaded, result)  # kept first: the report renders what the gate found
         report.make_report(gate.with_remeasured(loaded, result), result, out_dir / "report")
     except KeyboardInterrupt as err:
         verdict = f" (its verdict was {result.verdict.words})" if result else ""

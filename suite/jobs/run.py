@@ -164,9 +164,8 @@ def measure_models(grid: Grid, log=print) -> float:
     return time.perf_counter() - started
 
 
-def run_installed(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_commit=None,
-                  cluster: str | None = None, thresholds_path: Path | None = None,
-                  machine: str | None = None) -> driver.RunSummary:
+def run(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_commit=None, cluster: str | None = None,
+        thresholds_path: Path | None = None, machine: str | None = None) -> driver.RunSummary:
     """The main job: measure (on a Dask cluster at ``cluster``, where given), run asv on the
     installed TVM, keep the results, publish asv's HTML, then give the gate's verdict on the commit
     (its exit status) and write the report of it. ``out_dir`` is this run's alone while it works."""
