@@ -1,5 +1,5 @@
 """``tvm-suite triage``: the command line of triage (options, the verdict printed, ``--json``); the
-work is :mod:`suite.triage.run`'s."""
+work is :mod:`suite.triage.pipeline`'s."""
 
 from __future__ import annotations
 
@@ -58,17 +58,17 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from suite.reporting import thresholds
-    from suite.triage import run as triage_run
+    from suite.triage import pipeline
 
     # a CHANGED verdict's reproducer goes apart from every history, the default one too
     outputs.check_apart(args.repro or Path.cwd(),
                         "--repro" if args.repro else "the working directory (where --repro's default goes)")
-    request = triage_run.Request(before=args.before, after=args.after, schedule=args.schedule, trace=args.trace,
-                                 tune=args.tune, targets=[t for ts in args.target or [["llvm"]] for t in ts],
-                                 inputs=args.inputs, func=args.function, repro=args.repro, max_memory=args.max_memory,
-                                 trust_input=args.trust_input,
-                                 thresholds=thresholds.load(args.thresholds))  # refused before any work
-    report = triage_run.triage(request, log=lambda line: print(f"triage: {line}", file=sys.stderr, flush=True))
+    request = pipeline.Request(before=args.before, after=args.after, schedule=args.schedule, trace=args.trace,
+                               tune=args.tune, targets=[t for ts in args.target or [["llvm"]] for t in ts],
+                               inputs=args.inputs, func=args.function, repro=args.repro, max_memory=args.max_memory,
+                               trust_input=args.trust_input,
+                               thresholds=thresholds.load(args.thresholds))  # refused before any work
+    report = pipeline.triage(request, log=lambda line: print(f"triage: {line}", file=sys.stderr, flush=True))
     say(report.text(), report.exit_status)  # for people: on stderr with --json
     if args.json:
         say_json(report.to_json(), report.exit_status)

@@ -2,7 +2,7 @@
 by its IEEE twin where the target has one.
 
 Measurement (:mod:`suite.core.measurement`), tuning's check of a replayed candidate
-(:mod:`suite.core.tuning`) and triage (:mod:`suite.triage.run`) all take it, so a kernel is built
+(:mod:`suite.core.tuning`) and triage (:mod:`suite.triage.pipeline`) all take it, so a kernel is built
 and run one way whoever asks. Two stages, each taking the result of the one before, each failure a
 field of its result (as MetaSchedule's builder and runner return BuilderResult and RunnerResult):
 

@@ -10,6 +10,6 @@
 - :mod:`suite.triage.inputs`: the inputs (fixed seeds, or ``--inputs``).
 - :mod:`suite.triage.verdict`: EQUIVALENT, REORDERED, ARITHMETIC, CHANGED, UNDEFINED, by the
   suite's bounds, metrics and divergence rules; their exit statuses.
-- :mod:`suite.triage.run`: the whole triage, target by target; :mod:`suite.triage.report` what it
+- :mod:`suite.triage.pipeline`: the whole triage, target by target; :mod:`suite.triage.report` what it
   prints; :mod:`suite.triage.repro` the reproducer script of a CHANGED verdict.
 """

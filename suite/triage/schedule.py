@@ -9,7 +9,7 @@ TVMScript, checked like any TVMScript file (:mod:`suite.triage.script_check`) be
 
 A schedule that holds TVMScript rather than schedule calls (the after program given as
 ``--schedule``) is refused before it runs; one that leaves the program as it was is refused after
-(:func:`suite.triage.run`), since judging a program against itself says nothing.
+(:func:`suite.triage.pipeline.triage`), since judging a program against itself says nothing.
 
 The child is confined (:mod:`suite.sandbox`: no network, nothing writable but its scratch
 directory, limits on memory, CPU time and processes), so a schedule from a report is as safe as
