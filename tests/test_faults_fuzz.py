@@ -8,10 +8,10 @@ import sys
 import threading
 import time
 
+import filelock
 import pytest
 
-from conftest import SUITE_BIN, check_fault_table, run_cli
-from suite.core import runstore
+from conftest import SUITE_BIN, check_fault_table, one_line, run_cli
 
 FAULTS = {
     "unknown workload, target or dtype: one line, exit 2": [
@@ -29,7 +29,11 @@ FAULTS = {
         "test_ctrl_c_keeps_every_judged_schedule_and_a_rerun_continues"],
     "--traces 0 or absurd, --minutes <= 0 or absurd: one line, exit 2": [
         "test_traces_zero_or_absurd", "test_minutes_zero_negative_or_absurd"],
-    "an out dir another fuzz is using: refused naming the holder": ["test_out_dir_in_use"],
+    "an out dir another fuzz is using: refused in one line naming that campaign (its seed, pid, host and start), "
+    "its lock the campaign's own (no runs/ folder)": ["test_out_dir_in_use"],
+    "an out dir a campaign of an older suite made (its lock in runs/.lock): continued from its journal; one that "
+    "campaign holds now refused naming it; a runs/ of anything else is the user's": [
+        "test_an_out_dir_of_the_older_layout_is_continued", "test_an_out_dir_an_older_suites_campaign_holds_is_refused"],
     "an out dir that is a file: one line, exit 2": ["test_out_dir_is_a_file"],
     "an out dir that is a link to nothing: one line, exit 2": ["test_out_dir_is_a_link_to_nothing"],
     "an out dir holding the user's files: refused, nothing replaced": ["test_out_dir_of_the_users_files_is_refused"],
@@ -200,10 +204,90 @@ def test_minutes_zero_negative_or_absurd(cli, tmp_path):
         _one_line_exit_2(cli("fuzz", "--minutes", value, "--out", tmp_path / "o"))
 
 
+def _command():
+    return [str(SUITE_BIN)] if SUITE_BIN.exists() else [sys.executable, "-m", "suite.cli"]
+
+
 def test_out_dir_in_use(cli, tmp_path):
-    with runstore.RunLock(tmp_path / "o", "0.27.0", "fuzz"):
-        stderr = _one_line_exit_2(cli("fuzz", "--out", tmp_path / "o"))
-    assert "in use" in stderr and "fuzz of 0.27.0" in stderr
+    """A campaign (a process of its own) holds its directory: a second one there is refused in one
+    line naming the campaign that holds it (its seed, pid, host and start), while the first is
+    stopped holding it. The lock is the campaign's own file (no runs/ folder), and it goes with the
+    campaign however that ends (killed here: an flock)."""
+    out = tmp_path / "o"
+    lock = out / ".tvm-suite-fuzz.lock"
+    first = subprocess.Popen(_command() + ["fuzz", "--workloads", "miniresnet.matmul_add.16-10", "--traces", "1",
+                                           "--seed", "7", "--out", str(out)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        held = None
+        deadline = time.monotonic() + 300
+        while held is None and first.poll() is None and time.monotonic() < deadline:
+            try:
+                held = json.loads(lock.read_text())
+            except (OSError, ValueError):
+                time.sleep(0.05)
+        assert held and held["pid"] == first.pid, (held, first.poll())
+        first.send_signal(signal.SIGSTOP)  # holding the lock, whatever it was doing
+        line = one_line(cli("fuzz", "--workloads", "miniresnet.matmul_add.16-10", "--traces", "1", "--out", out),
+                        f"{out} is in use by another fuzz campaign (seed 7, pid {first.pid} on "
+                        f"{socket.gethostname()}, started {held['started']}): wait for it to end, "
+                        "or give another --out")
+        assert "0.27" not in line and "runs" not in line
+        assert lock.is_file() and not (out / "runs").exists()
+    finally:
+        first.kill()  # stopped or not
+        first.communicate(timeout=120)
+    with filelock.FileLock(lock, timeout=10):  # the killed campaign's lock went with it
+        pass
+
+
+def _old_layout(out):
+    """The directory a campaign of a suite before its own lock left: the journal of every schedule
+    of FUZZ (test_faults_sealed), its mark, and the run store's lock, runs/.lock, naming its holder."""
+    from test_faults_sealed import _judged_campaign
+
+    journal = _judged_campaign(out)
+    (out / "runs").mkdir()
+    (out / "runs" / ".lock").write_text(json.dumps({"pid": 4242, "host": "elsewhere", "commit": "0.27.0.dev0",
+                                                    "command": "fuzz", "started": "2025-01-02 03:04:05"}))
+    return journal
+
+
+def test_an_out_dir_of_the_older_layout_is_continued(cli, tmp_path):
+    """Every schedule the older campaign judged is read from its journal and none judged again; its
+    runs/.lock is left as it was, and the campaign's own lock is beside it. A runs/ holding anything
+    but that lock, in a directory no fuzz marked, is the user's: refused, nothing touched."""
+    from test_faults_sealed import FUZZ
+
+    out = tmp_path / "o"
+    journal = _old_layout(out)
+    lines, old_lock = journal.read_text(), (out / "runs" / ".lock").read_text()
+    done = cli(*FUZZ, "--out", out)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["judged_this_run"] == 0 and sum(summary["table"]["seed.conv2d_nhwc_7x7s2 float32 llvm"].values()) == 7
+    assert journal.read_text() == lines and (out / "runs" / ".lock").read_text() == old_lock
+    assert sorted(p.name for p in (out / "runs").iterdir()) == [".lock"] and (out / ".tvm-suite-fuzz.lock").is_file()
+    theirs = tmp_path / "theirs"
+    (theirs / "runs").mkdir(parents=True)
+    (theirs / "runs" / "notes.txt").write_text("mine")
+    one_line(cli(*FUZZ, "--out", theirs), "holds files a fuzz did not make (runs)")
+    assert sorted(p.name for p in theirs.rglob("*")) == ["notes.txt", "runs"]
+
+
+def test_an_out_dir_an_older_suites_campaign_holds_is_refused(cli, tmp_path):
+    """A campaign of the older suite working there now holds runs/.lock (an flock, as the run
+    store's lock): refused in one line naming it, nothing judged, its lock file as it was."""
+    from test_faults_sealed import FUZZ
+
+    out = tmp_path / "o"
+    journal = _old_layout(out)
+    lines, old_lock = journal.read_text(), (out / "runs" / ".lock").read_text()
+    with filelock.FileLock(out / "runs" / ".lock"):
+        one_line(cli(*FUZZ, "--out", out), f"{out} is in use by another fuzz campaign (an older suite's, TVM "
+                                           "0.27.0.dev0, pid 4242 on elsewhere, started 2025-01-02 03:04:05)")
+    assert journal.read_text() == lines and (out / "runs" / ".lock").read_text() == old_lock
+    assert not (out / "summary.json").exists()
 
 
 def test_out_dir_is_a_file(cli, tmp_path):

@@ -23,8 +23,6 @@ INTERRUPTED = "every schedule judged is in OUT/journal.jsonl; rerun with the sam
 #: More traces than a week of campaign judges on one machine: a typo, not a campaign.
 MAX_TRACES = 100_000
 MAX_MINUTES = 7 * 24 * 60
-#: The lock a campaign holds in --out while it works, left there when it ends (runstore.RunLock's file).
-RUN_LOCK = "runs/.lock"
 
 
 def add_arguments(p) -> None:
@@ -71,7 +69,7 @@ def run(args) -> int:
         summary = campaign.Campaign(options, log=lambda line: print(f"fuzz: {line}", file=sys.stderr, flush=True)).run()
     except BaseException:  # a campaign that failed leaves no empty --out of its making behind
         if made:
-            outputs.remove_made_dir(args.out, (campaign.OWN_MARK, RUN_LOCK))
+            outputs.remove_made_dir(args.out, (campaign.OWN_MARK, campaign.LOCK))
         raise
     status = summary["exit_status"]
     say(campaign.text(summary), status)  # for people: on stderr with --json

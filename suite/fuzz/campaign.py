@@ -11,7 +11,7 @@ false alarms.
 The out directory holds ``journal.jsonl`` (one JSON line per judged schedule, appended whole as
 each completes: a rerun with the same seed skips those), ``findings/<id>/`` (each CHANGED,
 UNDEFINED, crash or timeout: trace, minimised trace, TVMScript, report) and ``summary.json``. It is
-locked while a campaign writes it (:class:`suite.core.runstore.RunLock`). Every file of it the
+locked while a campaign writes it (:class:`CampaignLock`: ``.tvm-suite-fuzz.lock``). Every file of it the
 campaign reads or writes is its own regular file, never reached through a link: a link, a FIFO or
 another kind of file there is refused in one line before any work (:func:`check_own_files`), and
 the journal is opened without following a link or waiting on a FIFO (:func:`_open_own`).
@@ -30,17 +30,20 @@ import math
 import os
 import re
 import shutil
+import socket
 import stat
 import threading
 import time
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
+import filelock
 import numpy as np
 
 from suite import cache, compat, sandbox, targets
-from suite.core import reference, runstore, schedules, workloads
+from suite.core import reference, schedules, workloads
 from suite.core.bounds import Expected
 from suite.core.combo import select_workloads
 from suite.errors import CannotWrite, ExitCode, UserError
@@ -67,6 +70,11 @@ JOURNAL, SUMMARY, FINDINGS_DIR = "journal.jsonl", "summary.json", "findings"
 #: Marks an out directory a fuzz made: one without it that holds anything is the user's (fuzz would
 #: append to its journal.jsonl, replace its summary.json and remove its work/), so it is refused.
 OWN_MARK = ".tvm-suite-fuzz"
+#: The lock a campaign holds in its directory while it works (:class:`CampaignLock`), left there.
+LOCK = ".tvm-suite-fuzz.lock"
+#: Where a campaign of a suite before :data:`LOCK` held its lock (the run store's ``runs/.lock``): a
+#: directory of that layout is still a campaign's, continued, and that lock is taken as well.
+OLD_LOCK_DIR, OLD_LOCK = "runs", ".lock"
 #: The least time the unscheduled function (the before program) gets to build and run.
 BEFORE_TIMEOUT_S = 300.0
 #: Why a plant that applied is not counted: its program computes what the unplanted one does.
@@ -117,8 +125,9 @@ def check(options: Options) -> list[Combination]:
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file, not a directory: give a directory for the campaign")
     cache.ensure_dir(out, "--out")  # made and writable (a link to nothing, a read-only disk: one line)
-    # runs/ holds the lock (runstore.RunLock): a campaign in use is said by the lock, naming its holder
-    theirs = sorted(p.name for p in out.iterdir() if p.name != runstore.RUNS)
+    # the lock is the campaign's (a campaign in use is said by the lock, naming its holder), and so
+    # is the runs/ that held it before (runs/.lock alone)
+    theirs = sorted(p.name for p in out.iterdir() if p.name != LOCK and not _old_lock_dir(p))
     if theirs and not (out / OWN_MARK).exists():
         raise UserError(f"--out {out} holds files a fuzz did not make ({', '.join(theirs[:3])}"
                         f"{', ...' if len(theirs) > 3 else ''}): give a new or empty directory, or a campaign's own")
@@ -145,6 +154,93 @@ def check(options: Options) -> list[Combination]:
 WORK_DIR = "work"
 
 
+def _old_lock_dir(path: Path) -> bool:
+    """Whether ``path`` is the runs/ a campaign of an older suite held its lock in: a directory (no
+    link) of nothing but ``.lock``."""
+    try:
+        return (path.name == OLD_LOCK_DIR and not path.is_symlink() and path.is_dir()
+                and {p.name for p in path.iterdir()} <= {OLD_LOCK})
+    except OSError:
+        return False
+
+
+#: How long a campaign tries for its directory's lock before it says who holds it.
+_LOCK_PROBE_S = 1.0
+
+
+class CampaignLock:
+    """The lock of a campaign's directory, held by the one campaign that writes it: filelock's
+    FileLock of ``OUT/.tvm-suite-fuzz.lock`` (an flock, released when its process ends, however it
+    ends; opened never through a link), the holder's pid, host, seed and start time written in it
+    for the message of the campaign refused. A directory a campaign of an older suite made keeps
+    its lock in ``runs/.lock`` (the run store's): where that file is, it is taken too (opened to
+    read, never made, written or removed), so a campaign of either suite refuses one of the other."""
+
+    def __init__(self, out: Path, seed: int):
+        self.out, self.seed = Path(out), seed
+        self._lock = None
+        self._old_fd = None
+
+    def __enter__(self) -> Self:
+        info = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "seed": self.seed,
+                           "started": time.strftime("%Y-%m-%d %H:%M:%S")}).encode()
+        lock = filelock.FileLock(self.out / LOCK, timeout=_LOCK_PROBE_S,
+                                 on_acquired=lambda fd: (os.ftruncate(fd, 0), os.pwrite(fd, info, 0)))
+        try:
+            lock.acquire()
+        except filelock.Timeout:
+            raise self._in_use(self.out / LOCK, "seed") from None
+        except OSError as err:
+            raise CannotWrite(err.errno, err.strerror, str(self.out / LOCK)) from None
+        self._lock = lock
+        try:
+            self._take_old()
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def _take_old(self) -> None:
+        old = self.out / OLD_LOCK_DIR / OLD_LOCK
+        if not _old_lock_dir(old.parent) or not old.exists():
+            return
+        fd = _open_own(old, os.O_RDONLY, "lock")
+        if fd is None:
+            return
+        deadline = time.monotonic() + _LOCK_PROBE_S
+        while not filelock.lock_descriptor(fd, blocking=False):
+            if time.monotonic() > deadline:
+                os.close(fd)
+                raise self._in_use(old, "commit")
+            time.sleep(0.05)
+        self._old_fd = fd
+
+    def _in_use(self, path: Path, named: str) -> UserError:
+        return UserError(f"{self.out} is in use by another fuzz campaign ({holder(path, named)}): wait for it to "
+                         "end, or give another --out")
+
+    def __exit__(self, *exc) -> None:
+        if self._old_fd is not None:
+            os.close(self._old_fd)  # closing the descriptor releases its flock
+            self._old_fd = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+
+def holder(path: Path, named: str = "seed") -> str:
+    """Who holds a campaign's lock ``path``, in words: "seed S, pid N on HOST, started T" (a lock
+    of an older suite names the TVM version it ran, ``named`` "commit", instead of the seed)."""
+    try:
+        fd = _open_own(path, os.O_RDONLY, "lock")
+        with os.fdopen(fd, "rb") as file:
+            info = json.loads(file.read(4096))
+        what = f"seed {info['seed']}" if named == "seed" else f"an older suite's, TVM {str(info['commit'])[:20]}"
+        return shown(f"{what}, pid {info['pid']} on {info['host']}, started {info['started']}")
+    except (OSError, TypeError, ValueError, KeyError, RecursionError, UserError):
+        return "its lock file cannot be read"
+
+
 def _kind_of(mode: int) -> str:
     return {stat.S_IFLNK: "link", stat.S_IFIFO: "FIFO", stat.S_IFSOCK: "socket", stat.S_IFCHR: "device",
             stat.S_IFBLK: "device", stat.S_IFDIR: "directory"}.get(stat.S_IFMT(mode), "special file")
@@ -161,7 +257,7 @@ def check_own_files(out: Path) -> None:
     summary, everything under findings/; work/, the workers' scratch, itself) is a regular file or
     directory of its own, not a link, a FIFO, a device or a socket; a journal has one name (not a
     hard link to a file elsewhere). UserError naming the first that is not, before any work."""
-    for name in (OWN_MARK, JOURNAL, SUMMARY):
+    for name in (OWN_MARK, JOURNAL, SUMMARY, LOCK):
         try:
             info = os.lstat(out / name)
         except FileNotFoundError:
@@ -474,7 +570,7 @@ class Campaign:
         combinations = check(self.options)
         out = self.options.out
         out.mkdir(parents=True, exist_ok=True)
-        with runstore.RunLock(out, compat.installed_version(), "fuzz"):
+        with CampaignLock(out, self.options.seed):
             check_own_files(out)  # again, under the lock: nothing is read or written through a link
             _touch_own(out / OWN_MARK)
             journal = Journal(out / JOURNAL)
