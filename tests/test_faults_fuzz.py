@@ -34,6 +34,9 @@ FAULTS = {
     "an out dir a campaign of an older suite made (its lock in runs/.lock): continued from its journal; one that "
     "campaign holds now refused naming it; a runs/ of anything else is the user's": [
         "test_an_out_dir_of_the_older_layout_is_continued", "test_an_out_dir_an_older_suites_campaign_holds_is_refused"],
+    "a journal line whose outcome is spelled otherwise (the worker's old 'build_failed', lower case) or a finding "
+    "of an outcome that is none: one line naming the journal and the line, exit 2": [
+        "test_a_journal_line_of_an_outcome_spelled_otherwise_is_refused"],
     "an out dir that is a file: one line, exit 2": ["test_out_dir_is_a_file"],
     "an out dir that is a link to nothing: one line, exit 2": ["test_out_dir_is_a_link_to_nothing"],
     "an out dir holding the user's files: refused, nothing replaced": ["test_out_dir_of_the_users_files_is_refused"],
@@ -288,6 +291,26 @@ def test_an_out_dir_an_older_suites_campaign_holds_is_refused(cli, tmp_path):
                                            "0.27.0.dev0, pid 4242 on elsewhere, started 2025-01-02 03:04:05)")
     assert journal.read_text() == lines and (out / "runs" / ".lock").read_text() == old_lock
     assert not (out / "summary.json").exists()
+
+
+def test_a_journal_line_of_an_outcome_spelled_otherwise_is_refused(cli, tmp_path):
+    """Journal lines sealed as the chain says (test_faults_sealed) whose outcome is the worker's old
+    spelling or another case, or that file a finding under an outcome that is none: one line naming
+    the journal and the line, never a KeyError or a silent count."""
+    from test_faults_sealed import FUZZ, _judged_campaign, _sealed
+
+    journal = _judged_campaign(tmp_path / "o")
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    for line in lines:
+        del line["seal"]
+    for spelled in ("build_failed", "changed", "Reordered", " CHANGED"):
+        journal.write_text(_sealed(lines[:2] + [{**lines[2], "outcome": spelled}] + lines[3:]))
+        one_line(cli(*FUZZ, "--out", tmp_path / "o"), f"{journal}, line 3", f"'outcome' is {spelled!r}")
+    finding = {"dir": "findings/x", "key": "SKIPPED: order default"}
+    journal.write_text(_sealed(lines[:2] + [{**lines[2], "outcome": "SKIPPED", "finding": finding}] + lines[3:]))
+    one_line(cli(*FUZZ, "--out", tmp_path / "o"), f"{journal}, line 3", "a finding of SKIPPED, which is no finding")
+    journal.write_text(_sealed(lines))
+    assert cli(*FUZZ, "--out", tmp_path / "o").returncode == 0
 
 
 def test_out_dir_is_a_file(cli, tmp_path):

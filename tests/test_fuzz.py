@@ -7,7 +7,9 @@ import json
 import numpy as np
 import pytest
 
+from suite.errors import UserError
 from suite.fuzz import campaign, plant
+from suite.fuzz.outcome import VERDICTS, Answer, Outcome
 from suite.fuzz.worker import Worker
 from suite.triage import verdict
 
@@ -54,7 +56,28 @@ def test_minimise_drops_what_the_finding_does_not_need():
               ["Unroll", ["b0"], [], []]], []]
     kept = campaign.minimise(trace, lambda t: any(i[0] == "Unroll" for i in t[0]), tries=5)
     assert [i[0] for i in kept[0]] == ["GetSBlock", "Unroll"]
-    assert campaign.dedup_key({"outcome": "CHANGED", "name": "0"}, kept) == "CHANGED: Unroll on block C"
+    assert campaign.dedup_key(Outcome.CHANGED, "0", "", kept) == "CHANGED: Unroll on block C"
+    assert campaign.dedup_key(Outcome.CRASH, "0", "Segmentation fault\nat ...", None) == "CRASH: Segmentation fault"
+
+
+def test_an_outcome_is_spelled_once():
+    """The verdicts among the outcomes are triage's, word for word and in its order; the worker's
+    answer is read into the same outcomes, and anything else it could send is one line."""
+    assert tuple(VERDICTS) == verdict.KINDS and list(Outcome)[:len(VERDICTS)] == list(VERDICTS)
+    assert campaign.OUTCOMES == tuple(Outcome)
+    where = "/tmp/request"
+    for outcome in (Outcome.TIMEOUT, Outcome.NOT_APPLICABLE):
+        answer = Answer.parse(Answer.failed(outcome, "why").to_json(), where)
+        assert answer.failure.outcome is outcome and answer.failure.message == "why" and str(answer.dir) == where
+    ran = Answer.parse(Answer(undefined=None, compile_s=0.5).to_json(), where)
+    assert ran.failure is None and ran.compile_s == 0.5
+    with pytest.raises(UserError, match="a damaged record"):  # the suite's own refusal, the campaign's to say
+        Answer.parse({"error": "a damaged record"}, where)
+    for sent in ({"status": "build_failed", "message": "old words"}, {"failure": {"outcome": "CHANGED", "message": ""},
+                                                                       "undefined": None, "compile_s": None},
+                 {"failure": {"outcome": "build_failed", "message": ""}, "undefined": None, "compile_s": None}, []):
+        with pytest.raises(UserError, match="no answer of it"):
+            Answer.parse(sent, where)
 
 
 def test_false_changed_bound_of_none_in_ten():
@@ -75,7 +98,8 @@ def test_a_planted_swapped_index_is_judged_changed(tmp_path):
         planted = worker.ask({**base, "plant": "swapped_index", "dir": str(tmp_path / "planted")}, 120)
     finally:
         worker.close()
-    assert before["status"] == planted["status"] == "ok"
+    assert Answer.parse(before, tmp_path / "before").failure is None
+    assert Answer.parse(planted, tmp_path / "planted").failure is None
     out_before = np.load(tmp_path / "before" / "output.npy")
     judged = verdict.judge(combination.expected, out_before, out_before)
     assert judged.kind == verdict.EQUIVALENT
@@ -96,9 +120,10 @@ def test_a_schedule_that_reads_its_output_before_writing_it_is_undefined(tmp_pat
         dropped = worker.ask({**base, "plant": "dropped_init", "dir": str(tmp_path / "planted")}, 120)
     finally:
         worker.close()
-    assert before["status"] == dropped["status"] == "ok"
-    assert before["undefined"] is None
-    assert dropped["undefined"].startswith("its output depends on what its output array held before it ran: "
+    before, dropped = Answer.parse(before, tmp_path / "before"), Answer.parse(dropped, tmp_path / "planted")
+    assert before.failure is None and dropped.failure is None
+    assert before.undefined is None
+    assert dropped.undefined.startswith("its output depends on what its output array held before it ran: "
                                            "802,816 of 802,816 elements differ between a run on an array of bytes "
                                            "0x55 and one of 0xAA (first at [0, 0, 0, 0]): read before written")
 
@@ -116,7 +141,7 @@ def test_a_small_campaign_judges_determines_and_continues(tmp_path, cli):
     unmodified = [r for r in lines if r["kind"] != "plant"]
     assert len(unmodified) == 6 + 2
     assert all(r["outcome"] in verdict.KINDS and r["outcome"] != verdict.CHANGED for r in unmodified
-               if r["outcome"] != campaign.SKIPPED)
+               if r["outcome"] != Outcome.SKIPPED)
     again = cli("fuzz", "--traces", "2", "--plant", "2", "--out", tmp_path / "a", "--json")
     assert again.returncode == 0 and json.loads(again.stdout)["judged_this_run"] == 0
     assert len((tmp_path / "a" / "journal.jsonl").read_text().splitlines()) == len(lines)
@@ -146,7 +171,7 @@ def test_a_plant_that_changes_nothing_is_not_applicable(tmp_path, cli):
     summary = json.loads(done.stdout)
     plants = {r["planted"]: r for r in _journal(tmp_path / "o") if r["kind"] == "plant"}
     for kind in ("input_index_stride", "cache_copy_stride", "off_by_one_outer_loop"):
-        assert plants[kind]["outcome"] == campaign.NOT_APPLICABLE, plants[kind]
+        assert plants[kind]["outcome"] == Outcome.NOT_APPLICABLE, plants[kind]
         assert "changes nothing" in plants[kind]["message"] and "bit for bit" in plants[kind]["message"]
         assert summary["plant"]["kinds"][kind]["verdicts"] == {"NOT_APPLICABLE": 1}
     assert summary["plant"]["no_effect"] == summary["plant"]["not_applicable"] == 3

@@ -71,8 +71,8 @@ def run(args) -> int:
         if made:
             outputs.remove_made_dir(args.out, (campaign.OWN_MARK, campaign.LOCK))
         raise
-    status = summary["exit_status"]
-    say(campaign.text(summary), status)  # for people: on stderr with --json
+    status = int(summary.exit_status)
+    say(summary.text(), status)  # for people: on stderr with --json
     if args.json:
-        say_json(summary, status)
+        say_json(summary.to_json(), status)
     return status

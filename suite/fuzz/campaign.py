@@ -15,6 +15,11 @@ locked while a campaign writes it (:class:`CampaignLock`: ``.tvm-suite-fuzz.lock
 campaign reads or writes is its own regular file, never reached through a link: a link, a FIFO or
 another kind of file there is refused in one line before any work (:func:`check_own_files`), and
 the journal is opened without following a link or waiting on a FIFO (:func:`_open_own`).
+
+What became of each schedule is a :class:`suite.fuzz.outcome.Outcome`; the worker's answer is read
+once into an :class:`~suite.fuzz.outcome.Answer`, each schedule to judge is a :class:`Schedule`, and
+each judged one a :class:`JournalLine`, written (:meth:`JournalLine.fields`) and read back
+(:meth:`JournalLine.parse`) in one place each; the campaign's figures are a :class:`Summary`.
 """
 
 from __future__ import annotations
@@ -48,24 +53,18 @@ from suite.core.bounds import Expected
 from suite.core.combo import select_workloads
 from suite.errors import CannotWrite, ExitCode, UserError
 from suite.fuzz import EMULATED_TIMEOUT_S, NATIVE_TIMEOUT_S, plant, pool as pools, sampling
+from suite.fuzz.outcome import FINDINGS, Answer, Outcome
 from suite.reporting import thresholds as thresholds_file
 from suite.targets.base import Mode, NotTunable
 from suite.triage import verdict
 
-#: Outcomes besides the five verdicts: the schedule did not get as far as a judgement.
-BUILD_FAILED, RUN_FAILED, CRASH, TIMEOUT, SKIPPED = "BUILD_FAILED", "RUN_FAILED", "CRASH", "TIMEOUT", "SKIPPED"
-NOT_APPLICABLE = "NOT_APPLICABLE"  #: a planted kind with nothing to edit in that program
-OUTCOMES = (*verdict.KINDS, BUILD_FAILED, RUN_FAILED, CRASH, TIMEOUT, SKIPPED, NOT_APPLICABLE)
-#: What is kept as a finding, the most serious first (the exit status is the first found's).
-FINDINGS = (verdict.CHANGED, verdict.UNDEFINED, verdict.SHIFTED, CRASH, TIMEOUT)
-EXIT_STATUS = {verdict.CHANGED: ExitCode.CHANGED, verdict.UNDEFINED: ExitCode.UNDEFINED,
-               verdict.SHIFTED: ExitCode.SHIFTED, CRASH: ExitCode.CRASHED, TIMEOUT: ExitCode.CRASHED}
-#: The verdicts that say a schedule computes something else: a planted bug judged so is caught.
-WRONG = (verdict.CHANGED, verdict.UNDEFINED, verdict.SHIFTED)
+#: Every outcome, in the order of the table's columns.
+OUTCOMES = tuple(Outcome)
+#: The exit status of each kind of finding (suite.fuzz.outcome.FINDINGS: the first found's is the campaign's).
+EXIT_STATUS = {Outcome.CHANGED: ExitCode.CHANGED, Outcome.UNDEFINED: ExitCode.UNDEFINED,
+               Outcome.SHIFTED: ExitCode.SHIFTED, Outcome.CRASH: ExitCode.CRASHED, Outcome.TIMEOUT: ExitCode.CRASHED}
 #: Instructions that look things up or sample: never the primitive a finding is filed under.
 _NOT_PRIMITIVES = re.compile(r"^(Get\w*|Sample\w*|EnterPostproc)$")
-_ANSWER = {"build_failed": BUILD_FAILED, "run_failed": RUN_FAILED, "crash": CRASH, "timeout": TIMEOUT,
-           "skipped": SKIPPED, "not_applicable": NOT_APPLICABLE}
 JOURNAL, SUMMARY, FINDINGS_DIR = "journal.jsonl", "summary.json", "findings"
 #: Marks an out directory a fuzz made: one without it that holds anything is the user's (fuzz would
 #: append to its journal.jsonl, replace its summary.json and remove its work/), so it is refused.
@@ -344,11 +343,14 @@ def _seconds(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
 
 
+#: The words of the outcomes, as a line holds them.
+_OUTCOME_WORDS = frozenset(o.value for o in Outcome)
+
 #: Every field a journal line may hold: whether it must, and what it must be.
 _LINE_FIELDS = {
     "id": (True, _text), "seed": (True, _whole), "judged_by": (True, _text), "workload": (True, _text),
     "dtype": (True, _text), "target": (True, _text), "kind": (True, lambda v: v in SCHEDULE_KINDS),
-    "name": (True, _text), "outcome": (True, lambda v: v in OUTCOMES), "message": (True, _text),
+    "name": (True, _text), "outcome": (True, lambda v: _text(v) and v in _OUTCOME_WORDS), "message": (True, _text),
     "seconds": (True, _seconds), "summary": (False, _text),
     "first_wrong": (False, lambda v: v is None or isinstance(v, dict)),
     "trace": (False, lambda v: v is None or isinstance(v, list)), "resampled": (False, _whole),
@@ -358,28 +360,78 @@ _LINE_FIELDS = {
 }
 
 
-@dataclass(frozen=True)
-class JournalLine:
-    """One judged schedule as the journal holds it, every field of the line checked: what the
-    campaign reads back (its table, findings, recall and exit status come from these alone)."""
+@dataclass(frozen=True, kw_only=True)
+class Schedule:
+    """One schedule of a combination to judge: its id in the journal, and what the worker builds
+    and runs (:meth:`request`): a named order, a sampled trace, or a bug planted in either."""
 
     id: str
     seed: int
-    judged_by: str
+    judged_by: str  #: :func:`judged_by`: what its verdict depends on besides the schedule
     workload: str
     dtype: str
     target: str
     kind: str  #: one of SCHEDULE_KINDS
-    name: str
-    outcome: str  #: one of OUTCOMES
-    message: str
+    name: str  #: the order's name, the trace's index, or the plant's ``kind#number``
+    #: The sampled trace; None for a named order, or a plant moved to the unscheduled function.
+    trace: list | None = None
+    #: Samples the postprocessors rejected before ``trace``; None where nothing was sampled (then
+    #: the line holds no trace fields).
+    resampled: int | None = None
+    trace_index: int | None = None
     planted: str | None = None  #: a plant's kind
-    expected: str = plant.EXPECTED  #: what a plant should be judged
-    finding: Finding | None = None
+    expected: str | None = None  #: what a plant should be judged
+    planted_in: str | None = None  #: "default": the sampled trace had nothing of the plant's kind
 
     @property
     def label(self) -> str:
         return f"{self.workload} {self.dtype} {self.target}"
+
+    def request(self) -> dict:
+        """What the worker is asked to build and run: the named order, or the sampled trace (a
+        plant without one: the unscheduled function), the bug planted where there is one."""
+        asked = {"trace": self.trace} if self.trace is not None else \
+            {"order": self.name if self.kind == "order" else "default"}
+        return {**asked, "plant": self.planted} if self.planted else asked
+
+
+@dataclass(frozen=True, kw_only=True)
+class JournalLine(Schedule):
+    """One judged schedule as the journal holds it: the schedule, its outcome and, where it got a
+    verdict, the verdict's words. Written by :meth:`fields` and read back by :meth:`parse`, every
+    field checked: the campaign's table, findings, recall and exit status come from these alone."""
+
+    outcome: Outcome
+    message: str  #: a failure's first line (a skip's, a plant's reason); "" for a verdict
+    seconds: float
+    #: The verdict's summary; None where there is none (a failure: then the line holds neither it
+    #: nor ``first_wrong``).
+    summary: str | None = None
+    first_wrong: dict | None = None
+    finding: Finding | None = None
+
+    @classmethod
+    def judged(cls, schedule: Schedule, judged: Judged, seconds: float) -> JournalLine:
+        return cls(**{f.name: getattr(schedule, f.name) for f in dataclasses.fields(Schedule)},
+                   outcome=judged.outcome, message=judged.message, seconds=seconds, summary=judged.summary,
+                   first_wrong=judged.first_wrong)
+
+    def fields(self) -> dict:
+        """The line as the journal holds it, less its seal: those of a kind of schedule this is not
+        (a named order's trace, an unplanted schedule's plant) and a failure's verdict left out."""
+        written = {"id": self.id, "seed": self.seed, "judged_by": self.judged_by, "workload": self.workload,
+                   "dtype": self.dtype, "target": self.target, "kind": self.kind, "name": self.name,
+                   "outcome": self.outcome.value, "message": self.message, "seconds": self.seconds}
+        if self.summary is not None:
+            written.update(summary=self.summary, first_wrong=self.first_wrong)
+        if self.resampled is not None:
+            written.update(trace=self.trace, resampled=self.resampled, trace_index=self.trace_index)
+        for name, value in (("planted", self.planted), ("expected", self.expected), ("planted_in", self.planted_in)):
+            if value is not None:
+                written[name] = value
+        if self.finding is not None:
+            written["finding"] = {"dir": self.finding.dir, "key": self.finding.key}
+        return written
 
     @classmethod
     def parse(cls, fields) -> JournalLine:
@@ -396,13 +448,26 @@ class JournalLine:
                     raise ValueError(f"no {name!r}")
             elif not ok(fields[name]):
                 raise ValueError(f"{name!r} is {fields[name]!r:.60}, not what a campaign writes there")
-        finding = fields.get("finding")
-        if finding and fields["outcome"] not in FINDINGS:
-            raise ValueError(f"a finding of {fields['outcome']}, which is no finding")
-        return cls(**{name: fields[name] for name in ("id", "seed", "judged_by", "workload", "dtype", "target", "kind",
-                                                      "name", "outcome", "message")},
-                   planted=fields.get("planted"), expected=fields.get("expected", plant.EXPECTED),
-                   finding=Finding(finding["dir"], finding["key"]) if finding else None)
+        values = {**fields, "outcome": Outcome(fields["outcome"])}
+        if "finding" in values:
+            if not values["outcome"].is_finding:
+                raise ValueError(f"a finding of {values['outcome']}, which is no finding")
+            values["finding"] = Finding(**values["finding"])
+        if values.get("planted") is not None:
+            values.setdefault("expected", plant.EXPECTED)
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What one build and run of a schedule came to: its outcome, with the verdict's summary and
+    first wrong element where it got a verdict (None: a failure, ``message`` its first line)."""
+
+    outcome: Outcome
+    message: str
+    dir: Path  #: the request's directory (the output, after.py): removed by whoever asked
+    summary: str | None = None
+    first_wrong: dict | None = None
 
 
 def _chained(previous: str, fields: dict) -> str:
@@ -515,11 +580,13 @@ class Journal:
         self._last = seal
         return found
 
-    def append(self, record: dict) -> JournalLine:
-        """Seal ``record``, chained with the last line, and append it; the line as it reads back."""
-        line = self._placed(JournalLine.parse(record))  # the suite never writes a line it would refuse
-        seal = _chained(self._last, record)
-        data = (json.dumps({**record, "seal": seal}, sort_keys=True) + "\n").encode()
+    def append(self, line: JournalLine | dict) -> JournalLine:
+        """Seal ``line`` (or a line's fields, checked as a line read back is), chained with the last
+        line, and append it; the line as it reads back."""
+        fields = (line if isinstance(line, JournalLine) else JournalLine.parse(line)).fields()
+        read = self._placed(JournalLine.parse(fields))  # the suite never writes a line it would refuse
+        seal = _chained(self._last, fields)
+        data = (json.dumps({**fields, "seal": seal}, sort_keys=True) + "\n").encode()
         try:
             with self._written(os.O_WRONLY | os.O_APPEND | os.O_CREAT) as fd:
                 os.write(fd, data)
@@ -527,7 +594,7 @@ class Journal:
         except OSError as err:
             raise CannotWrite(err.errno, err.strerror, str(self.path)) from None
         self._last = seal
-        return line
+        return read
 
 
 def _expected(combination: Combination) -> Expected:
@@ -565,7 +632,7 @@ class Campaign:
     stopping: bool = False  #: set on an interruption: an answer that comes after it is not journaled
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def run(self) -> dict:
+    def run(self) -> Summary:
         self.thresholds = self.thresholds or thresholds_file.load(self.options.thresholds)  # refused before any work
         combinations = check(self.options)
         out = self.options.out
@@ -601,18 +668,18 @@ class Campaign:
                 if threads is not None:
                     threads.shutdown(wait=True)
                 shutil.rmtree(out / WORK_DIR, ignore_errors=True)
-            summary = self.summary(combinations, time.monotonic() - started, stopped)
-            summary["thresholds"] = {"source": self.thresholds.source, "lambda": self.thresholds.bound.lam,
-                                     "max_fraction": self.thresholds.bound.max_fraction}
-            summary["where"] = pool.where
-            _write_own(out / SUMMARY, json.dumps(summary, indent=1, sort_keys=True))
+            summary = dataclasses.replace(
+                self.summary(combinations, time.monotonic() - started, stopped), where=pool.where,
+                thresholds={"source": self.thresholds.source, "lambda": self.thresholds.bound.lam,
+                            "max_fraction": self.thresholds.bound.max_fraction})
+            _write_own(out / SUMMARY, json.dumps(summary.to_json(), indent=1, sort_keys=True))
         return summary
 
     def _reusable(self, line: JournalLine | None) -> bool:
         return (line is not None and line.seed == self.options.seed and line.target in targets.names()
                 and line.judged_by == judged_by(self.thresholds, targets.get(line.target)))
 
-    def summary(self, combinations: list[Combination], elapsed_s: float, stopped: str | None) -> dict:
+    def summary(self, combinations: list[Combination], elapsed_s: float, stopped: str | None) -> Summary:
         mine = [line for line in self.records.values() if self._reusable(line)]
         return summarize(mine, combinations, elapsed_s, self.judged_now, stopped)
 
@@ -639,14 +706,14 @@ class Campaign:
         except pools.Lost as err:
             self.log(f"{combination.label}: the unscheduled function was {err}; nothing of it is judged this time")
             return None
-        if before.get("status") != "ok":
+        if before.failure is not None:
             self.log(shown(f"{combination.label}: the unscheduled function does not build and run here "
-                           f"({before.get('message')}); nothing of it is judged"))
+                           f"({before.failure.message}); nothing of it is judged"))
             return None
-        combination.before = _load(before["dir"] / "output.npy")
-        if (before["dir"] / "twin.npy").exists():
-            combination.before_twin = _load(before["dir"] / "twin.npy")
-        shutil.rmtree(before["dir"], ignore_errors=True)
+        combination.before = _load(before.dir / "output.npy")
+        if (before.dir / "twin.npy").exists():
+            combination.before_twin = _load(before.dir / "twin.npy")
+        shutil.rmtree(before.dir, ignore_errors=True)
         spaces = None
         # Sampled here, one ahead of the pool's places, while the pool builds and runs: each
         # schedule is journaled by the thread that judged it, as it completes.
@@ -657,31 +724,24 @@ class Campaign:
                 if time.monotonic() > deadline:
                     finishing = True
                     return "time"
-                record = {"id": f"{base}|{kind}:{name}", "seed": opts.seed,
-                          "judged_by": judged_by(self.thresholds, combination.target),
-                          "workload": combination.workload.id, "dtype": combination.dtype,
-                          "target": combination.target.name, "kind": kind, "name": name}
-                request = {}
-                if kind == "order":
-                    request["order"] = name
-                else:
+                schedule = Schedule(id=f"{base}|{kind}:{name}", seed=opts.seed,
+                                    judged_by=judged_by(self.thresholds, combination.target),
+                                    workload=combination.workload.id, dtype=combination.dtype,
+                                    target=combination.target.name, kind=kind, name=name)
+                if kind != "order":
                     if spaces is None and opts.traces:
                         made = time.perf_counter()
                         spaces = sampling.design_space(combination.workload, combination.dtype, combination.target)
                         self.log(f"{combination.label}: {len(spaces)} design spaces in "
                                  f"{time.perf_counter() - made:.1f} s")
                     index = int(name) if kind == "trace" else (plant_number % opts.traces if opts.traces else None)
-                    if index is not None:
+                    if index is not None:  # else a plant in the unscheduled function
                         trace, resampled = sampling.sample(combination.workload, combination.dtype,
                                                            combination.target, spaces, opts.seed, index)
-                        request["trace"] = trace
-                        record.update(trace=trace, resampled=resampled, trace_index=index)
-                    else:
-                        request["order"] = "default"
+                        schedule = dataclasses.replace(schedule, trace=trace, resampled=resampled, trace_index=index)
                     if kind == "plant":
-                        request["plant"] = record["planted"] = name.split("#")[0]
-                        record["expected"] = plant.EXPECTED
-                running.add(threads.submit(self._one, pool, combination, journal, record, request))
+                        schedule = dataclasses.replace(schedule, planted=name.split("#")[0], expected=plant.EXPECTED)
+                running.add(threads.submit(self._one, pool, combination, journal, schedule))
                 while len(running) > pool.size:
                     done, running = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
                     for future in done:
@@ -698,117 +758,114 @@ class Campaign:
                     future.result()
         return None
 
-    def _one(self, pool, combination: Combination, journal: Journal, record: dict, request: dict) -> None:
+    def _one(self, pool, combination: Combination, journal: Journal, schedule: Schedule) -> None:
         """Judge one schedule and journal it (in a thread of the campaign)."""
         started = time.perf_counter()
         try:
-            outcome = self._judge(pool, combination, request, record["id"])
-            kind = record["kind"]
-            if kind == "plant" and outcome["outcome"] == NOT_APPLICABLE and "trace" in request:
-                shutil.rmtree(outcome["dir"], ignore_errors=True)
-                del request["trace"]  # the sampled schedule has nothing of that kind: the unscheduled one may
-                request["order"] = "default"
-                record.update(trace=None, trace_index=None, planted_in="default")
-                outcome = self._judge(pool, combination, request, record["id"])
-            if kind == "plant" and outcome["outcome"] in verdict.KINDS and outcome["outcome"] != verdict.UNDEFINED \
-                    and self._no_effect(pool, combination, request,
-                                                                                        record, outcome):
-                outcome.update(outcome=NOT_APPLICABLE, message=NO_EFFECT, summary="", first_wrong=None)
-            record.update({k: v for k, v in outcome.items() if k != "dir"},
-                          seconds=round(time.perf_counter() - started, 3))
-            if kind != "plant" and record["outcome"] in FINDINGS and not self.stopping:
-                record["finding"] = self._keep_finding(pool, combination, request, record, outcome)
-            shutil.rmtree(outcome["dir"], ignore_errors=True)
+            judged = self._judge(pool, combination, schedule.request(), schedule.id)
+            planted = schedule.kind == "plant"
+            if planted and judged.outcome is Outcome.NOT_APPLICABLE and schedule.trace is not None:
+                shutil.rmtree(judged.dir, ignore_errors=True)
+                # the sampled schedule has nothing of that kind: the unscheduled one may
+                schedule = dataclasses.replace(schedule, trace=None, trace_index=None, planted_in="default")
+                judged = self._judge(pool, combination, schedule.request(), schedule.id)
+            if planted and judged.outcome.is_verdict and judged.outcome is not Outcome.UNDEFINED \
+                    and self._no_effect(pool, combination, schedule, judged):
+                judged = dataclasses.replace(judged, outcome=Outcome.NOT_APPLICABLE, message=NO_EFFECT, summary="",
+                                             first_wrong=None)
+            line = JournalLine.judged(schedule, judged, round(time.perf_counter() - started, 3))
+            if not planted and line.outcome.is_finding and not self.stopping:
+                line = dataclasses.replace(line, finding=self._keep_finding(pool, combination, line))
+            shutil.rmtree(judged.dir, ignore_errors=True)
         except pools.Lost as err:  # not judged: the rerun judges it
             if not self.stopping:
-                self.log(f"{combination.label} {record['kind']} {record['name']}: {err}; not judged, a rerun judges it")
+                self.log(f"{combination.label} {schedule.kind} {schedule.name}: {err}; not judged, a rerun judges it")
             return
         with self._lock:
             if self.stopping:  # the child was ended under it: no verdict
                 return
-            self.records[record["id"]] = journal.append(record)
+            self.records[line.id] = journal.append(line)
             self.judged_now += 1
-        self.log(shown(f"{combination.label} {record['kind']} {record['name']}: {record['outcome']}"
-                       + (f" ({record['message']})" if record.get("message") else "")))
+        self.log(shown(f"{combination.label} {line.kind} {line.name}: {line.outcome}"
+                       + (f" ({line.message})" if line.message else "")))
 
-    def _no_effect(self, pool, combination: Combination, request: dict, record: dict, outcome: dict) -> bool:
+    def _no_effect(self, pool, combination: Combination, schedule: Schedule, judged: Judged) -> bool:
         """Whether a planted program's output is the unplanted program's, bit for bit: the edit
         landed where it changes nothing (a stride on an index that is always even, a loop whose
         last iteration writes what an earlier one did), so it measures nothing of the oracle."""
-        planted = _load(outcome["dir"] / "output.npy")
-        if "trace" not in request:
+        planted = _load(judged.dir / "output.npy")
+        if schedule.trace is None:
             return verdict.same_bits(planted, combination.before)
-        unplanted = self._ask(pool, combination, {k: v for k, v in request.items() if k != "plant"}, "",
-                              f"{record['id']}|unplanted")
+        unplanted = self._ask(pool, combination, {"trace": schedule.trace}, "", f"{schedule.id}|unplanted")
         try:
-            return unplanted["status"] == "ok" and verdict.same_bits(planted, _load(unplanted["dir"] / "output.npy"))
+            return unplanted.failure is None and verdict.same_bits(planted, _load(unplanted.dir / "output.npy"))
         finally:
-            shutil.rmtree(unplanted["dir"], ignore_errors=True)
+            shutil.rmtree(unplanted.dir, ignore_errors=True)
 
     def _ask(self, pool, combination: Combination, request: dict, base: str, name: str,
-             timeout_s: float | None = None) -> dict:
+             timeout_s: float | None = None) -> Answer:
+        """The worker's answer to ``request``, read (:meth:`Answer.parse`): the suite's own refusal
+        there, not the schedule's, is a UserError."""
         where = self.options.out / WORK_DIR / "requests" / _safe(f"{base}|{name}")
         answer = pool.ask({"workload": combination.workload.id, "dtype": combination.dtype,
                            "target": combination.target.name, "dir": str(where), **request},
                           timeout_s or timeout_of(self.options, combination.target))
-        if answer.get("status") == "error":  # the suite's own refusal, not the schedule's
-            raise UserError(answer["message"])
-        return {**answer, "dir": where}
+        return Answer.parse(answer, where)
 
-    def _judge(self, pool, combination: Combination, request: dict, name: str) -> dict:
+    def _judge(self, pool, combination: Combination, request: dict, name: str) -> Judged:
         """The outcome of one schedule: a verdict (with its summary and first wrong element), or
-        why there is none (BUILD_FAILED, RUN_FAILED, CRASH, TIMEOUT, SKIPPED, NOT_APPLICABLE)."""
+        why there is none (the worker's failure: BUILD_FAILED, RUN_FAILED, CRASH, TIMEOUT, SKIPPED,
+        NOT_APPLICABLE)."""
         answer = self._ask(pool, combination, request, "", name)
-        if answer["status"] != "ok":
-            return {"outcome": _ANSWER[answer["status"]], "message": answer.get("message", ""), "dir": answer["dir"]}
-        after = _load(answer["dir"] / "output.npy")
-        twin = answer["dir"] / "twin.npy"
+        if answer.failure is not None:
+            return Judged(answer.failure.outcome, answer.failure.message, answer.dir)
+        after = _load(answer.dir / "output.npy")
+        twin = answer.dir / "twin.npy"
         twin_after = _load(twin) if twin.exists() and combination.before_twin is not None else None
-        if answer.get("undefined"):  # the output is not a function of the inputs: no verdict on its values
-            return {"outcome": verdict.UNDEFINED, "message": "", "summary": answer["undefined"], "first_wrong": None,
-                    "dir": answer["dir"]}
+        if answer.undefined:  # the output is not a function of the inputs: no verdict on its values
+            return Judged(Outcome.UNDEFINED, "", answer.dir, summary=answer.undefined)
         judgement = verdict.judge(combination.expected, combination.before, after,
                                   combination.before_twin if twin_after is not None else None, twin_after,
                                   thresholds=self.thresholds)
-        return {"outcome": judgement.kind, "message": "", "summary": judgement.summary, "first_wrong": judgement.first,
-                "dir": answer["dir"]}
+        return Judged(Outcome(judgement.kind), "", answer.dir, summary=judgement.summary,
+                      first_wrong=judgement.first)
 
     # ------------------------------------------------------------------ findings
 
-    def _keep_finding(self, pool, combination: Combination, request: dict, record: dict,
-                      outcome: dict) -> dict:
-        """The finding's directory (its place in the journal: relative to the out directory, which
-        travels whole): trace, minimised trace, TVMScript before and after, report."""
-        own = f"{FINDINGS_DIR}/{_safe(record['id'])}"
+    def _keep_finding(self, pool, combination: Combination, line: JournalLine) -> Finding:
+        """The finding of the judged schedule ``line`` (no plant): its directory (its place in the
+        journal: relative to the out directory, which travels whole) with the trace, minimised
+        trace, TVMScript before and after and report, and its key."""
+        own = f"{FINDINGS_DIR}/{_safe(line.id)}"
         where = self.options.out / own
         _make_own_dir(where)
-        kept = dict(request)
+        kept = line.request()
         minimised = None
-        if "trace" in request:
-            _write_own(where / "trace.json", json.dumps(request["trace"]))
+        if line.trace is not None:
+            _write_own(where / "trace.json", json.dumps(line.trace))
 
             def holds(trace) -> bool:
-                again = self._judge(pool, combination, {"trace": trace}, f"{record['id']}|minimising")
-                shutil.rmtree(again["dir"], ignore_errors=True)
-                return again["outcome"] == record["outcome"]
+                again = self._judge(pool, combination, {"trace": trace}, f"{line.id}|minimising")
+                shutil.rmtree(again.dir, ignore_errors=True)
+                return again.outcome == line.outcome
 
-            minimised = minimise(request["trace"], holds, self.options.minimise_tries)
+            minimised = minimise(line.trace, holds, self.options.minimise_tries)
             _write_own(where / "minimised.json", json.dumps(minimised))
             kept = {"trace": minimised}
-        last = self._ask(pool, combination, kept, "", f"{record['id']}|finding")
-        after = last["dir"] / "after.py"
+        last = self._ask(pool, combination, kept, "", f"{line.id}|finding")
+        after = last.dir / "after.py"
         if after.exists() or after.is_symlink():  # the worker's file, read as data: never through a link
             try:
                 _write_own(where / "after.py", sandbox.read_back(after))
             except OSError as err:
                 raise UserError(f"{after}: not the TVMScript the campaign's worker writes ({err}); "
                                 "no finding of it") from None
-        shutil.rmtree(last["dir"], ignore_errors=True)
+        shutil.rmtree(last.dir, ignore_errors=True)
         func = workloads.prim_func(combination.workload, combination.dtype)
         _write_own(where / "before.py", _script(func))
-        key = dedup_key(record, minimised)
-        _write_own(where / "report.md", _report(combination, record, key, minimised is not None))
-        return {"dir": own, "key": key}
+        key = dedup_key(line.outcome, line.name, line.message, minimised)
+        _write_own(where / "report.md", _report(combination, line, key, minimised is not None))
+        return Finding(own, key)
 
 
 def _touch_own(path: Path) -> None:
@@ -866,16 +923,17 @@ def primitives(trace: list) -> list[tuple[str, str | None]]:
     return found
 
 
-def dedup_key(record: dict, minimised: list | None) -> str:
+def dedup_key(outcome: Outcome, name: str, message: str, minimised: list | None) -> str:
     """What two findings share when they are one bug: a wrong result's last schedule primitive of
-    its minimised trace and the block it acts on (or the order's name); a crash's or a hang's first line."""
-    if record["outcome"] in (CRASH, TIMEOUT):
-        return f"{record['outcome']}: {record.get('message', '').splitlines()[0] if record.get('message') else ''}"
+    its minimised trace and the block it acts on (or the order ``name``); a crash's or a hang's
+    first line of its ``message``."""
+    if outcome in (Outcome.CRASH, Outcome.TIMEOUT):
+        return f"{outcome}: {message.splitlines()[0] if message else ''}"
     if minimised is None:
-        return f"{record['outcome']}: order {record['name']}"
+        return f"{outcome}: order {name}"
     found = primitives(minimised)
     kind, block = found[-1] if found else ("no primitive", None)
-    return f"{record['outcome']}: {kind} on block {block or '?'}"
+    return f"{outcome}: {kind} on block {block or '?'}"
 
 
 def minimise(trace: list, holds, tries: int) -> list:
@@ -903,25 +961,25 @@ def _without(instructions: list, decisions: dict, position: int) -> list:
     return [kept, [[n, v] for n, v in sorted(moved.items())]]
 
 
-def _report(combination: Combination, record: dict, key: str, has_trace: bool) -> str:
+def _report(combination: Combination, line: JournalLine, key: str, has_trace: bool) -> str:
     """A report for TVM's issue tracker: what, the minimal program, how to reproduce, the verdict."""
-    what = {verdict.CHANGED: "computes a different result", verdict.UNDEFINED: "is undefined",
-            verdict.SHIFTED: "moves the error beyond any reordering (within the rounding bound: suspect)",
-            CRASH: "crashes TVM", TIMEOUT: "hangs"}[record["outcome"]]
-    schedule = "a MetaSchedule trace (minimised: minimised.json)" if has_trace else f"the loop order {record['name']}"
+    what = {Outcome.CHANGED: "computes a different result", Outcome.UNDEFINED: "is undefined",
+            Outcome.SHIFTED: "moves the error beyond any reordering (within the rounding bound: suspect)",
+            Outcome.CRASH: "crashes TVM", Outcome.TIMEOUT: "hangs"}[line.outcome]
+    schedule = "a MetaSchedule trace (minimised: minimised.json)" if has_trace else f"the loop order {line.name}"
     reproduce = (f"tvm-suite triage before.py --trace minimised.json --target {combination.target.name}" if has_trace
                  else f"tvm-suite triage before.py after.py --target {combination.target.name}")
-    after = "after.py" if has_trace or record["outcome"] in WRONG else "(none)"
+    after = "after.py" if has_trace or line.outcome.is_wrong else "(none)"
     lines = [f"# {combination.workload.id} ({combination.dtype}, {combination.target.name}) scheduled by {schedule} "
              f"{what}", "",
-             f"TVM {compat.installed_version()}. Found by `tvm-suite fuzz` (seed {record['seed']}), filed under: {key}.",
+             f"TVM {compat.installed_version()}. Found by `tvm-suite fuzz` (seed {line.seed}), filed under: {key}.",
              "", "The function before scheduling is before.py; after the schedule, " + after + ".", "",
              "Reproduce (the suite's triage judges both programs against the exact value):", "", "```sh",
              reproduce, "```", ""]
-    if record["outcome"] in WRONG:
-        lines += [f"What triage's verdict says: {record['outcome']}: {record.get('summary', '')}", ""]
+    if line.outcome.is_wrong:
+        lines += [f"What triage's verdict says: {line.outcome}: {line.summary or ''}", ""]
     else:
-        lines += [f"What happened: {record.get('message', '')}", ""]
+        lines += [f"What happened: {line.message}", ""]
     return "\n".join(lines)
 
 
@@ -937,81 +995,155 @@ def upper_bound_95(found: int, trials: int) -> float | None:
     return float(binomtest(found, trials).proportion_ci(0.95).high)
 
 
+@dataclass(frozen=True)
+class Found:
+    """One finding after deduplication: its key, outcome, how many schedules share it, the first's directory."""
+
+    key: str
+    outcome: Outcome
+    count: int
+    first: str
+
+
+@dataclass(frozen=True)
+class PlantedKind:
+    """The plants of one kind: what they should be judged, and how many were judged what (in the
+    order first seen)."""
+
+    expected: str
+    verdicts: dict[Outcome, int]
+
+
+@dataclass(frozen=True)
+class Recall:
+    """The planted bugs: how many applied and changed the output (``planted``), how many of those
+    were judged wrong (``caught``), by kind; not applicable, of which the edit changed nothing."""
+
+    planted: int
+    caught: int
+    kinds: dict[str, PlantedKind]
+    not_applicable: int
+    no_effect: int
+
+    @property
+    def recall(self) -> float | None:
+        return self.caught / self.planted if self.planted else None
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a campaign's journal says (:func:`summarize`): the verdict counts of each combination,
+    the findings, the recall and the false alarms, with the run's figures. :meth:`to_json` is
+    ``summary.json`` and ``--json``'s document, :meth:`text` the table for people."""
+
+    table: dict[str, dict[Outcome, int]]  #: by combination's label, every outcome's count
+    findings: list[Found]  #: the most serious first
+    plant: Recall
+    unmodified_judged: int
+    false_changed: int
+    unmodified_shifted: int
+    false_changed_upper_95: float | None
+    judged_this_run: int
+    seconds: float
+    judged_per_hour: float | None
+    stopped: str | None  #: "time": stopped at --minutes
+    exit_status: ExitCode
+    thresholds: dict | None = None  #: the thresholds' source, lambda and limit, once the campaign ran
+    where: str | None = None  #: where the schedules were built and run, once the campaign ran
+
+    def to_json(self) -> dict:
+        found = {
+            "table": {label: {o.value: n for o, n in row.items()} for label, row in self.table.items()},
+            "findings": [{"key": f.key, "outcome": f.outcome.value, "count": f.count, "first": f.first}
+                         for f in self.findings],
+            "plant": {"planted": self.plant.planted, "caught": self.plant.caught, "recall": self.plant.recall,
+                      "kinds": {kind: {"expected": entry.expected,
+                                       "verdicts": {o.value: n for o, n in entry.verdicts.items()}}
+                                for kind, entry in self.plant.kinds.items()},
+                      "not_applicable": self.plant.not_applicable, "no_effect": self.plant.no_effect},
+            "unmodified_judged": self.unmodified_judged, "false_changed": self.false_changed,
+            "unmodified_shifted": self.unmodified_shifted, "false_changed_upper_95": self.false_changed_upper_95,
+            "judged_this_run": self.judged_this_run, "seconds": self.seconds,
+            "judged_per_hour": self.judged_per_hour, "stopped": self.stopped, "exit_status": int(self.exit_status),
+        }
+        if self.thresholds is not None:
+            found["thresholds"] = self.thresholds
+        if self.where is not None:
+            found["where"] = self.where
+        return found
+
+    def text(self) -> str:
+        """The summary for people: verdict counts per combination, findings, recall, false alarms.
+        Text read from the journal (labels, keys, places) is :func:`shown`: no character of it acts
+        on the terminal."""
+        columns = [o for o in OUTCOMES if any(row[o] for row in self.table.values())]
+        labels = {label: shown(label) for label in self.table}
+        width = max([len(label) for label in labels.values()] + [12])
+        lines = [f"{'combination':<{width}}  " + "  ".join(f"{o:>10}" for o in columns)]
+        for label, row in self.table.items():
+            lines.append(f"{labels[label]:<{width}}  " + "  ".join(f"{row[o]:>10}" for o in columns))
+        lines.append("")
+        if self.findings:
+            lines.append(f"findings ({len(self.findings)} after deduplication):")
+            lines += [f"  {f.count:>3} x {shown(f.key)}  ({shown(f.first)})" for f in self.findings]
+        else:
+            lines.append("findings: none")
+        planted = self.plant
+        if planted.planted:
+            lines.append(f"planted bugs: {planted.caught} of {planted.planted} judged CHANGED, SHIFTED or UNDEFINED "
+                         f"(recall {planted.recall:.0%}); not applicable: {planted.not_applicable}, of which "
+                         f"{planted.no_effect} changed nothing (output bit for bit the unplanted program's)")
+            for kind, entry in planted.kinds.items():
+                verdicts = ", ".join(f"{k} {v}" for k, v in entry.verdicts.items())
+                lines.append(f"  {shown(kind):<24} should be {shown(entry.expected)}: {verdicts}")
+        bound = self.false_changed_upper_95
+        lines.append(f"false CHANGED on unmodified schedules: {self.false_changed} of {self.unmodified_judged}"
+                     + (f" (95% upper bound {bound:.3f})" if bound is not None else "")
+                     + f"; SHIFTED (suspect, kept as findings): {self.unmodified_shifted}")
+        rate = self.judged_per_hour
+        lines.append(f"{self.judged_this_run} judged in {self.seconds:.0f} s"
+                     + (f" ({rate:.0f} per hour)" if rate else "")
+                     + ("; stopped at --minutes: rerun with the same --seed and --out to continue"
+                        if self.stopped == "time" else ""))
+        return "\n".join(lines)
+
+
 def summarize(lines: list[JournalLine], combinations: list[Combination], elapsed_s: float, judged_now: int,
-              stopped: str | None) -> dict:
+              stopped: str | None) -> Summary:
     table = {}
     for c in combinations:
-        table[c.label] = {o: 0 for o in OUTCOMES}
+        table[c.label] = dict.fromkeys(OUTCOMES, 0)
     for line in lines:
         if line.kind != "plant":
-            table.setdefault(line.label, {o: 0 for o in OUTCOMES})[line.outcome] += 1
-    findings = {}
+            table.setdefault(line.label, dict.fromkeys(OUTCOMES, 0))[line.outcome] += 1
+    counts, first = {}, {}
     for line in lines:
         if line.finding:
-            entry = findings.setdefault(line.finding.key, {"key": line.finding.key, "outcome": line.outcome,
-                                                           "count": 0, "first": line.finding.dir})
-            entry["count"] += 1
+            found = line.finding.key
+            counts[found] = counts.get(found, 0) + 1
+            first.setdefault(found, (line.outcome, line.finding.dir))
+    findings = sorted((Found(key, first[key][0], count, first[key][1]) for key, count in counts.items()),
+                      key=lambda f: FINDINGS.index(f.outcome))
     plants = [line for line in lines if line.kind == "plant"]
-    planted = [line for line in plants if line.outcome != NOT_APPLICABLE]
-    caught = [line for line in planted if line.outcome in WRONG]
-    by_kind = {}
+    planted = [line for line in plants if line.outcome is not Outcome.NOT_APPLICABLE]
+    kinds = {}
     for line in plants:
-        entry = by_kind.setdefault(line.planted, {"expected": line.expected, "verdicts": {}})
-        entry["verdicts"][line.outcome] = entry["verdicts"].get(line.outcome, 0) + 1
-    unmodified = [line for line in lines if line.kind != "plant" and line.outcome in verdict.KINDS]
-    false_changed = sum(1 for line in unmodified if line.outcome == verdict.CHANGED)
-    shifted = sum(1 for line in unmodified if line.outcome == verdict.SHIFTED)
-    status = next((EXIT_STATUS[kind] for kind in FINDINGS if any(f["outcome"] == kind for f in findings.values())),
-                  ExitCode.OK)
-    return {
-        "table": table,
-        "findings": sorted(findings.values(), key=lambda f: FINDINGS.index(f["outcome"])),
-        "plant": {"planted": len(planted), "caught": len(caught),
-                  "recall": len(caught) / len(planted) if planted else None, "kinds": by_kind,
-                  "not_applicable": sum(1 for line in plants if line.outcome == NOT_APPLICABLE),
-                  "no_effect": sum(1 for line in plants if line.message == NO_EFFECT)},
-        "unmodified_judged": len(unmodified), "false_changed": false_changed, "unmodified_shifted": shifted,
-        "false_changed_upper_95": upper_bound_95(false_changed, len(unmodified)),
-        "judged_this_run": judged_now, "seconds": round(elapsed_s, 1),
-        "judged_per_hour": round(judged_now * 3600 / elapsed_s, 1) if elapsed_s > 0 and judged_now else None,
-        "stopped": stopped, "exit_status": int(status),
-    }
-
-
-def text(summary: dict) -> str:
-    """The summary for people: verdict counts per combination, findings, recall, false alarms. Text
-    read from the journal (labels, keys, places) is :func:`shown`: no character of it acts on the
-    terminal."""
-    columns = [o for o in OUTCOMES if any(row[o] for row in summary["table"].values())]
-    labels = {label: shown(label) for label in summary["table"]}
-    width = max([len(label) for label in labels.values()] + [12])
-    lines = [f"{'combination':<{width}}  " + "  ".join(f"{o:>10}" for o in columns)]
-    for label, row in summary["table"].items():
-        lines.append(f"{labels[label]:<{width}}  " + "  ".join(f"{row[o]:>10}" for o in columns))
-    lines.append("")
-    if summary["findings"]:
-        lines.append(f"findings ({len(summary['findings'])} after deduplication):")
-        lines += [f"  {f['count']:>3} x {shown(f['key'])}  ({shown(f['first'])})" for f in summary["findings"]]
-    else:
-        lines.append("findings: none")
-    plant_ = summary["plant"]
-    if plant_["planted"]:
-        lines.append(f"planted bugs: {plant_['caught']} of {plant_['planted']} judged CHANGED, SHIFTED or UNDEFINED "
-                     f"(recall {plant_['recall']:.0%}); not applicable: {plant_['not_applicable']}, of which "
-                     f"{plant_['no_effect']} changed nothing (output bit for bit the unplanted program's)")
-        for kind, entry in plant_["kinds"].items():
-            verdicts = ", ".join(f"{k} {v}" for k, v in entry["verdicts"].items())
-            lines.append(f"  {shown(kind):<24} should be {shown(entry['expected'])}: {verdicts}")
-    bound = summary["false_changed_upper_95"]
-    lines.append(f"false CHANGED on unmodified schedules: {summary['false_changed']} of {summary['unmodified_judged']}"
-                 + (f" (95% upper bound {bound:.3f})" if bound is not None else "")
-                 + f"; SHIFTED (suspect, kept as findings): {summary['unmodified_shifted']}")
-    rate = summary["judged_per_hour"]
-    lines.append(f"{summary['judged_this_run']} judged in {summary['seconds']:.0f} s"
-                 + (f" ({rate:.0f} per hour)" if rate else "")
-                 + ("; stopped at --minutes: rerun with the same --seed and --out to continue"
-                    if summary["stopped"] == "time" else ""))
-    return "\n".join(lines)
+        entry = kinds.setdefault(line.planted, PlantedKind(line.expected, {}))
+        entry.verdicts[line.outcome] = entry.verdicts.get(line.outcome, 0) + 1
+    unmodified = [line for line in lines if line.kind != "plant" and line.outcome.is_verdict]
+    false_changed = sum(1 for line in unmodified if line.outcome is Outcome.CHANGED)
+    status = next((EXIT_STATUS[kind] for kind in FINDINGS if any(f.outcome is kind for f in findings)), ExitCode.OK)
+    return Summary(
+        table=table, findings=findings,
+        plant=Recall(planted=len(planted), caught=sum(1 for line in planted if line.outcome.is_wrong), kinds=kinds,
+                     not_applicable=len(plants) - len(planted),
+                     no_effect=sum(1 for line in plants if line.message == NO_EFFECT)),
+        unmodified_judged=len(unmodified), false_changed=false_changed,
+        unmodified_shifted=sum(1 for line in unmodified if line.outcome is Outcome.SHIFTED),
+        false_changed_upper_95=upper_bound_95(false_changed, len(unmodified)),
+        judged_this_run=judged_now, seconds=round(elapsed_s, 1),
+        judged_per_hour=round(judged_now * 3600 / elapsed_s, 1) if elapsed_s > 0 and judged_now else None,
+        stopped=stopped, exit_status=status)
 
 
 def _load(path: Path) -> np.ndarray:

@@ -6,9 +6,11 @@ built and run through :mod:`suite.core.execution` on the workload's seeded input
 written as ``output.npy`` (on a qfloat target also its IEEE twin's, ``twin.npy``) and its
 TVMScript as ``after.py`` in the directory the request names; llvm code for the CPU the request
 names (``cpu``: a cluster's worker builds for its client), else this machine's.
+Each answer is a :class:`suite.fuzz.outcome.Answer` as JSON (:meth:`~suite.fuzz.outcome.Answer.to_json`):
+the output left, or the failure that left none, its outcome an :class:`~suite.fuzz.outcome.Outcome`.
 The parent waits for each answer no longer than its timeout: a child that hangs is ended (its
 session, :func:`suite.children.end`) and one that dies (a segfault in TVM) is seen by its closed
-pipe; either is the finding of that request, and the next request starts a new child. The child's
+pipe; either is the finding of that request (TIMEOUT, CRASH), and the next request starts a new child. The child's
 stderr goes to ``worker.log`` in the campaign's work directory, whose last line says why it died.
 """
 
@@ -26,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from suite import children, sandbox
+from suite.fuzz.outcome import Answer, Outcome, refusal
 
 #: How long a new child may take to import TVM and say it is ready.
 START_S = 300.0
@@ -63,8 +66,9 @@ class Worker:
             raise RuntimeError(f"the fuzz worker did not start: {self._log_tail()}")
 
     def ask(self, request: dict, timeout_s: float) -> dict:
-        """The child's answer to ``request``; ``{"status": "timeout"}`` when none came within
-        ``timeout_s`` (the child is ended), ``{"status": "crash", "message"}`` when the child died."""
+        """The child's answer to ``request`` (:meth:`Answer.to_json`; read by :meth:`Answer.parse`):
+        a TIMEOUT failure when none came within ``timeout_s`` (the child is ended), a CRASH when
+        the child died."""
         if self.process is None or self.process.poll() is not None:
             self._start()
         try:
@@ -78,7 +82,7 @@ class Worker:
             return self._crashed()
         if line is None:
             self.close()
-            return {"status": "timeout", "message": f"no answer in {timeout_s:g} s"}
+            return Answer.failed(Outcome.TIMEOUT, f"no answer in {timeout_s:g} s").to_json()
         return json.loads(line)
 
     def _crashed(self) -> dict:
@@ -86,10 +90,11 @@ class Worker:
             status = self.process.wait(timeout=30)
         except subprocess.TimeoutExpired:  # closed its output but goes on: ended, as a hang is
             self.close()
-            return {"status": "crash", "message": f"the worker closed its output and did not exit: {self._log_tail()}"}
+            return Answer.failed(Outcome.CRASH, f"the worker closed its output and did not exit: "
+                                                f"{self._log_tail()}").to_json()
         self.process = None
         how = sandbox.ended_words(status, self.confined)
-        return {"status": "crash", "message": f"the worker died ({how}): {self._log_tail()}"}
+        return Answer.failed(Outcome.CRASH, f"the worker died ({how}): {self._log_tail()}").to_json()
 
     def _read_line(self, timeout_s: float) -> bytes | None:
         """The child's next line; None when none came within ``timeout_s``; EOFError when its
@@ -137,7 +142,7 @@ def _scheduled(request: dict):
     return target, workload, sch.mod["main"], "default"
 
 
-def _serve(request: dict) -> dict:
+def _serve(request: dict) -> Answer:
     from suite.core import execution, workloads
     from suite.core.record import Status
     from suite.errors import Skipped, first_line
@@ -150,34 +155,34 @@ def _serve(request: dict) -> dict:
     try:
         target, workload, func, order = _scheduled(request)
     except Skipped as err:
-        return {"status": "skipped", "message": str(err)}
+        return Answer.failed(Outcome.SKIPPED, str(err))
     except Exception as err:  # a trace TVM refuses to apply: this schedule does not build
-        return {"status": "build_failed", "message": f"the schedule does not apply: {first_line(err)}"}
+        return Answer.failed(Outcome.BUILD_FAILED, f"the schedule does not apply: {first_line(err)}")
     text = tvmscript.script(func, "main")
     if request.get("plant"):
         try:
             text = plant.mutate(text, request["plant"], request["dtype"])
         except plant.NotApplicable as err:
-            return {"status": "not_applicable", "message": str(err)}
+            return Answer.failed(Outcome.NOT_APPLICABLE, str(err))
     (where / "after.py").write_text(text)
     if request.get("plant"):
         funcs, _ = tvmscript.parse_file(where / "after.py")
         func = tvmscript.pick(funcs, "main", where / "after.py")[1]
     built = execution.build(target, func, where / target.KERNEL_FILE, order)
     if built.failure is not None:
-        status = "skipped" if built.failure.status is Status.SKIPPED else "build_failed"
-        return {"status": status, "message": built.failure.message}
+        return Answer.failed(Outcome.SKIPPED if built.failure.status is Status.SKIPPED else Outcome.BUILD_FAILED,
+                             built.failure.message)
     arguments = [*workloads.make_inputs(workload, request["dtype"]),
                  Output(tuple(workload.output_shape), request["dtype"])]
     # a qfloat target's IEEE twin runs too: the verdict tells qfloat's own rounding (ARITHMETIC)
     # from the schedule's by it, as triage does
     ran = execution.run(built, arguments, twin=bool(target.ieee_twin))
     if ran.failure is not None:
-        return {"status": "run_failed", "message": ran.failure.words()}
+        return Answer.failed(Outcome.RUN_FAILED, ran.failure.words())
     np.save(where / "output.npy", ran.output, allow_pickle=False)
     if ran.twin is not None:
         np.save(where / "twin.npy", ran.twin, allow_pickle=False)
-    return {"status": "ok", "compile_s": built.compile_s, "undefined": _undefined(target, built.path, arguments)}
+    return Answer(undefined=_undefined(target, built.path, arguments), compile_s=built.compile_s)
 
 
 #: The byte patterns the output is filled with before each of the two runs of :func:`_undefined`.
@@ -235,11 +240,11 @@ def main() -> int:
         cpu = request.get("cpu")  # a cluster's worker builds llvm code for its client's CPU
         try:
             with llvm.building_for(cpu["mcpu"], cpu["model"]) if cpu else contextlib.nullcontext():
-                answer = _serve(request)
+                answer = _serve(request).to_json()
         except UserError as err:  # the suite's own refusal (a damaged record): the campaign's to say
-            answer = {"status": "error", "message": str(err)}
+            answer = refusal(str(err))
         except Exception as err:
-            answer = {"status": "build_failed", "message": first_line(err)}
+            answer = Answer.failed(Outcome.BUILD_FAILED, first_line(err)).to_json()
         answers.write(json.dumps(answer) + "\n")
         answers.flush()
     return 0
