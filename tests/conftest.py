@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -141,6 +142,17 @@ def unkept(monkeypatch):
 def cli():
     """`tvm-suite` in this process (see run_in_process)."""
     return run_in_process
+
+
+def eventually(condition, timeout_s: float = 60.0) -> bool:
+    """Whether ``condition()`` holds within ``timeout_s``, asked every 50 ms: for what a process
+    leaves to the kernel when it ends (its children go, its files are removed), never a fixed sleep."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def have_tool(name):
