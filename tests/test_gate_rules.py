@@ -219,7 +219,7 @@ def test_results_without_samples_are_data_missing_never_a_ratio_of_medians():
     unkept = judge(two_runs(2.0).unkept(A, B).history())
     latency = check(unkept, "latency vs")
     assert unkept.verdict is Verdict.DATA_MISSING and latency.status is Status.MISSING
-    assert latency.details[0] == (f"no side data of {A[:10]} on testbox: /nonexistent/run/runs/testbox/{A} is missing "
+    assert latency.details[0] == (f"no side data of {A[:10]} on testbox: /nonexistent/run/runs/testbox/{A}.zip is missing "
                                   "(timing samples, the values asv does not keep, records, build note)")
     assert latency.details[-1] == gate.HOW_TO_KEEP and len(latency.details) == 3
     assert report.find_regressions(two_runs(2.0).unkept(A, B).history(), DEFAULTS) == []
