@@ -8,7 +8,7 @@ import sys
 from suite.commands import common_args
 from suite.commands.base import say, say_json
 from suite.commands.common_args import commit_name, path
-from suite.core import timing
+from suite.core import runstore, timing
 from suite.errors import ExitCode
 
 EXIT_CODES = [(ExitCode.OK, "READY"), (ExitCode.NOT_READY, "NOT READY: a check failed (a failed build is one)"),
@@ -29,16 +29,45 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from suite.jobs import run as main_job
     from suite.reporting import gate
 
     history, result = judged(args, remeasure=None if args.no_remeasure else timing.remeasure)
-    main_job.keep_remeasured(history, result)
+    if not args.no_remeasure:  # --no-remeasure times nothing again: it writes nothing
+        keep(history, result)
     status = result.verdict.exit_code
     say(gate.format_table(result, history), status)  # for people: on stderr with --json
     if args.json:
         say_json(result.as_dict(), status)
     return status
+
+
+def keep(history, result) -> None:
+    """Keep what the gate found by timing suspects again, merged into what earlier gates kept
+    (``runs/.gate/``: suite.core.runstore.keep_remeasured), so that the report and later gates give
+    the same verdict on the same samples. A kept history (suite.history.keep.is_kept) is only read:
+    there, what was timed again is printed, and one line says it was not kept. Where the directory
+    cannot be written, one line says so. Either way on stderr, and the verdict stands: it does not
+    depend on what is kept."""
+    from suite.history import keep as kept_histories
+
+    found = result.newly_remeasured()
+    if not found or result.baseline is None:
+        return
+    run_dir = history.run_dir
+    if kept_histories.is_kept(run_dir):
+        multi = len(history.machines) > 1
+        count = f"{len(found)} {'kernel' if len(found) == 1 else 'kernels'} timed again"
+        print(f"tvm-suite: note: {count} not kept: {run_dir} is a kept history, which a gate only reads (the gate "
+              "of the run directory the commits were measured in keeps its re-timings); what they gave:",
+              file=sys.stderr)
+        for suspect in result.retimed():
+            print(f"  {suspect.line(multi)}", file=sys.stderr)
+        return
+    try:
+        runstore.keep_remeasured(run_dir, result.baseline.hash, result.candidate.hash, found)
+    except OSError as err:
+        print(f"tvm-suite: note: the re-measurements were not kept ({err.strerror or err}: "
+              f"{err.filename or run_dir}); the verdict stands", file=sys.stderr)
 
 
 def judged(args, remeasure):

@@ -595,11 +595,64 @@ def _remeasured_path(run_dir: Path, baseline: str, candidate: str) -> Path:
     return Path(run_dir) / RUNS / GATE / f"{check_commit(baseline)}-{check_commit(candidate)}.json"
 
 
-def keep_remeasured(run_dir: Path, baseline: str, candidate: str, entries: list[dict]) -> Path:
-    """Keep what a gate found by timing suspects of ``candidate`` against ``baseline`` again."""
+def keep_remeasured(run_dir: Path, baseline: str, candidate: str, entries: list[dict]) -> Path | None:
+    """Keep what a gate found by timing suspects of ``candidate`` against ``baseline`` again,
+    merged into what earlier gates kept for the pair (:func:`merge_remeasured`: one entry per
+    combination and machine, a newer re-timing of a suspect replacing that entry alone, every
+    other kept as it was). The record is read, merged and replaced under a lock of its directory
+    (two gates of one pair merge, neither loses the other's entries) and written atomically: whole,
+    or not at all. Returns the record, or None where it already held every entry (nothing written).
+    A record that is not what a gate keeps is refused (DamagedRunData), never replaced."""
+    import fcntl
+
     target = _remeasured_path(run_dir, baseline, candidate)
-    cache.write_sealed_json(target, entries)
+    if not entries:
+        return None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd is closed, however this process ends
+        kept = _read_remeasured(target) if target.exists() or target.is_symlink() else []
+        merged = merge_remeasured(kept, entries)
+        if merged == kept:
+            return None
+        cache.write_sealed_json(target, merged)
+    finally:
+        os.close(fd)
     return target
+
+
+def _remeasured_key(entry: dict) -> tuple:
+    return tuple(entry["ids"]), entry.get("machine")
+
+
+def merge_remeasured(kept: list[dict], new: list[dict]) -> list[dict]:
+    """The entries ``kept`` with ``new`` merged in: one per combination and machine, a new one in
+    place of the kept one of its combination and machine (the newer re-timing of that suspect),
+    unless it says the same (the same samples, verdict and re-timings: kept as it was written);
+    the others kept, in their order, the new ones after them."""
+    merged = {_remeasured_key(e): e for e in kept}
+    for entry in new:
+        key = _remeasured_key(entry)
+        old = merged.get(key)
+        if old is None or {**old, "remeasured": _retimings(old.get("remeasured"))} != {
+                **entry, "remeasured": _retimings(entry.get("remeasured"))}:
+            merged[key] = entry
+    return list(merged.values())
+
+
+def _read_remeasured(target: Path) -> list[dict]:
+    """The entries of one record a gate kept, as written, verified (DamagedRunData otherwise)."""
+    if target.is_symlink() and not target.exists():
+        raise DamagedRunData(f"{target}: a link to nothing ({os.readlink(target)}), where a gate keeps its "
+                             "re-measurement; remove it, and the gate times the suspects again")
+    if target.stat().st_size > MAX_FILE_BYTES:
+        raise DamagedRunData(f"{target}: too large to be a gate's re-measurement")
+    entries = cache.read_sealed_json(target)
+    if not isinstance(entries, list) or not all(_remeasured_entry(e) for e in entries):
+        raise DamagedRunData(f"{target}: damaged (not the re-measurements a gate kept); remove it, the gate "
+                             "times the suspects again")
+    return entries
 
 
 def load_remeasured(run_dir: Path) -> dict[tuple[str, str], list[dict]]:
@@ -608,15 +661,7 @@ def load_remeasured(run_dir: Path) -> dict[tuple[str, str], list[dict]]:
     for target in sorted((Path(run_dir) / RUNS / GATE).glob("*.json")):
         baseline, _, candidate = target.stem.partition("-")
         check_commit(baseline, str(target)), check_commit(candidate, str(target))
-        if target.is_symlink() and not target.exists():
-            raise DamagedRunData(f"{target}: a link to nothing ({os.readlink(target)}), where a gate keeps its "
-                                 "re-measurement; remove it, and the gate times the suspects again")
-        if target.stat().st_size > MAX_FILE_BYTES:
-            raise DamagedRunData(f"{target}: too large to be a gate's re-measurement")
-        entries = cache.read_sealed_json(target)
-        if not isinstance(entries, list) or not all(_remeasured_entry(e) for e in entries):
-            raise DamagedRunData(f"{target}: damaged (not the re-measurements a gate kept); remove it, the gate "
-                                 "times the suspects again")
+        entries = _read_remeasured(target)
         found[(baseline, candidate)] = [{**e, "remeasured": _retimings(e["remeasured"])} for e in entries]
     return found
 

@@ -4,7 +4,9 @@
 candidate and baseline commits and the typed thresholds; it reads and writes no file. Its only
 outside help is ``remeasure``, a function that times two kernels again (`gate` and `run` pass
 :func:`suite.core.timing.remeasure`); without it a latency suspect that no earlier gate timed
-again stays a suspect and the verdict is NO VERDICT, never a guess either way.
+again stays a suspect and the verdict is NO VERDICT, never a guess either way, and a kernel whose
+code changed passes on its kept samples only, which the verdict line says beside READY
+(:attr:`GateResult.caveats`), as it says latency not judged at all.
 
 Exit status (:class:`suite.errors.ExitCode`): 0 READY; 1 NOT READY: a check failed, a
 combination failed to build or run at the candidate, or a slowdown reproduced; 2 DATA MISSING
@@ -74,6 +76,11 @@ class Check:
     worst: str = ""
     details: tuple[str, ...] = ()  #: what failed (or why not checked)
     notes: tuple[str, ...] = ()  #: information shown whatever the status
+    #: how many of ``details``, first, fail (or leave the verdict undecided): the text never cuts them
+    failing: int = 0
+    #: what this check did not judge, which a READY verdict must say beside it (its line): latency
+    #: not judged, or judged on the kept samples only
+    caveat: str = ""
 
     def as_dict(self) -> dict:
         return {"name": self.name, "limit": self.limit, "status": self.status.value, "worst": self.worst,
@@ -105,11 +112,23 @@ class GateResult:
     def first_commit(self) -> bool:
         return self.baseline is None
 
+    @property
+    def caveats(self) -> tuple[str, ...]:
+        """What the checks did not judge, which the verdict line says beside READY."""
+        return tuple(c.caveat for c in self.checks if c.caveat)
+
+    def retimed(self) -> tuple[rules.Slowdown, ...]:
+        """The suspects this evaluation timed again (as often as the rule asks): not those an
+        earlier gate's re-timing, read back, decided."""
+        return tuple(s for s in self.slowdowns if s.retimed_here and s.remeasured is not None
+                     and s.verdict is not Slowness.SUSPECT)
+
     def newly_remeasured(self) -> list[dict]:
-        """The suspects this evaluation timed again, as a gate keeps them (runstore.keep_remeasured)."""
+        """The suspects this evaluation timed again, as a gate keeps them (runstore.keep_remeasured
+        merges them into what earlier gates kept)."""
         return [{"ids": list(s.series.ids), "machine": s.series.machine, "verdict": s.verdict.value,
                  "remeasured": [list(r) for r in s.remeasured], "samples": s.samples, "runtime": s.runtime}
-                for s in self.slowdowns if s.remeasured is not None and s.verdict is not Slowness.SUSPECT]
+                for s in self.retimed()]
 
     def as_dict(self) -> dict:
         """The verdict and its checks, for scripts (``--json``) and report.json."""
@@ -117,13 +136,17 @@ class GateResult:
         return {"verdict": verdict.name, "exit_status": int(verdict.exit_code), "words": verdict.words,
                 "line": self.line(), "candidate": self.candidate.as_dict(),
                 "baseline": self.baseline.as_dict() if self.baseline else None, "first_commit": self.first_commit,
-                "notes": list(self.notes), "checks": [c.as_dict() for c in self.checks],
-                "thresholds": self.thresholds.source}
+                "notes": list(self.notes), "caveats": list(self.caveats),
+                "checks": [c.as_dict() for c in self.checks], "thresholds": self.thresholds.source}
 
     def line(self) -> str:
-        """The verdict in one line, as every command that gives it ends."""
+        """The verdict in one line, as every command that gives it ends; READY with what was not
+        judged beside it (its caveats: latency not judged, or judged on kept samples only)."""
         against = f" against {self.baseline.label}" if self.baseline else " (first commit with results)"
-        return f"verdict: {self.verdict.words} for {self.candidate.label}{against} -> exit {int(self.verdict.exit_code)}"
+        words = self.verdict.words
+        if self.verdict is Verdict.READY and self.caveats:
+            words += f" ({'; '.join(self.caveats)})"
+        return f"verdict: {words} for {self.candidate.label}{against} -> exit {int(self.verdict.exit_code)}"
 
 
 #: Times both kernels of a suspect again: (series, [baseline's, candidate's kept timing]) ->
@@ -217,7 +240,7 @@ def _max_check(history, commit, name, limit, series_filter, multi, value_of, unc
         return _no_values_check(history, commit, name, f"<= {limit:g}", "no values at any commit",
                                 lambda c: any(res.finite(value_of(s, c)) for s in checked))
     return Check(name, f"<= {limit:g}", Status.FAIL if over else Status.PASS,
-                 f"{worst[0]:.4g} ({where(worst[1], multi)}){note}", tuple(over + unchecked))
+                 f"{worst[0]:.4g} ({where(worst[1], multi)}){note}", tuple(over + unchecked), failing=len(over))
 
 
 def model_check(history: res.History, commit: str, limit, multi: bool) -> Check:
@@ -251,7 +274,7 @@ def model_check(history: res.History, commit: str, limit, multi: bool) -> Check:
         return _no_values_check(history, commit, name, bound, "no whole-model results in this dtype at any commit",
                                 lambda c: any(res.finite(per_commit.get(c)) for per_commit in per_series))
     return Check(name, bound, Status.FAIL if over else Status.PASS,
-                 f"{worst[0]:.4g} ({where(worst[1], multi)}){note}", tuple(over + unmeasured))
+                 f"{worst[0]:.4g} ({where(worst[1], multi)}){note}", tuple(over + unmeasured), failing=len(over))
 
 
 #: A metric first measured after this commit: the suite that measured it predates the metric
@@ -327,15 +350,17 @@ def other_llvm(history: res.History, candidate: res.Commit, baseline: res.Commit
 
 
 def _judge_suspects(history, baseline, candidate, thresholds, remeasure, comparison: rules.LatencyComparison,
-                    two_builds: bool = False) -> tuple[list[rules.Slowdown], dict[str, int]]:
+                    two_builds: bool = False) -> tuple[list[rules.Slowdown], dict[str, int], list[rules.Slowdown]]:
     """Each suspect timed again where it can be, again and again while each re-timing finds it
     slower and the rule asks for more (``[latency] retimed_times``). One that is a suspect only
     because its code changed (its kept samples not slower) stays one only if timing it again
-    finds it slower; where it cannot be timed again (as often), its kept samples passed it.
-    ``two_builds``: the kept samples come from two TVM builds (two LLVMs, two runtimes), so they
-    pass nothing: every suspect stays one until timed again, and one that cannot be timed here is
-    left out, counted by why (the second of the pair returned)."""
-    judged, apart = [], {}
+    finds it slower; where it is not timed again (as often: no ``remeasure``, or it cannot be
+    here), its kept samples passed it, and it is returned third, with why: the check and the
+    verdict say that its latency was judged on its kept samples only. ``two_builds``: the kept
+    samples come from two TVM builds (two LLVMs, two runtimes), so they pass nothing: every suspect
+    stays one until timed again, and one that cannot be timed here is left out, counted by why
+    (the second of the three returned)."""
+    judged, apart, unretimed = [], {}, []
     for s in comparison.found:
         if s.verdict is Slowness.SUSPECT and remeasure is not None:
             kept = [history.kept(c.hash, s.series.machine) for c in (baseline, candidate)]
@@ -350,6 +375,7 @@ def _judge_suspects(history, baseline, candidate, thresholds, remeasure, compari
                     apart[str(again)] = apart.get(str(again), 0) + 1
                     continue
                 if s.code_changed_only:
+                    unretimed.append(dataclasses.replace(s, why=f"not timed again: {again}"))
                     continue
                 if isinstance(again, runstore.KeptSamples):  # slower by the rule on them; not kept
                     s = rules.Slowdown(s.series, s.ratio, s.p, Slowness.CONFIRMED, samples=s.samples,
@@ -358,10 +384,11 @@ def _judge_suspects(history, baseline, candidate, thresholds, remeasure, compari
                     s = dataclasses.replace(s, why=f"cannot be timed again here: {again}")
         elif s.verdict is Slowness.SUSPECT:
             if s.code_changed_only and not two_builds:
+                unretimed.append(dataclasses.replace(s, why="not timed again"))
                 continue
             s = rules.Slowdown(s.series, s.ratio, s.p, s.verdict, samples=s.samples, why="not timed again")
         judged.append(s)
-    return judged, apart
+    return judged, apart, unretimed
 
 
 def _latency_row(baseline, thresholds) -> tuple[str, str]:
@@ -372,16 +399,29 @@ def _latency_row(baseline, thresholds) -> tuple[str, str]:
             f"<= {latency.retimed_max_ratio:g}x")
 
 
+#: Beside READY, where the two builds' LLVMs differ and a kernel of changed code could not be timed again.
+TWO_LLVMS = "the two builds' LLVMs differ"
+
+
 def latency_not_judged(baseline, thresholds, why: str) -> Check:
-    """The latency check where the samples of two machines would meet: never compared."""
-    return Check(*_latency_row(baseline, thresholds), Status.NOT_CHECKED, "not judged", (why,))
+    """The latency check where the samples of two machines would meet: never compared (and the
+    verdict line says so)."""
+    return Check(*_latency_row(baseline, thresholds), Status.NOT_CHECKED, "not judged", (why,),
+                 caveat="latency not judged: the baseline was measured on another machine")
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return one if n == 1 else many
 
 
 def latency_check(history, candidate, baseline, why, thresholds, multi, remeasure,
                   two_builds: bool = False) -> tuple[Check, list]:
-    """The latency check: the kept samples judged, suspects timed again (``remeasure``). Between two
-    builds of TVM (``two_builds``: two LLVMs) every kernel whose code changed is timed again beside
-    the other in one runtime, and only that decides; one that cannot be is not compared."""
+    """The latency check: the kept samples judged, suspects timed again (``remeasure``), every
+    kernel whose code changed among them; one of those not timed again passes on its kept samples,
+    listed and said (its caveat). Between two builds of TVM (``two_builds``: two LLVMs) every kernel
+    whose code changed is timed again beside the other in one runtime, and only that decides; one
+    that cannot be is not compared, and the caveat says latency was not judged. Its details: what
+    failed, then suspects, then what passed (``failing``: how many are never cut)."""
     name, limit = _latency_row(baseline, thresholds)
     if not any(res.finite(v) for per_commit in history.values.get("latency", {}).values() for v in per_commit.values()):
         return Check(name, limit, Status.NOT_CHECKED, "no native target in these results: no latency at any commit"), []
@@ -389,8 +429,10 @@ def latency_check(history, candidate, baseline, why, thresholds, multi, remeasur
         return Check(name, limit, Status.NOT_CHECKED, FIRST_COMMIT, (why,) if why else ()), []
     if baseline.hash == candidate.hash:
         return Check(name, limit, Status.MISSING, "baseline is the candidate itself"), []
-    comparison = rules.latency_changes(history, baseline, candidate, thresholds,
-                                       code_changed=remeasure is not None or two_builds, unknown_code=two_builds)
+    # every kernel whose code changed is a suspect, timed again or not: one not timed again passes
+    # on its kept samples, and the check and the verdict line say so (never silently)
+    comparison = rules.latency_changes(history, baseline, candidate, thresholds, code_changed=True,
+                                       unknown_code=two_builds)
     if comparison.unsampled or comparison.unreachable:  # judged on nothing less than the samples
         lacking = []
         if comparison.unsampled:
@@ -402,7 +444,8 @@ def latency_check(history, candidate, baseline, why, thresholds, multi, remeasur
         cannot = tuple(f"cannot fail: {where(s, multi)}: {why}" for s, why in comparison.unreachable)
         return Check(name, limit, Status.MISSING, missing.worst, missing.details + cannot), list(comparison.found)
     compared = comparison.compared
-    judged, apart = _judge_suspects(history, baseline, candidate, thresholds, remeasure, comparison, two_builds)
+    judged, apart, unretimed = _judge_suspects(history, baseline, candidate, thresholds, remeasure, comparison,
+                                               two_builds)
     if not compared:
         return Check(name, limit, Status.MISSING,
                      f"no combination measured at both {candidate.label} and {baseline.label}"), []
@@ -411,13 +454,15 @@ def latency_check(history, candidate, baseline, why, thresholds, multi, remeasur
                  for why, n in apart.items())
     if left_out == compared:
         return Check(name, limit, Status.NOT_CHECKED, "built with another LLVM: cannot be timed again here",
-                     left), []
+                     left, caveat=f"latency not judged: {TWO_LLVMS}"), []
     # a kernel of changed code timed again and not slower never looked slower: not listed (its
     # re-measurement is still returned, to be kept)
     found = [s for s in judged if not (s.code_changed_only and not s.verdict.fails)]
-    details = tuple(s.line(multi) for s in sorted(found, key=lambda s: -s.ratio))
     failing = [s for s in found if s.verdict.fails]
     undecided = [s for s in found if s.verdict is Slowness.SUSPECT]
+    # what decides the verdict first, never cut from the text: failures, then suspects, then what passed
+    details = tuple(s.line(multi) for s in sorted(found, key=lambda s: (
+        0 if s.verdict.fails else 1 if s.verdict is Slowness.SUSPECT else 2, -s.ratio)))
     passed = len(found) - len(failing) - len(undecided)
     worst = (f"{len(failing)} slower" if failing else "none slower")
     worst += f", {len(undecided)} suspect" if undecided else ""
@@ -425,8 +470,19 @@ def latency_check(history, candidate, baseline, why, thresholds, multi, remeasur
     retimed = sum(s.code_changed_only for s in judged)
     worst += f" of {compared - left_out}" + (f" ({retimed} of changed code timed again)" if retimed else "")
     worst += f"; {left_out} of changed code cannot be timed again here" if left_out else ""
+    caveats = [f"latency of {left_out} of {compared} {_plural(compared, 'kernel', 'kernels')} not judged: {TWO_LLVMS}"
+               ] if left_out else []
+    notes = left
+    if unretimed:  # passed on kept samples that cannot tell a small step from noise: said, never silent
+        its = _plural(len(unretimed), "its", "their")
+        worst += f"; {len(unretimed)} of changed code judged on kept samples only"
+        caveats.append(f"latency of {len(unretimed)} {_plural(len(unretimed), 'kernel', 'kernels')} of changed code "
+                       f"judged on {its} kept samples only: not timed again")
+        notes += tuple(f"kept samples only: {where(s.series, multi)}: {s.ratio:.2f}x, p {s.p:.2g} ({s.why})"
+                       for s in sorted(unretimed, key=lambda s: -s.ratio))
     status = Status.FAIL if failing else Status.UNDECIDED if undecided else Status.PASS
-    return Check(name, limit, status, worst, details, left), judged
+    return Check(name, limit, status, worst, details, notes, failing=len(failing) + len(undecided),
+                 caveat="; ".join(caveats)), judged
 
 
 def code_check(history, candidate, baseline, multi) -> Check:
@@ -496,7 +552,7 @@ def change_checks(history, candidate, baseline, thresholds, multi) -> list[Check
             checks.append(Check(name, limit, Status.NOT_CHECKED, f"no {metric} at both commits", (), tuple(notes)))
         else:
             checks.append(Check(name, limit, Status.FAIL if over else Status.PASS, f"{len(over)} of {seen}",
-                                tuple(over), tuple(notes)))
+                                tuple(over), tuple(notes), failing=len(over)))
     return checks
 
 
@@ -528,7 +584,8 @@ def divergence_check(history, thresholds, candidate, judged: rules.MarkJudgement
     summary += f"; {len(judged.stale)} stale acceptance(s)" if judged.stale else ""
     if marks or judged.fixed:
         return Check(name, limit, Status.FAIL if failing else Status.PASS,
-                     f"{len(failing)} failing: {summary}" if failing else summary, failing, tuple(notes))
+                     f"{len(failing)} failing: {summary}" if failing else summary, failing, tuple(notes),
+                     failing=len(failing))
     compared = rules.divergence_series(history, thresholds, candidate.hash)
     if not compared:
         status = Status.MISSING if div.required else Status.NOT_CHECKED
@@ -554,7 +611,8 @@ def evaluate(history: res.History, candidate: res.Commit, baseline: res.Commit |
     failed = failed_combinations(history, candidate.hash)
     checks.append(Check("combinations completed", "no failed build or run", Status.FAIL if failed else Status.PASS,
                         f"{len(failed)} failed" if failed else "none failed",
-                        tuple(f"{where(s, multi)}: {failure_reason(history, candidate.hash, s)}" for s in failed)))
+                        tuple(f"{where(s, multi)}: {failure_reason(history, candidate.hash, s)}" for s in failed),
+                        failing=len(failed)))
     two_llvms = other_llvm(history, candidate, baseline)
     if latency_apart:
         latency, slowdowns = latency_not_judged(baseline, thresholds, latency_apart), []
@@ -604,8 +662,9 @@ def with_remeasured(history: res.History, result: GateResult) -> res.History:
     found = result.newly_remeasured()
     if not found or result.baseline is None:
         return history
-    return dataclasses.replace(history, remeasured={**history.remeasured,
-                                                    (result.baseline.hash, result.candidate.hash): found})
+    pair = (result.baseline.hash, result.candidate.hash)  # merged as they are kept: runstore.keep_remeasured
+    merged = runstore.merge_remeasured(history.remeasured.get(pair, []), found)
+    return dataclasses.replace(history, remeasured={**history.remeasured, pair: merged})
 
 
 def evaluate_named(history: res.History, commit_name: str, thresholds: Thresholds, baseline_name: str | None = None,
@@ -631,24 +690,25 @@ def format_table(result: GateResult, history: res.History, max_details: int = 8)
         cells = [cell if len(cell) <= w else cell[: w - 3] + "..." for cell, w in zip(row, widths)]
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(cells, widths)).rstrip())
     shown = {}  # details shared by several checks (e.g. another LLVM) are printed once
-    for c in result.checks:
-        if c.notes:
-            lines += ["", f"info: {c.name} ({len(c.notes)})"] + [f"  {n}" for n in c.notes[:max_details * 4]]
-            if len(c.notes) > max_details * 4:
-                lines.append(f"  ... and {len(c.notes) - max_details * 4} more")
+    for c in result.checks:  # what a check found first (failures first, never cut), then its information
         listed = c.status in (Status.FAIL, Status.MISSING, Status.NOT_CHECKED, Status.UNDECIDED) or any(
             d.startswith(("noisy", "records", "same code")) for d in c.details)
-        if c.details and listed:
-            if c.details in shown:
-                lines[shown[c.details]] += f", {c.name}"
-                continue
+        if c.details and listed and c.details in shown:
+            lines[shown[c.details]] += f", {c.name}"
+        elif c.details and listed:
             lines.append("")
             shown[c.details] = len(lines)
             lines.append(f"{c.status.value.lower()}: {c.name}")
             lines[-1] += f" ({len(c.details)})" if len(c.details) > 1 else ""
-            lines += [f"  {d}" for d in c.details[:max_details]]
-            if len(c.details) > max_details:
-                lines.append(f"  ... and {len(c.details) - max_details} more")
+            shown_here = max(max_details, c.failing)  # a failing line is never cut
+            lines += [f"  {d}" for d in c.details[:shown_here]]
+            if len(c.details) > shown_here:
+                rest = ", none failing" if c.failing else ""
+                lines.append(f"  ... and {len(c.details) - shown_here} more{rest}")
+        if c.notes:
+            lines += ["", f"info: {c.name} ({len(c.notes)})"] + [f"  {n}" for n in c.notes[:max_details * 4]]
+            if len(c.notes) > max_details * 4:
+                lines.append(f"  ... and {len(c.notes) - max_details * 4} more")
     if result.first_commit:
         lines += ["", f"{FIRST_COMMIT}: the checks against a baseline are not checked; the absolute checks decide"]
     lines += [f"note: {note}" for note in result.notes]

@@ -367,6 +367,9 @@ class Slowdown:
     #: not slower in the kept samples: a suspect only because its kernel's code changed, which
     #: only timing both kernels again, interleaved, can tell from noise (a small step)
     code_changed_only: bool = False
+    #: timed again by this evaluation (:func:`remeasured`), not an earlier gate's re-timing read
+    #: back: what a gate keeps (``GateResult.retimed``)
+    retimed_here: bool = False
 
     def line(self, multi: bool) -> str:
         again = "; re-measured " + ", again ".join(f"{r:.2f}x, p {p:.2g}" for r, p in self.remeasured) \
@@ -492,7 +495,7 @@ def remeasured(suspect: Slowdown, again: list[list[float]], thresholds: Threshol
     p = float(wilcoxon(logs, alternative="greater").pvalue) if np.any(logs) else 1.0  # all equal: no evidence
     retimings = (suspect.remeasured or ()) + ((ratio, p),)
     return dataclasses.replace(suspect, verdict=retimed_verdict(retimings, thresholds), remeasured=retimings,
-                               runtime=runtime)
+                               runtime=runtime, retimed_here=True)
 
 
 # ----------------------------------------------------------------------------- bounds
