@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from asv_runs import place, plant, plant_file, plant_samples, two_commit_repo
+from asv_runs import member, place, plant, plant_file, plant_samples, two_commit_repo
 from conftest import check_fault_table, made_once, run_cli
 
 MEAN = "resnet50.mean.7x7x2048"
@@ -87,8 +87,8 @@ def tiny(tmp_path_factory):
         from suite.core import runstore
 
         for ids in (IDS, TUNED):
-            kept = place(out, commits[0]).file(runstore.relative("timings", ids))
-            plant_samples(out, commits[1], ids, json.loads(kept.read_text())["samples_s"])
+            kept = member(place(out, commits[0]), runstore.relative("timings", ids))
+            plant_samples(out, commits[1], ids, json.loads(kept)["samples_s"])
         return [str(out), str(repo), commits, done[1]]
 
     out, repo, commits, second = made_once(tmp_path_factory, "output-contract-runs", make)
