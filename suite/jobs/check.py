@@ -200,8 +200,8 @@ class KeptBaseline:
         TVM's order (``backwards``: the baseline comes after the candidate)."""
         sides = ((measured, candidate, machine, False), (self.history, self.commit, self.machine, bool(latency_apart)))
         values: dict = {}
-        for history, commit, source, deterministic_only in sides:
-            for metric, per_series in history.values.items():
+        for side, commit, source, deterministic_only in sides:
+            for metric, per_series in side.values.items():
                 if deterministic_only and metric not in code_identity.DETERMINISTIC:
                     continue
                 for series, per_commit in per_series.items():
@@ -212,7 +212,7 @@ class KeptBaseline:
         if latency_apart:
             baseline_side = dataclasses.replace(baseline_side, timings={}, peers={})
         pair = [self.history.commits[self.history.index(self.commit)], measured.commits[measured.index(candidate)]]
-        files = tuple(p for history, commit, source, _ in sides for p in history.files
+        files = tuple(p for side, commit, source, _ in sides for p in side.files
                       if p.parent.name == source and p.name.startswith(commit[:8]))
         return results.History(
             measured.results_dir, tuple(pair[::-1] if backwards else pair), values, (machine,), files,
