@@ -11,7 +11,7 @@ import time
 import filelock
 import pytest
 
-from conftest import SUITE_BIN, check_fault_table, one_line, run_cli
+from conftest import SUITE_BIN, check_fault_table, eventually, one_line, run_cli
 
 FAULTS = {
     "unknown workload, target or dtype: one line, exit 2": [
@@ -27,6 +27,15 @@ FAULTS = {
         "test_cluster_worker_of_another_build_is_refused"],
     "Ctrl-C mid-campaign: every judged schedule kept, none of the ended children's a finding; a rerun continues": [
         "test_ctrl_c_keeps_every_judged_schedule_and_a_rerun_continues"],
+    "the worker pool closed (Ctrl-C) while threads of the campaign ask, wait for a worker, or are between taking "
+    "one and starting its child: no child started, none waited on, every thread told it is stopping at once": [
+        "test_a_closed_pool_starts_no_child_and_every_thread_asking_returns_at_once",
+        "test_a_pool_closed_between_a_threads_take_and_its_start_starts_no_child"],
+    "Ctrl-C at a phase boundary, or one whose exception was dropped where it landed (during design-space "
+    "generation): "
+    "exit 130 in one line, every judged schedule kept": [
+        "test_ctrl_c_at_the_first_phase_line_ends_the_campaign_with_130",
+        "test_ctrl_c_dropped_during_design_space_generation_still_ends_the_campaign"],
     "--traces 0 or absurd, --minutes <= 0 or absurd: one line, exit 2": [
         "test_traces_zero_or_absurd", "test_minutes_zero_negative_or_absurd"],
     "an out dir another fuzz is using: refused in one line naming that campaign (its seed, pid, host and start), "
@@ -195,6 +204,222 @@ def test_ctrl_c_keeps_every_judged_schedule_and_a_rerun_continues(tmp_path):
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["judged_this_run"] == 6 + 12 - len(kept)
     assert len(journal.read_text().splitlines()) == 6 + 12
+
+
+#: The worker child's stand-in (no TVM): ready at once, then each request noted in the file its
+#: argument names, and never answered (a build that takes longer than the test).
+_STAND_IN = ("import sys; print('{\"ready\": true}', flush=True); "
+             "[open(sys.argv[1], 'a').write('request\\n') for _ in sys.stdin]")
+
+
+def _stand_in_children(monkeypatch, noted, before_start=None):
+    """The worker's children started as :data:`_STAND_IN` (``before_start()`` called first, where
+    given); the list of those started."""
+    from suite import children, sandbox
+
+    started = []
+
+    def start(args, scratch, limits, *, confined=True, env=None, **popen):
+        if before_start is not None:
+            before_start()
+        started.append(children.start_python(["-c", _STAND_IN, str(noted)], **popen))
+        return started[-1]
+
+    monkeypatch.setattr(sandbox, "start_python", start)
+    return started
+
+
+def _asking(pool, tmp_path, answers):
+    """A thread of the campaign asking ``pool`` for a schedule: its answer, or the error it got, in ``answers``."""
+    def ask():
+        try:
+            answers.append(pool.ask({"dir": str(tmp_path / "request")}, 120))
+        except Exception as err:  # noqa: BLE001  (what the thread got is the test's to judge)
+            answers.append(err)
+
+    thread = threading.Thread(target=ask, daemon=True)
+    thread.start()
+    return thread
+
+
+def _waiting(thread) -> bool:
+    """Whether ``thread`` is blocked in a wait of :mod:`threading` (a condition, a queue's get)."""
+    frame = sys._current_frames().get(thread.ident)
+    while frame is not None:
+        if frame.f_code.co_name == "wait" and frame.f_code.co_filename == threading.__file__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _ended_every(started):
+    from suite import children
+
+    for process in started:
+        if process.poll() is None:
+            children.end(process)
+
+
+def test_a_closed_pool_starts_no_child_and_every_thread_asking_returns_at_once(tmp_path, monkeypatch):
+    """Fast, no TVM (the children are stand-ins that never answer): two threads each waiting on its
+    worker's child, two more waiting for a worker; the pool closes (Ctrl-C). Both children are
+    ended, no new one is started for the threads that waited (they used to take the workers given
+    back and start children nobody would answer, waited on up to --trace-timeout), and every thread
+    is told the campaign is stopping within a second or two."""
+    from suite.fuzz import pool as pools
+
+    noted = tmp_path / "requests"
+    started = _stand_in_children(monkeypatch, noted)
+    pool = pools.LocalPool(tmp_path / "work", 2)
+    answers, threads = [], []
+    try:
+        threads += [_asking(pool, tmp_path, answers) for _ in range(2)]
+        assert eventually(lambda: noted.exists() and len(noted.read_text().splitlines()) == 2, 60)
+        threads += [_asking(pool, tmp_path, answers) for _ in range(2)]
+        assert eventually(lambda: all(_waiting(t) for t in threads[2:]), 10)
+        pool.close()
+        deadline = time.monotonic() + 2
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        assert not any(t.is_alive() for t in threads), "a thread still waits after the pool closed"
+        assert len(started) == 2, "a child was started after the pool closed"
+        assert all(p.poll() is not None for p in started)
+        assert len(answers) == 4 and all(isinstance(a, pools.Stopping) for a in answers), answers
+        assert "stopping" in str(answers[0])
+        with pytest.raises(pools.Stopping):  # and so is any later request, at once
+            pool.ask({"dir": str(tmp_path / "request")}, 120)
+        assert len(started) == 2
+    finally:
+        _ended_every(started)
+
+
+@pytest.mark.parametrize("when", ["after the take", "as its child starts"])
+def test_a_pool_closed_between_a_threads_take_and_its_start_starts_no_child(tmp_path, monkeypatch, when):
+    """Fast, no TVM: the race of a Ctrl-C that closes the pool just after a thread took a worker
+    (before the worker starts its child), or while the child is being started, made certain by
+    closing it there. No child is left running, none is sent the request, and the thread is told
+    the campaign is stopping at once, not after --trace-timeout."""
+    from suite.fuzz import pool as pools
+    from suite.fuzz.worker import Worker
+
+    noted = tmp_path / "requests"
+    pool = None
+    started = _stand_in_children(monkeypatch, noted, before_start=(lambda: pool.close())
+                                 if when == "as its child starts" else None)
+    pool = pools.LocalPool(tmp_path / "work", 1)
+    if when == "after the take":
+        real_ask = Worker.ask
+
+        def ask_after_the_close(worker, request, timeout_s):
+            pool.close()
+            return real_ask(worker, request, timeout_s)
+
+        monkeypatch.setattr(Worker, "ask", ask_after_the_close)
+    answers = []
+    try:
+        thread = _asking(pool, tmp_path, answers)
+        thread.join(2)
+        assert not thread.is_alive(), "the thread waits on a child after the pool closed"
+        assert len(answers) == 1 and isinstance(answers[0], pools.Stopping), answers
+        assert len(started) == (0 if when == "after the take" else 1)
+        assert all(p.poll() is not None for p in started), "a child started as the pool closed is left running"
+        assert not noted.exists(), "a child was sent a request after the pool closed"
+    finally:
+        _ended_every(started)
+
+
+def _campaign_process(args, code=None):
+    """`tvm-suite ARGS` as a process (``code``: Python run first in it, the CLI after), its stderr read line by line."""
+    if code is None:
+        command = [str(SUITE_BIN)] if SUITE_BIN.exists() else [sys.executable, "-m", "suite.cli"]
+    else:
+        command = [sys.executable, "-c", "import sys\n" + code + "\nfrom suite import cli\nsys.exit(cli.main(sys.argv[1:]))"]
+    return subprocess.Popen(command + [str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, bufsize=1)
+
+
+def _interrupted_at(process, line_starts: str) -> tuple[list[str], float]:
+    """SIGINT to ``process`` as soon as its stderr shows a line starting with ``line_starts``; its
+    stderr lines up to its end, and the seconds from the signal to its end (at most 300)."""
+    lines, signalled = [], None
+    reader = threading.Thread(target=lambda: lines.extend(iter(process.stderr.readline, "")), daemon=True)
+    for line in iter(process.stderr.readline, ""):
+        lines.append(line.rstrip("\n"))
+        if line.startswith(line_starts):
+            process.send_signal(signal.SIGINT)
+            signalled = time.monotonic()
+            break
+    assert signalled is not None, lines
+    reader.start()
+    process.wait(timeout=300)
+    reader.join(10)
+    return [line.rstrip("\n") for line in lines], time.monotonic() - signalled
+
+
+def _kept_whole(out) -> list:
+    """The journal's lines, each verified (its seal), none a child ended by the interruption."""
+    from suite.fuzz import campaign
+
+    kept = list(campaign.Journal(out / "journal.jsonl").load().values())
+    assert all(line.outcome.value not in ("CRASH", "TIMEOUT") for line in kept), kept
+    return kept
+
+
+_INTERRUPTED_LINE = ("tvm-suite: interrupted (SIGINT): every schedule judged is in OUT/journal.jsonl; rerun with the "
+                     "same --seed and --out to continue")
+
+
+@pytest.mark.slow
+def test_ctrl_c_at_the_first_phase_line_ends_the_campaign_with_130(tmp_path):
+    """Slow (a worker child starts): SIGINT as soon as the campaign says where it builds and runs
+    (its first line, stderr read line by line): exit 130 with the one line, at once (no schedule
+    waited for), and whatever the journal holds whole."""
+    out = tmp_path / "o"
+    process = _campaign_process(["fuzz", "--workloads", "miniresnet.conv2d_add_relu.16x16x8-k3s1-8", "--traces", "1",
+                                 "--out", out])
+    lines, seconds = _interrupted_at(process, "fuzz: building and running on")
+    assert process.returncode == 130, lines
+    assert lines[-1] == _INTERRUPTED_LINE, lines
+    assert not any("Traceback" in line for line in lines), lines
+    assert seconds < 60, f"{seconds:.0f} s from the signal to the end"
+    if (out / "journal.jsonl").exists():
+        _kept_whole(out)
+
+
+#: Run in the campaign's process first: design-space generation that drops a Ctrl-C, as a callback
+#: that swallows the exception does (a Ctrl-C during design-space generation was once ignored so):
+#: it says so on stderr, waits for the signal, catches its KeyboardInterrupt, and goes on.
+_DROPS_CTRL_C = """
+import sys, time
+from suite.fuzz import sampling
+real = sampling.design_space
+def design_space(*args):
+    print("test: generating the design space", file=sys.stderr, flush=True)
+    caught, deadline = False, time.monotonic() + 300
+    while not caught and time.monotonic() < deadline:
+        try:
+            time.sleep(0.05)
+        except KeyboardInterrupt:
+            caught = True
+    return real(*args)
+sampling.design_space = design_space
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_dropped_during_design_space_generation_still_ends_the_campaign(tmp_path):
+    """Slow (the design space is made, and the named orders judged beside it): a Ctrl-C that design-
+    space generation catches and drops (see _DROPS_CTRL_C) ends the campaign all the same, where it
+    checks for a signal after the generation: exit 130 in one line, every schedule judged before it
+    kept whole. It used to run on, judge every trace and exit 0."""
+    out = tmp_path / "o"
+    process = _campaign_process(["fuzz", "--workloads", "miniresnet.conv2d_add_relu.16x16x8-k3s1-8", "--traces", "2",
+                                 "--out", out], code=_DROPS_CTRL_C)
+    lines, _ = _interrupted_at(process, "test: generating the design space")
+    assert process.returncode == 130, lines
+    assert lines[-1] == _INTERRUPTED_LINE, lines
+    assert not any(" trace " in line for line in lines), "a trace was judged after the Ctrl-C"
+    assert all(line.kind == "order" for line in _kept_whole(out))
 
 
 def test_traces_zero_or_absurd(cli, tmp_path):

@@ -51,7 +51,7 @@ from suite import cache, compat, sandbox, targets
 from suite.core import reference, schedules, workloads
 from suite.core.bounds import Expected
 from suite.core.combo import select_workloads
-from suite.errors import CannotWrite, ExitCode, UserError
+from suite.errors import CannotWrite, ExitCode, UserError, raise_if_signalled
 from suite.fuzz import EMULATED_TIMEOUT_S, NATIVE_TIMEOUT_S, plant, pool as pools, sampling
 from suite.fuzz.outcome import FINDINGS, Answer, Outcome
 from suite.reporting import thresholds as thresholds_file
@@ -647,6 +647,7 @@ class Campaign:
                 self.log(f"continuing: {resumed} schedules already judged in {out / JOURNAL}")
             started = time.monotonic()
             deadline = started + self.options.minutes * 60
+            raise_if_signalled()  # a Ctrl-C that landed where it was dropped: no worker is started
             local = pools.LocalPool(out / WORK_DIR, self.options.jobs)
             pool = local
             stopped = threads = None
@@ -666,8 +667,11 @@ class Campaign:
                 self.stopping = True  # whatever answers now (a child ended below) is no verdict
                 pool.close()
                 if threads is not None:
-                    threads.shutdown(wait=True)
+                    threads.shutdown(wait=True, cancel_futures=True)
                 shutil.rmtree(out / WORK_DIR, ignore_errors=True)
+            # an interruption whose exception was dropped where it landed (suite.errors.on_signal)
+            # ends the campaign all the same: 130, and no summary of a campaign that seems complete
+            raise_if_signalled()
             summary = dataclasses.replace(
                 self.summary(combinations, time.monotonic() - started, stopped), where=pool.where,
                 thresholds={"source": self.thresholds.source, "lambda": self.thresholds.bound.lam,
@@ -701,6 +705,10 @@ class Campaign:
         # the unscheduled function is the reference run, not a schedule under test: the timeout that
         # makes a slow schedule a finding does not apply to it
         timeout = timeout_of(opts, combination.target)
+        # Ctrl-C is looked for at each phase's end (raise_if_signalled), besides where it lands: a
+        # signal that lands in a callback which drops the exception (suite.errors.on_signal; once
+        # during design-space generation) is only recorded
+        raise_if_signalled()  # before the first worker child starts
         try:
             before = self._ask(pool, combination, {"order": "default"}, base, "before", max(timeout, BEFORE_TIMEOUT_S))
         except pools.Lost as err:
@@ -721,6 +729,7 @@ class Campaign:
         finishing = False
         try:
             for kind, name, plant_number in todo:
+                raise_if_signalled()  # between schedules (and after the unscheduled function's run)
                 if time.monotonic() > deadline:
                     finishing = True
                     return "time"
@@ -732,12 +741,14 @@ class Campaign:
                     if spaces is None and opts.traces:
                         made = time.perf_counter()
                         spaces = sampling.design_space(combination.workload, combination.dtype, combination.target)
+                        raise_if_signalled()  # after design-space generation
                         self.log(f"{combination.label}: {len(spaces)} design spaces in "
                                  f"{time.perf_counter() - made:.1f} s")
                     index = int(name) if kind == "trace" else (plant_number % opts.traces if opts.traces else None)
                     if index is not None:  # else a plant in the unscheduled function
                         trace, resampled = sampling.sample(combination.workload, combination.dtype,
                                                            combination.target, spaces, opts.seed, index)
+                        raise_if_signalled()  # after sampling: before its schedule goes to a worker
                         schedule = dataclasses.replace(schedule, trace=trace, resampled=resampled, trace_index=index)
                     if kind == "plant":
                         schedule = dataclasses.replace(schedule, planted=name.split("#")[0], expected=plant.EXPECTED)
@@ -749,9 +760,13 @@ class Campaign:
             finishing = True
         finally:
             # at the end or at --minutes, the schedules begun are finished and journaled; on an
-            # interruption (or an error) they are dropped: their children are ended now
+            # interruption (or an error) they are dropped: those not begun never begin, the pool
+            # starts no child again, and the children running are ended now (their threads are
+            # told Stopping at once)
             if not finishing:
                 self.stopping = True
+                for future in running:
+                    future.cancel()
                 pool.close()
             for future in concurrent.futures.as_completed(running):
                 if finishing:
@@ -777,6 +792,8 @@ class Campaign:
             if not planted and line.outcome.is_finding and not self.stopping:
                 line = dataclasses.replace(line, finding=self._keep_finding(pool, combination, line))
             shutil.rmtree(judged.dir, ignore_errors=True)
+        except pools.Stopping:  # the campaign is stopping: not judged, the rerun judges it
+            return
         except pools.Lost as err:  # not judged: the rerun judges it
             if not self.stopping:
                 self.log(f"{combination.label} {schedule.kind} {schedule.name}: {err}; not judged, a rerun judges it")

@@ -16,12 +16,16 @@ threads of the campaign at once as they have places (:attr:`size`).
   machine's build gives. A Dask worker that dies mid-request (not the child: the worker process)
   leaves the request unjudged, :class:`Lost`: the campaign journals nothing for it, and a rerun
   judges it.
+
+Once :meth:`close` has begun (the campaign is stopping: Ctrl-C, an error), either pool starts no
+child and sends no task: a thread that asks, or waits for a place, or waits on a child that the
+close ends, is told :class:`Stopping` at once.
 """
 
 from __future__ import annotations
 
+import collections
 import os
-import queue
 import shutil
 import tempfile
 import threading
@@ -29,7 +33,7 @@ from pathlib import Path
 
 from suite import sandbox
 from suite.errors import UserError, first_line
-from suite.fuzz.worker import Worker
+from suite.fuzz.worker import STOPPING, Stopping, Worker
 
 #: The files a worker leaves in a request's directory, brought back from a cluster's worker.
 FILES = ("output.npy", "twin.npy", "after.py")
@@ -52,25 +56,47 @@ class LocalPool:
     def __init__(self, work: Path, size: int | None = None):
         self.size = max(1, size or cores())
         threads = str(max(1, cores() // self.size))
-        self._free: queue.Queue = queue.Queue()
         confined = sandbox.unavailable() is None
         self._all = [Worker(Path(work) / f"w{n}", env={"TVM_NUM_THREADS": threads}, scratch=Path(work),
                             confined=confined) for n in range(self.size)]
-        for worker in self._all:
-            self._free.put(worker)
+        #: The workers no thread holds, and whether the pool is closed, under one condition: a
+        #: thread waiting for a worker wakes when one is given back, or when the pool closes.
+        self._free = collections.deque(self._all)
+        self._turn = threading.Condition()
+        self._closed = False
         self.where = (f"{self.size} worker process{'es' if self.size > 1 else ''} here, "
                       + ("in the sandbox" if confined else f"unconfined ({sandbox.unavailable()})"))
 
     def ask(self, request: dict, timeout_s: float) -> dict:
-        worker = self._free.get()
+        """The answer of a free worker (waiting for one to be free); :class:`Stopping` at once once
+        the pool is closed, whether it waited for a worker or for its child's answer."""
+        worker = self._take()
         try:
             return worker.ask(request, timeout_s)
         finally:
-            self._free.put(worker)
+            self._give(worker)
+
+    def _take(self) -> Worker:
+        with self._turn:
+            while not self._closed and not self._free:
+                self._turn.wait()
+            if self._closed:
+                raise Stopping(STOPPING)
+            return self._free.popleft()
+
+    def _give(self, worker: Worker) -> None:
+        with self._turn:
+            self._free.append(worker)
+            self._turn.notify()
 
     def close(self) -> None:
-        for worker in self._all:
-            worker.close()
+        """End every child, and start none again: each thread asking or waiting is :class:`Stopping`.
+        Closing again does nothing more."""
+        with self._turn:
+            self._closed = True
+            self._turn.notify_all()
+        for worker in self._all:  # a worker a thread holds as well: its wait ends with Stopping
+            worker.close(for_good=True)
 
 
 class ClusterPool:
@@ -92,9 +118,12 @@ class ClusterPool:
 
         import distributed
 
+        client = self.client
+        if client is None:  # closed: the campaign is stopping
+            raise Stopping(STOPPING)
         where = Path(request["dir"])
         sent = {k: v for k, v in request.items() if k != "dir"}
-        future = self.client.submit(cluster_task, sent, timeout_s, self.build, self.cpu, pure=False)
+        future = client.submit(cluster_task, sent, timeout_s, self.build, self.cpu, pure=False)
         try:
             answer = future.result()
         except (distributed.KilledWorker, concurrent.futures.CancelledError) as err:

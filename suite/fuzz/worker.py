@@ -12,6 +12,9 @@ The parent waits for each answer no longer than its timeout: a child that hangs 
 session, :func:`suite.children.end`) and one that dies (a segfault in TVM) is seen by its closed
 pipe; either is the finding of that request (TIMEOUT, CRASH), and the next request starts a new child. The child's
 stderr goes to ``worker.log`` in the campaign's work directory, whose last line says why it died.
+A handle closed for good (:meth:`Worker.close` ``for_good``: the campaign is stopping) starts no
+child again: a request it is asked, or one it was waiting on when its child was ended, is
+:class:`Stopping`, at once.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import os
 import select
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -32,6 +36,13 @@ from suite.fuzz.outcome import Answer, Outcome, refusal
 
 #: How long a new child may take to import TVM and say it is ready.
 START_S = 300.0
+#: What a request to a worker (or a pool) closed for good is told.
+STOPPING = "the campaign is stopping: its workers are closed, and no child is started for this request"
+
+
+class Stopping(Exception):
+    """A request to a worker or pool closed for good (the campaign was interrupted): not judged, no
+    child started for it, none waited on. A rerun judges it."""
 
 
 class Worker:
@@ -46,61 +57,88 @@ class Worker:
         self.confined = confined
         self.process = None
         self._buffer = b""
+        #: Guards ``process`` and ``_shut`` between the thread asking and one closing the handle:
+        #: either the closing thread sees the child a start made (and ends it), or the start sees
+        #: the handle shut (and ends its child itself, before sending it anything).
+        self._guard = threading.Lock()
+        self._shut = False
 
-    def _start(self) -> None:
+    def _refuse_if_shut(self) -> None:
+        if self._shut:
+            raise Stopping(STOPPING)
+
+    def _start(self) -> subprocess.Popen:
+        self._refuse_if_shut()  # a handle closed for good starts no child
         self.work.mkdir(parents=True, exist_ok=True)
         log = open(self.work / "worker.log", "ab")
         try:
-            self.process = sandbox.start_python(["-m", "suite.fuzz.worker"], self.scratch, sandbox.FUZZ_WORKER,
-                                                confined=self.confined, stdin=-1, stdout=-1, stderr=log,
-                                                env={**os.environ, **self.env} if self.env else None)
+            process = sandbox.start_python(["-m", "suite.fuzz.worker"], self.scratch, sandbox.FUZZ_WORKER,
+                                           confined=self.confined, stdin=-1, stdout=-1, stderr=log,
+                                           env={**os.environ, **self.env} if self.env else None)
         finally:
             log.close()
+        with self._guard:
+            shut = self._shut
+            if not shut:
+                self.process = process
+        if shut:  # closed for good while it started: ended before it is sent anything
+            children.end(process)
+            raise Stopping(STOPPING)
         self._buffer = b""
         try:
-            ready = self._read_line(START_S)
+            ready = self._read_line(process, START_S)
         except EOFError:
             ready = None
         if ready is None or json.loads(ready).get("ready") is not True:
+            self._refuse_if_shut()  # ended by the close: the campaign stops, no failed start
             self.close()
             raise RuntimeError(f"the fuzz worker did not start: {self._log_tail()}")
+        return process
 
     def ask(self, request: dict, timeout_s: float) -> dict:
         """The child's answer to ``request`` (:meth:`Answer.to_json`; read by :meth:`Answer.parse`):
         a TIMEOUT failure when none came within ``timeout_s`` (the child is ended), a CRASH when
-        the child died."""
-        if self.process is None or self.process.poll() is not None:
-            self._start()
+        the child died. :class:`Stopping` at once where the handle is closed for good, or is
+        closed while it waits: no child is started then, and none is waited on."""
+        self._refuse_if_shut()
+        process = self.process
+        if process is None or process.poll() is not None:
+            process = self._start()
         try:
-            self.process.stdin.write((json.dumps(request) + "\n").encode())
-            self.process.stdin.flush()
-        except BrokenPipeError:
-            return self._crashed()
+            process.stdin.write((json.dumps(request) + "\n").encode())
+            process.stdin.flush()
+        except (BrokenPipeError, ValueError):  # ValueError: its pipe closed under it
+            self._refuse_if_shut()  # the child was ended by the close, not crashed
+            return self._crashed(process)
         try:
-            line = self._read_line(timeout_s)
+            line = self._read_line(process, timeout_s)
         except EOFError:  # the child closed its end: it died (it may not have been reaped yet)
-            return self._crashed()
+            self._refuse_if_shut()
+            return self._crashed(process)
         if line is None:
+            self._refuse_if_shut()
             self.close()
             return Answer.failed(Outcome.TIMEOUT, f"no answer in {timeout_s:g} s").to_json()
         return json.loads(line)
 
-    def _crashed(self) -> dict:
+    def _crashed(self, process: subprocess.Popen) -> dict:
         try:
-            status = self.process.wait(timeout=30)
+            status = process.wait(timeout=30)
         except subprocess.TimeoutExpired:  # closed its output but goes on: ended, as a hang is
             self.close()
             return Answer.failed(Outcome.CRASH, f"the worker closed its output and did not exit: "
                                                 f"{self._log_tail()}").to_json()
-        self.process = None
+        with self._guard:
+            if self.process is process:
+                self.process = None
         how = sandbox.ended_words(status, self.confined)
         return Answer.failed(Outcome.CRASH, f"the worker died ({how}): {self._log_tail()}").to_json()
 
-    def _read_line(self, timeout_s: float) -> bytes | None:
+    def _read_line(self, process: subprocess.Popen, timeout_s: float) -> bytes | None:
         """The child's next line; None when none came within ``timeout_s``; EOFError when its
         output closed."""
         deadline = time.monotonic() + timeout_s
-        fd = self.process.stdout.fileno()
+        fd = process.stdout.fileno()
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
@@ -120,10 +158,16 @@ class Worker:
             return "no log"
         return lines[-1][:300] if lines else "no output"
 
-    def close(self) -> None:
-        if self.process is not None:
-            children.end(self.process)
-            self.process = None
+    def close(self, for_good: bool = False) -> None:
+        """End the child, if one runs (the next :meth:`ask` starts another); ``for_good``: and
+        start none again (the campaign is stopping: every request is :class:`Stopping`). Safe
+        from another thread while one asks: that one's wait ends with :class:`Stopping`."""
+        with self._guard:
+            if for_good:
+                self._shut = True
+            process, self.process = self.process, None
+        if process is not None:
+            children.end(process)
 
 
 def _scheduled(request: dict):
