@@ -3,6 +3,7 @@ triage's verdict; a planted bug judged CHANGED; the same seed samples the same t
 continues from the journal."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -105,6 +106,32 @@ def test_a_planted_swapped_index_is_judged_changed(tmp_path):
     assert judged.kind == verdict.EQUIVALENT
     wrong = verdict.judge(combination.expected, out_before, np.load(tmp_path / "planted" / "output.npy"))
     assert wrong.kind == verdict.CHANGED
+
+
+def test_one_worker_asked_twice_in_one_directory_runs_the_second_kernel(tmp_path):
+    """Issue 63, defect 1: a worker built each request's kernel to ``<dir>/kernel.so`` and loaded
+    it, and the dynamic loader answers a second load of a path with the library loaded first: a
+    second schedule built in the directory of a first (minimisation's every attempt) ran the
+    first's kernel. The planted kernel, asked after the unplanted one in one directory, gives its
+    own output, the one it gives in a directory of its own."""
+    from suite.core import workloads
+
+    worker = Worker(tmp_path / "work", scratch=tmp_path)  # the requests' directories are its to write
+    try:
+        base = {"workload": workloads.seed_workload().id, "dtype": "float32", "target": "llvm", "order": "default"}
+        first = Answer.parse(worker.ask({**base, "dir": str(tmp_path / "same")}, 120), tmp_path / "same")
+        out_first = np.load(tmp_path / "same" / "output.npy")
+        shutil.rmtree(tmp_path / "same")  # as minimisation removes each attempt's directory
+        again = Answer.parse(worker.ask({**base, "plant": "swapped_index", "dir": str(tmp_path / "same")}, 120),
+                             tmp_path / "same")
+        out_again = np.load(tmp_path / "same" / "output.npy")
+        alone = Answer.parse(worker.ask({**base, "plant": "swapped_index", "dir": str(tmp_path / "own")}, 120),
+                             tmp_path / "own")
+    finally:
+        worker.close()
+    assert first.failure is None and again.failure is None and alone.failure is None
+    assert not np.array_equal(out_again, out_first)
+    assert np.array_equal(out_again, np.load(tmp_path / "own" / "output.npy"))
 
 
 def test_a_schedule_that_reads_its_output_before_writing_it_is_undefined(tmp_path):

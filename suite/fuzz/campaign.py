@@ -30,6 +30,7 @@ import dataclasses
 import errno
 import hashlib
 import io
+import itertools
 import json
 import math
 import os
@@ -861,8 +862,10 @@ class Campaign:
         if line.trace is not None:
             _write_own(where / "trace.json", json.dumps(line.trace))
 
-            def holds(trace) -> bool:
-                again = self._judge(pool, combination, {"trace": trace}, f"{line.id}|minimising")
+            attempts = itertools.count()
+
+            def holds(trace) -> bool:  # each attempt in a directory of its own
+                again = self._judge(pool, combination, {"trace": trace}, f"{line.id}|minimising-{next(attempts)}")
                 shutil.rmtree(again.dir, ignore_errors=True)
                 return again.outcome == line.outcome
 

@@ -20,6 +20,7 @@ child again: a request it is asked, or one it was waiting on when its child was 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import select
@@ -186,6 +187,17 @@ def _scheduled(request: dict):
     return target, workload, sch.mod["main"], "default"
 
 
+#: Kernels this worker process has built. The dynamic loader answers a second load of a path with
+#: the library it loaded first, whatever the file holds now: each kernel gets a name of its own.
+_BUILT = itertools.count()
+
+
+def _kernel_path(where: Path, target) -> Path:
+    """Where this request's kernel is built: a file name no earlier request of this process had."""
+    name = Path(target.KERNEL_FILE)
+    return where / f"{name.stem}-{next(_BUILT)}{name.suffix}"
+
+
 def _serve(request: dict) -> Answer:
     from suite.core import execution, workloads
     from suite.core.record import Status
@@ -212,7 +224,7 @@ def _serve(request: dict) -> Answer:
     if request.get("plant"):
         funcs, _ = tvmscript.parse_file(where / "after.py")
         func = tvmscript.pick(funcs, "main", where / "after.py")[1]
-    built = execution.build(target, func, where / target.KERNEL_FILE, order)
+    built = execution.build(target, func, _kernel_path(where, target), order)
     if built.failure is not None:
         return Answer.failed(Outcome.SKIPPED if built.failure.status is Status.SKIPPED else Outcome.BUILD_FAILED,
                              built.failure.message)
