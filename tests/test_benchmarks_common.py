@@ -142,3 +142,20 @@ def test_asv_reports_a_timing_step_from_the_gates_latency_ratio_up():
     expected = {re.escape(tracked.BY_NAME[name].benchmark): step for name in tracked.TIMED}
     assert all(tracked.BY_NAME[name].in_asv for name in tracked.TIMED)
     assert asvconf.read_conf()["regressions_thresholds"] == expected
+
+
+def test_the_suite_imports_in_asvs_environment_with_only_its_packages():
+    """asv's environments (asv.conf.json's matrix: numpy, scipy, jinja2, psutil, filelock,
+    cloudpickle, setuptools, and TVM) hold none of the suite's other dependencies: a module the
+    benchmarks import that imports one at its top skips every benchmark of every commit a history
+    or bisect measures (suite.model.results imported tabulate: "the suite could not be imported")."""
+    conf = json.loads("\n".join(line for line in (ROOT / "asv.conf.json").read_text().splitlines()
+                                 if not line.lstrip().startswith("//")))
+    allowed = set(conf["matrix"]["req"])
+    absent = [name for name in ("tabulate", "rich", "dask", "distributed", "tomli_w", "torch") if name not in allowed]
+    code = ("import sys; [sys.modules.__setitem__(name, None) for name in sys.argv[2:]]; sys.path.insert(0, sys.argv[1]); "
+            "import common; print(common.SUITE, common.IMPORT_ERRORS)")
+    done = subprocess.run([sys.executable, "-c", code, str(ROOT / "benchmarks"), *absent], capture_output=True,
+                          text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True {}", done.stdout

@@ -14,7 +14,6 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from tabulate import tabulate
 
 from suite.model.calls import Call
 
@@ -39,6 +38,8 @@ def _json(piece):
 
 
 def _table(rows, headers) -> str:
+    from tabulate import tabulate  # here: the benchmarks import this module in asv's environments, which lack it
+
     return tabulate(rows, headers, tablefmt="plain", disable_numparse=True)
 
 
