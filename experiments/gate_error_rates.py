@@ -52,7 +52,7 @@ from scipy.stats import mannwhitneyu
 
 from suite import cache, outputs
 from suite.commands import common_args
-from suite.errors import UserError
+from suite.errors import Terminated, UserError, signals_raise
 from suite.reporting import code_identity, gate, results, rules, thresholds as thresholds_mod
 
 LATENCY_STEPS = (1.05, 1.10, 1.30)
@@ -405,13 +405,16 @@ def main(argv=None) -> int:
     try:
         if written is not None:  # before any work: apart from every history, never over a file
             outputs.check_new(written, "--out", reading=args.results)
-        return judge(args, written)
+        # Ctrl-C and SIGTERM raise here even where the parent started this with SIGINT ignored
+        # (a background job, pytest-xdist's workers), as in `tvm-suite`
+        with signals_raise():
+            return judge(args, written)
     except UserError as err:  # absent, damaged or untrusted results or thresholds, a peer that failed
         print(f"{Path(sys.argv[0]).name}: error: {err}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # the JSON is written only at the end: nothing half written
+    except KeyboardInterrupt as stop:  # the JSON is written only at the end: nothing half written
         print(f"{Path(sys.argv[0]).name}: interrupted: nothing written", file=sys.stderr)
-        return 130
+        return 143 if isinstance(stop, Terminated) else 130
 
 
 def judge(args, written: Path | None) -> int:

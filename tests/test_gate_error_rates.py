@@ -136,12 +136,17 @@ def test_a_peer_that_fails_a_damaged_results_file_and_ctrl_c_are_one_line_and_wr
     assert not (out / "gate_error_rates.json").exists()
 
 
-def test_ctrl_c_says_so_in_one_line_and_writes_nothing(tmp_path):
+@pytest.mark.parametrize("inherited", ["default", "ignored"])
+def test_ctrl_c_says_so_in_one_line_and_writes_nothing(tmp_path, inherited):
+    """Also where the parent started the script with SIGINT ignored (a background job, as
+    pytest-xdist's workers do): Python then installs no Ctrl-C of its own, and the script ran on to
+    its end, exit 0."""
     import signal
 
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if inherited == "ignored" else None
     run = subprocess.Popen([sys.executable, "experiments/gate_error_rates.py", "--results", "reports/tvm-main/results",
                             "--results", "reports/tvm-main-hexagon/results", "--out", str(tmp_path)], cwd=ROOT,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ignore)
     started = run.stderr.readline()  # said once its options are checked: the judging takes seconds more
     assert started == "gate_error_rates.py: reading 2 kept histories\n", started
     run.send_signal(signal.SIGINT)
