@@ -22,6 +22,11 @@ FAULTS = {
     "a bundle that is no zip archive, a link, a directory, or holds a name twice, a directory entry or a member "
     "larger than a run keeps (a zip bomb declares its size): one line naming it, exit 2, nothing judged": [
         "test_a_bundle_that_is_not_what_a_run_seals_is_one_line_naming_it"],
+    "hostile bytes a reader's libraries fail on (a member's name starting with a NUL, an LZMA member of bad "
+    "options, members of 63 MiB zeros each, a FIFO where the bundle lies, a map declaring 8 TiB or holding text, a "
+    "bare .npy as a map, a number of 401 digits sealed as a timing): one line naming it, exit 2, never a traceback "
+    "(exit 1 reads as NOT READY), a hang or gigabytes of memory": [
+        "test_what_zipfile_and_numpy_fail_on_is_one_line_never_a_traceback"],
     "a member edited, added or removed behind the bundle's seal, or the seal itself missing or naming a path "
     "outside the commit: one line naming the member": ["test_a_member_changed_behind_the_seal_is_named"],
     "a file beside a sealed bundle that is not in it (written after the seal) is refused; the copies an "
@@ -32,7 +37,9 @@ FAULTS = {
         "test_sealing_is_deterministic_and_adds_to_what_was_sealed"],
     "`history --pack` of an older suite's history: every commit verified before it is packed (a damaged file "
     "refused, naming it, that commit left as it was), the same verdict after, a second pack a no-op; a "
-    "directory that is no history, or a kept history whose seal is broken, refused before any work": [
+    "directory that is no history, or a kept history whose seal is broken, refused before any work; what an "
+    "interrupted pack left beside a bundle (copies of its members) removed by the next; --pack with --keep "
+    "refused": [
         "test_pack_turns_an_older_history_into_bundles_with_the_same_verdict",
         "test_pack_refuses_damage_and_what_is_no_history"],
 }
@@ -178,6 +185,14 @@ def test_pack_turns_an_older_history_into_bundles_with_the_same_verdict(cli, run
     again = cli("history", "--pack", str(run_dir))
     no_traceback(again, 0)
     assert again.stdout.startswith(f"packed {run_dir}: 0 commits sealed"), again.stdout
+    # interrupted while it removed a packed commit's directory: the copies left are removed by the next
+    place = runstore.Place(run_dir, MACHINE, B)
+    timing = next(n for n in runstore.sealed_members(place) if n.startswith("timings/"))
+    place.file(timing).parent.mkdir(parents=True)
+    place.file(timing).write_bytes(member(place, timing))
+    finished = cli("history", "--pack", str(run_dir))
+    no_traceback(finished, 0)
+    assert "left as they were" not in finished.stdout and not place.dir.exists(), finished.stdout
 
 
 def test_pack_refuses_damage_and_what_is_no_history(cli, run_dir, tmp_path):
@@ -191,5 +206,77 @@ def test_pack_refuses_damage_and_what_is_no_history(cli, run_dir, tmp_path):
     one_line(cli("history", "--pack", str(tmp_path / "nothing")), tmp_path / "nothing", "no runs/ there")
     from suite.history import keep
 
+    one_line(cli("history", "--pack", str(run_dir), "--keep", str(tmp_path / "kept")), "takes no --keep")
+    assert not (tmp_path / "kept").exists()
     (run_dir / keep.MARK).write_text("{}")  # a kept history without its seal
     one_line(cli("history", "--pack", str(run_dir)), keep.SEAL, "missing")
+
+
+def _reseal(place: runstore.Place, name: str, data: bytes) -> None:
+    """Replace or add one member and seal the bundle again, as a forger would."""
+    members = runstore.sealed_members(place)
+    members[name] = data
+    runstore.write_bundle(place.bundle, members)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_what_zipfile_and_numpy_fail_on_is_one_line_never_a_traceback(cli, run_dir):
+    import io
+
+    import numpy as np
+
+    place = runstore.Place(run_dir, MACHINE, B)
+    sealed = place.bundle.read_bytes()
+    timing = next(n for n in runstore.sealed_members(place) if n.startswith("timings/"))
+    value = json.loads(member(place, timing))
+    maps = "maps/" + ".".join(("seed.conv2d_nhwc_7x7s2", "float16", "llvm", "tuned")) + ".npz"
+
+    def npz(**arrays) -> bytes:
+        out = io.BytesIO()
+        np.savez(out, **arrays)
+        return out.getvalue()
+
+    def huge_map() -> bytes:  # a header declaring 2**40 floats, and no data
+        header = io.BytesIO()
+        np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False, "shape": (2**40,)})
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w") as archive:
+            archive.writestr("channels.npy", header.getvalue())
+        return out.getvalue()
+
+    def lzma_member():
+        with zipfile.ZipFile(place.bundle, "a") as archive:
+            archive.writestr("x", b"\x09\x14\x05\x00" + b"\xff" * 32)
+        data = bytearray(place.bundle.read_bytes())
+        for at in (data.rfind(b"PK\x03\x04") + 8, data.rfind(b"PK\x01\x02") + 10):
+            data[at:at + 2] = (14).to_bytes(2, "little")  # the method: LZMA
+        place.bundle.write_bytes(bytes(data))
+
+    cases = {
+        "a name starting with a NUL": (lambda: place.bundle.write_bytes(sealed.replace(timing.encode(), b"\0" + timing.encode()[1:])),
+                                       "damaged"),
+        "an LZMA member of bad options": (lzma_member, "damaged"),
+        "30 members of 63 MiB of zeros": (lambda: _rewrite(place.bundle, [
+            (zipfile.ZipInfo(f"z{n}"), b"\0" * (63 << 20)) for n in range(5)]), "more than 256 MiB"),
+        "a map declaring 8 TiB": (lambda: _reseal(place, maps, huge_map()), "not difference maps"),
+        "a map of text": (lambda: _reseal(place, maps, npz(channels=np.array(["a", "b"]))), "not difference maps"),
+        "a bare .npy as a map": (lambda: _reseal(place, maps, (lambda o: (np.save(o, np.ones(3)), o.getvalue())[1])(
+            io.BytesIO())), "not difference maps"),
+        "401 digits as a sample": (lambda: _reseal(place, timing, (
+            '{"samples_s": [1' + "0" * 400 + '], "kernel": "%s", "tvm": "%s"}' % (value["kernel"], value["tvm"])
+        ).encode()), "not timing samples"),
+    }
+    for case, (make, words) in cases.items():
+        make()
+        done = gate(cli, run_dir / "results", "--commit", B[:8])
+        assert "Traceback" not in done.stderr, (case, done.stderr[-2000:])
+        assert done.returncode == 2, (case, done.stdout[-300:])
+        one_line(done, place.bundle, words)
+        place.bundle.unlink()
+        place.bundle.write_bytes(sealed)
+    place.bundle.unlink()
+    os.mkfifo(place.bundle)  # opened to read, a FIFO waits for a writer for ever
+    one_line(gate(cli, run_dir / "results", "--commit", B[:8]), place.bundle, "not a regular file")
+    place.bundle.unlink()
+    place.bundle.write_bytes(sealed)
+    no_traceback(gate(cli, run_dir / "results", "--commit", B[:8]), 0)

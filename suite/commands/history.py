@@ -37,6 +37,8 @@ def run(args) -> int:
     from suite.history import commits, keep
 
     if args.pack is not None:
+        if args.keep is not None:
+            raise UserError("--pack measures nothing: it takes no --keep (pack DIR, then keep into it)")
         print(keep.pack(args.pack).text(args.pack))
         return ExitCode.OK
     if args.tvm_repo is None:

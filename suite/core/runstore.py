@@ -49,9 +49,9 @@ import os
 import re
 import shutil
 import socket
+import stat
 import time
 import zipfile
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,6 +76,10 @@ MACHINE = re.compile(r"[A-Za-z0-9_][^/\\\x00]{0,99}")
 MAX_FILE_BYTES = 64 << 20
 #: A commit's bundle holds one file per combination and kind: thousands, not more.
 MAX_MEMBERS = 100_000
+#: All members of a bundle together, decompressed: a commit's side data is a few MiB.
+MAX_BUNDLE_BYTES = 256 << 20
+#: The arrays of one difference map: a few thousand numbers.
+MAX_MAP_BYTES = 16 << 20
 BUNDLE = ".zip"
 
 
@@ -227,8 +231,17 @@ class Timing:
 
 def positive_numbers(value, count=None) -> bool:
     return (isinstance(value, list) and bool(value) and (count is None or len(value) == count)
-            and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
-                    for v in value))
+            and all(_finite_number(v) and v > 0 for v in value))
+
+
+def _finite_number(v) -> bool:
+    """A JSON number a float holds, finite (an integer of 400 digits is none)."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return False
+    try:
+        return math.isfinite(float(v))
+    except OverflowError:
+        return False
 
 
 def _timing(value) -> Timing:
@@ -248,7 +261,8 @@ def _ratios(value) -> dict:
 
 def _values(value) -> dict:
     if not isinstance(value, dict) or not all(
-            isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) for k, v in value.items()):
+            isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
+            and (isinstance(v, float) or _finite_number(v)) for k, v in value.items()):
         raise ValueError("not benchmark values (names and numbers)")
     return {k: float(v) for k, v in value.items()}
 
@@ -261,15 +275,33 @@ def _build(value) -> dict:
 
 def _maps(data: bytes) -> dict:
     try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as kept:
-            found = {name: kept[name] for name in kept.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
-        raise ValueError(f"not difference maps ({err})") from None
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:  # np.savez's: an .npy per array
+            found = {info.filename.removesuffix(".npy"): _map_array(archive, info) for info in archive.infolist()}
+    except Exception as err:  # noqa: BLE001  hostile bytes fail zipfile and numpy in many ways
+        said = str(err)[:200]
+        raise ValueError(said if said.startswith("not difference maps") else
+                         f"not difference maps ({type(err).__name__}: {said})") from None
     channels, hw = found.get("channels"), found.get("hw")
     if (set(found) - {"channels", "hw"} or channels is None or channels.ndim != 1 or not channels.size
             or not np.all(np.isfinite(channels)) or (hw is not None and (hw.ndim != 2 or not np.all(np.isfinite(hw))))):
         raise ValueError("not difference maps (channels: 1-d, hw: 2-d, finite)")
     return found
+
+
+def _map_array(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarray:
+    """One array of a difference map, its header read first: a float array of at most
+    MAX_MAP_BYTES, never allocated from a size it only declares."""
+    if info.file_size > MAX_MAP_BYTES:
+        raise ValueError(f"not difference maps ({info.filename}: more than {MAX_MAP_BYTES >> 20} MiB)")
+    with archive.open(info) as handle:
+        header = {(1, 0): np.lib.format.read_array_header_1_0,
+                  (2, 0): np.lib.format.read_array_header_2_0}.get(np.lib.format.read_magic(handle))
+        if header is None:
+            raise ValueError(f"not difference maps ({info.filename}: not an .npy file numpy writes)")
+        shape, fortran, dtype = header(handle)
+        if dtype.kind != "f" or fortran or math.prod(shape) * dtype.itemsize > info.file_size:
+            raise ValueError(f"not difference maps ({info.filename}: {dtype} {shape}, not floats it holds)")
+    return np.load(io.BytesIO(archive.read(info)), allow_pickle=False)
 
 
 def _json(data: bytes):
@@ -343,7 +375,7 @@ def load(place: Place) -> SideData:
             else:
                 kind, key, value = _parse_kept(name, data, where)
                 parsed[kind][key] = value
-        except ValueError as err:
+        except (ValueError, OverflowError) as err:
             raise DamagedRunData(f"{where / name}: {err}") from None
     return SideData(commit, True, where, build=build, **parsed)
 
@@ -382,7 +414,7 @@ def _manifest(value, where: Path) -> dict[str, str]:
             or MANIFEST in value):
         raise DamagedRunData(f"{where}: damaged (not the manifest the run sealed); run that commit again")
     for name in value:
-        if not name or ".." in name.split("/") or name.startswith("/") or "\\" in name:
+        if not name or ".." in name.split("/") or name.startswith("/") or "\\" in name or "\0" in name:
             raise DamagedRunData(f"{where}: names {name!r}, outside the commit's side data")
     return value
 
@@ -398,6 +430,7 @@ def _bundle_members(bundle: Path, commit: str) -> dict[str, bytes]:
     the bundle or the member otherwise)."""
     if bundle.is_symlink():
         raise DamagedRunData(f"{bundle}: a link, where the run of {commit[:12]} sealed its side data in a file")
+    _regular(bundle, f"where the run of {commit[:12]} sealed a file")
     try:
         with zipfile.ZipFile(bundle) as archive:
             infos = archive.infolist()
@@ -405,18 +438,27 @@ def _bundle_members(bundle: Path, commit: str) -> dict[str, bytes]:
             if len(infos) > MAX_MEMBERS or len(set(names)) != len(names):
                 raise DamagedRunData(f"{bundle}: damaged ({len(infos)} members, not the bundle a run seals)")
             for info in infos:
-                if info.file_size > MAX_FILE_BYTES or info.is_dir():
+                if not info.filename.strip("/"):
+                    raise DamagedRunData(f"{bundle}: damaged (a member without a name)")
+                if info.filename.endswith("/"):
+                    raise DamagedRunData(f"{bundle / info.filename.rstrip('/')}: a directory entry, not a file a run "
+                                         "keeps")
+                if info.file_size > MAX_FILE_BYTES:
                     raise DamagedRunData(f"{bundle / info.filename}: not a file a run keeps "
                                          f"(at most {MAX_FILE_BYTES >> 20} MiB)")
+            if sum(info.file_size for info in infos) > MAX_BUNDLE_BYTES:
+                raise DamagedRunData(f"{bundle}: damaged (its members hold more than {MAX_BUNDLE_BYTES >> 20} MiB, "
+                                     "not the side data of a run)")
             members = {info.filename: archive.read(info) for info in infos}
+    except DamagedRunData:
+        raise
     except FileNotFoundError:
         raise DamagedRunData(f"{bundle}: missing (the run of {commit[:12]} sealed it)") from None
-    except IsADirectoryError:
-        raise DamagedRunData(f"{bundle}: a directory where the run of {commit[:12]} sealed a file") from None
     except OSError as err:
         raise DamagedRunData(f"{bundle}: unreadable ({err.strerror or err})") from None
-    except (zipfile.BadZipFile, EOFError, ValueError, RuntimeError, NotImplementedError, zlib.error) as err:
-        raise DamagedRunData(f"{bundle}: damaged (not the bundle the run of {commit[:12]} sealed: {err})") from None
+    except Exception as err:  # noqa: BLE001  zipfile fails on hostile bytes in many ways (IndexError, LZMAError...)
+        raise DamagedRunData(f"{bundle}: damaged (not the bundle the run of {commit[:12]} sealed: "
+                             f"{type(err).__name__}: {str(err)[:200]})") from None
     try:
         manifest = _manifest(cache.unseal(_json(members.pop(MANIFEST, b""))), bundle / MANIFEST)
     except ValueError:
@@ -431,6 +473,19 @@ def _bundle_members(bundle: Path, commit: str) -> dict[str, bytes]:
     return members
 
 
+def _regular(path: Path, what: str) -> None:
+    """DamagedRunData where ``path`` is there but no regular file (a FIFO, a device, a directory):
+    opening one to read could wait for ever."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as err:
+        raise DamagedRunData(f"{path}: unreadable ({err.strerror or err})") from None
+    if not stat.S_ISREG(mode):
+        raise DamagedRunData(f"{path}: {'a directory' if stat.S_ISDIR(mode) else 'not a regular file'} {what}")
+
+
 def _loose_files(directory: Path) -> dict[str, bytes]:
     """The files a run wrote into ``directory`` (a commit's, before its seal), by relative name."""
     if not directory.is_dir():
@@ -443,6 +498,7 @@ def _read_kept(target: Path, commit: str) -> bytes:
     try:
         if target.is_symlink():
             raise DamagedRunData(f"{target}: a link, not a file a run keeps")
+        _regular(target, "where a run keeps a file")
         if target.stat().st_size > MAX_FILE_BYTES:
             raise DamagedRunData(f"{target}: {target.stat().st_size} bytes, not a file a run keeps "
                                  f"(at most {MAX_FILE_BYTES >> 20} MiB)")
@@ -535,13 +591,14 @@ def _own(place: Place, relative_path: str) -> bytes | None:
         pass
     except OSError as err:
         raise DamagedRunData(f"{target}: unreadable ({err.strerror or err})") from None
-    if not place.bundle.is_file():
+    if not place.bundle.exists():
         return None
+    _regular(place.bundle, "where the run sealed a file")
     try:
         with zipfile.ZipFile(place.bundle) as archive:
             return archive.read(relative_path) if relative_path in archive.namelist() else None
-    except (OSError, zipfile.BadZipFile, EOFError, ValueError, RuntimeError, NotImplementedError, zlib.error) as err:
-        raise DamagedRunData(f"{place.bundle}: damaged ({err})") from None
+    except Exception as err:  # noqa: BLE001  zipfile fails on hostile bytes in many ways
+        raise DamagedRunData(f"{place.bundle}: damaged ({type(err).__name__}: {str(err)[:200]})") from None
 
 
 def own_timing(place: Place, ids) -> Timing | None:

@@ -443,6 +443,10 @@ def pack(history_dir: Path) -> Packed:
         for commit_dir in sorted(p for p in machine_dir.iterdir() if p.is_dir() and not p.is_symlink()
                                  and runstore.COMMIT.fullmatch(p.name)):
             place = runstore.Place(history_dir, machine_dir.name, commit_dir.name)
+            if place.bundle.exists() and not (commit_dir / runstore.MANIFEST).exists():
+                runstore.sealed_members(place)  # what an interrupted seal left: copies of members, verified
+                shutil.rmtree(commit_dir)
+                continue
             if not (commit_dir / runstore.MANIFEST).exists():
                 unsealed.append(commit_dir.name)
                 continue
