@@ -39,7 +39,8 @@ FAULTS = {
     "refused, naming it, that commit left as it was), the same verdict after, a second pack a no-op; a "
     "directory that is no history, or a kept history whose seal is broken, refused before any work; what an "
     "interrupted pack left beside a bundle (copies of its members) removed by the next; --pack with --keep "
-    "refused": [
+    "refused; a second pack while one is under way refused in one line; a link where a commit's directory lies "
+    "left as it was and said": [
         "test_pack_turns_an_older_history_into_bundles_with_the_same_verdict",
         "test_pack_refuses_damage_and_what_is_no_history"],
 }
@@ -193,6 +194,19 @@ def test_pack_turns_an_older_history_into_bundles_with_the_same_verdict(cli, run
     finished = cli("history", "--pack", str(run_dir))
     no_traceback(finished, 0)
     assert "left as they were" not in finished.stdout and not place.dir.exists(), finished.stdout
+    # a commit's directory that is a link elsewhere: not packed (nor removed), and said
+    elsewhere = run_dir.parent / "elsewhere"
+    members = runstore.sealed_members(place)
+    for name, data in members.items():
+        (elsewhere / name).parent.mkdir(parents=True, exist_ok=True)
+        (elsewhere / name).write_bytes(data)
+    cache.write_sealed_json(elsewhere / runstore.MANIFEST, {n: cache.bytes_digest(d) for n, d in members.items()})
+    place.bundle.unlink()
+    place.dir.symlink_to(elsewhere)
+    linked = cli("history", "--pack", str(run_dir))
+    no_traceback(linked, 0)
+    assert "a link where a commit's directory lies" in linked.stdout and B[:12] in linked.stdout, linked.stdout
+    assert place.dir.is_symlink() and (elsewhere / runstore.MANIFEST).exists()
 
 
 def test_pack_refuses_damage_and_what_is_no_history(cli, run_dir, tmp_path):
@@ -207,6 +221,14 @@ def test_pack_refuses_damage_and_what_is_no_history(cli, run_dir, tmp_path):
     from suite.history import keep
 
     one_line(cli("history", "--pack", str(run_dir), "--keep", str(tmp_path / "kept")), "takes no --keep")
+    import fcntl
+
+    held = os.open(run_dir / "runs", os.O_RDONLY | os.O_DIRECTORY)
+    try:  # another pack holds the history
+        fcntl.flock(held, fcntl.LOCK_EX)
+        one_line(cli("history", "--pack", str(run_dir)), "another pack of it is under way")
+    finally:
+        os.close(held)
     assert not (tmp_path / "kept").exists()
     (run_dir / keep.MARK).write_text("{}")  # a kept history without its seal
     one_line(cli("history", "--pack", str(run_dir)), keep.SEAL, "missing")

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -416,6 +417,7 @@ class Packed:
     unsealed: tuple[str, ...]
     files_before: int
     files_after: int
+    linked: tuple[str, ...] = ()
 
     def text(self, history_dir: Path) -> str:
         lines = [f"packed {history_dir}: {len(self.packed)} commits sealed into one file each; "
@@ -423,6 +425,9 @@ class Packed:
         if self.unsealed:
             lines.append(f"left as they were (side data without a seal: a run that did not finish): "
                          f"{', '.join(c[:12] for c in self.unsealed)}")
+        if self.linked:
+            lines.append(f"left as they were (a link where a commit's directory lies: pack what it points to, or "
+                         f"copy it in): {', '.join(c[:12] for c in self.linked)}")
         return "\n".join(lines)
 
 
@@ -435,9 +440,25 @@ def pack(history_dir: Path) -> Packed:
     if not (history_dir / runstore.RUNS).is_dir():
         raise UserError(f"--pack {history_dir}: no {runstore.RUNS}/ there (not a run directory or a kept history)")
     runstore.check_idle(history_dir)
+    import fcntl
+
+    fd = os.open(history_dir / runstore.RUNS, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:  # one pack at a time: released when fd is closed, however this process ends
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UserError(f"--pack {history_dir}: another pack of it is under way; wait for it to end") from None
+        return _pack(history_dir)
+    finally:
+        os.close(fd)
+
+
+def _pack(history_dir: Path) -> Packed:
     verify(history_dir)
     before = _count_files(history_dir)
     packed, unsealed = [], []
+    linked = [p.name for m in (history_dir / runstore.RUNS).iterdir() if m.is_dir() and not m.is_symlink()
+              for p in m.iterdir() if p.is_symlink() and runstore.COMMIT.fullmatch(p.name)]
     for machine_dir in sorted(p for p in (history_dir / runstore.RUNS).iterdir()
                               if p.is_dir() and not p.is_symlink() and runstore.MACHINE.fullmatch(p.name)):
         for commit_dir in sorted(p for p in machine_dir.iterdir() if p.is_dir() and not p.is_symlink()
@@ -453,7 +474,7 @@ def pack(history_dir: Path) -> Packed:
             runstore.write_bundle(place.bundle, runstore.sealed_members(place))
             shutil.rmtree(commit_dir)
             packed.append(commit_dir.name)
-    return Packed(tuple(packed), tuple(unsealed), before, _count_files(history_dir))
+    return Packed(tuple(packed), tuple(unsealed), before, _count_files(history_dir), tuple(sorted(linked)))
 
 
 def _count_files(directory: Path) -> int:
