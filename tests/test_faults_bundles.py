@@ -39,7 +39,8 @@ FAULTS = {
     "refused, naming it, that commit left as it was), the same verdict after, a second pack a no-op; a "
     "directory that is no history, or a kept history whose seal is broken, refused before any work; what an "
     "interrupted pack left beside a bundle (copies of its members) removed by the next; --pack with --keep "
-    "refused; a second pack while one is under way refused in one line; a link where a commit's directory lies "
+    "refused; a file the old seal did not cover (a dotfile) refused, never removed; a second pack while one is "
+    "under way refused in one line; a link where a commit's directory lies "
     "left as it was and said": [
         "test_pack_turns_an_older_history_into_bundles_with_the_same_verdict",
         "test_pack_refuses_damage_and_what_is_no_history"],
@@ -213,6 +214,11 @@ def test_pack_refuses_damage_and_what_is_no_history(cli, run_dir, tmp_path):
     for commit in (A, B):
         _older(runstore.Place(run_dir, MACHINE, commit))
     place = runstore.Place(run_dir, MACHINE, B)
+    notes = place.dir / "timings" / ".notes"  # a file of the user's, which the seal of old never covered
+    notes.write_text("mine")
+    one_line(cli("history", "--pack", str(run_dir)), notes, "not a file the run", "move it elsewhere")
+    assert notes.read_text() == "mine" and not place.bundle.exists()
+    notes.unlink()
     timing = next(place.dir.glob("timings/*.json"))
     timing.write_bytes(timing.read_bytes() + b" ")
     one_line(cli("history", "--pack", str(run_dir)), timing, "damaged")

@@ -471,7 +471,15 @@ def _pack(history_dir: Path) -> Packed:
             if not (commit_dir / runstore.MANIFEST).exists():
                 unsealed.append(commit_dir.name)
                 continue
-            runstore.write_bundle(place.bundle, runstore.sealed_members(place))
+            members = runstore.sealed_members(place)
+            # the directory is removed once packed: nothing in it but what its manifest seals
+            others = sorted(p for p in commit_dir.rglob("*") if not p.is_dir() or p.is_symlink()
+                            if p.relative_to(commit_dir).as_posix() not in {*members, runstore.MANIFEST})
+            if others:
+                raise UserError(f"{others[0]}: not a file the run of {commit_dir.name[:12]} sealed (not in its "
+                                f"{runstore.MANIFEST}), and packing removes the directory: move it elsewhere, then "
+                                "pack again")
+            runstore.write_bundle(place.bundle, members)
             shutil.rmtree(commit_dir)
             packed.append(commit_dir.name)
     return Packed(tuple(packed), tuple(unsealed), before, _count_files(history_dir), tuple(sorted(linked)))
