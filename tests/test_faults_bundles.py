@@ -227,6 +227,9 @@ def test_pack_refuses_damage_and_what_is_no_history(cli, run_dir, tmp_path):
     from suite.history import keep
 
     one_line(cli("history", "--pack", str(run_dir), "--keep", str(tmp_path / "kept")), "takes no --keep")
+    # --tvm-repo, optional for --pack alone, is still required to measure
+    one_line(cli("history", "--releases", "0.26.0", "--out", str(tmp_path / "h")), "--tvm-repo is required")
+    assert not (tmp_path / "h").exists()
     import fcntl
 
     held = os.open(run_dir / "runs", os.O_RDONLY | os.O_DIRECTORY)
