@@ -6,10 +6,10 @@ its build took, the kernels whose code changed, and the gate's verdict against t
         [--remeasure none|real] [--json]
 
 The build facts are `install_tvm`'s notes, kept beside the results (``install-logs/<commit>.build.json``);
-a commit whose TVM did not build has no data and its build log there. The verdicts are those of
-`gate_error_rates.py` (one gate on every consecutive pair of commits with data, the gate of
-`tvm-suite gate`): with ``--remeasure none`` a latency suspect is NO VERDICT, with ``real`` the
-kernels are timed again where this machine's cache still holds them.
+a commit whose TVM did not build has no data and its build log there. The verdicts are the gate's
+(`tvm-suite gate`) on every consecutive pair of commits with data: with ``--remeasure none`` a
+latency suspect is NO VERDICT, with ``real`` the kernels are timed again where this machine's cache
+still holds them.
 """
 
 from __future__ import annotations
@@ -19,13 +19,11 @@ import json
 import sys
 from pathlib import Path
 
-import gate_error_rates
-
 from suite import git
 from suite.commands import common_args
 from suite.errors import UserError
 from suite.history import keep
-from suite.reporting import results, thresholds as thresholds_mod
+from suite.reporting import code_identity, gate, results, thresholds as thresholds_mod
 
 
 def build_text(facts: dict, failed: bool) -> tuple[str, str]:
@@ -52,10 +50,22 @@ def subject(tvm_repo: Path | None, commit: str) -> str:
     return git.git(tvm_repo, "log", "-1", "--format=%s", commit, check=False).strip()[:60]
 
 
+def judged_pairs(history, commits, th, remeasure) -> dict[str, dict]:
+    """The gate on every consecutive pair of ``commits``, by the candidate's label."""
+    found = {}
+    for before, at in zip(commits, commits[1:]):
+        result = gate.evaluate(history, at, before, th, remeasure)
+        changes = code_identity.changes(history, before, at)
+        found[at.label] = {"baseline": before.label, "verdict": result.verdict.name,
+                           "failing": [c.name.split(" vs ")[0] for c in result.checks if c.status is gate.Status.FAIL],
+                           "kernels_changed": [" ".join(s.ids) for s in changes.changed], "kernels_same": changes.same}
+    return found
+
+
 def rows(history, results_dir: Path, tvm_repo, th, remeasure) -> list[dict]:
-    with_data = gate_error_rates.commits_with_data(history)
-    pairs, _ = gate_error_rates.false_alarms(history, with_data, th, remeasure)
-    judged = {p["candidate"]: p for p in pairs}
+    # a commit whose TVM did not build (asv's nulls) is passed over
+    with_data = [c for c in history.commits if gate.has_data(history, c)]
+    judged = judged_pairs(history, with_data, th, remeasure)
     found = []
     for commit in history.commits:
         failed = commit not in with_data
@@ -102,11 +112,11 @@ def main(argv=None) -> int:
             raise UserError(f"--tvm-repo {args.tvm_repo}: not a git repository")
         th = thresholds_mod.load(args.thresholds)  # a bad file refused before the history is read
         history = results.load(args.results, args.tvm_repo)
-        remeasure = gate_error_rates.memoized(None)
+        remeasure = None
         if args.remeasure == "real":
             from suite.core import timing
 
-            remeasure = gate_error_rates.memoized(timing.remeasure)
+            remeasure = timing.remeasure
         found = rows(history, args.results, args.tvm_repo, th, remeasure)
     except UserError as err:  # absent, damaged or untrusted results: one line
         print(f"{Path(sys.argv[0]).name}: error: {err}", file=sys.stderr)

@@ -647,32 +647,11 @@ def test_history_keep_to_a_link_to_nothing_is_refused_before_any_work(cli, tmp_p
 
 @pytest.mark.parametrize("script, args, words", [
     ("retime_noise.py", ["--results", "/nonexistent"], "results directory /nonexistent does not exist"),
-    ("gate_error_rates.py", ["--results", "/nonexistent"], "results directory /nonexistent does not exist"),
     ("retime_noise.py", ["--results", "reports/tvm-main/results", "--commit", "zzz"], "no commit zzz with results"),
     ("retime_noise.py", ["--results", "reports/tvm-main/results", "--repeats", "1"], "--repeats: 1 is not between 2"),
     ("retime_noise.py", ["--results", "reports/tvm-main/results", "--rounds", "0"], "--rounds: 0 is not between 1"),
     ("retime_noise.py", ["--results", "reports/tvm-main/results", "--limit", "0"], "--limit: 0 is not between 1"),
     ("retime_noise.py", ["--results", "README.md"], "README.md"),
-    ("gate_error_rates.py", ["--results", "README.md"], "README.md"),
-    ("gate_error_rates.py", ["--results", ""], "--results: an empty path"),
-    ("gate_error_rates.py", ["--results", "reports/tvm-main/results", "--plants", "0"], "--plants: 0 is not between 1"),
-    ("gate_error_rates.py", ["--results", "reports/tvm-main/results", "--seed", "-1"], "--seed: -1 is not between 0"),
-    ("gate_error_rates.py", ["--results", "reports/tvm-main/results", "--results", "reports/tvm-main-hexagon/nothing"],
-     "results directory"),
-    ("gate_error_rates.py", ["--results", "reports/tvm-main/results", "--thresholds", "/nonexistent.toml"],
-     "thresholds file /nonexistent.toml does not exist"),
-    ("gate_error_rates.py", ["--results", "reports/tvm-main/results", "--out", "README.md"], "it is a file"),
-    ("gate_error_rates.py", ["--results", "reports/tvm-main/results", "--thresholds", "README.md"],
-     "not a readable TOML file"),
-    ("gate_error_rates.py", ["--results", "reports/tvm-main/results", "--peers", "otava"], "give detector=PYTHON"),
-    ("gate_error_rates.py", ["--results", "reports/tvm-main/results", "--peers", "lnt=/usr/bin/python3"],
-     "the detectors otava, edivisive"),
-    ("gate_error_rates.py", ["--results", "reports/tvm-main/results", "--peers", "otava=/nonexistent/python"],
-     "otava: /nonexistent/python is not an executable file"),
-    ("gate_error_rates.py", ["--results", "reports/tvm-main/results", "--peers", "otava=README.md"],
-     "otava: README.md is not an executable file"),
-    ("gate_error_rates.py", ["--results", "reports/tvm-main/results", "--peers",
-                             "otava=/usr/bin/python3,otava=/usr/bin/python3"], "otava: given twice"),
     ("history_series.py", ["--results", ""], "--results: an empty path"),
     ("history_series.py", ["--results", "README.md"], "README.md does not exist"),
     ("history_series.py", ["--results", "reports/tvm-main/results", "--tvm-repo", ""], "--tvm-repo: an empty path"),
@@ -693,7 +672,6 @@ def test_the_gate_experiments_refuse_bad_input_in_one_line(script, args, words):
 
 @pytest.mark.parametrize("script, written, out", [
     ("retime_noise.py", "pairs.json", "pairs.json"),  # --out names the file
-    ("gate_error_rates.py", "gate_error_rates.json", "."),  # --out names the directory
 ])
 def test_the_gate_experiments_never_replace_a_file(tmp_path, script, written, out):
     import subprocess

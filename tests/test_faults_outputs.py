@@ -140,7 +140,7 @@ def test_every_output_option_of_every_command_is_refused_inside_a_kept_history(c
 #: Each experiment's output option (args with {kept}: what it writes there).
 EXPERIMENTS = [
     ("fuzz_throughput.py", ["--out", "{kept}/results/x"]),
-    ("gate_error_rates.py", ["--results", "{kept}/results", "--out", "{kept}/runs/x"]),
+    ("gate_benchmark.py", ["--out", "{kept}/runs/x"]),
     ("retime_noise.py", ["--results", "{kept}/results", "--out", "{kept}/runs/x.json"]),
     ("model_cost.py", ["--json", "{kept}/rows.json"]),
     ("gate_noise.py", ["--out", "{kept}/noise"]),
