@@ -91,6 +91,20 @@ def tir():
     return getattr(module, "tirx", None) or module.tir
 
 
+def pass_config(options: dict) -> dict:
+    """TVM pass-configuration options named without their namespace (``disable_assert``) under the
+    names this TVM registers: ``tirx.`` from 0.27, ``tir.`` before. An option it does not know is a
+    UserError (TVM itself would raise an AttributeError listing every option)."""
+    known = set(tvm().transform.PassContext.list_configs())
+    found = {}
+    for name, value in options.items():
+        spelled = next((f"{prefix}.{name}" for prefix in ("tirx", "tir") if f"{prefix}.{name}" in known), None)
+        if spelled is None:
+            raise UserError(f"this TVM has no pass option {name!r}")
+        found[spelled] = value
+    return found
+
+
 def schedule_namespace():
     """Where ``Schedule``, ``meta_schedule`` and ``dlight`` live: ``tvm.s_tir`` or ``tvm.tir``."""
     module = tvm()
