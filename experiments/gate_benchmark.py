@@ -24,9 +24,9 @@ measured on the machine where it runs (a script, not an asv benchmark).
    identity, the build note.
 5. Every detector on every consecutive pair of every series: the gate (:func:`gate.evaluate`, its
    suspects and changed kernels timed again for real), asv's step detection (as ``asv publish``
-   runs it, threshold 0.05, and at its best threshold on this data), LNT's rule (its defaults: a
-   1% floor, a 0.01 s absolute floor, 2.576 sigma and Mann-Whitney U at 0.05; and without the
-   absolute floor), Apache Otava and MongoDB's E-Divisive at their defaults (``--peers``: each in an
+   runs it, threshold 0.05, and at its best threshold on this data), LNT's rule (its defaults: the
+   minimum of the samples, a 1% floor, a 0.01 s absolute floor, Mann-Whitney U at 0.05, 2.576
+   standard deviations; and without the absolute floor), Apache Otava and MongoDB's E-Divisive at their defaults (``--peers``: each in an
    environment of its own, `change_point_peers.py`), and code identity alone ("the code changed and
    the value got worse").
 
@@ -391,26 +391,34 @@ def asv_flags(values: list[float], metric: str, threshold: float) -> set[int]:
     return {after for _, after, _, _ in (regressions or [])}
 
 
-def lnt_flags(values: list[float], samples: list[list[float]] | None, metric: str, absolute_floor: bool) -> set[int]:
-    """LNT's rule (lnt.server.reporting.analysis): a change under 1% is ignored, as is one under
-    0.01 s absolute for times (``absolute_floor``); then, with samples, the change must exceed
-    2.576 baseline standard deviations and pass Mann-Whitney U at 0.05."""
+def lnt_flags(samples: list[list[float]], metric: str, absolute_floor: bool) -> set[int]:
+    """LNT's rule (llvm-lnt ``lnt/server/reporting/analysis.py``, ``ComparisonResult``), each commit
+    against the one before: each side's value is the minimum of its samples (LNT's default
+    aggregation), the change is measured against the previous sample nearest the new value; a
+    change under 1%, or under 0.01 absolute (``absolute_floor``: LNT's default; seconds, for
+    times), is ignored; with 4 samples a side, Mann-Whitney U at 0.05 must reject "the same"; with
+    several samples the change must exceed 2.576 standard deviations of the new ones; with one a
+    side (a deterministic value), a change of 0.2% is enough. Worse only, as for every detector."""
     from scipy.stats import mannwhitneyu
 
     found = set()
-    for j in range(1, len(values)):
-        a, b = values[j - 1], values[j]
-        if a == 0 or abs(b - a) / abs(a) < 0.01 or worse_up(metric, b) <= worse_up(metric, a):
+    for j in range(1, len(samples)):
+        before, now = [worse_up(metric, v) for v in samples[j - 1]], [worse_up(metric, v) for v in samples[j]]
+        current = min(now)  # worse is up: LNT's minimum, its maximum where bigger is better
+        nearest = min(before, key=lambda v: (abs(current - v), -before.index(v)))
+        delta = current - nearest
+        pct = delta / nearest if nearest else 0.0
+        if delta <= 0 or abs(pct) < 0.01 or (absolute_floor and abs(delta) < 0.01):
             continue
-        if metric == "latency":
-            if absolute_floor and abs(b - a) < 0.01:
+        if abs(delta) <= 2 * 0.0001 * 2.576:  # LNT's floor of what it can sample
+            continue
+        if len(now) >= 4 and len(before) >= 4 and mannwhitneyu(now, before, alternative="two-sided").pvalue >= 0.05:
+            continue
+        if len(now) > 1:
+            if abs(delta) <= 2.576 * statistics.stdev(now):
                 continue
-            before, now = samples[j - 1], samples[j]
-            sd = statistics.stdev(before) if len(before) > 1 else 0.0
-            if abs(b - a) <= 2.576 * sd:
-                continue
-            if mannwhitneyu(now, before, alternative="greater").pvalue >= 0.05:
-                continue
+        elif abs(pct) < 0.002:
+            continue
         found.add(j)
     return found
 
@@ -617,9 +625,10 @@ def judge(histories, series, args, th, journal) -> dict[str, dict]:
                 where = lambda j: (change, s.ids, metric, j)  # noqa: E731
                 for t, found in asv_by_threshold.items():
                     found.update({where(j): "flagged" for j in asv_flags(values, metric, t)})
-                flags["LNT (defaults)"].update({where(j): "flagged" for j in lnt_flags(values, samples, metric, True)})
+                per_commit = samples if metric == "latency" else [[v] for v in values]
+                flags["LNT (defaults)"].update({where(j): "flagged" for j in lnt_flags(per_commit, metric, True)})
                 flags["LNT (no 0.01 s floor)"].update(
-                    {where(j): "flagged" for j in lnt_flags(values, samples, metric, False)})
+                    {where(j): "flagged" for j in lnt_flags(per_commit, metric, False)})
                 for j in range(1, len(commits)):
                     if s.at(j).code != s.at(j - 1).code and worse_up(metric, values[j]) > worse_up(metric, values[j - 1]):
                         flags["code identity alone"][where(j)] = "flagged"
