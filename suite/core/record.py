@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import asdict, dataclass, field, fields
 
+from suite.targets import elf
 from suite.targets.base import Mode
 
 #: The metric names (suite.tracked) of the codegen counts a record keeps under shorter names of
@@ -44,8 +45,8 @@ class Record:
     flops: int | None = None
     compile_s: float | None = None
     codegen: dict | None = None  #: code size and instruction counts (Hexagon)
-    #: the code identity: sha256 of what the kernel executes (suite.targets.elf.code_digest); two
-    #: commits whose kernels have the same one ran the same code
+    #: the code identity: its scheme and the sha256 of what the kernel executes and calls
+    #: (suite.targets.elf.code_digest); two commits whose kernels have the same one ran the same code
     code: str | None = None
     accumulation_length: int | None = None
     metrics: dict | None = None  #: accuracy against float64 (suite.core.metrics.accuracy_metrics)
@@ -131,9 +132,9 @@ def _numbers(value) -> bool:
         isinstance(v, dict) and all(_number(x) for x in v.values()))) for k, v in value.items())
 
 
-def _sha256(value) -> bool:
-    """a sha256 digest"""
-    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+def _code(value) -> bool:
+    """a code identity (suite.targets.elf.scheme_of)"""
+    return isinstance(value, str) and elf.scheme_of(value) is not None
 
 
 def _digests(value) -> bool:
@@ -144,7 +145,7 @@ def _digests(value) -> bool:
 
 _FIELD_TYPES = {"workload": _text, "dtype": _text, "target": _text, "order": _text, "status": _text,
                 "reason": _text, "kind": _text, "tvm_version": _text, "flops": _number, "compile_s": _number,
-                "codegen": _numbers, "code": _sha256, "accumulation_length": _number, "metrics": _numbers,
+                "codegen": _numbers, "code": _code, "accumulation_length": _number, "metrics": _numbers,
                 "twin_metrics": _numbers, "emulated_s": _number, "counts": _numbers, "measured_on": _text, "tuned_from": _text,
                 "parts": _digests}
 

@@ -61,6 +61,7 @@ import numpy as np
 from suite import cache
 from suite.core.combo import ENV as GRID_ENV
 from suite.errors import UserError
+from suite.targets import elf
 
 RUN_DIR_ENV, COMMIT_ENV, MACHINE_ENV = "TVM_SUITE_RUN_DIR", "TVM_SUITE_COMMIT", "TVM_SUITE_MACHINE"
 KINDS = {"timings": ".json", "values": ".json", "peers": ".json", "maps": ".npz", "failures": ".txt",
@@ -314,8 +315,8 @@ def _json(data: bytes):
 
 
 def _code(text: str) -> str:
-    if not re.fullmatch(r"[0-9a-f]{64}", text):
-        raise ValueError("not a code identity (a sha256 digest)")
+    if elf.scheme_of(text) is None:
+        raise ValueError("not a code identity (v2: and a sha256 digest, or a sha256 digest alone)")
     return text
 
 
@@ -343,7 +344,7 @@ class SideData:
     maps: dict = field(default_factory=dict)  #: ids -> {"channels", "hw"} arrays
     failures: dict = field(default_factory=dict)  #: ids -> reason
     records: dict = field(default_factory=dict)  #: ids -> target whose tuning record replayed
-    code: dict = field(default_factory=dict)  #: ids -> the kernel's code identity (sha256)
+    code: dict = field(default_factory=dict)  #: ids -> the kernel's code identity (suite.targets.elf.scheme_of)
     build: dict | None = None
 
     def file(self, relative_path: str) -> Path:

@@ -1,5 +1,8 @@
 """Between two commits, is each kernel's code the same or changed? (Its code identity, kept by every
 run in the sealed side data: ``runs/<machine>/<commit>/code/``, see :mod:`suite.targets.elf`.)
+Identities of two schemes (:func:`suite.targets.elf.scheme_of`: one kept by an older suite) cover
+different parts of the code and say nothing of each other: neither same nor changed, but not
+comparable, which every reader treats as it treats a kernel without an identity.
 
 Two consequences, both pure functions of a verified history:
 
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 from suite import tracked
 from suite.errors import UserError
 from suite.reporting import results as res
+from suite.targets import elf
 
 #: Metrics that compare a combination with its ``default`` order: they repeat only when the default
 #: kernel's code is the same too.
@@ -33,6 +37,9 @@ class Code(str, enum.Enum):
     SAME = "same"
     CHANGED = "changed"
     UNKNOWN = "unknown"  #: a side kept no code identity (results of an older suite, a failed build)
+    #: the two sides' identities are of two schemes (suite.targets.elf.SCHEME): one was kept by an
+    #: older suite, which digested less of the code; neither same nor changed
+    NOT_COMPARABLE = "not comparable"
 
 
 class NotDeterministic(UserError):
@@ -48,6 +55,8 @@ def compare(history: res.History, series: res.Series, baseline: str, candidate: 
     before, now = code_of(history, series, baseline), code_of(history, series, candidate)
     if before is None or now is None:
         return Code.UNKNOWN
+    if elf.scheme_of(before) != elf.scheme_of(now):
+        return Code.NOT_COMPARABLE
     return Code.SAME if before == now else Code.CHANGED
 
 
@@ -64,14 +73,26 @@ class CodeChanges:
     changed: tuple[res.Series, ...]
     same: int
     unknown: int
+    not_comparable: int = 0  #: kernels whose identities at the two commits are of two schemes
 
     @property
     def compared(self) -> int:
         return len(self.changed) + self.same
 
+    def words(self) -> str:
+        """How many changed of those compared, how many were not comparable and how many unknown."""
+        parts = [f"{len(self.changed)} of {self.compared} changed"] if self.compared else []
+        parts += [f"{self.not_comparable} {NOT_COMPARABLE}"] if self.not_comparable else []
+        parts += [f"{self.unknown} unknown"] if self.unknown else []
+        return "; ".join(parts)
+
+
+#: A kernel whose identities at two commits are of two schemes, as every reader says it.
+NOT_COMPARABLE = "not comparable (identities of two schemes)"
+
 
 def changes(history: res.History, baseline: res.Commit | None, candidate: res.Commit) -> CodeChanges:
-    changed, same, unknown = [], 0, 0
+    changed, same, unknown, not_comparable = [], 0, 0, 0
     for series in history.series():
         if baseline is None or code_of(history, series, candidate.hash) is None:
             continue
@@ -80,9 +101,11 @@ def changes(history: res.History, baseline: res.Commit | None, candidate: res.Co
             changed.append(series)
         elif kind is Code.SAME:
             same += 1
+        elif kind is Code.NOT_COMPARABLE:
+            not_comparable += 1
         else:
             unknown += 1
-    return CodeChanges(candidate, baseline, tuple(changed), same, unknown)
+    return CodeChanges(candidate, baseline, tuple(changed), same, unknown, not_comparable)
 
 
 def per_commit(history: res.History) -> list[CodeChanges]:

@@ -493,12 +493,14 @@ def code_check(history, candidate, baseline, multi) -> Check:
     if baseline is None:
         return Check(name, limit, Status.NOT_CHECKED, FIRST_COMMIT)
     found = code_identity.changes(history, baseline, candidate)
+    # identities of two schemes are neither same nor changed: judged as kernels without identities, and said
+    apart = (f"code of {found.not_comparable} {_plural(found.not_comparable, 'kernel', 'kernels')} not compared: "
+             "identities of two schemes") if found.not_comparable else ""
     if not found.compared:
-        return Check(name, limit, Status.NOT_CHECKED, "no code identities kept at both commits (results of an "
-                                                      "older suite, or failed builds)")
-    unknown = f"; {found.unknown} unknown" if found.unknown else ""
-    return Check(name, limit, Status.PASS, f"{len(found.changed)} of {found.compared} changed{unknown}",
-                 notes=tuple(f"changed: {where(s, multi)}" for s in found.changed))
+        return Check(name, limit, Status.NOT_CHECKED, found.words() if apart else "no code identities kept at both "
+                     "commits (results of an older suite, or failed builds)", caveat=apart)
+    return Check(name, limit, Status.PASS, found.words(),
+                 notes=tuple(f"changed: {where(s, multi)}" for s in found.changed), caveat=apart)
 
 
 def _change_ratio(change, before: float, now: float) -> float | None:

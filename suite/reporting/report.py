@@ -315,7 +315,8 @@ def code_changes(history: res.History) -> list[dict]:
     (suite.reporting.code_identity): where a latency step can be news at all."""
     multi = len(history.machines) > 1
     return [{"commit": c.commit.as_dict(), "baseline": c.baseline.as_dict() if c.baseline else None,
-             "changed": [rules.where(s, multi) for s in c.changed], "same": c.same, "unknown": c.unknown}
+             "changed": [rules.where(s, multi) for s in c.changed], "same": c.same, "unknown": c.unknown,
+             "not_comparable": c.not_comparable}
             for c in code_identity.per_commit(history)]
 
 
