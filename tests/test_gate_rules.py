@@ -103,7 +103,8 @@ def test_a_small_step_of_changed_code_shows_only_when_timed_again():
     b = changed_code(1.05)
     b.kept_remeasure(A, B, caught.newly_remeasured())
     assert judge(b.history()).verdict is Verdict.NOT_READY
-    assert [r["verdict"] for r in report.find_regressions(b.history(), DEFAULTS)] == ["confirmed"]
+    said = report.pair_verdict(b.history(), *b.history().commits, DEFAULTS)
+    assert [blamed.words.split(":")[0] for blamed in said.blamed] == ["confirmed"]
 
 
 def answers(*steps):
@@ -179,7 +180,8 @@ def test_changed_code_timed_again_and_not_slower_is_not_listed():
     b = changed_code(0.97)
     b.kept_remeasure(A, B, result.newly_remeasured())
     again = judge(b.history(), remeasure=lambda s, t: pytest.fail("judged already"))
-    assert check(again, "latency vs").worst == "none slower of 1" and report.find_regressions(b.history(), DEFAULTS) == []
+    assert check(again, "latency vs").worst == "none slower of 1"
+    assert report.pair_verdict(b.history(), *b.history().commits, DEFAULTS).blamed == ()
 
 
 def test_changed_code_that_cannot_be_timed_again_passes_on_its_kept_samples():
@@ -222,7 +224,8 @@ def test_results_without_samples_are_data_missing_never_a_ratio_of_medians():
     assert latency.details[0] == (f"no side data of {A[:10]} on testbox: /nonexistent/run/runs/testbox/{A}.zip is missing "
                                   "(timing samples, the values asv does not keep, records, build note)")
     assert latency.details[-1] == gate.HOW_TO_KEEP and len(latency.details) == 3
-    assert report.find_regressions(two_runs(2.0).unkept(A, B).history(), DEFAULTS) == []
+    unkept = two_runs(2.0).unkept(A, B).history()
+    assert report.pair_verdict(unkept, *unkept.commits, DEFAULTS).blamed == ()
 
 
 def test_samples_that_cannot_reach_alpha_are_data_missing():
@@ -331,8 +334,7 @@ def test_a_latency_step_of_changed_records_is_records():
     result = judge(b.history(), remeasure=lambda s, t: pytest.fail("a records step is not timed again"))
     assert result.verdict is Verdict.READY
     assert check(result, "latency vs").details[0].startswith(f"records: {' '.join(TUNED)}: 1.50x")
-    regressions = report.find_regressions(b.history(), DEFAULTS)
-    assert [(r["metric"], r["verdict"]) for r in regressions] == [("latency", "records")]
+    assert report.pair_verdict(b.history(), *b.history().commits, DEFAULTS).blamed == ()  # no regression
 
 
 # ----------------------------------------------------------------------------- change checks

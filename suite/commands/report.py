@@ -34,9 +34,14 @@ def run(args) -> int:
     facts = report.make_report(history, result, args.out)
     d = facts["divergence"]
     first = d["first_divergent"]
+    check = d["check"]  # the gate's check of the marks at its candidate, beside the history of marks
+    pairs = ", ".join(f"{n} {name}" for name, n in facts["pair_counts"].items() if n)
     say(f"report: {args.out / 'index.html'} and report.json ({len(facts['commits'])} commits, "
         f"newest {facts['newest']['label']})\n"
         f"first divergent commit: {first['label'] if first else 'none'}; last good: "
-        f"{d['last_good']['label'] if d['last_good'] else 'none'}; {len(d['marks'])} marks, "
+        f"{d['last_good']['label'] if d['last_good'] else 'none'}; {len(d['marks'])} marks; at "
+        f"{result.candidate.label}: {check['name']} {check['status']} ({check['worst']})\n"
+        f"the gate on {len(facts['pairs'])} {'pair' if len(facts['pairs']) == 1 else 'pairs'} of commits: "
+        f"{pairs or 'none'}; "
         f"{len(facts['regressions'])} regressions\n{result.line()}", result.verdict.exit_code)
     return result.verdict.exit_code  # the verdict its last line gives

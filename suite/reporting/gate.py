@@ -69,6 +69,21 @@ class Verdict(enum.Enum):
 
 
 @dataclass(frozen=True)
+class Culprit:
+    """What one failing (or undecided) line of a check is about: its combination and the metric
+    that failed, so that whoever renders the verdict (the report) names the very combinations the
+    gate names, in its order."""
+
+    series: res.Series
+    metric: str | None  #: None: the combination failed to build or run
+    #: a latency suspect not timed again: the verdict waits on it (UNDECIDED), it fails nothing yet
+    undecided: bool = False
+
+    def as_dict(self) -> dict:
+        return {**self.series.as_dict(), "metric": self.metric, "undecided": self.undecided}
+
+
+@dataclass(frozen=True)
 class Check:
     name: str
     limit: str
@@ -81,10 +96,13 @@ class Check:
     #: what this check did not judge, which a READY verdict must say beside it (its line): latency
     #: not judged, or judged on the kept samples only
     caveat: str = ""
+    #: the combination and metric of each of the first ``failing`` details, in the same order
+    culprits: tuple[Culprit, ...] = ()
 
     def as_dict(self) -> dict:
         return {"name": self.name, "limit": self.limit, "status": self.status.value, "worst": self.worst,
-                "details": list(self.details), "notes": list(self.notes)}
+                "details": list(self.details), "notes": list(self.notes),
+                "culprits": [c.as_dict() for c in self.culprits]}
 
 
 @dataclass(frozen=True)
@@ -205,7 +223,7 @@ def failure_reason(history: res.History, commit: str, series: res.Series) -> str
     return history.kept(commit, series.machine).failures.get(series.ids) or "reason in the asv log"
 
 
-def _max_check(history, commit, name, limit, series_filter, multi, value_of, unchecked_of=None,
+def _max_check(history, commit, name, metric, limit, series_filter, multi, value_of, unchecked_of=None,
                incomplete_of=None) -> Check:
     """The largest ``value_of(series)`` at ``commit`` against ``limit``. Combinations whose value
     cannot exist (``unchecked_of`` says why) are listed as not checked, never counted as passed;
@@ -227,7 +245,7 @@ def _max_check(history, commit, name, limit, series_filter, multi, value_of, unc
         if worst is None or value > worst[0]:
             worst = (value, series)
         if value > limit:
-            over.append(f"{where(series, multi)}: {value:.4g}")
+            over.append((f"{where(series, multi)}: {value:.4g}", Culprit(series, metric)))
     note = f"; {len(unchecked)} not checked" if unchecked else ""
     if incomplete:
         at = next(c for c in history.commits if c.hash == commit)
@@ -240,7 +258,8 @@ def _max_check(history, commit, name, limit, series_filter, multi, value_of, unc
         return _no_values_check(history, commit, name, f"<= {limit:g}", "no values at any commit",
                                 lambda c: any(res.finite(value_of(s, c)) for s in checked))
     return Check(name, f"<= {limit:g}", Status.FAIL if over else Status.PASS,
-                 f"{worst[0]:.4g} ({where(worst[1], multi)}){note}", tuple(over + unchecked), failing=len(over))
+                 f"{worst[0]:.4g} ({where(worst[1], multi)}){note}", tuple(line for line, _ in over) + tuple(unchecked),
+                 failing=len(over), culprits=tuple(culprit for _, culprit in over))
 
 
 def model_check(history: res.History, commit: str, limit, multi: bool) -> Check:
@@ -265,7 +284,7 @@ def model_check(history: res.History, commit: str, limit, multi: bool) -> Check:
         if worst is None or (value < worst[0] if floor else value > worst[0]):
             worst = (value, series)
         if (value < limit.limit) if floor else (value > limit.limit):
-            over.append(f"{where(series, multi)}: {value:.4g}")
+            over.append((f"{where(series, multi)}: {value:.4g}", Culprit(series, metric)))
     note = f"; {len(unmeasured)} not measured" if unmeasured else ""
     if not seen:
         if unmeasured:
@@ -273,8 +292,9 @@ def model_check(history: res.History, commit: str, limit, multi: bool) -> Check:
         per_series = [per_commit for s, per_commit in history.values.get(metric, {}).items() if s.dtype == limit.dtype]
         return _no_values_check(history, commit, name, bound, "no whole-model results in this dtype at any commit",
                                 lambda c: any(res.finite(per_commit.get(c)) for per_commit in per_series))
-    return Check(name, bound, Status.FAIL if over else Status.PASS,
-                 f"{worst[0]:.4g} ({where(worst[1], multi)}){note}", tuple(over + unmeasured), failing=len(over))
+    return Check(name, bound, Status.FAIL if over else Status.PASS, f"{worst[0]:.4g} ({where(worst[1], multi)}){note}",
+                 tuple(line for line, _ in over) + tuple(unmeasured), failing=len(over),
+                 culprits=tuple(culprit for _, culprit in over))
 
 
 #: A metric first measured after this commit: the suite that measured it predates the metric
@@ -461,8 +481,9 @@ def latency_check(history, candidate, baseline, why, thresholds, multi, remeasur
     failing = [s for s in found if s.verdict.fails]
     undecided = [s for s in found if s.verdict is Slowness.SUSPECT]
     # what decides the verdict first, never cut from the text: failures, then suspects, then what passed
-    details = tuple(s.line(multi) for s in sorted(found, key=lambda s: (
-        0 if s.verdict.fails else 1 if s.verdict is Slowness.SUSPECT else 2, -s.ratio)))
+    ordered = sorted(found, key=lambda s: (0 if s.verdict.fails else 1 if s.verdict is Slowness.SUSPECT else 2,
+                                           -s.ratio))
+    details = tuple(s.line(multi) for s in ordered)
     passed = len(found) - len(failing) - len(undecided)
     worst = (f"{len(failing)} slower" if failing else "none slower")
     worst += f", {len(undecided)} suspect" if undecided else ""
@@ -482,7 +503,9 @@ def latency_check(history, candidate, baseline, why, thresholds, multi, remeasur
                        for s in sorted(unretimed, key=lambda s: -s.ratio))
     status = Status.FAIL if failing else Status.UNDECIDED if undecided else Status.PASS
     return Check(name, limit, status, worst, details, notes, failing=len(failing) + len(undecided),
-                 caveat="; ".join(caveats)), judged
+                 caveat="; ".join(caveats),
+                 culprits=tuple(Culprit(s.series, "latency", s.verdict is Slowness.SUSPECT)
+                                for s in ordered[:len(failing) + len(undecided)])), judged
 
 
 def code_check(history, candidate, baseline, multi) -> Check:
@@ -549,12 +572,13 @@ def change_checks(history, candidate, baseline, thresholds, multi) -> list[Check
             if problem and (changed := rules.records_changed(history, series, baseline, candidate)):
                 notes.append(f"records: {problem}: {rules.records_words(changed, baseline, candidate)}")
             elif problem:
-                over.append(problem)
+                over.append((problem, Culprit(series, metric)))
         if not seen:
             checks.append(Check(name, limit, Status.NOT_CHECKED, f"no {metric} at both commits", (), tuple(notes)))
         else:
             checks.append(Check(name, limit, Status.FAIL if over else Status.PASS, f"{len(over)} of {seen}",
-                                tuple(over), tuple(notes), failing=len(over)))
+                                tuple(line for line, _ in over), tuple(notes), failing=len(over),
+                                culprits=tuple(culprit for _, culprit in over)))
     return checks
 
 
@@ -571,6 +595,7 @@ def divergence_check(history, thresholds, candidate, judged: rules.MarkJudgement
     notes += [f"stale acceptance in {Path(thresholds.source).name}: {' '.join(a.ids)} is not marked here: remove it"
               for a in judged.stale]
     failing = tuple(m.line(multi) for m in marks if m.fails)
+    culprits = tuple(Culprit(m.mark.series, m.mark.metric) for m in marks if m.fails)
     lacking = {c: rules.divergence_incomplete(history, thresholds, c.hash) for c in (baseline, candidate)
                if c is not None}
     if any(lacking.values()):  # the rules read values asv does not keep: never "compared" without them
@@ -587,7 +612,7 @@ def divergence_check(history, thresholds, candidate, judged: rules.MarkJudgement
     if marks or judged.fixed:
         return Check(name, limit, Status.FAIL if failing else Status.PASS,
                      f"{len(failing)} failing: {summary}" if failing else summary, failing, tuple(notes),
-                     failing=len(failing))
+                     failing=len(failing), culprits=culprits)
     compared = rules.divergence_series(history, thresholds, candidate.hash)
     if not compared:
         status = Status.MISSING if div.required else Status.NOT_CHECKED
@@ -614,7 +639,7 @@ def evaluate(history: res.History, candidate: res.Commit, baseline: res.Commit |
     checks.append(Check("combinations completed", "no failed build or run", Status.FAIL if failed else Status.PASS,
                         f"{len(failed)} failed" if failed else "none failed",
                         tuple(f"{where(s, multi)}: {failure_reason(history, candidate.hash, s)}" for s in failed),
-                        failing=len(failed)))
+                        failing=len(failed), culprits=tuple(Culprit(s, None) for s in failed)))
     two_llvms = other_llvm(history, candidate, baseline)
     if latency_apart:
         latency, slowdowns = latency_not_judged(baseline, thresholds, latency_apart), []
@@ -629,7 +654,7 @@ def evaluate(history: res.History, candidate: res.Commit, baseline: res.Commit |
         return lambda series, at: history.value(metric, series, at)
 
     for limit in thresholds.accuracy:
-        checks.append(_max_check(history, candidate.hash, f"{limit.metric} {limit.dtype}", limit.limit,
+        checks.append(_max_check(history, candidate.hash, f"{limit.metric} {limit.dtype}", limit.metric, limit.limit,
                                  lambda s, d=limit.dtype: s.dtype == d, multi, values_of(limit.metric)))
     for limit in thresholds.model:
         checks.append(model_check(history, candidate.hash, limit, multi))
@@ -640,13 +665,16 @@ def evaluate(history: res.History, candidate: res.Commit, baseline: res.Commit |
                 if res.finite(history.value("prob_bound_fraction", series, at)) else None)
 
     checks.append(_max_check(
-        history, candidate.hash, f"probabilistic bound fraction (lambda {bound.lam:g})", bound.max_fraction,
+        history, candidate.hash, f"probabilistic bound fraction (lambda {bound.lam:g})", "prob_bound_fraction",
+        bound.max_fraction,
         lambda s: True, multi, lambda series, at: rules.prob_bound_value(history, series, at, thresholds),
         incomplete_of=without_k))
-    checks.append(_max_check(history, candidate.hash, "rigorous bound fraction", bound.max_fraction, lambda s: True,
+    checks.append(_max_check(history, candidate.hash, "rigorous bound fraction", "bound_fraction", bound.max_fraction,
+                             lambda s: True,
                              multi, values_of("bound_fraction"),
                              lambda series, at: rules.no_rigorous_bound(history, series, at)))
-    checks.append(_max_check(history, candidate.hash, "non-finite outputs", bound.max_nonfinite, lambda s: True,
+    checks.append(_max_check(history, candidate.hash, "non-finite outputs", "nonfinite", bound.max_nonfinite,
+                             lambda s: True,
                              multi, values_of("nonfinite")))
     judged = rules.judge_marks(history, thresholds, candidate, baseline)
     checks.append(divergence_check(history, thresholds, candidate, judged, baseline, multi))

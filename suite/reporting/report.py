@@ -8,9 +8,14 @@ gives it, first; it computes no check and no mark of its own. Then, from the ver
   metrics, bound fraction, divergence from ``default`` and the change from the previous commit;
 - history charts over the commits (latency and accuracy), one line per order x target;
 - *marks* at every commit (:func:`suite.reporting.rules.find_marks`, the gate's rule), with the
-  first divergent commit and the last good one named at the top;
-- regressions between consecutive commits: latency by the gate's rule on the timing samples,
-  other metrics by ``asv.step_detect`` (upward steps only), the records rule for both.
+  first divergent commit and the last good one named at the top, beside what the gate's check of
+  marks says of those at the candidate (new, worse, known);
+- the gate's verdict on each commit against the one before it (:func:`series_verdicts`,
+  :func:`pair_verdict`): the regressions of the history are the lines that fail the gate on a
+  pair, in the gate's words and with its culprits, by its thresholds; nothing is timed: a suspect no
+  gate timed again is said as the gate says it (NO VERDICT), with the gate that decides it;
+- the heat map of the gate's pair, coloured by what the gate says of each cell (same-code latency
+  noise is grey, never red or green).
 """
 
 from __future__ import annotations
@@ -18,11 +23,12 @@ from __future__ import annotations
 import json
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from suite import cache, outputs, tracked
 from suite.asv_plumbing.config import REPORTS
-from suite.errors import UserError
+from suite.errors import ExitCode, UserError
 from suite.reporting import results as res
 from suite.reporting import code_identity, gate, maps, rules
 from suite.reporting.rules import match
@@ -52,42 +58,99 @@ class ReportError(UserError):
     pass
 
 
-# ----------------------------------------------------------------------------- regressions
+# ----------------------------------------------------------------------------- the gate on each pair
 
 
-def find_regressions(history: res.History, thresholds: Thresholds) -> list[dict]:
-    """Regressions between consecutive commits. Latency: the gate's rule on the timing samples
-    (rules.latency_changes), with the verdict of a re-measurement where a gate made one; a commit
-    without samples (no side data) is not judged, never on a ratio of medians. Other
-    metrics (deterministic for a TVM build): asv's step detection, steps above [regressions]
-    threshold (upward steps only). Either is *records* where the tuned order replayed other
-    tuning records at the two commits (rules.records_changed)."""
-    from asv import step_detect
+@dataclass(frozen=True)
+class Blamed:
+    """One line the gate gives against a pair of commits that fails it, or that its verdict waits
+    on, word for word, with the combination and metric the line is about."""
 
-    found = []
-    for before, after in zip(history.commits, history.commits[1:]):
-        for s in rules.latency_changes(history, before, after, thresholds).found:
-            found.append(_regression(history, s.series, "latency", before, after,
-                                     history.value("latency", s.series, before.hash),
-                                     history.value("latency", s.series, after.hash), s.verdict.value, s.p))
-    for metric in thresholds.regressions.metrics:
-        if metric == "latency":
+    check: str  #: the gate's check, by its name
+    status: gate.Status  #: FAIL, or UNDECIDED: a latency suspect the gate would time again
+    words: str  #: the gate's line
+    culprit: gate.Culprit
+
+    def as_dict(self) -> dict:
+        return {"check": self.check, "status": self.status.value, "words": self.words, **self.culprit.as_dict()}
+
+
+@dataclass(frozen=True)
+class PairVerdict:
+    """What the report says of ``candidate`` against ``baseline``: the gate's own verdict on the
+    pair (:func:`suite.reporting.gate.evaluate`), in the gate's words: its verdict, the lines that
+    fail it or leave it undecided with their combinations (in the gate's order), the checks that
+    miss data and those that had nothing to check."""
+
+    baseline: res.Commit
+    candidate: res.Commit
+    #: None where the gate gives no verdict at all (a deterministic metric that moved under the
+    #: same code: the suite's own bug, which ``line`` says)
+    verdict: gate.Verdict | None
+    line: str  #: the gate's verdict line (:meth:`GateResult.line`), or its one-line error
+    blamed: tuple[Blamed, ...]
+    missing: tuple[str, ...] = ()  #: "check: what is missing", of each DATA MISSING check
+    not_checked: tuple[str, ...] = ()  #: "check: why", of each NOT CHECKED check
+
+    @property
+    def words(self) -> str:
+        return self.verdict.words if self.verdict is not None else self.line
+
+    def as_dict(self) -> dict:
+        return {"baseline": self.baseline.as_dict(), "candidate": self.candidate.as_dict(),
+                "verdict": self.verdict.name if self.verdict is not None else None,
+                "exit_status": int(self.verdict.exit_code if self.verdict is not None else ExitCode.NO_VERDICT),
+                "words": self.words, "line": self.line, "blamed": [b.as_dict() for b in self.blamed],
+                "missing": list(self.missing), "not_checked": list(self.not_checked)}
+
+
+def said_of(result: gate.GateResult) -> PairVerdict:
+    """The report's words of a gate result: the gate's verdict, line and failing or undecided lines
+    (each check's first ``failing`` details, with its culprits), nothing of its own."""
+    blamed = tuple(Blamed(c.name, gate.Status.UNDECIDED if culprit.undecided else gate.Status.FAIL, words, culprit)
+                   for c in result.checks if c.status in (gate.Status.FAIL, gate.Status.UNDECIDED)
+                   for words, culprit in zip(c.details[:c.failing], c.culprits))
+    return PairVerdict(result.baseline, result.candidate, result.verdict, result.line(), blamed,
+                       tuple(f"{c.name}: {c.worst}" for c in result.checks if c.status is gate.Status.MISSING),
+                       tuple(f"{c.name}: {c.worst}" for c in result.checks if c.status is gate.Status.NOT_CHECKED))
+
+
+def pair_verdict(history: res.History, baseline: res.Commit, candidate: res.Commit,
+                 thresholds: Thresholds) -> PairVerdict:
+    """What the report says of ``candidate`` against ``baseline``: :func:`said_of` the gate's
+    :func:`~suite.reporting.gate.evaluate` of the pair, as ``tvm-suite gate --commit CANDIDATE
+    --baseline BASELINE --no-remeasure`` gives it. Nothing is timed: a suspect an earlier gate timed
+    again and kept (``runs/.gate/``, :func:`suite.reporting.gate.with_remeasured`) is judged as that
+    gate judged it; one no gate timed again is said as the gate says it, UNDECIDED (NO VERDICT), and
+    ``tvm-suite gate`` decides it. Where the gate gives no verdict (a deterministic metric that moved
+    under the same code) the line is its error."""
+    return _pair(history, baseline, candidate, thresholds, gate.baseline_of(history, candidate, baseline.hash)[1])
+
+
+def _pair(history, baseline, candidate, thresholds, note: str) -> PairVerdict:
+    try:
+        return said_of(gate.evaluate(history, candidate, baseline, thresholds, None, note))
+    except code_identity.NotDeterministic as err:
+        return PairVerdict(baseline, candidate, None, f"no verdict: {err}", ())
+
+
+def series_verdicts(history: res.History, thresholds: Thresholds, result: gate.GateResult | None = None
+                    ) -> list[PairVerdict]:
+    """The gate's verdict on each commit against the one before it with data (``[latency] baseline
+    = "previous"``: a commit whose build failed is passed over, as the gate passes it over), oldest
+    first. ``result``: a verdict the gate gave on one of these pairs, re-timings included (`run`,
+    `check`): that pair is said as it was given, never judged again."""
+    pairs = []
+    for candidate in history.commits:
+        baseline, note = gate.baseline_of(history, candidate, "previous")
+        if baseline is None:
             continue
-        for s, per_commit in sorted(history.values.get(metric, {}).items(), key=lambda item: item[0].ids):
-            y = [per_commit.get(c.hash) for c in history.commits]
-            y = [v if res.finite(v) else None for v in y]
-            if sum(v is not None for v in y) < 2:
-                continue
-            steps = step_detect.detect_steps(y)
-            _latest, _best, positions = step_detect.detect_regressions(steps, threshold=thresholds.regressions.threshold)
-            for before, after, value_before, value_after in positions or []:
-                if after is not None:
-                    good, bad = history.commits[before], history.commits[after]
-                    changed = rules.records_changed(history, s, good, bad)
-                    found.append(_regression(history, s, metric, good, bad, value_before, value_after,
-                                             "records" if changed else "step", None))
-    order = {"confirmed": 0, "suspect": 1, "step": 2, "records": 3, "noisy": 4}
-    return sorted(found, key=lambda g: (order.get(g["verdict"], 5), -(g["ratio"] or 0)))
+        if result is not None and result.baseline is not None and (result.baseline.hash, result.candidate.hash) == (
+                baseline.hash, candidate.hash):
+            pairs.append(said_of(result))
+        else:
+            pairs.append(_pair(history, baseline, candidate, thresholds, note))
+    return pairs
 
 
 def bisect_command(tvm_repo, last_good: str, first_bad: str, series: res.Series, metric: str) -> str:
@@ -97,18 +160,29 @@ def bisect_command(tvm_repo, last_good: str, first_bad: str, series: res.Series,
             f"--workload {workload} --dtype {dtype} --target {target} --order {order} --metric {metric}")
 
 
-def _regression(history, series, metric, good, bad, value_before, value_after, verdict, p) -> dict:
-    records = (tuple(history.kept(c.hash, series.machine).records.get(series.ids) for c in (good, bad))
-               if series.order == "tuned" else None)
-    return {
-        **series.as_dict(), "metric": metric, "benchmark": tracked.get(metric).benchmark, "verdict": verdict, "p": p,
-        "bisect": bisect_command(history.repo, good.hash, bad.hash, series, metric),
-        "last_good": good.hash, "last_good_label": good.label, "last_good_url": good.url,
-        "first_bad": bad.hash, "first_bad_label": bad.label, "first_bad_url": bad.url,
-        "value_before": value_before, "value_after": value_after,
-        "ratio": value_after / value_before if value_before else None,
-        "records": records,  #: for tuned: whose tuning records replayed at each commit
-    }
+def bisectable(metric: str | None) -> bool:
+    """Whether `tvm-suite bisect` searches ``metric``: asv's lower-is-better benchmarks only."""
+    if metric is None:
+        return False
+    found = tracked.get(metric)
+    return found.worse is not None and found.in_asv
+
+
+def pair_facts(history: res.History, pair: PairVerdict) -> dict:
+    """A pair as report.json keeps it and the page shows it: :meth:`PairVerdict.as_dict`, each
+    failing line with the command that finds its commit (``bisect``), each undecided one with the
+    gate that decides it (``decide``), and whose tuning records the tuned order replayed."""
+    facts = pair.as_dict()
+    base, now = pair.baseline, pair.candidate
+    for entry, b in zip(facts["blamed"], pair.blamed):
+        s = b.culprit.series
+        entry["bisect"] = (bisect_command(history.repo, base.hash, now.hash, s, b.culprit.metric)
+                           if b.status is gate.Status.FAIL and bisectable(b.culprit.metric) else None)
+        entry["decide"] = (f"tvm-suite gate --results {history.results_dir} --commit {now.short} "
+                           f"--baseline {base.short}" if b.status is gate.Status.UNDECIDED else None)
+        records = [history.kept(c.hash, s.machine).records.get(s.ids) for c in (base, now)]
+        entry["records"] = records if s.order == "tuned" and any(records) else None
+    return facts
 
 
 # ----------------------------------------------------------------------------- summary
@@ -281,16 +355,18 @@ def charts(history: res.History, marks: list[dict]) -> list[dict]:
 
 def compute(history: res.History, result: gate.GateResult) -> dict:
     """What the report shows (and report.json keeps): the gate's ``result`` on the newest commit,
-    then the history."""
+    then the history, its pairs each as the gate judges it (:func:`series_verdicts`)."""
     thresholds = result.thresholds
     rows, skipped = summary_rows(history)
     newest = history.commits[-1]
     previous = history.commits[-2] if len(history.commits) > 1 else None
     marks = rules.find_marks(history, thresholds)
+    pairs = [pair_facts(history, p) for p in series_verdicts(history, thresholds, result)]
+    cells = judged_cells(history, result)
     return {
         "gate": _gate_section(result),
         "failures": _failures(history),
-        "heatmap": heatmap(history),
+        "heatmap": heatmap(history, result, cells),
         "results_dir": history.results_dir.name,
         "ordering": history.ordering,
         "machines": list(history.machines),
@@ -298,12 +374,17 @@ def compute(history: res.History, result: gate.GateResult) -> dict:
         "commits": [c.as_dict() for c in history.commits],
         "newest": newest.as_dict(),
         "previous": previous.as_dict() if previous else None,
-        "summary": rows,
+        "summary": _summary_classes(rows, cells),
         "summary_columns": [m for m in SUMMARY_METRICS if any(res.finite(r["values"].get(m)) for r in rows)],
         "summary_skipped": skipped,
         "models": model_rows(history),
         "divergence": _divergence_section(history, thresholds, result, marks),
-        "regressions": find_regressions(history, thresholds),
+        "pairs": pairs,
+        #: how many pairs of each verdict, by its name as the gate says it (READY, NOT READY, NO VERDICT ...)
+        "pair_counts": {v.words.split(" (")[0]: sum(p["verdict"] == v.name for p in pairs) for v in gate.Verdict},
+        #: every line that fails the gate on a pair of the series, with its pair
+        "regressions": [{**b, "baseline": p["baseline"], "candidate": p["candidate"]} for p in pairs
+                        for b in p["blamed"] if b["status"] == gate.Status.FAIL.value],
         "code_changes": code_changes(history),
         # A published page names no path of this machine: the thresholds by their file's name.
         "thresholds": {**thresholds.as_dict(), "source": Path(thresholds.source).name},
@@ -330,7 +411,11 @@ def _gate_section(result: gate.GateResult) -> dict:
         "baseline": result.baseline.as_dict() if result.baseline else None,
         "first_commit": result.first_commit,
         "notes": list(result.notes),
-        "checks": [{**c.as_dict(), "noisy": any(d.startswith(("noisy", "records", "same code")) for d in c.details)}
+        #: how many checks of each status, in the gate's order of statuses: none hidden behind "passed"
+        "counts": {status.value: n for status in gate.Status
+                   if (n := sum(c.status is status for c in result.checks))},
+        "checks": [{**c.as_dict(), "failing": c.failing,
+                    "noisy": any(d.startswith(("noisy", "records", "same code")) for d in c.details)}
                    for c in result.checks],
     }
 
@@ -370,7 +455,10 @@ def _divergence_section(history: res.History, thresholds: Thresholds, result: ga
     last_good = history.commits[history.index(good[-1])] if good else None
     targets = sorted({s.target for s in history.series()})
     judged = result.marks
+    check = next(c for c in result.checks if c.name.startswith("divergence marks"))
     return {
+        #: the gate's divergence check at its candidate: what the banner of marks says beside it
+        "check": {"name": check.name, "limit": check.limit, "status": check.status.value, "worst": check.worst},
         "first_divergent": first_divergent.as_dict() if first_divergent else None,
         "last_good": last_good.as_dict() if last_good else None,
         "marked_commits": [history.commits[history.index(h)].as_dict() for h in marked],
@@ -391,45 +479,89 @@ def _divergence_section(history: res.History, thresholds: Thresholds, result: ga
 
 #: Speed (latency where it runs natively, packets executed on Hexagon), then accuracy.
 HEAT_METRICS = (("latency", "latency"), ("packets", "packets"), ("ulp_mean", "ULP mean"))
+#: How a heat-map cell (and a change in the summary) is coloured: by what the gate says of it, never
+#: by its ratio alone. Red: a line that fails the gate; amber: a suspect the gate would time again;
+#: green: a deterministic metric (packets, ULP mean: exact, no noise) that went down; grey: the
+#: latency of a kernel whose code is the same at both commits (noise by construction); white: the rest
+#: (a latency the gate passed, or a speed-up, which it does not judge: both within its noise).
+FAIL, UNDECIDED, BETTER, SAME_CODE = "fail", "undecided", "better", "same code"
 
 
-def heatmap(history: res.History) -> dict | None:
-    """Change from the previous commit, newest against the one before: workloads x (dtype, target,
-    order), the ratios of latency (or packets) and of ULP mean side by side (None with one commit)."""
-    if len(history.commits) < 2:
+def judged_cells(history: res.History, result: gate.GateResult) -> dict[tuple[res.Series, str], str]:
+    """What the gate's ``result`` says of each (combination, metric) of :data:`HEAT_METRICS` at its
+    pair: FAIL or UNDECIDED where one of its lines blames it, SAME_CODE for the latency of a kernel
+    whose code is the same at both commits, BETTER for a deterministic metric that went down; those
+    it says nothing of are left out."""
+    if result.baseline is None:
+        return {}
+    before, after = result.baseline.hash, result.candidate.hash
+    heat = {metric for metric, _ in HEAT_METRICS}
+    cells = {}
+    for series in history.series():
+        if code_identity.same_code(history, series, before, after):
+            cells[(series, "latency")] = SAME_CODE
+        for metric in heat - {"latency"}:
+            a, b = history.value(metric, series, before), history.value(metric, series, after)
+            if res.finite(a) and res.finite(b) and b < a:
+                cells[(series, metric)] = BETTER
+    for blamed in said_of(result).blamed:
+        if blamed.culprit.metric in heat:
+            cells[(blamed.culprit.series, blamed.culprit.metric)] = (
+                UNDECIDED if blamed.status is gate.Status.UNDECIDED else FAIL)
+    return cells
+
+
+def heatmap(history: res.History, result: gate.GateResult, cells: dict) -> dict | None:
+    """The gate's pair (its candidate against its baseline): workloads x (dtype, target, order), the
+    ratios of latency (or packets) and of ULP mean side by side, each with what the gate says of it
+    (``cells``: :func:`judged_cells`); None without a baseline."""
+    if result.baseline is None:
         return None
-    before, after = history.commits[-2].hash, history.commits[-1].hash
+    before, after = result.baseline.hash, result.candidate.hash
     series = history.series()
     columns = sorted({(s.dtype, s.target, s.order, s.machine) for s in series})
     rows = []
     for workload in sorted({s.workload for s in series}, key=lambda w: (not w.startswith("seed"), w)):
-        cells = []
+        row = []
         for dtype, target, order, machine in columns:
             one = res.Series(workload, dtype, target, order, machine)
             cell = {}
             for metric, _title in HEAT_METRICS:
                 a, b = history.value(metric, one, before), history.value(metric, one, after)
                 if res.finite(a) and res.finite(b) and a > 0:
-                    cell[metric] = b / a
-            cells.append(cell)
-        if any(cells):
-            rows.append({"workload": workload, "cells": cells})
+                    cell[metric] = {"ratio": b / a, "judged": cells.get((one, metric), "")}
+            row.append(cell)
+        if any(row):
+            rows.append({"workload": workload, "cells": row})
     return {"columns": [{"dtype": d, "target": t, "order": o, "machine": m} for d, t, o, m in columns],
             "metrics": [{"name": n, "title": t} for n, t in HEAT_METRICS], "rows": rows,
-            "before": history.commits[-2].as_dict(), "after": history.commits[-1].as_dict()}
+            "before": result.baseline.as_dict(), "after": result.candidate.as_dict()}
 
 
-def heat_color(ratio) -> str:
-    """Background of a heat-map cell: green for lower (faster, more accurate), red for higher; full
-    colour at a factor of 2 either way, white within 2%."""
-    if ratio is None or not res.finite(ratio) or ratio <= 0:
+def heat_color(cell) -> str:
+    """Background of a heat-map cell (``{"ratio", "judged"}``): by what the gate says of it
+    (:data:`FAIL` ...), deeper the further the ratio is from 1 (full at a factor of 2)."""
+    if not cell:
         return "#f6f8fa"
-    x = max(-1.0, min(1.0, math.log2(ratio)))
-    if abs(x) < 0.03:
+    judged, ratio = cell["judged"], cell["ratio"]
+    if judged == SAME_CODE:
+        return "#eaeef2"
+    if judged == UNDECIDED:
+        return "#fff1c2"
+    if judged not in (FAIL, BETTER) or not res.finite(ratio) or ratio <= 0:
         return "#ffffff"
-    strength = 0.25 + 0.75 * abs(x)
-    base = (207, 34, 46) if x > 0 else (26, 127, 55)
+    strength = 0.25 + 0.75 * min(1.0, abs(math.log2(ratio)))
+    base = (207, 34, 46) if judged == FAIL else (26, 127, 55)
     return "#" + "".join(f"{round(255 - (255 - c) * strength):02x}" for c in base)
+
+
+def _summary_classes(rows: list[dict], cells: dict) -> list[dict]:
+    """Each summary row with what the gate says of its latency, packets and ULP mean (``judged``:
+    :func:`judged_cells`), which colours its changes; never its ratio alone."""
+    for row in rows:
+        series = res.Series(row["workload"], row["dtype"], row["target"], row["order"], row["machine"])
+        row["judged"] = {metric: cells.get((series, metric), "") for metric, _ in HEAT_METRICS}
+    return rows
 
 
 def _json_safe(value):

@@ -436,7 +436,10 @@ def latency_changes(history: res.History, baseline: res.Commit, candidate: res.C
             continue
         compared += 1
         changed = records_changed(history, series, baseline, candidate)
-        ratio, p = b.median / a.median, mann_whitney(a.samples_s, b.samples_s)
+        ratio = b.median / a.median
+        # the U test (milliseconds each) only where it can decide, a ratio above max_ratio, or where
+        # the combination is listed below: most of a pair's are neither, and the report judges every pair
+        p = mann_whitney(a.samples_s, b.samples_s) if ratio > thresholds.latency.max_ratio else None
         digest = samples_digest(a, b)
         e = kept.get((series.ids, series.machine))
         retimings = tuple(map(tuple, e["remeasured"])) if e is not None and e["samples"] == digest else ()
@@ -444,7 +447,7 @@ def latency_changes(history: res.History, baseline: res.Commit, candidate: res.C
         # yet (slower fewer times than the rule asks), the kernel is timed again from the start
         kept_verdict = retimed_verdict(retimings, thresholds) if retimings else Slowness.SUSPECT
         e = e if kept_verdict is not Slowness.SUSPECT else None
-        slow = slower(thresholds, ratio, p)
+        slow = p is not None and slower(thresholds, ratio, p)
         code = code_identity.compare(history, series, baseline.hash, candidate.hash)
         if not slow:
             confirmed = kept_verdict is Slowness.CONFIRMED
@@ -452,6 +455,8 @@ def latency_changes(history: res.History, baseline: res.Commit, candidate: res.C
                 code is code_identity.Code.CHANGED or unknown_code and code is not code_identity.Code.SAME)
             if not (confirmed or retime):
                 continue
+        if p is None:
+            p = mann_whitney(a.samples_s, b.samples_s)
         if changed:
             found.append(Slowdown(series, ratio, p, Slowness.RECORDS, samples=digest,
                                   why=records_words(changed, baseline, candidate)))
