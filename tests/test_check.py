@@ -71,7 +71,7 @@ def check_copy(runs, where: Path, slower: tuple | None = None, factor: float = 3
         plant_samples(where, commits[1], ids, [s * (factor if ids == slower else 1.0) for s in samples])
     code = f"code/{'.'.join(slower)}.txt" if slower else None
     if code and code in runstore.sealed_members(place(where, commits[1])):  # the same code is never timed again
-        plant_file(where, commits[1], code, "f" * 64)
+        plant_file(where, commits[1], code, "v2:" + "f" * 64)  # the scheme of the kept identities
     return where
 
 
