@@ -231,7 +231,7 @@ def test_a_copied_history_times_a_kernel_of_the_same_code_where_its_own_is_gone(
     for entry in stand_ins:
         shutil.copytree(built, entry)
     record = suite_cache_module.read_sealed_json(stand_ins[1] / "record.json")
-    suite_cache_module.write_sealed_json(stand_ins[1] / "record.json", {**record, "code": "f" * 64})
+    suite_cache_module.write_sealed_json(stand_ins[1] / "record.json", {**record, "code": "v2:" + "f" * 64})
     history_stand_in(monkeypatch)
     done = run_check(cli, runs, out, "v9.9.0", commits[0][:10], env={"TVM_SUITE_CACHE": str(cache)})
     assert done.returncode == 0, done.stdout + done.stderr
