@@ -70,23 +70,29 @@ def _unroll_halved(func):
     return _parsed(pattern.sub(lambda m: f"{m.group(1)}{int(m.group(2)) // 2}", text))
 
 
-def _reduction_swapped(func):
-    """The two innermost nested reduction loops of the reduction block swapped: every output element
-    sums the same terms in another order (a ULP shift, as a reordering pass would make)."""
-    sch = compat.schedule(func)
-    try:
-        block = schedules.reduction_block(sch)
-    except OrderNotApplicable as err:
-        raise NotApplicable(str(err)) from None
-    kinds = schedules.loop_kinds(sch, block)
-    for (outer, outer_kind), (inner, inner_kind) in reversed(list(zip(kinds, kinds[1:]))):
-        if outer_kind == inner_kind == "R" and all(int(sch.get(l).extent) > 1 for l in (outer, inner)):
+def _reduction_swapped(innermost: bool):
+    """A rewrite that swaps two nested reduction loops of the reduction block, the innermost pair
+    or the outermost: every output element sums the same terms in another order (a ULP shift, as a
+    reordering pass would make)."""
+
+    def rewrite(func):
+        sch = compat.schedule(func)
+        try:
+            block = schedules.reduction_block(sch)
+        except OrderNotApplicable as err:
+            raise NotApplicable(str(err)) from None
+        # the reduction loops, outer to inner (spatial loops between them stay where they are)
+        loops = [loop for loop, kind in schedules.loop_kinds(sch, block) if kind == "R" and int(sch.get(loop).extent) > 1]
+        nested = list(zip(loops, loops[1:]))
+        for outer, inner in (reversed(nested) if innermost else nested):
             try:
                 sch.reorder(inner, outer)
             except compat.schedule_error():
                 continue
             return sch.mod["main"]
-    raise NotApplicable("no two nested reduction loops of extent above 1")
+        raise NotApplicable("no two reduction loops of extent above 1 that TVM lets swap")
+
+    return rewrite
 
 
 def _parsed(text: str):
@@ -105,7 +111,10 @@ CHANGES = {change.name: change for change in (
     Change("vectorize-off", "slower", "every vectorized loop made serial",
            rewrite=_loops("vectorized", "serial", slice(None))),
     Change("parallel-off", "slower", "the parallel loop made serial", rewrite=_loops("parallel", "serial", slice(None))),
-    Change("reduction-swapped", "accuracy", "the two innermost reduction loops swapped", rewrite=_reduction_swapped),
+    Change("reduction-swapped", "accuracy", "the two innermost nested reduction loops swapped",
+           rewrite=_reduction_swapped(innermost=True)),
+    Change("reduction-swapped-outer", "accuracy", "the two outermost nested reduction loops swapped",
+           rewrite=_reduction_swapped(innermost=False)),
 )}
 
 

@@ -352,27 +352,39 @@ def _build_note() -> dict:
 # ----------------------------------------------------------------------------- detectors
 
 
-def gate_flags(history, before, at, th) -> dict[tuple, str]:
-    """(series ids, metric) -> "flagged" or "undecided": what the gate says of the pair, its
-    suspects and changed kernels timed again for real."""
+def gate_pair(history, before, at, th):
+    """The gate on one pair, its suspects and changed kernels timed again for real: (its result,
+    the history with its re-timings kept, as `run` and `check` keep them for the report)."""
     from suite.core import timing
-    from suite.reporting import gate, rules
+    from suite.reporting import gate
 
     result = gate.evaluate(history, at, before, th, timing.remeasure)
+    return result, gate.with_remeasured(history, result)
+
+
+def culprits_of(checks) -> dict[tuple, str]:
+    """(series ids, metric) -> "flagged" or "undecided": what the gate's failing and undecided
+    lines are about (its culprits), a failed build counting against every metric."""
     found = {}
-    for s in result.slowdowns:
-        if s.verdict.fails:
-            found[(s.series.ids, "latency")] = "flagged"
-        elif s.verdict is rules.Slowness.SUSPECT:
-            found[(s.series.ids, "latency")] = "undecided"
-    for check in result.checks:
-        if check.status is not gate.Status.FAIL or check.name.startswith(("latency", "divergence")):
-            continue
-        metric = check.name.split(" ")[0]
-        for series in history.series():
-            if any(rules.where(series, False) + ":" in d for d in check.details):
-                found.setdefault((series.ids, metric), "flagged")
-    return found, result
+    for check in checks:
+        for culprit in check.culprits:
+            for metric in ((culprit.metric,) if culprit.metric else ("latency", "ulp_mean")):
+                state = "undecided" if culprit.undecided else "flagged"
+                if found.get((culprit.series.ids, metric)) != "flagged":
+                    found[(culprit.series.ids, metric)] = state
+    return found
+
+
+def report_agrees(history, before, at, th, result) -> str | None:
+    """None where the report says of the pair what the gate said (verdict, line, and each failing
+    or undecided line with its combination), else what differs."""
+    from suite.reporting import report
+
+    said, gave = report.pair_verdict(history, before, at, th), report.said_of(result)
+    for what in ("verdict", "line", "blamed"):
+        if getattr(said, what) != getattr(gave, what):
+            return f"{what}: the report says {getattr(said, what)!r}, the gate {getattr(gave, what)!r}"
+    return None
 
 
 def worse_up(metric: str, value: float) -> float:
@@ -582,6 +594,11 @@ def measure(args, journal: Journal) -> dict:
                 series.setdefault(change.name, []).append(Series(change.name, ids, a, a, None, None, False))
                 continue
             b = variants[(change.name, ids)]
+            twin = next((other for other in changes[:changes.index(change)] if other.name != "same"
+                         and isinstance(variants[(other.name, ids)], Variant)
+                         and variants[(other.name, ids)].code == getattr(b, "code", None)), None)
+            if twin is not None:  # one kernel counts once
+                b = f"the same kernel as {twin.name}"
             if isinstance(b, str):
                 not_made.append({"change": change.name, "ids": list(ids), "why": b})
                 continue
@@ -593,10 +610,25 @@ def measure(args, journal: Journal) -> dict:
     histories = {name: history_of(name, found, args.commits, journal, loaded) for name, found in series.items()}
     say(f"series timed at {time.monotonic() - started:.0f} s")
     pairs = [p for name, found in series.items() for p in pairs_of(found, args.commits)]
-    flags = judge(histories, series, args, th, journal)
+    flags, judged, disagreements = judge(histories, series, args, th, journal)
     say(f"judged at {time.monotonic() - started:.0f} s")
-    return {"series": series, "pairs": pairs, "flags": flags, "not_made": not_made,
-            "seconds": time.monotonic() - started}
+    reports = write_reports(judged, args.out, th)
+    return {"series": series, "pairs": pairs, "flags": flags, "not_made": not_made, "disagreements": disagreements,
+            "reports": reports, "seconds": time.monotonic() - started}
+
+
+def write_reports(judged: dict, out: Path, th) -> dict[str, str]:
+    """Each change's history as `tvm-suite report` writes it (its gate: the last pair's, as a `run`
+    of the last commit gives it): what a reader opens to see the series."""
+    from suite.reporting import gate, report
+
+    found = {}
+    for change, history in judged.items():
+        last, before = history.commits[-1], history.commits[-2]
+        where = out / "reports" / change
+        report.make_report(history, gate.evaluate(history, last, before, th, None), where)
+        found[change] = str(where / "index.html")
+    return found
 
 
 def judge(histories, series, args, th, journal) -> dict[str, dict]:
@@ -605,17 +637,26 @@ def judge(histories, series, args, th, journal) -> dict[str, dict]:
                  *args.peers, "code identity alone"]
     flags = {d: {} for d in detectors}
     asv_by_threshold = {t: {} for t in (0.0, 0.01, 0.02, 0.05)}
+    disagreements, judged = [], {}
     for change, history in histories.items():
         commits = history.commits
         for i in range(1, len(commits)):
             key = f"gate|{change}|{i}"
             kept = journal.get(key)
             if kept is None:
-                found, result = gate_flags(history, commits[i - 1], commits[i], th)
-                kept = journal.add(key, verdict=result.verdict.name,
-                                   flags=[[list(ids), metric, f] for (ids, metric), f in found.items()])
+                result, history = gate_pair(history, commits[i - 1], commits[i], th)
+                kept = journal.add(key, verdict=result.verdict.name, line=result.line(),
+                                   flags=[[list(ids), metric, f] for (ids, metric), f in culprits_of(result.checks).items()],
+                                   retimed=result.newly_remeasured(),
+                                   report_differs=report_agrees(history, commits[i - 1], commits[i], th, result))
+            elif kept.get("retimed"):  # the re-timings it kept, as a rerun of `report` reads them
+                pair = (commits[i - 1].hash, commits[i].hash)
+                history = dataclasses.replace(history, remeasured={**history.remeasured, pair: kept["retimed"]})
             for ids, metric, f in kept["flags"]:
                 flags["gate"][(change, tuple(ids), metric, i)] = f
+            if kept.get("report_differs"):
+                disagreements.append({"change": change, "pair": i, "differs": kept["report_differs"]})
+        judged[change] = history
         keyed = {}
         for s in series[change]:
             key_series = next(x for x in history.series() if x.ids == s.ids)
@@ -640,7 +681,7 @@ def judge(histories, series, args, th, journal) -> dict[str, dict]:
                 flags[name].update({(change, ids, metric, j): "flagged" for j in indices if 0 < j < len(commits)})
     flags["asv (publish: 0.05)"] = asv_by_threshold[0.05]
     flags["asv (best)"] = asv_by_threshold  # chosen per metric once the pairs are known (scoring)
-    return flags
+    return flags, judged, disagreements
 
 
 def tables(outcome: dict) -> dict:
@@ -697,6 +738,9 @@ def report(outcome: dict, facts: dict, args) -> dict:
         kinds.setdefault(p.metric, {}).setdefault(p.truth, 0)
         kinds[p.metric][p.truth] += 1
     print(f"pairs by measurement: {json.dumps(kinds)}")
+    judged_pairs = len({(p.change, p.index) for p in pairs})
+    print(f"report and gate: {judged_pairs - len(outcome['disagreements'])} of {judged_pairs} pairs said alike"
+          + "".join(f"\n  differs at {d['change']} pair {d['pair']}: {d['differs']}" for d in outcome["disagreements"]))
     print("\nmeasured steps (B over A, median of paired ratios, 95% interval):")
     for d in steps:
         print(f"  {d['change']:<20} {' '.join(d['ids'][:2]):<58} {d['ratio']:7.3f} [{d['low']:.3f}-{d['high']:.3f}] "
@@ -707,7 +751,8 @@ def report(outcome: dict, facts: dict, args) -> dict:
         print_table(f"latency, regressions of a measured step {label} (negatives: every no-effect pair)", scores)
     return {"machine": facts, "options": vars(args) | {"out": str(args.out), "thresholds": str(args.thresholds),
                                                         "peers": sorted(args.peers)},
-            "seconds": outcome["seconds"], "pairs_by_truth": kinds, "steps": steps, "not_made": outcome["not_made"],
+            "seconds": outcome["seconds"], "pairs_by_truth": kinds,
+            "report_disagreements": outcome["disagreements"], "reports": outcome["reports"], "steps": steps, "not_made": outcome["not_made"],
             "tables": {m: [s.to_json() for s in scores] for m, scores in found["by_metric"].items()},
             "latency_by_step": {label: [s.to_json() for s in scores] for label, scores in found["latency_by_step"].items()}}
 
@@ -723,7 +768,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=common_args.whole_number(0, 2**32 - 1), default=0)
     parser.add_argument("--changes", type=changes_option,
                         default="same,asserts-off,storage-rewrite-off,unroll-halved,vectorize-off-last,vectorize-off,"
-                                "parallel-off,reduction-swapped")
+                                "parallel-off,reduction-swapped,reduction-swapped-outer")
     parser.add_argument("--thresholds", type=common_args.path)
     parser.add_argument("--peers", type=peers_option, default={},
                         help=f"detector=python of its environment, comma-separated (of {', '.join(PEERS)})")
