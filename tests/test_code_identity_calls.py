@@ -182,6 +182,8 @@ def test_a_history_of_two_schemes_says_where_they_meet(tmp_path, capsys):
     facts = json.loads((tmp_path / "report" / "report.json").read_text())
     assert [(c["changed"], c["same"], c["not_comparable"]) for c in facts["code_changes"]] == [
         ([], 0, 0), ([], 0, 1), ([], 1, 0)]
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert page.count("(1 not comparable: identities of two schemes)") == 1  # B's row, never "none" alone
 
 
 def test_two_new_identities_compare_as_ever():

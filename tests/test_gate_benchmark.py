@@ -72,6 +72,10 @@ def test_a_small_run_builds_measures_and_scores_every_detector_alike(small_run):
                   if json.loads(line)["key"].startswith("gate|same|")]
     assert len(gate_lines) == 3 and all(line["flags"] == [] for line in gate_lines)
     assert "| gate |" in done.stdout and "measured steps" in done.stdout
+    # the report, rendered from each series as `run` leaves it, says of every pair what the gate said
+    assert found["report_disagreements"] == [] and "report and gate: 6 of 6 pairs said alike" in done.stdout
+    assert sorted(Path(p).parent.name for p in found["reports"].values()) == ["same", "vectorize-off"]
+    assert all(Path(p).is_file() for p in found["reports"].values())
 
 
 @pytest.mark.slow
