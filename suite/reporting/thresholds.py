@@ -133,12 +133,6 @@ class Divergence:
 
 
 @dataclass(frozen=True)
-class Regressions:
-    threshold: float
-    metrics: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class Thresholds:
     latency: Latency
     change: tuple[Change, ...]
@@ -146,7 +140,6 @@ class Thresholds:
     model: tuple[ModelLimit, ...]
     bound: Bound
     divergence: Divergence
-    regressions: Regressions
     source: str  #: the file the user gave, or the defaults' path
 
     def as_dict(self) -> dict:
@@ -162,7 +155,6 @@ class Thresholds:
                       "lambda": self.bound.lam},
             "divergence": {**{k: v for k, v in vars(self.divergence).items() if k != "accept"},
                            "accept": [vars(a) for a in self.divergence.accept]},
-            "regressions": {"threshold": self.regressions.threshold, "metrics": list(self.regressions.metrics)},
             "source": self.source,
         }
 
@@ -235,12 +227,9 @@ _SCHEMA = {
                                     f"at least 1 (below 1 an unchanged mark would be worse) and at most {MAX_RATIO:g} "
                                     f"(above, a mark grown {MAX_RATIO:g}-fold would not be)"),
                    "accept": [{"workload": str, "dtype": str, "target": str, "order": str, "reason": str}]},
-    "regressions": {"threshold": (lambda v: 0 < v <= MAX_RATIO - 1,
-                                  f"above 0 and at most {MAX_RATIO - 1:g} (a step to {MAX_RATIO:g} times the value)"),
-                    "metrics": list},
 }
 #: Sections every rule needs with every key (the defaults file provides them).
-_COMPLETE = ("latency", "bound", "divergence", "regressions")
+_COMPLETE = ("latency", "bound", "divergence")
 
 
 def _check(data: dict, schema: dict, path: Path, prefix: str = "") -> dict:
@@ -430,17 +419,6 @@ def _changes(raw: dict, path: Path) -> tuple[Change, ...]:
     return tuple(found)
 
 
-def _regressions(raw: dict, path: Path) -> Regressions:
-    for metric in raw["metrics"]:
-        if metric not in tracked.BY_NAME:
-            raise ThresholdsError(f"{path}: regressions.metrics: unknown metric {metric!r} "
-                                  f"(known: {', '.join(tracked.BY_NAME)})")
-        if tracked.get(metric).worse != tracked.HIGHER:
-            raise ThresholdsError(f"{path}: regressions.metrics: {metric} is not higher-is-worse; asv's step "
-                                  "detection finds upward steps only")
-    return Regressions(raw["threshold"], raw["metrics"])
-
-
 def load(path=None) -> Thresholds:
     """The default thresholds, overridden by those in ``path``; each key and value checked."""
     raw = _read_toml(DEFAULT_PATH)
@@ -463,6 +441,5 @@ def load(path=None) -> Thresholds:
         bound=_bound(raw["bound"], source),
         divergence=Divergence(**{k: v for k, v in div.items() if k != "accept"},
                               accept=tuple(Acceptance(**a) for a in div.get("accept", []))),
-        regressions=_regressions(raw["regressions"], source),
         source=str(source),
     )
