@@ -30,7 +30,7 @@ import pytest
 from asv_runs import WORKLOAD, plant, plant_file, qf_two_commit_results, two_commit_results
 from conftest import run_cli
 from suite import cli, targets
-from suite.core import runstore, tuning
+from suite.core import retimings, runstore, tuning
 
 pytestmark = pytest.mark.slow
 
@@ -156,7 +156,7 @@ def llvm_run(tmp_path_factory):
     plant(base, commits[1], "bench_accuracy.Accuracy.track_ulp_mean", ids, None)
     plant_file(base, commits[1], runstore.relative("failures", ids), "seed failed: planted for the damage matrix")
     # a re-measurement a gate kept (the fixture's A/A pair had no suspect to time again)
-    runstore.keep_remeasured(base, commits[0], commits[1], [
+    retimings.keep_remeasured(base, commits[0], commits[1], [
         {"ids": list(ids), "machine": "m", "verdict": "noisy", "remeasured": [[1.03, 0.01], [1.0, 0.5]],
          "samples": "0" * 16, "runtime": None}])
     marks = base.parent / "marks.toml"  # marks everything, so that the report reads every map

@@ -243,10 +243,10 @@ def _mentions(proc: Path, name: str, text: str) -> bool:
 
 
 def test_one_out_one_run_at_a_time(tmp_path):
-    from suite.core import runstore
+    from suite.core import run_journal
 
     out = tmp_path / "asv"
-    with runstore.RunLock(out, "a" * 40, "tvm-suite run"):
+    with run_journal.RunLock(out, "a" * 40, "tvm-suite run"):
         one_line(run_cli("run", "--quick", "--workloads", MEAN, "--dtypes", "float16", "--out", str(out)),
                  f"{out} is in use by another run: tvm-suite run of aaaaaaaaaaaa (pid {os.getpid()} on ")
         (out / "results").mkdir()

@@ -26,7 +26,7 @@ import pytest
 
 from conftest import check_fault_table
 from histories import A, B, MACHINE, SAMPLES, Builder
-from suite.core import runstore
+from suite.core import retimings, runstore
 from suite.history import keep
 from suite.reporting import gate as gate_lib
 from suite.reporting import results, rules
@@ -122,7 +122,7 @@ def test_no_remeasure_never_writes_the_record(cli, tmp_path):
     results_dir = planted({slow: (1.5, True), quiet: (1.0, True)}).write(tmp_path / "run")
     noisy = {"machine": MACHINE, "verdict": "noisy", "remeasured": [[1.0, 0.6]], "runtime": None}
     kept = [{**noisy, "ids": list(k), "samples": digest_of(results_dir, k)} for k in (slow, quiet)]
-    record = runstore.keep_remeasured(tmp_path / "run", A, B, kept)
+    record = retimings.keep_remeasured(tmp_path / "run", A, B, kept)
     before = record.read_bytes()
     for _ in range(2):
         done = gate(cli, results_dir, "--no-remeasure")
@@ -144,8 +144,8 @@ def test_a_gate_that_re_times_merges_its_entries_into_the_record(cli, tmp_path, 
              "remeasured": [[1.0, 0.6]], "runtime": None}
     elsewhere = {**stale, "machine": "elsewhere", "samples": "1" * 64}
     untouched = {**stale, "ids": list(other), "samples": "2" * 64, "remeasured": [[0.99, 0.7]]}
-    record = runstore.keep_remeasured(run_dir, A, B, [stale, elsewhere, untouched])
-    beside = runstore.keep_remeasured(run_dir, A, A[:-1] + "d", [untouched])
+    record = retimings.keep_remeasured(run_dir, A, B, [stale, elsewhere, untouched])
+    beside = retimings.keep_remeasured(run_dir, A, A[:-1] + "d", [untouched])
     beside_bytes = beside.read_bytes()
     monkeypatch.setattr(timing, "remeasure", retimed_at({slow: 1.3}))
     done = gate(cli, results_dir)
@@ -224,7 +224,7 @@ def test_a_changed_kernel_not_timed_again_is_said_to_be_judged_on_its_samples(cl
 
     kernel = ids(0)
     results_dir = planted({kernel: (0.68, True), ids(1): (1.0, False)}).write(tmp_path / "run")
-    why = {"kernels gone": runstore.KeptSamples("the kernels are gone from this cache"),
+    why = {"kernels gone": retimings.KeptSamples("the kernels are gone from this cache"),
            "cannot load": "this TVM cannot load the kernels (TVMError)"}.get(how)
     monkeypatch.setattr(timing, "remeasure", retimed_at({kernel: why}))
     done = gate(cli, results_dir, *([how] if how == "--no-remeasure" else []))

@@ -154,15 +154,15 @@ def test_a_step_is_confirmed_only_when_timed_again_twice_in_a_row(tmp_path):
 def test_a_kept_re_measurement_of_an_older_suite_timed_once_is_timed_again(tmp_path):
     """An older suite kept one (ratio, p) bare, and confirmed on one re-timing: read as one
     re-timing, a noisy one still speaks for its samples; a confirmed one is timed again."""
-    from suite.core import runstore
+    from suite.core import retimings
 
     slow, calm = changed_code(1.05), changed_code(1.05)
     confirmed = judge(slow.history(), remeasure=retimed(1.05)).newly_remeasured()[0]
     noisy = judge(calm.history(), remeasure=retimed(1.0)).newly_remeasured()[0]
     for builder, entry in ((slow, confirmed), (calm, noisy)):
-        runstore.keep_remeasured(tmp_path / entry["verdict"], A, B,
+        retimings.keep_remeasured(tmp_path / entry["verdict"], A, B,
                                  [{**entry, "remeasured": entry["remeasured"][0]}])  # one bare (ratio, p)
-        loaded = runstore.load_remeasured(tmp_path / entry["verdict"])
+        loaded = retimings.load_remeasured(tmp_path / entry["verdict"])
         assert loaded[(A, B)][0]["remeasured"] == [entry["remeasured"][0]]
         builder.kept_remeasure(A, B, loaded[(A, B)])
     assert judge(calm.history(), remeasure=lambda s, t: pytest.fail("judged already")).verdict is Verdict.READY

@@ -11,7 +11,7 @@ import re
 from markupsafe import escape
 
 from histories import A, B, C, QF_TUNED, SAMPLES, SEED, TUNED, Builder
-from suite.core import runstore
+from suite.core import retimings
 from suite.reporting import gate, report, results
 from suite.reporting import thresholds as limits
 
@@ -88,7 +88,7 @@ def test_same_code_and_noisy_steps_are_no_regressions(cli, tmp_path):
     noisy = gate.evaluate(b.history(), b.history().resolve(B), b.history().resolve(A), DEFAULTS, retimed(1.0))
     assert [e["verdict"] for e in noisy.newly_remeasured()] == ["noisy"]
     results_dir = b.write(tmp_path / "run")
-    runstore.keep_remeasured(tmp_path / "run", A, B, noisy.newly_remeasured())  # as `tvm-suite gate` keeps it
+    retimings.keep_remeasured(tmp_path / "run", A, B, noisy.newly_remeasured())  # as `tvm-suite gate` keeps it
     facts = reported(cli, results_dir, tmp_path / "report", status=0)
     assert facts["regressions"] == [] and [p["verdict"] for p in facts["pairs"]] == ["READY", "READY"]
     assert "Regressions (0)" in facts["html"] and "tvm-suite bisect" not in facts["html"]
@@ -146,7 +146,7 @@ def test_the_gates_confirmed_slowdown_is_the_reports(cli, tmp_path):
     report written with that verdict (`run`, `check`) says that very line."""
     b = slower_by_30_percent()
     history = b.history()
-    gone = runstore.KeptSamples("the baseline's and candidate's kernels are gone from the cache")
+    gone = retimings.KeptSamples("the baseline's and candidate's kernels are gone from the cache")
     on_kept = gate.evaluate(history, history.resolve(B), history.resolve(A), DEFAULTS, lambda s, t: gone)
     line = next(c for c in on_kept.checks if c.name.startswith("latency vs")).details[0]
     assert on_kept.verdict is gate.Verdict.NOT_READY and on_kept.newly_remeasured() == []
@@ -160,7 +160,7 @@ def test_the_gates_confirmed_slowdown_is_the_reports(cli, tmp_path):
     latency = next(c for c in confirmed.checks if c.name.startswith("latency vs"))
     assert confirmed.verdict is gate.Verdict.NOT_READY and latency.details[0].startswith("confirmed: ")
     results_dir = b.write(tmp_path / "run")
-    runstore.keep_remeasured(tmp_path / "run", A, B, confirmed.newly_remeasured())  # as `tvm-suite gate` keeps it
+    retimings.keep_remeasured(tmp_path / "run", A, B, confirmed.newly_remeasured())  # as `tvm-suite gate` keeps it
     facts = reported(cli, results_dir, tmp_path / "report", status=1)
     [step] = facts["regressions"]
     assert (step["status"], step["words"], step["metric"]) == ("FAIL", latency.details[0], "latency")
@@ -226,7 +226,7 @@ def test_the_heat_map_colours_what_the_gate_says_never_same_code_noise(cli, tmp_
     history = b.history()
     confirmed = gate.evaluate(history, history.resolve(B), history.resolve(A), DEFAULTS, retimed(1.5))
     results_dir = b.write(tmp_path / "run")
-    runstore.keep_remeasured(tmp_path / "run", A, B, confirmed.newly_remeasured())
+    retimings.keep_remeasured(tmp_path / "run", A, B, confirmed.newly_remeasured())
     facts = reported(cli, results_dir, tmp_path / "report", status=1)
     colours = re.findall(r'style="background: (#[0-9a-f]{6})" title="latency x([0-9.]+)', facts["html"])
     assert {ratio: colour for colour, ratio in colours} == {"1.400": "#eaeef2", "0.600": "#eaeef2",

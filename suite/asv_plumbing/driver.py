@@ -22,7 +22,7 @@ from asv.benchmarks import Benchmarks
 
 from suite import cache, children
 from suite.asv_plumbing.config import BENCHMARKS, IMPORT_ROOT, read_conf
-from suite.core import runstore
+from suite.core import run_journal, runstore
 from suite.errors import UserError
 from suite.asv_plumbing import dashboard
 from suite.progress import Progress
@@ -198,7 +198,7 @@ def archive_previous(results_dir: Path, commit: str, out_dir: Path) -> list[Path
     """Copy result files asv is about to update for ``commit``, so nothing is lost silently."""
     kept = []
     for path in Path(results_dir).glob(f"*/{commit[:8]}-*.json"):
-        target = runstore.archive_path(out_dir, path)
+        target = run_journal.archive_path(out_dir, path)
         shutil.copy2(path, target)
         kept.append(target)
     return kept

@@ -8,7 +8,7 @@ import sys
 from suite.commands import common_args
 from suite.commands.base import say, say_json
 from suite.commands.common_args import commit_name, path
-from suite.core import runstore, timing
+from suite.core import retimings, timing
 from suite.errors import ExitCode
 
 EXIT_CODES = [(ExitCode.OK, "READY"), (ExitCode.NOT_READY, "NOT READY: a check failed (a failed build is one)"),
@@ -43,7 +43,7 @@ def run(args) -> int:
 
 def keep(history, result) -> None:
     """Keep what the gate found by timing suspects again, merged into what earlier gates kept
-    (``runs/.gate/``: suite.core.runstore.keep_remeasured), so that the report and later gates give
+    (``runs/.gate/``: suite.core.retimings.keep_remeasured), so that the report and later gates give
     the same verdict on the same samples. A kept history (suite.history.keep.is_kept) is only read:
     there, what was timed again is printed, and one line says it was not kept. Where the directory
     cannot be written, one line says so. Either way on stderr, and the verdict stands: it does not
@@ -64,7 +64,7 @@ def keep(history, result) -> None:
             print(f"  {suspect.line(multi)}", file=sys.stderr)
         return
     try:
-        runstore.keep_remeasured(run_dir, result.baseline.hash, result.candidate.hash, found)
+        retimings.keep_remeasured(run_dir, result.baseline.hash, result.candidate.hash, found)
     except OSError as err:
         print(f"tvm-suite: note: the re-measurements were not kept ({err.strerror or err}: "
               f"{err.filename or run_dir}); the verdict stands", file=sys.stderr)

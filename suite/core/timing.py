@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from suite import cache, compat
-from suite.core import runstore, workloads
+from suite.core import retimings, runstore, workloads
 from suite.core.combo import Combo
 from suite.core.runstore import Timing
 from suite.errors import Skipped, UserError, first_line
@@ -131,7 +131,7 @@ def remeasure(series, timings: list[Timing], repeats: int = RETIME_REPEATS) -> t
     A kernel gone from the cache (a run directory copied to another machine, a cache cleared) is
     rebuilt from what its timing keeps of its build where the same TVM and suite are installed
     (:func:`_rebuilt`), and the note says so; where it cannot be, the answer is a
-    :class:`suite.core.runstore.KeptSamples` saying why: the gate judges the suspect on its kept
+    :class:`suite.core.retimings.KeptSamples` saying why: the gate judges the suspect on its kept
     samples.
 
     A kernel built by another TVM (a release history: each commit's own wheel compiled it) is loaded
@@ -189,7 +189,7 @@ def _kernels(ids, timings: list[Timing]):
         paths[i] = path
         rebuilt.append(i)
     if cannot:
-        return runstore.KeptSamples("; ".join(f"{' and '.join(sides)} kernel{'s are' if len(sides) > 1 else ' is'} gone from "
+        return retimings.KeptSamples("; ".join(f"{' and '.join(sides)} kernel{'s are' if len(sides) > 1 else ' is'} gone from "
                                      f"the cache and cannot be rebuilt here: {why}" for why, sides in cannot.items()))
 
     def sides(indices) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from suite import cache, git, targets, tracked
-from suite.core import runstore
+from suite.core import run_journal, runstore
 from suite.core.combo import Grid
 from suite.errors import ExitCode, UserError
 from suite.asv_plumbing import driver, releases
@@ -63,7 +63,7 @@ def run_bisect(tvm_repo: Path, range_spec: str, ids, metric_name: str, out_dir: 
         found.append(history.HistoryCommit(rel.version if rel else commit[:10], commit, rel.version if rel else None))
     grid = Grid.of(*[[name] for name in ids])
     cache.ensure_dir(out_dir, "--out")
-    with runstore.RunLock(out_dir, f"{start[:12]}..{hashes[-1][:12]}", "tvm-suite bisect"):
+    with run_journal.RunLock(out_dir, f"{start[:12]}..{hashes[-1][:12]}", "tvm-suite bisect"):
         return _bisect(repo, range_spec, ids, metric, out_dir, env_dir, thresholds, git_mirrors, start, hashes,
                        found, grid)
 

@@ -18,7 +18,7 @@ from tabulate import tabulate
 from suite import cache, git
 from suite.asv_plumbing import config as asvconf, driver, releases, source_build
 from suite.core.combo import Grid
-from suite.core import runstore
+from suite.core import run_journal, runstore
 from suite.errors import UserError
 
 
@@ -135,9 +135,9 @@ def run_history(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, quick:
                 env_dir: Path | None = None, html_dir: Path | None = None,
                 git_mirrors: str | None = None, machine: str | None = None) -> driver.RunSummary:
     """asv over TVM commits (skipping results asv already has), then ``asv publish``; ``out_dir``
-    is this run's alone while it works (runstore.RunLock)."""
+    is this run's alone while it works (run_journal.RunLock)."""
     cache.ensure_dir(out_dir, "--out")
-    with runstore.RunLock(out_dir, ",".join(c.commit[:12] for c in commits[:3]), "tvm-suite history"):
+    with run_journal.RunLock(out_dir, ",".join(c.commit[:12] for c in commits[:3]), "tvm-suite history"):
         return _run_history(tvm_repo, commits, grid, quick, out_dir, env_dir, html_dir, git_mirrors, machine)
 
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from suite import cache
-from suite.core import runstore
+from suite.core import run_journal, runstore
 from suite.errors import UserError
 
 #: Side data a kept history leaves out.
@@ -439,7 +439,7 @@ def pack(history_dir: Path) -> Packed:
     history_dir = Path(history_dir)
     if not (history_dir / runstore.RUNS).is_dir():
         raise UserError(f"--pack {history_dir}: no {runstore.RUNS}/ there (not a run directory or a kept history)")
-    runstore.check_idle(history_dir)
+    run_journal.check_idle(history_dir)
     import fcntl
 
     fd = os.open(history_dir / runstore.RUNS, os.O_RDONLY | os.O_DIRECTORY)

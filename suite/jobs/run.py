@@ -21,7 +21,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from suite import cache, compat, git
-from suite.core import ahead, entries, measurement, peers, runstore, timing, tuning
+from suite.core import ahead, entries, measurement, peers, retimings, run_journal, runstore, timing, tuning
 from suite.core.combo import Combo, Grid
 from suite.core.record import Kind, Record, Status
 from suite.errors import Interrupted, Skipped, UserError, raise_if_signalled
@@ -182,7 +182,7 @@ def run(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_commit=None, 
     machine = driver.machine_name(machine)
     report_dir = out_dir / "report"
     report.check_out(report_dir, out_dir)
-    with runstore.RunLock(out_dir, commit, "tvm-suite run"):
+    with run_journal.RunLock(out_dir, commit, "tvm-suite run"):
         warm, filed = _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster, machine)
         result = _verdict(out_dir, commit, tvm_repo, thresholds, report_dir)
     text = _summary_text(warm, commit, out_dir, filed)
@@ -229,11 +229,11 @@ def _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster, mac
           f"{out_dir / 'measure.log'})", flush=True)
     if cluster is not None:
         print(f"building and running on the Dask cluster at {cluster}; latency timed here", flush=True)
-    for line in runstore.recover(out_dir):
+    for line in run_journal.recover(out_dir):
         print(f"recovered: {line}", flush=True)
     # The commit's results and side data are replaced only once this run is complete: until then its
     # side data goes to a staging run directory, and an interrupted run undoes itself.
-    pending = runstore.begin_run(out_dir, machine, commit)
+    pending = run_journal.begin_run(out_dir, machine, commit)
     try:
         with (out_dir / "measure.log").open("a") as measure_log:
             warm = warm_cache(grid, pending.staged, log=lambda line: print(line, file=measure_log, flush=True),
@@ -309,7 +309,7 @@ def keep_remeasured(history: results.History, result: gate.GateResult) -> None:
     if not kept or result.baseline is None:
         return
     try:
-        runstore.keep_remeasured(history.run_dir, result.baseline.hash, result.candidate.hash, kept)
+        retimings.keep_remeasured(history.run_dir, result.baseline.hash, result.candidate.hash, kept)
     except OSError as err:
         print(f"tvm-suite: note: the re-measurements were not kept ({err.strerror or err}: "
               f"{err.filename or history.run_dir}); the verdict stands", file=sys.stderr)

@@ -31,7 +31,7 @@ from typing import Callable
 
 from suite import tracked
 from suite.errors import ExitCode
-from suite.core import runstore
+from suite.core import retimings
 from suite.reporting import code_identity
 from suite.reporting import results as res
 from suite.reporting import rules
@@ -142,7 +142,7 @@ class GateResult:
                      and s.verdict is not Slowness.SUSPECT)
 
     def newly_remeasured(self) -> list[dict]:
-        """The suspects this evaluation timed again, as a gate keeps them (runstore.keep_remeasured
+        """The suspects this evaluation timed again, as a gate keeps them (retimings.keep_remeasured
         merges them into what earlier gates kept)."""
         return [{"ids": list(s.series.ids), "machine": s.series.machine, "verdict": s.verdict.value,
                  "remeasured": [list(r) for r in s.remeasured], "samples": s.samples, "runtime": s.runtime}
@@ -170,7 +170,7 @@ class GateResult:
 #: Times both kernels of a suspect again: (series, [baseline's, candidate's kept timing]) ->
 #: (the new samples of each, how they were timed when not simply by their own TVM build: kernels
 #: rebuilt, re-timed in another runtime; or None), or a reason (text) why they cannot be timed here:
-#: a :class:`suite.core.runstore.KeptSamples` where a kernel is gone and cannot be rebuilt (the suspect is then judged on
+#: a :class:`suite.core.retimings.KeptSamples` where a kernel is gone and cannot be rebuilt (the suspect is then judged on
 #: its kept samples), any other text leaves it a suspect.
 Remeasure = Callable[[res.Series, list], "tuple[list[list[float]], str | None] | str"]
 
@@ -397,7 +397,7 @@ def _judge_suspects(history, baseline, candidate, thresholds, remeasure, compari
                 if s.code_changed_only:
                     unretimed.append(dataclasses.replace(s, why=f"not timed again: {again}"))
                     continue
-                if isinstance(again, runstore.KeptSamples):  # slower by the rule on them; not kept
+                if isinstance(again, retimings.KeptSamples):  # slower by the rule on them; not kept
                     s = rules.Slowdown(s.series, s.ratio, s.p, Slowness.CONFIRMED, samples=s.samples,
                                        why=f"judged on the kept samples: {again}")
                 else:
@@ -692,8 +692,8 @@ def with_remeasured(history: res.History, result: GateResult) -> res.History:
     found = result.newly_remeasured()
     if not found or result.baseline is None:
         return history
-    pair = (result.baseline.hash, result.candidate.hash)  # merged as they are kept: runstore.keep_remeasured
-    merged = runstore.merge_remeasured(history.remeasured.get(pair, []), found)
+    pair = (result.baseline.hash, result.candidate.hash)  # merged as they are kept: retimings.keep_remeasured
+    merged = retimings.merge_remeasured(history.remeasured.get(pair, []), found)
     return dataclasses.replace(history, remeasured={**history.remeasured, pair: merged})
 
 

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from suite import git, tracked
 from suite.asv_plumbing import config as asvconf
-from suite.core import runstore
+from suite.core import retimings, run_journal, runstore
 from suite.core.combo import PARAM_NAMES
 from suite.errors import UserError
 from suite.history import keep
@@ -342,7 +342,7 @@ def load(results_dir, tvm_repo=None) -> History:
         raise ResultsError(f"results directory {results_dir} does not exist")
     results_dir = runstore.real_results(results_dir)
     run_dir = runstore.of_results(results_dir)
-    recovered = tuple(runstore.recover(run_dir))  # refuses a run in progress
+    recovered = tuple(run_journal.recover(run_dir))  # refuses a run in progress
     try:
         return _load(results_dir, tvm_repo, run_dir, recovered)
     except UserError as err:  # what recovery did is said all the same
@@ -352,7 +352,7 @@ def load(results_dir, tvm_repo=None) -> History:
 
 
 def _load(results_dir: Path, tvm_repo, run_dir: Path, recovered: tuple[str, ...]) -> History:
-    runstore.check_idle(run_dir)
+    run_journal.check_idle(run_dir)
     # a kept history: asv's machine and benchmark files and the build logs as kept; one whose seal is
     # missing is refused (keep.signs), never read as a run's own directory with nothing to verify
     keep.verify(run_dir)
@@ -365,7 +365,7 @@ def _load(results_dir: Path, tvm_repo, run_dir: Path, recovered: tuple[str, ...]
     commits, note, commit_url, repo = _commits(results_dir, tvm_repo, hashes, asv_dates)
     return History(results_dir, tuple(commits), values, tuple(sorted(set(machines))), tuple(files), note,
                    commit_url, repo if repo is not None and not _versions_repo(repo, results_dir) else None,
-                   side, runstore.load_remeasured(run_dir), recovered)
+                   side, retimings.load_remeasured(run_dir), recovered)
 
 
 def _add_kept_values(values, side: dict) -> None:
