@@ -1,7 +1,7 @@
 """The gate against the change-point detectors others use, on regressions made in the compiler and
 measured on the machine where it runs (a script, not an asv benchmark).
 
-    python experiments/gate_benchmark.py --out DIR [--combos 12] [--commits 6] [--seed 0]
+    python experiments/gate_benchmark.py --out DIR [--combos 16] [--commits 6] [--seed 0]
         [--changes same,asserts-off,...] [--rounds 30] [--thresholds FILE]
         [--peers otava=PYTHON,edivisive=PYTHON]
 
@@ -761,7 +761,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=common_args.path, required=True,
                         help="a directory for the kernels, the measurements and gate_benchmark.json")
-    parser.add_argument("--combos", type=common_args.whole_number(1, 64), default=12)
+    parser.add_argument("--combos", type=common_args.whole_number(1, 64), default=16)
     parser.add_argument("--commits", type=common_args.whole_number(3, 50), default=6)
     parser.add_argument("--rounds", type=common_args.whole_number(5, 1000), default=30,
                         help="interleaved rounds that measure each step")
