@@ -31,6 +31,7 @@ import pytest
 
 from asv_runs import member, place, plant, plant_file, plant_samples, two_commit_repo
 from conftest import check_fault_table, made_once, run_cli
+from test_tuning import committed_digests, tuned_into_home, users_records
 
 MEAN = "resnet50.mean.7x7x2048"
 IDS = (MEAN, "float32", "llvm", "default")
@@ -270,25 +271,24 @@ def _tree_digest(root):
 
 
 @pytest.mark.slow
-def test_tune_leaves_the_committed_records_byte_identical(tmp_path):
+def test_tune_leaves_the_committed_records_byte_identical(tmp_path_factory):
     """README's tour line, tune without --into-checkout: the record goes to the user's directory,
-    which the tuned order then replays; the checkout's records are as they were, byte for byte."""
+    which the tuned order then replays; the checkout's records are as they were, byte for byte.
+    (The tuning is test_tuning's, made once per session.)"""
     from suite.core import tuning
 
-    committed = _tree_digest(tuning.RECORDS_DIR)
-    env = {k: v for k, v in os.environ.items() if k not in (tuning.RECORDS_ENV, "XDG_DATA_HOME")}
-    env["HOME"] = str(tmp_path)
-    command = [sys.executable, "-m", "suite.cli", "tune", "--dtype", "float32", "--workload", MEAN, "--trials", "2"]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    mine = tmp_path / ".local" / "share" / "tvm-suite" / "tuning_records" / "llvm" / "float32" / "traces"
+    done = tuned_into_home(tmp_path_factory)
+    assert done["returncode"] == 0, done["stdout"][-3000:] + done["stderr"][-3000:]
+    mine = users_records(done["home"]) / "traces"
     assert f"records go to {mine}/ (yours: the `tuned` order replays them in place of the committed ones" \
-        in done.stdout
-    assert f"1 record(s) written to {mine}/" in done.stdout
+        in done["stdout"]
+    assert f"1 record(s) written to {mine}/" in done["stdout"]
     record = json.loads((mine / f"{MEAN}.json").read_text())
-    assert record["trials"] == 2 and record["workload"] == MEAN
-    assert _tree_digest(tuning.RECORDS_DIR) == committed
+    assert record["trials"] == 4 and record["workload"] == MEAN
+    assert committed_digests() == done["committed_before"]
     # the user's record is the one that replays now
+    env = {k: v for k, v in os.environ.items() if k not in (tuning.RECORDS_ENV, "XDG_DATA_HOME")}
+    env["HOME"] = done["home"]
     found = subprocess.run([sys.executable, "-c", "from suite.core import tuning; "
                             f"print(tuning.trace_path('llvm', 'float32', {MEAN!r}))"],
                            capture_output=True, text=True, env=env, check=True).stdout.strip()

@@ -1,19 +1,54 @@
 """MetaSchedule tuning into the user's records (the repository's only with --into-checkout), and
 replay of the records as the `tuned` order: the user's before the committed ones."""
 
+import hashlib
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import made_once
 from suite.core import measurement, schedules, timing, tuning, workloads
 from suite.core.combo import Combo
 from suite.core.record import Status
 from suite.errors import OrderNotApplicable
 
 MATMUL = "resnet50.matmul_add.2048-1000"
+MEAN = "resnet50.mean.7x7x2048"
+
+
+def committed_digests() -> dict:
+    """Each committed record file (and every other file there) by its sha256."""
+    root = tuning.RECORDS_DIR
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def tuned_into_home(tmp_path_factory) -> dict:
+    """README's tour line, once per test session: `tvm-suite tune` of the mean (llvm, float32, 4
+    trials), a process of its own (pytest's log capture and MetaSchedule's logging setup do not
+    mix), without TVM_SUITE_TUNING_RECORDS and with a HOME of its own, so that the record goes to
+    that user's records. Its returncode, stdout and stderr, its HOME, and the committed records'
+    digests before it (test_faults_output checks that it leaves them as they were)."""
+    def make(home: Path) -> dict:
+        env = {k: v for k, v in os.environ.items() if k not in (tuning.RECORDS_ENV, "XDG_DATA_HOME")}
+        env["HOME"] = str(home)
+        before = committed_digests()
+        done = subprocess.run([sys.executable, "-m", "suite.cli", "tune", "--dtype", "float32", "--workload", MEAN,
+                               "--trials", "4"], capture_output=True, text=True, env=env, cwd=home)
+        return {"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr, "home": str(home),
+                "committed_before": before}
+
+    return made_once(tmp_path_factory, "tune-into-home", make)
+
+
+def users_records(home) -> Path:
+    """The llvm float32 records directory of the user whose HOME is ``home``."""
+    return Path(home) / ".local" / "share" / "tvm-suite" / "tuning_records" / "llvm" / "float32"
 
 
 @pytest.fixture
@@ -105,19 +140,15 @@ def test_a_trace_that_no_longer_applies_is_a_failure_not_a_skip(records):
 
 
 @pytest.mark.slow
-def test_tune_command_stores_the_trace_and_every_candidates_measure(cli, tmp_path, monkeypatch):
-    # The command in a process of its own (see test_hexagon_tune: pytest's log capture and
-    # MetaSchedule's logging setup do not mix).
-    monkeypatch.setenv(tuning.RECORDS_ENV, str(tmp_path / "records"))
-    done = cli("tune", "--dtype", "float32", "--workload", "resnet50.mean.7x7x2048", "--trials", "4")
-    assert done.returncode == 0, done.stdout + done.stderr
-    written = tmp_path / "records" / "llvm" / "float32" / "traces"
-    assert f"records go to {written}/ ({tuning.RECORDS_ENV}: " in done.stdout
-    trace = json.loads(tuning.trace_path("llvm", "float32", "resnet50.mean.7x7x2048").read_text())
+def test_tune_command_stores_the_trace_and_every_candidates_measure(tmp_path_factory):
+    done = tuned_into_home(tmp_path_factory)  # shared with test_faults_output: one search
+    assert done["returncode"] == 0, done["stdout"] + done["stderr"]
+    written = users_records(done["home"])
+    trace = json.loads((written / "traces" / f"{MEAN}.json").read_text())
     assert trace["trials"] == 4 and trace["trace"] and trace["best_measured_s"] > 0
     assert trace["candidates_measured"] == len(trace["candidates_s"]) >= 1
     assert trace["candidates_s"] == sorted(trace["candidates_s"]) and trace["candidates_s"][0] == trace["best_measured_s"]
-    assert not (tuning.records_dir("llvm", "float32") / "database").exists()  # traces only
+    assert not (written / "database").exists()  # traces only
 
 
 def test_a_record_another_process_is_tuning_is_left_to_it(cli, tmp_path, monkeypatch):
@@ -130,6 +161,8 @@ def test_a_record_another_process_is_tuning_is_left_to_it(cli, tmp_path, monkeyp
             with tuning.tuning_lock("llvm", "float32", "resnet50.mean.7x7x2048"):
                 pass
     assert done.returncode == 2, done.stdout + done.stderr
+    written = tmp_path / "records" / "llvm" / "float32" / "traces"
+    assert f"records go to {written}/ ({tuning.RECORDS_ENV}: " in done.stdout  # the directory the variable names
     assert f"busy     resnet50.mean.7x7x2048 float32 llvm is being tuned by pid {os.getpid()} on " in done.stdout
     assert "not tuned, another process was tuning them: resnet50.mean.7x7x2048;" in done.stderr
     assert "Traceback" not in done.stderr
