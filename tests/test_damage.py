@@ -30,7 +30,8 @@ import pytest
 from asv_runs import WORKLOAD, plant, plant_file, qf_two_commit_results, two_commit_results
 from conftest import run_cli
 from suite import cli, targets
-from suite.core import retimings, runstore, tuning
+from suite.core import retimings, runstore, tuning, workloads
+from suite.targets import hexagon, hvx_toolchain
 
 pytestmark = pytest.mark.slow
 
@@ -304,7 +305,9 @@ def test_every_file_kind_has_its_row(llvm_run, tmp_path_factory):
 #: Files of the cache: pattern -> how a damaged one is read again ("measure": the combination's own
 #: entry; "entry": an entry its measurement reads, so the measurement is made again; "divergence";
 #: "catalog"; "key": the digests of the suite's code, read once per process where a cache key is
-#: first computed, so the measurement is looked up by a new process) or None (never read).
+#: first computed, so the measurement is looked up by a new process) or None (never read). The entries
+#: a measurement reads through one function (the HVX model, the harness, the emulations) are read
+#: through it after each damage, the measurement made again after each file's first (_read_as_measured).
 CACHE_FILES = {
     "source-digests/*": "key",
     "measure/*/record.json": "measure", "measure/*/output.npy": "measure", "measure/*/ieee_twin.npy": "measure",
@@ -393,7 +396,14 @@ def test_damaged_cache_files_are_computed_again(own_cache, capsys, pattern, comb
     files = sorted(p for p in entry.rglob("*") if p.is_file() and fnmatch.fnmatch(
         p.relative_to(own_cache).as_posix(), pattern))
     assert files, f"no {pattern} for {' '.join(ids)}"
+    entries = sorted({victim.parent for victim in files})
+    clean_read = _read_as_measured(own_cache, pattern, ids, entries)
+    measured_again = set()
     def same_as_clean(name, how):
+        if clean_read is not None and name in measured_again:  # read as the measurement reads it: made again
+            assert _read_as_measured(own_cache, pattern, ids, entries) == clean_read, (name, how)
+            return
+        measured_again.add(name)
         if CACHE_FILES[pattern] == "entry":        # read again only when the measurement is made again
             shutil.rmtree(_measure_entry(own_cache, ids))
         if CACHE_FILES[pattern] == "catalog":
@@ -405,10 +415,33 @@ def test_damaged_cache_files_are_computed_again(own_cache, capsys, pattern, comb
     _each_damage(files, same_as_clean)
 
 
+def _read_as_measured(cache: Path, pattern: str, ids, entries: list[Path]):
+    """What a measurement of ``ids`` reads from ``entries`` (the cache entries of ``pattern``'s kind
+    it uses), read by the function it calls, where that is cheap beside the measurement made again
+    (its kernel built and emulated again); None for the other kinds. A damaged entry is made again
+    there, as in the measurement: each damage to these kinds is read so, the measurement made again
+    after each file's first damage (test_damaged_cache_files_are_computed_again)."""
+    target = targets.get(ids[2])
+    if pattern == "qfloat-model/*/*":  # what build_qfloat_elf links and rewrites with
+        return (hvx_toolchain.model_object(target.arch).read_bytes(),
+                hvx_toolchain.vector_model_registers(target.arch))
+    if pattern == "hexagon-harness/*/*":  # what it links
+        return hexagon.harness_object(target.arch).read_bytes()
+    if pattern == "hexagon-run/*/*":  # the combination's emulations: its kernel's (and its IEEE twin's, if run)
+        workload = workloads.get(ids[0])
+        inputs = workloads.make_inputs(workload, ids[1])
+        kernel = _measure_entry(cache, ids) / "kernel.o"
+        runs = [target.load(kernel, inputs, workload.output_shape, ids[1], ieee_twin=twin) for twin in (False, True)]
+        runs = [one for one in runs if one.where in entries]
+        assert sorted(one.where for one in runs) == entries, "an emulation the measurement made is not read here"
+        return [(one.output().tobytes(), one.counts) for one in runs]
+    return None
+
+
 def _each_damage(files: list[Path], check) -> None:
     """Every damage to every file, then ``check(name, how)``. Files of one name in several entries
-    of a kind (the qfloat and the IEEE twin emulation) are damaged together: each damage costs a
-    measurement made again."""
+    of a kind (the qfloat and the IEEE twin emulation) are damaged together: each damage is read
+    again at once."""
     for name in sorted({victim.name for victim in files}):
         victims = [victim for victim in files if victim.name == name]
         originals = [victim.read_bytes() for victim in victims]
