@@ -16,7 +16,9 @@ Every file the fixture runs and measurements leave is matched to a row of a tabl
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
+import io
 import json
 import os
 import re
@@ -165,6 +167,21 @@ def llvm_run(tmp_path_factory):
     return base, repo, commits, marks
 
 
+@pytest.fixture(scope="module")
+def undamaged(llvm_run, tmp_path_factory):
+    """The exit status of each command that reads a run (gate, report) on the undamaged run: the
+    planted failure is NOT READY, and the report ends with the same verdict and exits with it."""
+    base, repo, commits, marks = llvm_run
+    found = {}
+    for name, argv in _commands(base, repo, commits, marks, tmp_path_factory.mktemp("clean")).items():
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            found[name] = cli.main([str(a) for a in argv])
+        assert "Traceback" not in err.getvalue(), err.getvalue()
+    assert found["gate"] == 1 and found["report"] == found["gate"]
+    return found
+
+
 def _commands(run_dir, repo, commits, marks, out):
     return {"gate": ["gate", "--results", run_dir / "results", "--commit", commits[1], "--tvm-repo", repo,
                      "--no-remeasure", "--thresholds", marks],
@@ -210,13 +227,9 @@ def _run_cases():
 
 
 @pytest.mark.parametrize("pattern,how", _run_cases())
-def test_damaged_run_files(llvm_run, capsys, tmp_path, pattern, how):
+def test_damaged_run_files(llvm_run, undamaged, capsys, tmp_path, pattern, how):
     base, repo, commits, marks = llvm_run
     readers = RUN_FILES[pattern]
-    undamaged = {name: run(capsys, *argv) for name, argv in
-                 _commands(base, repo, commits, marks, tmp_path / "clean").items()}
-    # the planted failure: not ready; the report ends with the same verdict, and exits with it
-    assert undamaged["gate"][0] == 1 and undamaged["report"][0] == undamaged["gate"][0]
     relative = _candidate_file(base, pattern, commits[1])
     member = ".zip/" in relative
     if how == "fields" and member:
@@ -237,7 +250,7 @@ def test_damaged_run_files(llvm_run, capsys, tmp_path, pattern, how):
                 assert name == "report" or f"{victim} is missing" in result[1], result
                 continue
             if _unchanged_allowed(pattern, one, name):
-                assert result[0] == undamaged[name][0], (pattern, one, name, result)
+                assert result[0] == undamaged[name], (pattern, one, name, result)
                 continue
             assert_one_line_naming(result, victim if one != "deleted" or "runs/" in relative else copy / "results")
 
@@ -269,10 +282,8 @@ def _unchanged_allowed(pattern: str, how: str, command: str) -> bool:
 
 
 @pytest.mark.parametrize("pattern", [p for p, readers in RUN_FILES.items() if readers is None])
-def test_files_no_command_reads_change_nothing(llvm_run, capsys, tmp_path, pattern):
+def test_files_no_command_reads_change_nothing(llvm_run, undamaged, capsys, tmp_path, pattern):
     base, repo, commits, marks = llvm_run
-    wanted = _commands(base, repo, commits, marks, tmp_path / "clean")
-    before = {name: run(capsys, *argv)[0] for name, argv in wanted.items()}
     copy = tmp_path / "run"
     shutil.copytree(base, copy)
     victims = [copy / f for f in _run_files(copy) if run_kind(f) == pattern]
@@ -280,7 +291,7 @@ def test_files_no_command_reads_change_nothing(llvm_run, capsys, tmp_path, patte
         damage(victim, "garbage")
     after = {name: run(capsys, *argv)[0] for name, argv in _commands(copy, repo, commits, marks,
                                                                      tmp_path / "after").items()}
-    assert after == before
+    assert after == undamaged
 
 
 #: A write in flight (another test worker shares the session's cache): the cache's temporary names,
