@@ -20,7 +20,7 @@ import pytest
 from asv_runs import loosen, member, place, plant_file, plant_samples, tamper, two_commit_repo
 from conftest import check_fault_table, one_line, run_cli, session_root
 from suite.core import runstore
-from test_check import SEED_DEFAULT, candidate_out, check_copy, history_stand_in, kept_history, listing, run_check
+from test_check import SEED_TUNED, candidate_out, check_copy, history_stand_in, kept_history, listing, run_check
 
 #: kind of fault -> the cases of it (the test functions below, by name)
 FAULTS = {
@@ -73,7 +73,7 @@ def test_a_rerun_over_a_damaged_file_is_one_line_before_any_work(cli, runs, tmp_
         victim.write_bytes(victim.read_bytes()[:100])
         words = ("corrupt asv result file", victim)
     elif damage == "damaged timing":
-        name = runstore.relative("timings", SEED_DEFAULT)
+        name = runstore.relative("timings", SEED_TUNED)
         tamper(place(out, commits[1]), name, member(place(out, commits[1]), name)[:-20])
         words = (place(out, commits[1]).bundle / name, f"damaged (not the file the run of {commits[1][:12]} kept)")
     else:
@@ -141,14 +141,14 @@ def test_a_baseline_newer_than_the_candidate_is_said(cli, runs, tmp_path, monkey
 
 def _travelled(runs, tmp_path: Path) -> tuple[Path, Path]:
     """The run directory copied elsewhere (another machine: another path, an empty cache), with a
-    noisy suspect (the candidate's samples of SEED_DEFAULT three times the baseline's); the
+    noisy suspect (the candidate's samples of SEED_TUNED three times the baseline's); the
     baseline's timing names its kernel as older runs did, by an absolute path of the first machine."""
     _, _, commits = runs
-    out = check_copy(runs, tmp_path / "elsewhere" / "check", slower=SEED_DEFAULT)
-    timing = _timing(out, commits[0], SEED_DEFAULT)
+    out = check_copy(runs, tmp_path / "elsewhere" / "check", slower=SEED_TUNED)
+    timing = _timing(out, commits[0], SEED_TUNED)
     assert not Path(timing["kernel"]).is_absolute() and timing["kernel"].startswith("measure/"), timing
     timing["kernel"] = f"/home/first-machine/.cache/tvm-suite/{timing['kernel']}"
-    plant_file(out, commits[0], runstore.relative("timings", SEED_DEFAULT), json.dumps(timing))
+    plant_file(out, commits[0], runstore.relative("timings", SEED_TUNED), json.dumps(timing))
     cache = tmp_path / "elsewhere" / "cache"
     cache.mkdir()
     return out, cache
@@ -168,12 +168,12 @@ def test_a_copied_history_rebuilds_a_kernel_gone_from_the_cache(cli, runs, tmp_p
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     noisy = next(line for line in done.stdout.splitlines()
-                 if "seed.conv2d_nhwc_7x7s2 float16 llvm default:" in line)
-    assert noisy.strip().startswith("noisy: seed.conv2d_nhwc_7x7s2 float16 llvm default: 3.00x, p 0.004; re-measured ")
+                 if "seed.conv2d_nhwc_7x7s2 float16 llvm tuned:" in line)
+    assert noisy.strip().startswith("noisy: seed.conv2d_nhwc_7x7s2 float16 llvm tuned: 3.00x, p 0.004; re-measured ")
     assert noisy.endswith(f"(the baseline's and the candidate's kernels were gone from the cache: rebuilt from the "
                           f"kept build facts (TVM {compat.build_id()}))"), noisy
     assert done.stdout.rstrip().endswith(f"verdict: READY for v9.9.0 against {commits[0][:10]} -> exit 0")
-    name = _timing(out, commits[1], SEED_DEFAULT)["kernel"]
+    name = _timing(out, commits[1], SEED_TUNED)["kernel"]
     assert (cache / name).is_file()  # rebuilt into this machine's cache, by the name the timing keeps
     kept = json.loads((out / "runs" / ".gate" / f"{commits[0]}-{commits[1]}.json").read_text())["value"]
     assert [(e["verdict"], e["runtime"]) for e in kept] == [("noisy", noisy[noisy.index("(the baseline") + 1:-1])]
@@ -189,13 +189,13 @@ def test_a_copied_history_judges_on_the_kept_samples_where_it_cannot_rebuild(cli
     _, _, commits = runs
     out, cache = _travelled(runs, tmp_path)
     for commit in commits:
-        samples = _timing(out, commit, SEED_DEFAULT)["samples_s"]
-        plant_samples(out, commit, SEED_DEFAULT, samples, tvm="0.26.0-0000000000")
+        samples = _timing(out, commit, SEED_TUNED)["samples_s"]
+        plant_samples(out, commit, SEED_TUNED, samples, tvm="0.26.0-0000000000")
     history_stand_in(monkeypatch)
     done = run_check(cli, runs, out, "v9.9.0", commits[0][:10], env={"TVM_SUITE_CACHE": str(cache)})
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
-    judged = (f"  confirmed: seed.conv2d_nhwc_7x7s2 float16 llvm default: 3.00x, p 0.004 (judged on the kept "
+    judged = (f"  confirmed: seed.conv2d_nhwc_7x7s2 float16 llvm tuned: 3.00x, p 0.004 (judged on the kept "
               f"samples: the baseline's and the candidate's kernels are gone from the cache and cannot be rebuilt "
               f"here: built by TVM 0.26.0-0000000000, the installed TVM is {compat.build_id()})")
     assert judged in done.stdout.splitlines(), done.stdout
@@ -220,9 +220,9 @@ def test_a_copied_history_times_a_kernel_of_the_same_code_where_its_own_is_gone(
     _, _, commits = runs
     out, cache = _travelled(runs, tmp_path)
     for commit in commits:
-        samples = _timing(out, commit, SEED_DEFAULT)["samples_s"]
-        plant_samples(out, commit, SEED_DEFAULT, samples, tvm="0.26.0-0000000000")
-    name = Path(_timing(out, commits[1], SEED_DEFAULT)["kernel"])
+        samples = _timing(out, commit, SEED_TUNED)["samples_s"]
+        plant_samples(out, commit, SEED_TUNED, samples, tvm="0.26.0-0000000000")
+    name = Path(_timing(out, commits[1], SEED_TUNED)["kernel"])
     built = suite_cache / name.parent  # where the runs built it
     assert (built / name.name).is_file(), built
     # other entries of that code: the kernel as built (the baseline's code), and the candidate's,
@@ -236,8 +236,8 @@ def test_a_copied_history_times_a_kernel_of_the_same_code_where_its_own_is_gone(
     done = run_check(cli, runs, out, "v9.9.0", commits[0][:10], env={"TVM_SUITE_CACHE": str(cache)})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
-    noisy = next(line for line in done.stdout.splitlines() if "seed.conv2d_nhwc_7x7s2 float16 llvm default:" in line)
-    assert noisy.strip().startswith("noisy: seed.conv2d_nhwc_7x7s2 float16 llvm default: 3.00x, p 0.004; re-measured ")
+    noisy = next(line for line in done.stdout.splitlines() if "seed.conv2d_nhwc_7x7s2 float16 llvm tuned:" in line)
+    assert noisy.strip().startswith("noisy: seed.conv2d_nhwc_7x7s2 float16 llvm tuned: 3.00x, p 0.004; re-measured ")
     assert noisy.endswith("(the baseline's and the candidate's kernels were gone from the cache: a kernel of the same "
                           "code (its code identity) in this cache timed instead; kernels of 0.26.0-0000000000 re-timed "
                           f"in the runtime of {compat.build_id()})"), noisy
@@ -274,12 +274,12 @@ def test_no_kept_file_names_a_path_of_the_machine(cli, runs, tmp_path, monkeypat
     assert "asv.installed.json" in kept and "asv.log" in kept and any(k.startswith("runs/") for k in kept)
     assert any(k.startswith("runs/") and k.endswith(f"/{commits[1]}.zip") for k in kept)
     assert scan(results.parent, machine_paths) == []
-    timing = _timing(results.parent, commits[1], SEED_DEFAULT)
-    assert timing["kernel"].startswith("measure/seed.conv2d_nhwc_7x7s2-float16-llvm-default-"), timing
+    timing = _timing(results.parent, commits[1], SEED_TUNED)
+    assert timing["kernel"].startswith("measure/seed.conv2d_nhwc_7x7s2-float16-llvm-tuned-"), timing
     conf = json.loads((results.parent / "asv.installed.json").read_text())
     assert conf["repo"] == "../tvm" and not Path(conf["benchmark_dir"]).is_absolute(), conf
     # a check of the copy adds its report and re-measurements: no path of this machine in them either
-    out = check_copy(runs, tmp_path / "check", slower=SEED_DEFAULT)
+    out = check_copy(runs, tmp_path / "check", slower=SEED_TUNED)
     history_stand_in(monkeypatch)
     done = run_check(cli, runs, out, "v9.9.0", commits[0][:10])
     assert done.returncode == 0, done.stdout + done.stderr
@@ -364,7 +364,7 @@ def test_a_damaged_kept_history_is_one_line_before_any_work(cli, runs, tmp_path,
         victim.write_bytes(victim.read_bytes()[:100])
         words = (victim, "unreadable asv results file")
     else:
-        name = runstore.relative("timings", SEED_DEFAULT)
+        name = runstore.relative("timings", SEED_TUNED)
         tamper(place(kept, commits[0]), name, member(place(kept, commits[0]), name)[:-20])
         words = (place(kept, commits[0]).bundle / name, f"damaged (not the file the run of {commits[0][:12]} kept)")
     calls = history_stand_in(monkeypatch)
