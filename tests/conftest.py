@@ -4,6 +4,8 @@ dashboard libraries read offline, and `tvm-suite` run in this process (fast) or 
 own (where a process is what is tested: signals, a closed pipe, another interpreter)."""
 
 import contextlib
+import functools
+import importlib.util
 import io
 import json
 import os
@@ -56,21 +58,38 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: item.get_closest_marker("longest") is None)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def suite_cache(tmp_path_factory):
-    """The TVM_SUITE_CACHE of the whole session, shared by xdist's workers (compiles are shared
-    between tests; the cache publishes every entry atomically, for concurrent processes): a new
-    one, or the one TVM_SUITE_TEST_CACHE names, kept between sessions."""
+#: The session's TVM_SUITE_CACHE, and the one it replaced (None: none was set).
+SUITE_CACHE = pytest.StashKey[tuple[Path, "str | None"]]()
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own hook has made the factory of temporary directories
+def pytest_configure(config):
+    """TVM_SUITE_CACHE of the whole session, from before collection on (a test module may read the
+    cache as it is imported: a grid of the default workloads reads the model's catalog), shared by
+    xdist's workers (compiles are shared between tests; the cache publishes every entry atomically,
+    for concurrent processes): a new one, or the one TVM_SUITE_TEST_CACHE names, kept between
+    sessions. Nothing of a session reads or writes the user's own cache."""
     kept = os.environ.get(TEST_CACHE_ENV)
-    path = Path(kept).absolute() if kept else session_root(tmp_path_factory) / "cache"
+    path = Path(kept).absolute() if kept else session_root(config._tmp_path_factory) / "cache"
     path.mkdir(parents=True, exist_ok=True)
-    old = os.environ.get("TVM_SUITE_CACHE")
+    config.stash[SUITE_CACHE] = (path, os.environ.get("TVM_SUITE_CACHE"))
     os.environ["TVM_SUITE_CACHE"] = str(path)
-    yield path
+
+
+def pytest_unconfigure(config):
+    path, old = config.stash.get(SUITE_CACHE, (None, None))
+    if path is None:
+        return
     if old is None:
         os.environ.pop("TVM_SUITE_CACHE", None)
     else:
         os.environ["TVM_SUITE_CACHE"] = old
+
+
+@pytest.fixture(scope="session")
+def suite_cache(pytestconfig) -> Path:
+    """The session's TVM_SUITE_CACHE (see pytest_configure)."""
+    return pytestconfig.stash[SUITE_CACHE][0]
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -94,9 +113,10 @@ def run_cli(*args, env=None, cwd=None):
                           env={**os.environ, **(env or {})}, cwd=cwd)
 
 
-#: Commands that run MetaSchedule, whose process-wide state (its logging set up during a search)
-#: does not survive a second search in one process: they run as processes of their own.
-OWN_PROCESS = ("tune", "triage")
+#: Commands whose children write to the terminal (tune's MetaSchedule search prints its progress
+#: on the suite's own stdout), which this process's capture cannot read: they run as processes of
+#: their own. (triage tunes, reads and builds in confined children that write to files: here.)
+OWN_PROCESS = ("tune",)
 
 
 def run_in_process(*args, env=None, cwd=None):
@@ -107,22 +127,48 @@ def run_in_process(*args, env=None, cwd=None):
         return run_cli(*args, env=env, cwd=cwd)
     from suite import cli as suite_cli
 
+    return _main_in_process(suite_cli.main, "tvm-suite", args, env, cwd)
+
+
+def run_experiment(script, *args, env=None, cwd=REPO_ROOT):
+    """``python experiments/SCRIPT ARGS`` in this process, from the repository's root: the script's
+    ``main(argv)``, as its ``sys.exit(main())`` runs it, without an interpreter and imports of its own
+    (the script is imported once per test process); a CompletedProcess like :func:`run_cli`'s."""
+    return _main_in_process(_experiment(script).main, f"experiments/{script}", args, env, cwd)
+
+
+@functools.cache
+def _experiment(script: str):
+    path = REPO_ROOT / "experiments" / script
+    spec = importlib.util.spec_from_file_location(f"experiments_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # where dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def _main_in_process(main, program: str, args, env, cwd) -> subprocess.CompletedProcess:
+    """``main(ARGS)`` with sys.argv, the environment and the working directory as a process of
+    ``program`` would have them, its stdout and stderr caught; the exit status it returned or exited with."""
     out, err = io.StringIO(), io.StringIO()
-    saved, here = dict(os.environ), os.getcwd()
+    saved, here, argv = dict(os.environ), os.getcwd(), sys.argv
+    args = [str(a) for a in args]
     try:
         os.environ.update({k: str(v) for k, v in (env or {}).items()})
+        sys.argv = [program, *args]
         if cwd is not None:
             os.chdir(cwd)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
-                status = suite_cli.main([str(a) for a in args])
+                status = main(args)
             except SystemExit as done:  # argparse
                 status = done.code
     finally:
+        sys.argv = argv
         os.chdir(here)
         os.environ.clear()
         os.environ.update(saved)
-    return subprocess.CompletedProcess(["tvm-suite", *map(str, args)], int(status), out.getvalue(), err.getvalue())
+    return subprocess.CompletedProcess([program, *args], int(status or 0), out.getvalue(), err.getvalue())
 
 
 @pytest.fixture

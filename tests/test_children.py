@@ -5,9 +5,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import psutil
+from conftest import eventually
 
 from suite import children
 
@@ -22,10 +22,7 @@ def test_end_stops_the_whole_session_not_only_the_childs_group():
     assert os.getpgid(grandchild) == grandchild != os.getpgid(child.pid)  # a group of its own
     assert grandchild in children.session_members(child.pid)
     children.end(child)
-    deadline = time.monotonic() + 10
-    while children.session_members(child.pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not children.session_members(child.pid)
+    assert eventually(lambda: not children.session_members(child.pid), timeout_s=10)
 
 
 #: A parent that starts a child and dies at once, before the child's Python has started (let
@@ -51,10 +48,7 @@ def test_a_child_whose_parent_died_before_it_could_die_with_it_ends_at_once():
     assert parent.returncode == 0, parent.stderr
     orphan = int(parent.stdout)
     try:
-        deadline = time.monotonic() + 20
-        while _alive(orphan) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not _alive(orphan), "the child outlived the parent that started it"
+        assert eventually(lambda: not _alive(orphan), timeout_s=20), "the child outlived the parent that started it"
     finally:
         if _alive(orphan):
             os.kill(orphan, signal.SIGKILL)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import check_fault_table
+from conftest import check_fault_table, run_experiment
 from conftest import one_line as refused
 
 from asv_runs import loosen, member, tamper
@@ -662,11 +662,7 @@ def test_history_keep_to_a_link_to_nothing_is_refused_before_any_work(cli, tmp_p
     ("history_series.py", ["--results", "reports/tvm-main/results", "--remeasure", "all"], "invalid choice: 'all'"),
 ])
 def test_the_gate_experiments_refuse_bad_input_in_one_line(script, args, words):
-    import subprocess
-    import sys
-
-    done = subprocess.run([sys.executable, f"experiments/{script}", *args], capture_output=True, text=True,
-                          cwd=Path(__file__).parents[1])
+    done = run_experiment(script, *args)
     assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
@@ -674,12 +670,8 @@ def test_the_gate_experiments_refuse_bad_input_in_one_line(script, args, words):
     ("retime_noise.py", "pairs.json", "pairs.json"),  # --out names the file
 ])
 def test_the_gate_experiments_never_replace_a_file(tmp_path, script, written, out):
-    import subprocess
-    import sys
-
     mine = tmp_path / written
     mine.write_text("the user's")
-    done = subprocess.run([sys.executable, f"experiments/{script}", "--results", "reports/tvm-main/results",
-                           "--out", str(tmp_path / out)], capture_output=True, text=True, cwd=Path(__file__).parents[1])
+    done = run_experiment(script, "--results", "reports/tvm-main/results", "--out", tmp_path / out)
     assert done.returncode == 2 and "exists: it is never replaced" in done.stderr and mine.read_text() == "the user's"
     assert done.stdout == ""

@@ -19,9 +19,8 @@ import time
 
 import numpy as np
 import pytest
-from pathlib import Path
 
-from conftest import SUITE_BIN, check_fault_table, one_line
+from conftest import SUITE_BIN, check_fault_table, one_line, run_experiment
 from suite import cache, targets
 from suite.core import execution, measurement
 from suite.core.record import Record, Status
@@ -342,20 +341,12 @@ def test_a_bad_model_grid_environment_is_one_line_before_any_work(cli, tmp_path,
 ])
 def test_model_cost_refuses_bad_input_in_one_line(args, words):
     """experiments/model_cost.py: bad input is one line, exit 2, before any work."""
-    import subprocess
-    import sys
-
-    done = subprocess.run([sys.executable, "experiments/model_cost.py", *args], capture_output=True, text=True,
-                          cwd=Path(__file__).parents[1])
+    done = run_experiment("model_cost.py", *args)
     assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
 def test_model_cost_never_replaces_an_existing_file(tmp_path):
-    import subprocess
-    import sys
-
     mine = tmp_path / "rows.json"
     mine.write_text("the user's")
-    done = subprocess.run([sys.executable, "experiments/model_cost.py", "--json", str(mine)], capture_output=True,
-                          text=True, cwd=Path(__file__).parents[1])
+    done = run_experiment("model_cost.py", "--json", mine)
     assert done.returncode == 2 and "exists: it is never replaced" in done.stderr and mine.read_text() == "the user's"

@@ -26,13 +26,11 @@ import argparse
 import ast
 import json
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import check_fault_table, one_line
+from conftest import check_fault_table, one_line, run_experiment
 from histories import MACHINE, SEED, A, B, Builder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,8 +149,7 @@ EXPERIMENTS = [
 def test_every_experiment_output_is_refused_inside_a_kept_history(kept):
     before = files_of(kept)
     for script, args in EXPERIMENTS:
-        done = subprocess.run([sys.executable, f"experiments/{script}", *(a.format(kept=kept) for a in args)],
-                              capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
+        done = run_experiment(script, *(a.format(kept=kept) for a in args))
         assert done.returncode == 2 and "Traceback" not in done.stderr, (script, done.stderr[-2000:])
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and "is inside" in lines[0] and str(kept) in lines[0], (script, done.stderr)
@@ -237,8 +234,7 @@ def test_fuzz_throughput_never_writes_through_a_link(tmp_path):
     out = tmp_path / "ftp"
     out.mkdir()
     (out / "throughput.json").symlink_to(users)
-    done = subprocess.run([sys.executable, "experiments/fuzz_throughput.py", "--targets", "llvm", "--minutes", "0.01",
-                           "--out", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
+    done = run_experiment("fuzz_throughput.py", "--targets", "llvm", "--minutes", "0.01", "--out", out)
     assert done.returncode == 2 and "throughput.json there is a link" in done.stderr, done.stderr[-2000:]
     assert users.read_text() == "the user's" and sorted(p.name for p in out.iterdir()) == ["throughput.json"]
 

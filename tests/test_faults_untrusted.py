@@ -6,23 +6,22 @@ Each kind of fault is a row of FAULTS with the cases it covers; ``test_every_fau
 keeps the table and the tests together. The contract, in every case: exit 2, one line on stderr
 starting ``tvm-suite: error: `` that names what is wrong, no traceback, no verdict on stdout, and
 nothing done that the input asked for (the side-effect file a payload would write is absent; the
-file a reproducer would replace is unchanged).
+file a reproducer would replace is unchanged). The many payloads of one kind are read here as
+triage's confined reader reads them (:func:`read_refused`), each kind also through the command.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import check_fault_table, run_cli
+from conftest import check_fault_table, run_cli, run_in_process
 
 from suite.errors import UserError
-from suite.triage import budget, repro, script_check
+from suite.triage import budget, inputs, ir, repro, script_check, tvmscript
 
 CASES = Path(__file__).parent / "data" / "triage"
 
@@ -53,15 +52,20 @@ def here(*args) -> subprocess.CompletedProcess:
     """`tvm-suite triage ARGS` in this process (TVM imported once for all the cases), for the
     cases refused before anything runs; those whose exit status is the point (a schedule's), and
     one of each kind, run as a process of their own (run_cli)."""
-    from suite import cli
+    return run_in_process("triage", *args)
 
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = cli.main(["triage", *map(str, args)])
-        except SystemExit as done:  # argparse
-            status = done.code
-    return subprocess.CompletedProcess(["tvm-suite", "triage", *map(str, args)], status, out.getvalue(), err.getvalue())
+
+def read_refused(path: Path, *words) -> str:
+    """The one line refusing ``path`` where triage's confined child reads it
+    (:func:`suite.triage.tvmscript.parse_file`: checked before TVM's parser sees a line), read in
+    this process: a payload the check let through would run here, and leave its file."""
+    with pytest.raises(UserError) as refusal:
+        tvmscript.parse_file(path)
+    line = str(refusal.value)
+    assert "\n" not in line, line
+    for word in words:
+        assert str(word) in line, (word, line)
+    return line
 
 
 def refused(result, *words) -> str:
@@ -139,9 +143,7 @@ def payload(tmp_path: Path, original: str, replacement: str) -> tuple[Path, Path
 @pytest.mark.parametrize("case, original, replacement, words", PAYLOADS, ids=[p[0] for p in PAYLOADS])
 def test_python_in_tvmscript_is_refused_and_never_runs(tmp_path, case, original, replacement, words):
     path, side, line = payload(tmp_path, original, replacement)
-    after = CASES / "stencil_oob.py"
-    refused(here(path, after), f"{path}:{line}: {words}", "is not TVMScript",
-            "runs none of it")
+    read_refused(path, f"{path}:{line}: {words}", "is not TVMScript", "runs none of it")
     assert not side.exists(), f"{case}: the payload ran"
 
 
@@ -190,8 +192,7 @@ def test_tir_that_calls_code_by_name_is_refused(tmp_path, call):
     path, side, line = payload(tmp_path, "            B[vi] = A[vi] * T.float32(2)",
                                f"            B[vi] = A[vi] * T.float32(2)\n            {call}")
     name = call.split("(", 2)[1]
-    refused(here(CASES / "stencil_oob.py", path),
-            f"{path}:{line}: {name}(...) calls code by name when the program runs")
+    read_refused(path, f"{path}:{line}: {name}(...) calls code by name when the program runs")
     assert not side.exists()
 
 
@@ -333,7 +334,7 @@ def test_a_huge_constant_is_refused_before_the_parser_computes_it(tmp_path):
     """``9 ** 9 ** 9`` would be computed by TVM's parser in Python (minutes, gigabytes)."""
     path, _, line = payload(tmp_path, "            B[vi] = A[vi] * T.float32(2)",
                             "            B[vi] = A[vi] * T.float32(9 ** 9 ** 9)  # SIDE")
-    refused(here(path, path), f"{path}:{line}: an integer constant of more than {script_check.MAX_CONSTANT_BITS} bits")
+    read_refused(path, f"{path}:{line}: an integer constant of more than {script_check.MAX_CONSTANT_BITS} bits")
 
 
 # ----------------------------------------------------------------------------- deep expressions
@@ -351,9 +352,9 @@ def test_deep_expressions_are_one_line(tmp_path):
     terms = deep(tmp_path, "terms.py", " + ".join(["A[vi]"] * 20_000))
     refused(run_cli("triage", str(terms), str(terms)), f"{terms}: nested deeper than Python's own parser reads")
     some = deep(tmp_path, "some.py", " + ".join(["A[vi]"] * 300))
-    refused(here(some, some), f"{some}:10: nested more than {script_check.MAX_DEPTH} levels")
+    read_refused(some, f"{some}:10: nested more than {script_check.MAX_DEPTH} levels")
     parens = deep(tmp_path, "parens.py", "(" * 20_000 + "A[vi]" + ")" * 20_000)
-    refused(here(parens, parens), f"{parens}:")
+    read_refused(parens, f"{parens}:")
     fine = deep(tmp_path, "fine.py", " + ".join(["A[vi]"] * 100))  # read, evaluated; not compiled (no target runs)
     done = here(fine, fine, "--target", "hexagon-v68")
     assert done.returncode == 2 and done.stdout.startswith("NO VERDICT"), (done.stdout, done.stderr)
@@ -368,10 +369,15 @@ def test_deep_expressions_are_one_line(tmp_path):
     (np.zeros(16, [("x", "f4"), ("y", "i4")]), "(records)"),
 ], ids=["strings", "complex", "records"])
 def test_a_non_numeric_npy_is_one_line(tmp_path, values, words):
+    """Refused where triage reads --inputs (each kind of values); strings through the command too."""
     path = tmp_path / "a.npy"
     np.save(path, values)
-    refused(here(CASES / "stencil_oob.py", CASES / "stencil_oob.py", "--inputs", f"A={path}"), f"--inputs A={path}",
-            words)
+    with pytest.raises(inputs.BadInputs) as refusal:  # stencil_oob's A
+        inputs.make(inputs.parse(f"A={path}"), [ir.Buf("A", (16,), "float32", param=True)])
+    assert f"--inputs A={path}" in str(refusal.value) and words in str(refusal.value), refusal.value
+    if values.dtype.kind == "U":
+        refused(here(CASES / "stencil_oob.py", CASES / "stencil_oob.py", "--inputs", f"A={path}"),
+                f"--inputs A={path}", words)
 
 
 @pytest.mark.slow

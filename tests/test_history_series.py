@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import run_experiment
 from histories import A, B, C, SEED, Builder
 
 ROOT = Path(__file__).parents[1]
@@ -17,6 +18,7 @@ OTHER = ("seed.conv2d_nhwc_7x7s2", "float16", "llvm", "tuned")
 
 
 def series_script(*args):
+    """The script as a user runs it: a process of its own (the faults below run in this process)."""
     return subprocess.run([sys.executable, "experiments/history_series.py", *args], capture_output=True,
                           text=True, cwd=ROOT)
 
@@ -66,9 +68,9 @@ def test_a_damaged_or_linked_build_note_a_missing_history_or_clone_is_one_line(t
     for args, words in (([str(results)], f"{A}.build.json: damaged"),
                         ([str(tmp_path / "none")], "does not exist"),
                         ([str(results), "--tvm-repo", str(tmp_path)], "not a git repository")):
-        done = series_script("--results", *args)
+        done = run_experiment("history_series.py", "--results", *args)
         assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr, done.stderr
         assert done.stdout == ""
     (results.parent / "install-logs" / f"{A}.build.json").unlink()
-    done = series_script("--results", str(results))
+    done = run_experiment("history_series.py", "--results", results)
     assert done.returncode == 2 and f"{C}.build.json: a link, not the file install_tvm writes" in done.stderr, done.stderr

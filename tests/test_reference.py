@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import scipy.signal
 
 from suite.core.reference import accumulation_length, evaluate, evaluate_magnitude, output_shape
 
@@ -76,6 +75,8 @@ def test_conv2d_matches_naive_loop(data_layout, kernel_layout):
 
 
 def test_conv2d_single_channel_matches_scipy_correlate():
+    import scipy.signal  # here, not at the top: 1-2 s to import, on every xdist worker
+
     image = RNG.standard_normal((11, 13))
     kernel = RNG.standard_normal((3, 5))
     x, w = image[None, :, :, None], kernel[:, :, None, None]

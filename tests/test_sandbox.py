@@ -105,11 +105,11 @@ def test_native_code_inside_the_sandbox_writes_only_its_scratch(tmp_path):
     assert (scratch / "ran").exists() and not outside.exists()
 
 
-def test_a_schedule_from_a_report_writes_nothing_outside(tmp_path):
+def test_a_schedule_from_a_report_writes_nothing_outside(cli, tmp_path):
     outside = tmp_path / "PWNED"
     schedule = tmp_path / "schedule.py"
     schedule.write_text(f"import os\nos.system('touch {outside}')\nopen({str(outside)!r}, 'w').write('x')\n")
-    line = _one_line_refusal(run_cli("triage", str(CASES / "matmul.py"), "--schedule", str(schedule)),
+    line = _one_line_refusal(cli("triage", str(CASES / "matmul.py"), "--schedule", str(schedule)),
                              f"{schedule}:3: the schedule fails")
     assert "Read-only file system" in line
     assert not outside.exists()
@@ -166,7 +166,7 @@ def test_processes_memory_and_files_are_limited(tmp_path):
 
 
 @pytest.mark.parametrize("how", ["annotations", "T.attr", "T.attr by keyword", "trace"])
-def test_pragma_import_llvm_is_refused_with_its_line(tmp_path, how):
+def test_pragma_import_llvm_is_refused_with_its_line(cli, tmp_path, how):
     outside = tmp_path / "PWNED"
     before = tmp_path / "before.py"
     before.write_text(BEFORE_ERF)
@@ -189,20 +189,21 @@ def test_pragma_import_llvm_is_refused_with_its_line(tmp_path, how):
                                                 '          with T.sblock("B"):'))
             where = f"{after}:7"
         args = [str(after)]
-    for trust in ([], ["--trust-input"]):  # the allow-list holds with or without the sandbox
-        _one_line_refusal(run_cli("triage", str(before), *args, *trust), where, "'pragma_import_llvm'",
+    # the allow-list holds with or without the sandbox (unconfined: a program's and a trace's, once each)
+    for trust in ([], ["--trust-input"]) if how in ("annotations", "trace") else ([],):
+        _one_line_refusal(cli("triage", str(before), *args, *trust), where, "'pragma_import_llvm'",
                           "TVM links its value into the kernel as code")
     assert not outside.exists()
 
 
-def test_a_block_name_cannot_close_the_reproducers_quoting(tmp_path):
+def test_a_block_name_cannot_close_the_reproducers_quoting(cli, tmp_path):
     outside = tmp_path / "PWNED"
     name = f"B''' + str(__import__('os').system('touch {outside}')) + r'''"
     before, after = tmp_path / "before.py", tmp_path / "after.py"
     before.write_text((CASES / "matmul.py").read_text().replace('T.sblock("C")', f'T.sblock("{name}")'))
     after.write_text((CASES / "matmul_wrong_split.py").read_text().replace('T.sblock("C")', f'T.sblock("{name}")'))
     repro = tmp_path / "repro.py"
-    result = run_cli("triage", str(before), str(after), "--repro", str(repro), "--json")
+    result = cli("triage", str(before), str(after), "--repro", str(repro), "--json")
     assert result.returncode == 12, result.stderr[-2000:]  # CHANGED
     assert json.loads(result.stdout)["reproducer"]["shows"] is True
     assert not outside.exists()
@@ -212,16 +213,18 @@ def test_a_block_name_cannot_close_the_reproducers_quoting(tmp_path):
     assert any(name in line for line in ast.literal_eval(literals["BEFORE_LINES"]))
 
 
-def test_a_trace_that_is_not_json_is_refused(tmp_path):
+def test_a_trace_that_is_not_json_is_refused(cli, tmp_path):
     outside = tmp_path / "PWNED"
     trace = tmp_path / "trace.py"
     trace.write_text(f"import os\nos.system('touch {outside}')\n")
-    _one_line_refusal(run_cli("triage", str(CASES / "matmul.py"), "--trace", str(trace)),
+    _one_line_refusal(cli("triage", str(CASES / "matmul.py"), "--trace", str(trace)),
                       f"{trace}: not JSON", "give it as --schedule FILE")
     assert not outside.exists()
 
 
+@pytest.mark.longest
 def test_without_bubblewrap_triage_refuses_unless_trusted(tmp_path):
+    # processes of their own: whether a sandbox starts is found once per process
     env = {sandbox.BWRAP_ENV: str(tmp_path / "bwrap")}  # a bubblewrap that is not there
     _one_line_refusal(run_cli("triage", str(CASES / "rowsum.py"), str(CASES / "rowsum_last_twice.py"), env=env),
                       f"bubblewrap ({tmp_path / 'bwrap'}) is not installed", "apt-get install bubblewrap",
@@ -237,7 +240,7 @@ ROWSUM = (CASES / "rowsum.py").read_text()
 
 @pytest.mark.parametrize("how", ["a string in a buffer's shape", "a name the body binds later",
                                  "a name used in the body before the body binds it"])
-def test_nothing_of_a_program_is_evaluated_in_the_suite(tmp_path, how):
+def test_nothing_of_a_program_is_evaluated_in_the_suite(cli, tmp_path, how):
     """TVM's parser evaluates a string in a T.Buffer shape, and calls an annotation: both ran in
     the suite's own process, before any sandbox (the file was written, as root)."""
     outside = tmp_path / "PWNED"
@@ -255,11 +258,11 @@ def test_nothing_of_a_program_is_evaluated_in_the_suite(tmp_path, how):
                                           "    tvm = T.int32(0)\n"
                                           "    for i, k in T.grid(64, 1024):"))
         words = "(an attribute of an attribute of tvm)"  # and binding tvm is refused too
-    _one_line_refusal(run_cli("triage", str(program), str(CASES / "rowsum.py")), f"{program}:", words)
+    _one_line_refusal(cli("triage", str(program), str(CASES / "rowsum.py")), f"{program}:", words)
     assert not outside.exists()
 
 
-def test_a_schedule_cannot_hand_the_suite_a_program_to_evaluate(tmp_path):
+def test_a_schedule_cannot_hand_the_suite_a_program_to_evaluate(cli, tmp_path):
     """A schedule (confined) that returns a program whose shape string runs a command: the program is
     read back, and parsed, in a confined child only."""
     outside = tmp_path / "PWNED"
@@ -267,7 +270,7 @@ def test_a_schedule_cannot_hand_the_suite_a_program_to_evaluate(tmp_path):
     schedule = tmp_path / "schedule.py"
     schedule.write_text(f"import sys\nHOSTILE = {hostile!r}\n"
                         "sys.modules['suite.triage.tvmscript'].script = lambda func, name: HOSTILE\n")
-    _one_line_refusal(run_cli("triage", str(CASES / "rowsum.py"), "--schedule", str(schedule)),
+    _one_line_refusal(cli("triage", str(CASES / "rowsum.py"), "--schedule", str(schedule)),
                       f"{schedule}: the program the schedule made is not read back")
     assert not outside.exists()
 
@@ -275,7 +278,7 @@ def test_a_schedule_cannot_hand_the_suite_a_program_to_evaluate(tmp_path):
 def test_a_trace_that_crashes_tvm_is_one_line():
     """A JSON trace whose layout map is a TVM node graph holding itself: TVM's JSON loader crashed the
     suite (SIGSEGV, exit 139); it is read in a confined child now."""
-    trace = CASES / "trace_cycle.json"
+    trace = CASES / "trace_cycle.json"  # a process of its own: read here, the crash would end pytest's
     _one_line_refusal(run_cli("triage", str(CASES / "rowsum.py"), "--trace", str(trace)),
                       f"{trace}: reading them ended the confined reader (crashed (SIGSEGV)", "no verdict")
 

@@ -4,6 +4,8 @@ The seed issue's modules are written below in today's (0.27) TVMScript syntax: `
 ``@T.prim_func(s_tir=True)``, ``T.sblock``, ``T.sblock_alloc_buffer``, ``"tirx.noalias"``.
 """
 
+import functools
+
 import numpy as np
 import pytest
 import tvm
@@ -21,33 +23,42 @@ MAX_POOL = "resnet50.max_pool2d.112x112x64-k3s2"
 
 
 # ----------------------------------------------------------------------------- the seed issue
+#
+# Each PrimFunc is parsed by the first test that asks for it, once (functools.cache), not when
+# the module is imported: every pytest-xdist worker imports every test module.
 
 
-@T.prim_func(s_tir=True)
-def issue_conv2d(lv1: T.Buffer((1, 230, 230, 3), "float16"), param_0: T.Buffer((7, 7, 3, 64), "float16"), conv2d_nhwc: T.Buffer((1, 112, 112, 64), "float16")):
-    T.func_attr({"global_symbol": "conv2d", "tirx.noalias": True})
-    for i0, i1, i2, i3, i4, i5, i6 in T.grid(1, 112, 112, 64, 7, 7, 3):
-        with T.sblock("conv2d_nhwc"):
-            nn, yy, xx, ff, ry, rx, rc = T.axis.remap("SSSSRRR", [i0, i1, i2, i3, i4, i5, i6])
-            T.reads(lv1[nn, yy * 2 + ry, xx * 2 + rx, rc], param_0[ry, rx, rc, ff])
-            T.writes(conv2d_nhwc[nn, yy, xx, ff])
-            with T.init():
-                conv2d_nhwc[nn, yy, xx, ff] = T.float16(0)
-            conv2d_nhwc[nn, yy, xx, ff] = conv2d_nhwc[nn, yy, xx, ff] + lv1[nn, yy * 2 + ry, xx * 2 + rx, rc] * param_0[ry, rx, rc, ff]
+@functools.cache
+def issue_conv2d():
+    @T.prim_func(s_tir=True)
+    def issue_conv2d(lv1: T.Buffer((1, 230, 230, 3), "float16"), param_0: T.Buffer((7, 7, 3, 64), "float16"), conv2d_nhwc: T.Buffer((1, 112, 112, 64), "float16")):
+        T.func_attr({"global_symbol": "conv2d", "tirx.noalias": True})
+        for i0, i1, i2, i3, i4, i5, i6 in T.grid(1, 112, 112, 64, 7, 7, 3):
+            with T.sblock("conv2d_nhwc"):
+                nn, yy, xx, ff, ry, rx, rc = T.axis.remap("SSSSRRR", [i0, i1, i2, i3, i4, i5, i6])
+                T.reads(lv1[nn, yy * 2 + ry, xx * 2 + rx, rc], param_0[ry, rx, rc, ff])
+                T.writes(conv2d_nhwc[nn, yy, xx, ff])
+                with T.init():
+                    conv2d_nhwc[nn, yy, xx, ff] = T.float16(0)
+                conv2d_nhwc[nn, yy, xx, ff] = conv2d_nhwc[nn, yy, xx, ff] + lv1[nn, yy * 2 + ry, xx * 2 + rx, rc] * param_0[ry, rx, rc, ff]
+    return issue_conv2d
 
 
 # The issue's module after `sch.reorder(i4, i3)`.
-@T.prim_func(s_tir=True)
-def issue_swapped(lv1: T.Buffer((1, 230, 230, 3), "float16"), param_0: T.Buffer((7, 7, 3, 64), "float16"), conv2d_nhwc: T.Buffer((1, 112, 112, 64), "float16")):
-    T.func_attr({"tirx.noalias": True, "global_symbol": "conv2d"})
-    for i0, i1, i2, i4, i3, i5, i6 in T.grid(1, 112, 112, 7, 64, 7, 3):
-        with T.sblock("conv2d_nhwc"):
-            nn, yy, xx, ff, ry, rx, rc = T.axis.remap("SSSSRRR", [i0, i1, i2, i3, i4, i5, i6])
-            T.reads(lv1[nn, yy * 2 + ry, xx * 2 + rx, rc], param_0[ry, rx, rc, ff])
-            T.writes(conv2d_nhwc[nn, yy, xx, ff])
-            with T.init():
-                conv2d_nhwc[nn, yy, xx, ff] = T.float16(0)
-            conv2d_nhwc[nn, yy, xx, ff] = (conv2d_nhwc[nn, yy, xx, ff] + lv1[nn, yy * 2 + ry, xx * 2 + rx, rc] * param_0[ry, rx, rc, ff])
+@functools.cache
+def issue_swapped():
+    @T.prim_func(s_tir=True)
+    def issue_swapped(lv1: T.Buffer((1, 230, 230, 3), "float16"), param_0: T.Buffer((7, 7, 3, 64), "float16"), conv2d_nhwc: T.Buffer((1, 112, 112, 64), "float16")):
+        T.func_attr({"tirx.noalias": True, "global_symbol": "conv2d"})
+        for i0, i1, i2, i4, i3, i5, i6 in T.grid(1, 112, 112, 7, 64, 7, 3):
+            with T.sblock("conv2d_nhwc"):
+                nn, yy, xx, ff, ry, rx, rc = T.axis.remap("SSSSRRR", [i0, i1, i2, i3, i4, i5, i6])
+                T.reads(lv1[nn, yy * 2 + ry, xx * 2 + rx, rc], param_0[ry, rx, rc, ff])
+                T.writes(conv2d_nhwc[nn, yy, xx, ff])
+                with T.init():
+                    conv2d_nhwc[nn, yy, xx, ff] = T.float16(0)
+                conv2d_nhwc[nn, yy, xx, ff] = (conv2d_nhwc[nn, yy, xx, ff] + lv1[nn, yy * 2 + ry, xx * 2 + rx, rc] * param_0[ry, rx, rc, ff])
+    return issue_swapped
 
 
 # The issue's MetaSchedule-tuned PrimFunc. Two things are written as today's TVM writes them,
@@ -55,48 +66,51 @@ def issue_swapped(lv1: T.Buffer((1, 230, 230, 3), "float16"), param_0: T.Buffer(
 # integers as such; the 2022 text has T.int64(512) / T.int64(1)), and the xx bindings read
 # `fused % 7 * 16 + i2_1 + i2_2`, the term order today's arithmetic simplifier gives for the
 # same sum that the 2022 text prints as `i2_2 + fused % 7 * 16 + i2_1`.
-@T.prim_func(s_tir=True)
-def issue_tuned(lv1: T.Buffer((1, 230, 230, 3), "float16"), param_0: T.Buffer((7, 7, 3, 64), "float16"), conv2d_nhwc: T.Buffer((1, 112, 112, 64), "float16")):
-    T.func_attr({"tirx.noalias": True, "global_symbol": "conv2d"})
-    conv2d_nhwc_global = T.sblock_alloc_buffer((1, 112, 112, 64), "float16")
-    for i0_0_i1_0_i2_0_fused in T.parallel(196, annotations={"pragma_auto_unroll_max_step": 512, "pragma_unroll_explicit": 1}):
-        for i3_0 in T.serial(1):
-            for i0_1_init, i1_1_init, i2_1_init, i3_1_init, i0_2_init, i1_2_init, i2_2_init in T.grid(1, 2, 16, 1, 1, 2, 1):
-                for i3_2_fused_init in T.vectorized(64):
-                    with T.sblock("conv2d_nhwc_init"):
-                        nn = T.axis.spatial(1, i0_1_init + i0_2_init)
-                        yy = T.axis.spatial(112, i0_0_i1_0_i2_0_fused // 7 * 4 + i1_1_init * 2 + i1_2_init)
-                        xx = T.axis.spatial(112, i0_0_i1_0_i2_0_fused % 7 * 16 + i2_1_init + i2_2_init)
-                        ff = T.axis.spatial(64, i3_0 * 64 + i3_1_init * 64 + i3_2_fused_init)
-                        T.reads()
-                        T.writes(conv2d_nhwc_global[nn, yy, xx, ff])
-                        T.sblock_attr({"meta_schedule.tiling_structure": "SRSRS"})
-                        conv2d_nhwc_global[nn, yy, xx, ff] = T.float16(0)
-            for i4_0, i5_0, i6_0 in T.grid(1, 7, 1):
-                for i0_1, i1_1, i2_1, i3_1, i4_1, i5_1, i6_1, i0_2, i1_2, i2_2 in T.grid(1, 2, 16, 1, 7, 1, 3, 1, 2, 1):
-                    for i3_2_fused in T.vectorized(64):
-                        with T.sblock("conv2d_nhwc_update"):
-                            nn = T.axis.spatial(1, i0_1 + i0_2)
-                            yy = T.axis.spatial(112, i0_0_i1_0_i2_0_fused // 7 * 4 + i1_1 * 2 + i1_2)
-                            xx = T.axis.spatial(112, i0_0_i1_0_i2_0_fused % 7 * 16 + i2_1 + i2_2)
-                            ff = T.axis.spatial(64, i3_0 * 64 + i3_1 * 64 + i3_2_fused)
-                            ry = T.axis.reduce(7, i4_0 * 7 + i4_1)
-                            rx = T.axis.reduce(7, i5_0 + i5_1)
-                            rc = T.axis.reduce(3, i6_0 * 3 + i6_1)
-                            T.reads(conv2d_nhwc_global[nn, yy, xx, ff], lv1[nn, yy * 2 + ry, xx * 2 + rx, rc], param_0[ry, rx, rc, ff])
+@functools.cache
+def issue_tuned():
+    @T.prim_func(s_tir=True)
+    def issue_tuned(lv1: T.Buffer((1, 230, 230, 3), "float16"), param_0: T.Buffer((7, 7, 3, 64), "float16"), conv2d_nhwc: T.Buffer((1, 112, 112, 64), "float16")):
+        T.func_attr({"tirx.noalias": True, "global_symbol": "conv2d"})
+        conv2d_nhwc_global = T.sblock_alloc_buffer((1, 112, 112, 64), "float16")
+        for i0_0_i1_0_i2_0_fused in T.parallel(196, annotations={"pragma_auto_unroll_max_step": 512, "pragma_unroll_explicit": 1}):
+            for i3_0 in T.serial(1):
+                for i0_1_init, i1_1_init, i2_1_init, i3_1_init, i0_2_init, i1_2_init, i2_2_init in T.grid(1, 2, 16, 1, 1, 2, 1):
+                    for i3_2_fused_init in T.vectorized(64):
+                        with T.sblock("conv2d_nhwc_init"):
+                            nn = T.axis.spatial(1, i0_1_init + i0_2_init)
+                            yy = T.axis.spatial(112, i0_0_i1_0_i2_0_fused // 7 * 4 + i1_1_init * 2 + i1_2_init)
+                            xx = T.axis.spatial(112, i0_0_i1_0_i2_0_fused % 7 * 16 + i2_1_init + i2_2_init)
+                            ff = T.axis.spatial(64, i3_0 * 64 + i3_1_init * 64 + i3_2_fused_init)
+                            T.reads()
                             T.writes(conv2d_nhwc_global[nn, yy, xx, ff])
                             T.sblock_attr({"meta_schedule.tiling_structure": "SRSRS"})
-                            conv2d_nhwc_global[nn, yy, xx, ff] = conv2d_nhwc_global[nn, yy, xx, ff] + lv1[nn, yy * 2 + ry, xx * 2 + rx, rc] * param_0[ry, rx, rc, ff]
-                for ax0, ax1, ax2 in T.grid(1, 4, 16):
-                    for ax3_fused in T.vectorized(64):
-                        with T.sblock("conv2d_nhwc_global"):
-                            v0 = T.axis.spatial(1, ax0)
-                            v1 = T.axis.spatial(112, i0_0_i1_0_i2_0_fused // 7 * 4 + ax1)
-                            v2 = T.axis.spatial(112, i0_0_i1_0_i2_0_fused % 7 * 16 + ax2)
-                            v3 = T.axis.spatial(64, ax3_fused)
-                            T.reads(conv2d_nhwc_global[v0, v1, v2, v3])
-                            T.writes(conv2d_nhwc[v0, v1, v2, v3])
-                            conv2d_nhwc[v0, v1, v2, v3] = conv2d_nhwc_global[v0, v1, v2, v3]
+                            conv2d_nhwc_global[nn, yy, xx, ff] = T.float16(0)
+                for i4_0, i5_0, i6_0 in T.grid(1, 7, 1):
+                    for i0_1, i1_1, i2_1, i3_1, i4_1, i5_1, i6_1, i0_2, i1_2, i2_2 in T.grid(1, 2, 16, 1, 7, 1, 3, 1, 2, 1):
+                        for i3_2_fused in T.vectorized(64):
+                            with T.sblock("conv2d_nhwc_update"):
+                                nn = T.axis.spatial(1, i0_1 + i0_2)
+                                yy = T.axis.spatial(112, i0_0_i1_0_i2_0_fused // 7 * 4 + i1_1 * 2 + i1_2)
+                                xx = T.axis.spatial(112, i0_0_i1_0_i2_0_fused % 7 * 16 + i2_1 + i2_2)
+                                ff = T.axis.spatial(64, i3_0 * 64 + i3_1 * 64 + i3_2_fused)
+                                ry = T.axis.reduce(7, i4_0 * 7 + i4_1)
+                                rx = T.axis.reduce(7, i5_0 + i5_1)
+                                rc = T.axis.reduce(3, i6_0 * 3 + i6_1)
+                                T.reads(conv2d_nhwc_global[nn, yy, xx, ff], lv1[nn, yy * 2 + ry, xx * 2 + rx, rc], param_0[ry, rx, rc, ff])
+                                T.writes(conv2d_nhwc_global[nn, yy, xx, ff])
+                                T.sblock_attr({"meta_schedule.tiling_structure": "SRSRS"})
+                                conv2d_nhwc_global[nn, yy, xx, ff] = conv2d_nhwc_global[nn, yy, xx, ff] + lv1[nn, yy * 2 + ry, xx * 2 + rx, rc] * param_0[ry, rx, rc, ff]
+                    for ax0, ax1, ax2 in T.grid(1, 4, 16):
+                        for ax3_fused in T.vectorized(64):
+                            with T.sblock("conv2d_nhwc_global"):
+                                v0 = T.axis.spatial(1, ax0)
+                                v1 = T.axis.spatial(112, i0_0_i1_0_i2_0_fused // 7 * 4 + ax1)
+                                v2 = T.axis.spatial(112, i0_0_i1_0_i2_0_fused % 7 * 16 + ax2)
+                                v3 = T.axis.spatial(64, ax3_fused)
+                                T.reads(conv2d_nhwc_global[v0, v1, v2, v3])
+                                T.writes(conv2d_nhwc[v0, v1, v2, v3])
+                                conv2d_nhwc[v0, v1, v2, v3] = conv2d_nhwc_global[v0, v1, v2, v3]
+    return issue_tuned
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -143,8 +157,8 @@ def test_orders_are_checked():
 
 def test_seed_swap_is_the_issues_reorder():
     # On the issue's own PrimFunc: exactly the module the issue shows after reorder(i4, i3).
-    swapped = schedules.apply(issue_conv2d, "seed-swap", SEED, "float32", "llvm")
-    tvm.ir.assert_structural_equal(swapped, issue_swapped)
+    swapped = schedules.apply(issue_conv2d(), "seed-swap", SEED, "float32", "llvm")
+    tvm.ir.assert_structural_equal(swapped, issue_swapped())
     # The loop order nn,yy,xx,ry,ff,rx,rc on the TE-built seed conv2d.
     scheduled = schedules.apply(seed_func(), "seed-swap", SEED, "float32", "llvm")
     assert reduction_loops(seed_func()) == ([1, 112, 112, 64, 7, 7, 3], "SSSSRRR")
@@ -153,11 +167,11 @@ def test_seed_swap_is_the_issues_reorder():
     assert loop_names == ["nn", "yy", "xx", "ry", "ff", "rx", "rc"]
     # Structurally the issue's swapped module once TE's padding copy is inlined.
     tvm.ir.assert_structural_equal(
-        same_attrs(inline_padding(scheduled)), same_attrs(issue_swapped), map_free_vars=True
+        same_attrs(inline_padding(scheduled)), same_attrs(issue_swapped()), map_free_vars=True
     )
     # And the default is the issue's untuned module the same way.
     tvm.ir.assert_structural_equal(
-        same_attrs(inline_padding(seed_func())), same_attrs(issue_conv2d), map_free_vars=True
+        same_attrs(inline_padding(seed_func())), same_attrs(issue_conv2d()), map_free_vars=True
     )
 
 
@@ -168,9 +182,9 @@ def _loops_of(func):
 
 def test_seed_tuned_is_the_issues_tuned_prim_func():
     tuned = schedules.apply(seed_func("float16"), "seed-tuned", SEED, "float16", "llvm")
-    tvm.ir.assert_structural_equal(same_attrs(tuned), same_attrs(issue_tuned), map_free_vars=True)
+    tvm.ir.assert_structural_equal(same_attrs(tuned), same_attrs(issue_tuned()), map_free_vars=True)
     # The same schedule on the issue's own PrimFunc (no padding copy to inline).
-    tvm.ir.assert_structural_equal(schedules.apply(issue_conv2d, "seed-tuned", SEED, "float32", "llvm"), issue_tuned)
+    tvm.ir.assert_structural_equal(schedules.apply(issue_conv2d(), "seed-tuned", SEED, "float32", "llvm"), issue_tuned())
 
 
 def test_reduction_outer_puts_every_reduction_loop_outermost():
@@ -201,27 +215,33 @@ def test_max_pool_is_a_max_reduction_so_the_orders_apply():
 # ----------------------------------------------------------------------------- not applicable
 
 
-@T.prim_func(s_tir=True)
-def elementwise(a: T.Buffer((8, 8), "float32"), b: T.Buffer((8, 8), "float32")):
-    for i, j in T.grid(8, 8):
-        with T.sblock("b"):
-            vi, vj = T.axis.remap("SS", [i, j])
-            b[vi, vj] = a[vi, vj] + T.float32(1)
+@functools.cache
+def elementwise():
+    @T.prim_func(s_tir=True)
+    def elementwise(a: T.Buffer((8, 8), "float32"), b: T.Buffer((8, 8), "float32")):
+        for i, j in T.grid(8, 8):
+            with T.sblock("b"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                b[vi, vj] = a[vi, vj] + T.float32(1)
+    return elementwise
 
 
-@T.prim_func(s_tir=True)
-def shared_outer_loop(a: T.Buffer((4, 4), "float32"), c: T.Buffer((4,), "float32"), d: T.Buffer((4,), "float32")):
-    for i in range(4):
-        for k in range(4):
-            with T.sblock("c"):
-                vi, vk = T.axis.remap("SR", [i, k])
-                with T.init():
-                    c[vi] = T.float32(0)
-                c[vi] = c[vi] + a[vi, vk]
-        for j in range(1):
-            with T.sblock("d"):
-                vi = T.axis.spatial(4, i + j)
-                d[vi] = c[vi] * T.float32(2)
+@functools.cache
+def shared_outer_loop():
+    @T.prim_func(s_tir=True)
+    def shared_outer_loop(a: T.Buffer((4, 4), "float32"), c: T.Buffer((4,), "float32"), d: T.Buffer((4,), "float32")):
+        for i in range(4):
+            for k in range(4):
+                with T.sblock("c"):
+                    vi, vk = T.axis.remap("SR", [i, k])
+                    with T.init():
+                        c[vi] = T.float32(0)
+                    c[vi] = c[vi] + a[vi, vk]
+            for j in range(1):
+                with T.sblock("d"):
+                    vi = T.axis.spatial(4, i + j)
+                    d[vi] = c[vi] * T.float32(2)
+    return shared_outer_loop
 
 
 def test_seed_tuned_is_the_seed_workloads_only():
@@ -234,13 +254,13 @@ def test_seed_tuned_is_the_seed_workloads_only():
 @pytest.mark.parametrize("order", ["seed-swap", "reduction-outer"])
 def test_a_reduction_free_func_has_nothing_to_reorder(order):
     with pytest.raises(OrderNotApplicable, match="no reduction block"):
-        schedules.apply(elementwise, order, "test.elementwise", "float32", "llvm")
+        schedules.apply(elementwise(), order, "test.elementwise", "float32", "llvm")
 
 
 def test_tvms_refusal_becomes_the_reason():
     # k cannot move above i: i also holds the loop of block "d", so the loops are no chain.
     with pytest.raises(OrderNotApplicable) as info:
-        schedules.apply(shared_outer_loop, "reduction-outer", "test.shared", "float32", "llvm")
+        schedules.apply(shared_outer_loop(), "reduction-outer", "test.shared", "float32", "llvm")
     reason = str(info.value)
     assert reason.startswith("reduction-outer: TVM refused it: ")
     assert "\n" not in reason and "@T.prim_func" not in reason
