@@ -8,8 +8,10 @@ import shutil
 import numpy as np
 import pytest
 
+from suite import targets
+from suite.core import workloads
 from suite.errors import UserError
-from suite.fuzz import campaign, plant
+from suite.fuzz import campaign, plant, sampling
 from suite.fuzz.outcome import VERDICTS, Answer, Outcome
 from suite.fuzz.worker import Worker
 from suite.triage import verdict
@@ -172,10 +174,13 @@ def test_a_small_campaign_judges_determines_and_continues(tmp_path, cli):
     again = cli("fuzz", "--traces", "2", "--plant", "2", "--out", tmp_path / "a", "--json")
     assert again.returncode == 0 and json.loads(again.stdout)["judged_this_run"] == 0
     assert len((tmp_path / "a" / "journal.jsonl").read_text().splitlines()) == len(lines)
-    other = cli("fuzz", "--traces", "2", "--out", tmp_path / "b", "--json")
-    traces = lambda d: {r["id"]: r["trace"] for r in map(json.loads, (d / "journal.jsonl").read_text().splitlines())  # noqa: E731
-                        if r["kind"] == "trace"}
-    assert other.returncode == 0 and traces(tmp_path / "a") == traces(tmp_path / "b")
+    # the same seed samples the same traces: each trace judged is the one the sampler the campaign
+    # calls gives for the seed (0) and the trace's index (the design space is in the cache now)
+    seed_conv, llvm = workloads.get("seed.conv2d_nhwc_7x7s2"), targets.get("llvm")
+    spaces = sampling.design_space(seed_conv, "float32", llvm)
+    sampled = {r["trace_index"]: r["trace"] for r in unmodified if r["kind"] == "trace"}
+    assert sorted(sampled) == [0, 1]
+    assert sampled == {i: sampling.sample(seed_conv, "float32", llvm, spaces, 0, i)[0] for i in sampled}
 
 
 #: A 1x1 stride-2 conv2d: its input's row index yy * 2 + ry (ry = 0) is always even.
