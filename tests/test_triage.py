@@ -976,7 +976,7 @@ inputs = workloads.make_inputs(w, "float16")
 exact = reference.evaluate(w.chain, inputs)
 check = tuning.OutputCheck.of(exact + 1000.0, reference.evaluate_magnitude(w.chain, inputs), 147, "float16")
 try:
-    tuning.search(workloads.prim_func(w, "float16"), targets.get("llvm"), 4, inputs, w.output_shape, "float16",
+    tuning.search(workloads.prim_func(w, "float16"), targets.get("llvm"), 2, inputs, w.output_shape, "float16",
                   check, "refuse-all")
     print("chosen")
 except UserError as err:
