@@ -560,6 +560,7 @@ def test_out_dir_of_the_users_files_is_refused(cli, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.longest
 def test_a_hang_is_a_timeout_finding(cli, tmp_path):
     """Slow (the design space, then a worker started again after each timeout): a trace timeout too
     short for any build makes every schedule a TIMEOUT finding, with its report, and exit 14."""

@@ -830,6 +830,7 @@ needs_qf = pytest.mark.skipif(bool(targets.get("hexagon-v68-qf").unavailable()),
 
 @needs_qf
 @pytest.mark.slow
+@pytest.mark.longest
 def test_the_seed_loop_swap_vectorized_is_qfloat_arithmetic_on_hexagon(cli):
     status, report = triage(cli, CASES / "conv2d_nhwc_7x7s2.py", "--schedule", CASES / "swap_vectorize.py",
                             "--target", "hexagon-v68-qf,llvm")
