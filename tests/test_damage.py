@@ -32,7 +32,7 @@ import pytest
 from asv_runs import WORKLOAD, plant, plant_file, qf_two_commit_results, two_commit_results
 from conftest import run_cli
 from suite import cli, targets
-from suite.core import retimings, runstore, tuning, workloads
+from suite.core import measurement, retimings, runstore, tuning, workloads
 from suite.targets import hexagon, hvx_toolchain
 
 pytestmark = pytest.mark.slow
@@ -317,8 +317,9 @@ def test_every_file_kind_has_its_row(llvm_run, tmp_path_factory):
 #: entry; "entry": an entry its measurement reads, so the measurement is made again; "divergence";
 #: "catalog"; "key": the digests of the suite's code, read once per process where a cache key is
 #: first computed, so the measurement is looked up by a new process) or None (never read). The entries
-#: a measurement reads through one function (the HVX model, the harness, the emulations) are read
-#: through it after each damage, the measurement made again after each file's first (_read_as_measured).
+#: a measurement reads through one function (the reference, the HVX model, the harness, the
+#: emulations) are read through it after each damage, the measurement made again after each file's
+#: first (_read_as_measured).
 CACHE_FILES = {
     "source-digests/*": "key",
     "measure/*/record.json": "measure", "measure/*/output.npy": "measure", "measure/*/ieee_twin.npy": "measure",
@@ -433,6 +434,10 @@ def _read_as_measured(cache: Path, pattern: str, ids, entries: list[Path]):
     there, as in the measurement: each damage to these kinds is read so, the measurement made again
     after each file's first damage (test_damaged_cache_files_are_computed_again)."""
     target = targets.get(ids[2])
+    if pattern == "reference/*/*":  # the float64 reference (and magnitude) the outputs are scored against
+        workload = workloads.get(ids[0])
+        assert [measurement.reference_entry(workload, ids[1])] == entries
+        return [array.tobytes() for array in measurement.reference_arrays(workload, ids[1])]
     if pattern == "qfloat-model/*/*":  # what build_qfloat_elf links and rewrites with
         return (hvx_toolchain.model_object(target.arch).read_bytes(),
                 hvx_toolchain.vector_model_registers(target.arch))
