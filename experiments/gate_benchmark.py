@@ -596,7 +596,7 @@ def measure(args, journal: Journal) -> dict:
             b = variants[(change.name, ids)]
             twin = next((other for other in changes[:changes.index(change)] if other.name != "same"
                          and isinstance(variants[(other.name, ids)], Variant)
-                         and variants[(other.name, ids)].code == getattr(b, "code", None)), None)
+                         and variants[(other.name, ids)].code == getattr(b, "code", None) != a.code), None)
             if twin is not None:  # one kernel counts once
                 b = f"the same kernel as {twin.name}"
             if isinstance(b, str):
