@@ -773,8 +773,6 @@ def main(argv=None) -> int:
     parser.add_argument("--peers", type=peers_option, default={},
                         help=f"detector=python of its environment, comma-separated (of {', '.join(PEERS)})")
     args = parser.parse_args(argv)
-    if isinstance(args.changes, str):
-        args.changes = changes_option(args.changes)
     name = Path(sys.argv[0]).name
     try:
         with signals_raise():

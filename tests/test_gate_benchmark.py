@@ -155,6 +155,12 @@ def test_bad_input_is_one_line_before_any_work(tmp_path, args, words):
     assert not (tmp_path / "o").exists()
 
 
+def test_an_out_that_is_a_link_to_nothing_is_refused_and_left(tmp_path):
+    (tmp_path / "o").symlink_to(tmp_path / "gone")
+    one_line(experiment("--out", tmp_path / "o", *SMALL), "a link to nothing")
+    assert (tmp_path / "o").is_symlink() and not (tmp_path / "gone").exists()
+
+
 def test_a_directory_holding_files_it_did_not_write_is_refused(tmp_path):
     out = tmp_path / "o"
     out.mkdir()
