@@ -82,6 +82,9 @@ class ComboBenchmark:
     version = "2"
     need = "RECORD"
     against_default = False  #: compares with the default order: default itself is left out
+    #: The dtypes whose combinations the class reads, by their name in suite.core.workloads
+    #: ("DTYPES": the floats, "INTEGER_DTYPES": int8); None: every dtype.
+    dtypes = None
     #: What the class needs on this machine besides the grid (None: nothing): a class whose
     #: ``runs_here()`` is False has no benchmarks in this run, rather than a process per combination
     #: that could only be skipped.
@@ -92,7 +95,8 @@ class ComboBenchmark:
         if GRID is not None:
             # Only the combinations that can give what the class needs: no process per combination
             # that could only be skipped (a class with none left has no benchmarks in this run).
-            grid = GRID.for_need(record.Need[cls.need], cls.against_default)
+            grid = GRID.for_need(record.Need[cls.need], cls.against_default,
+                                 getattr(combo.workloads, cls.dtypes) if cls.dtypes else None)
             if grid is None or (cls.runs_here is not None and not cls.runs_here()):
                 return
             cls.params = grid.params()

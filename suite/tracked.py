@@ -83,6 +83,19 @@ METRICS: tuple[Metric, ...] = (
        "Mean of y - r: a drift of the whole output to one side (biased rounding).", worse=None),
     _m("nonfinite", "bench_accuracy.Accuracy.track_nonfinite", "elements",
        "Output elements that are inf or nan."),
+    # int8 against the exact integer oracle (suite.core.quantized; ULP and rounding bounds mean
+    # nothing for integers, so an int8 combination has none of the metrics above): bench_accuracy
+    _m("exact_fraction", "bench_accuracy.IntegerAccuracy.track_exact_fraction", "fraction",
+       "int8: output elements equal to the integer oracle's (1 in every order, or the kernel is wrong).",
+       worse=LOWER),
+    _m("max_step_error", "bench_accuracy.IntegerAccuracy.track_max_step_error", "steps",
+       "int8: largest |output - oracle| in uint8 output steps."),
+    _m("accumulator_mismatches", "bench_accuracy.IntegerAccuracy.track_accumulator_mismatches", "elements",
+       "int8: int32 accumulator elements that differ from the exact int64 sum (wrapped as int32 does): "
+       "any is a wrong kernel, never within a bound."),
+    _m("accumulator_wrapped", "bench_accuracy.IntegerAccuracy.track_accumulator_wrapped", "elements",
+       "int8: accumulator elements whose exact value leaves int32 (the inputs' property: the kernel's "
+       "output there cannot be the oracle's).", worse=None),
     # Divergence from the default loop order on the same target: bench_divergence
     _m("differ_fraction", "bench_divergence.DivergenceFromDefault.track_differ_fraction", "fraction",
        "Fraction of output elements whose bits differ from the default order's.", worse=None),

@@ -58,13 +58,15 @@ def test_record_round_trips_through_json():
         Record.from_json({"status": "ok"})
 
 
-def discover(targets, orders="default,tuned"):
-    """{benchmark name: (unit, params)} as asv's own discovery finds them for a grid."""
+def discover(targets, orders="default,tuned", dtypes=None):
+    """{benchmark name: (unit, params)} as asv's own discovery finds them for a grid (``dtypes``
+    None: the default grid's)."""
     code = ("import json, sys; from asv_runner.discovery import disc_benchmarks; "
             "print(json.dumps({b.name: [getattr(b, 'unit', None), b._params] for b in disc_benchmarks(sys.argv[1])}))")
     done = subprocess.run([sys.executable, "-c", code, str(ROOT / "benchmarks")], capture_output=True, text=True,
                           cwd=ROOT, env={"TVM_SUITE_WORKLOADS": "seed", "TVM_SUITE_TARGETS": targets,
-                                         "TVM_SUITE_ORDERS": orders, "PATH": "/usr/bin:/bin"})
+                                         "TVM_SUITE_ORDERS": orders, "PATH": "/usr/bin:/bin",
+                                         **({"TVM_SUITE_DTYPES": dtypes} if dtypes else {})})
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -74,7 +76,7 @@ def test_benchmarks_are_exactly_the_declared_metrics_asv_reads_right():
     else: no higher-is-better, signed or direction-less value, which asv would misread."""
     from suite.core import peers
 
-    found = discover("llvm,hexagon-v68,hexagon-v68-emu,hexagon-v68-qf")
+    found = discover("llvm,hexagon-v68,hexagon-v68-emu,hexagon-v68-qf", dtypes="float32,float16,int8")
     asv_reads = {m.benchmark for m in tracked.METRICS if m.worse == tracked.HIGHER}
     if not peers.available():  # no PyTorch: the peer's benchmarks are not in the run at all
         asv_reads = {b for b in asv_reads if not b.startswith("bench_peer.")}
@@ -102,6 +104,13 @@ def test_each_benchmark_gets_only_the_combinations_it_can_measure():
     twins = discover("llvm,hexagon-v68-emu,hexagon-v68-qf")
     assert twins["bench_ieee_twin.TwinAccuracy.track_prob_bound_fraction"][1][2] == ["hexagon-v68-qf"]
     assert twins["bench_ieee_twin.TwinDivergence.track_error_ratio"][1][2:] == [["hexagon-v68-qf"], ["tuned"]]
+    # int8 (asked for, never in the default grid): judged exactly by a class of its own, never by ULP.
+    assert not any(".IntegerAccuracy." in name for name in found)
+    mixed = discover("llvm", "default,reduction-outer", dtypes="float32,int8")
+    assert mixed["bench_accuracy.Accuracy.track_ulp_mean"][1][1] == ["float32"]
+    assert mixed["bench_divergence.DivergenceFromDefault.track_error_ratio"][1][1] == ["float32"]
+    assert mixed["bench_accuracy.IntegerAccuracy.track_accumulator_mismatches"][1][1] == ["int8"]
+    assert mixed["bench_latency.Throughput.track_latency_median"][1][1] == ["float32", "int8"]
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from suite import tracked
-from suite.core import metrics
+from suite.core import metrics, quantized
 from suite.core.record import Kind, Record, Status
 from suite.targets import hexagon
 
@@ -33,15 +33,24 @@ def full_record() -> Record:
                   counts={**dict.fromkeys(hexagon.COUNTS, 7), "packet_floor": 5})
 
 
+def int8_record() -> Record:
+    """An int8 record: judged against the integer oracle, with none of the float metrics."""
+    oracle = quantized.Oracle(np.array([1, 2], np.uint8), np.array([5, -7]))
+    found = quantized.metrics(oracle.output, oracle.accumulator.astype(np.int32), oracle)
+    return Record("w", "int8", "llvm", "default", Status.OK, kind=Kind.LATENCY, compile_s=1.0, metrics=found)
+
+
 def test_a_records_values_name_every_metric_of_the_classes_that_read_it(benchmarks):
-    values = full_record().values()
+    values, integer_values = full_record().values(), int8_record().values()
     readers = []
     for metric in tracked.METRICS:
         cls = getattr(benchmarks(metric.module), metric.cls)
         if getattr(cls, "read", None) is benchmarks("common").ComboBenchmark.read:
             readers.append(metric.cls)
-            assert metric.name in values, metric
-    assert set(readers) == {"Accuracy", "TwinAccuracy", "HexagonCodegen", "HexagonEmulated", "HexagonCounts"}
+            assert metric.name in (integer_values if cls.dtypes == "INTEGER_DTYPES" else values), metric
+    assert set(readers) == {"Accuracy", "IntegerAccuracy", "TwinAccuracy", "HexagonCodegen", "HexagonEmulated",
+                            "HexagonCounts"}
+    assert not {"ulp_mean", "bound_fraction"} & set(integer_values)
     # The record keeps its own spellings (cached records and `measure --json` show them).
     assert {"compile_s", "emulated_s"} <= set(full_record().to_json())
     assert {"qfloat_total", "hvx_fp_vector", "scalar_fp"} <= set(full_record().to_json()["codegen"])

@@ -86,7 +86,7 @@ trials = whole_number(1, MAX_TRIALS)
 def combination(p, dtype="float32", workload_help=None) -> None:
     """Options naming one combination (measure, bisect): one value each."""
     p.add_argument("--workload", required=True, help=workload_help or "a workload id (tvm-suite list)")
-    p.add_argument("--dtype", default=dtype, help=f"{', '.join(workloads.DTYPES)} (default: {dtype})")
+    p.add_argument("--dtype", default=dtype, help=f"{', '.join(workloads.MEASURED_DTYPES)} (default: {dtype})")
     p.add_argument("--target", default="llvm", help=f"{', '.join(targets.names())} (default: llvm)")
     p.add_argument("--order", default="default", help=f"{', '.join(schedules.ORDERS)} (default: default)")
 
@@ -95,7 +95,8 @@ def grid(p, orders_default: str) -> None:
     """Options narrowing the benchmark grid (run, history, check): comma-separated lists."""
     p.add_argument("--workloads", type=names, help="comma-separated ids or model names (default: seed,resnet50)")
     p.add_argument("--dtypes", type=names, default=list(workloads.DTYPES),
-                   help=f"comma-separated, of {', '.join(workloads.DTYPES)} (default: {','.join(workloads.DTYPES)})")
+                   help=f"comma-separated, of {', '.join(workloads.MEASURED_DTYPES)} "
+                        f"(default: {','.join(workloads.DTYPES)})")
     p.add_argument("--orders", type=names, help=f"comma-separated loop orders (default: {orders_default})")
     p.add_argument("--targets", type=names, default=["llvm"],
                    help=f"comma-separated, of {', '.join(targets.names())} (default: llvm)")

@@ -11,7 +11,7 @@ from suite import cache, outputs
 from suite.commands import common_args
 from suite.commands.base import say_json
 from suite.commands.common_args import path
-from suite.core import measurement, schedules, timing, workloads
+from suite.core import measurement, quantized, schedules, timing, workloads
 from suite.core.combo import Combo
 from suite.core.record import Kind
 from suite.errors import ExitCode, Skipped, UserError
@@ -89,6 +89,11 @@ def _print_record(record: dict) -> None:
         lat = record["latency"]
         print(f"latency    {lat['median_s'] * 1e3:.3f} ms (median of {len(lat['samples_s'])}, timed now)"
               f"   {lat['gflops']:.2f} GFLOP/s   compile {record['compile_s']:.2f} s")
+    if "exact_fraction" in m:  # int8: against the exact integer oracle, no ULP
+        _print_integer(m)
+        if d := record.get("divergence"):  # int8 has none: exact in every order, or wrong
+            print(f"vs {d['against']:8s} skipped: {d['skipped']}")
+        return
     print(f"ULP error  max {m['ulp_max']:.4g}   mean {m['ulp_mean']:.4g}   p99 {m['ulp_p99']:.4g}")
     print(f"scaled     {m['scaled_error']:.4g} ULP of max|ref|")
     k, dtype = record["accumulation_length"], record["dtype"]
@@ -118,6 +123,14 @@ def _print_record(record: dict) -> None:
             print("marked     no: inside the divergence rules")
 
 
+def _print_integer(m: dict) -> None:
+    print(f"exact      {m['exact_fraction'] * 100:.4g}% of output elements equal the integer oracle's; "
+          f"max {m['max_step_error']:.0f} output steps apart")
+    print(f"accumulator {m['accumulator_mismatches']:.0f} int32 elements differ from the exact value "
+          f"({m['accumulator_wrapped']:.0f} of whose exact value leaves int32)")
+    print("ULP        none: int8 is judged exactly against the integer oracle (docs/int8.md)")
+
+
 #: Who wrote a record beside saved arrays (its mark: the command replaces only its own files).
 WRITER = "tvm-suite measure"
 
@@ -135,5 +148,10 @@ def _save_arrays(args, combo: Combo, record, shown: dict) -> None:
     for index, array in enumerate(workloads.make_inputs(combo.workload, combo.dtype)):
         cache.write_array(out / f"{stem}.input{index}.npy", array)
     cache.write_array(out / f"{stem}.output.npy", measurement.output(combo))
-    cache.write_array(out / f"{stem}.reference.npy", measurement.reference_arrays(combo.workload, combo.dtype)[0])
+    if combo.dtype in workloads.INTEGER_DTYPES:  # the integer oracle's output is the reference
+        inputs = workloads.make_inputs(combo.workload, combo.dtype)
+        reference = quantized.evaluate(combo.workload.chain, inputs).output
+    else:
+        reference = measurement.reference_arrays(combo.workload, combo.dtype)[0]
+    cache.write_array(out / f"{stem}.reference.npy", reference)
     print(f"record and arrays written to {out}/{stem}.json and {stem}.*.npy", file=sys.stderr)

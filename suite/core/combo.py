@@ -32,7 +32,8 @@ ENV = {"workloads": "TVM_SUITE_WORKLOADS", "dtypes": "TVM_SUITE_DTYPES",
 #: The suite's code that determines a measurement: a change to it (a fix in a schedule, a target, a
 #: metric) measures every combination again rather than reading what the old code computed; a change
 #: of a comment or docstring does not (cache.source_digest).
-_MEASURING_CODE = ("compat.py", "cache.py", "core/workloads.py", "core/models.py", "core/reference.py",
+_MEASURING_CODE = ("compat.py", "cache.py", "core/workloads.py", "core/models.py", "core/quantized.py",
+                   "core/reference.py",
                    "core/metrics.py", "core/bounds.py", "core/schedules.py", "core/tuning.py",
                    "core/execution.py", "core/measurement.py", "core/entries.py", "core/record.py", "targets/*.py",
                    "targets/*.c")
@@ -55,7 +56,8 @@ class Combo:
     @classmethod
     def resolve(cls, workload_id: str, dtype: str, target_name: str, order: str = "default") -> Combo:
         """The combination of these names, each checked (UserError naming the valid ones)."""
-        return cls(workloads.get(workload_id), workloads.check_dtype(dtype), targets.get(target_name),
+        return cls(workloads.get(workload_id), workloads.check_dtype(dtype, workloads.MEASURED_DTYPES),
+                   targets.get(target_name),
                    schedules.check_order(order))
 
     @property
@@ -125,7 +127,7 @@ class Grid:
     def of(cls, workloads_=None, dtypes=None, targets_=None, orders=None) -> Grid:
         """A grid of these names (None: the default of each axis), every name checked."""
         return cls(select_workloads(workloads_),
-                   [workloads.check_dtype(d) for d in dtypes or workloads.DTYPES],
+                   [workloads.check_dtype(d, workloads.MEASURED_DTYPES) for d in dtypes or workloads.DTYPES],
                    [targets.get(t).name for t in targets_ or targets.names()],
                    [schedules.check_order(o) for o in orders or schedules.ORDERS])
 
@@ -146,13 +148,16 @@ class Grid:
         """asv's ``params``, in the order of ``PARAM_NAMES``."""
         return [self.workloads, self.dtypes, self.targets, self.orders]
 
-    def for_need(self, need: Need, against_default: bool = False) -> Grid | None:
+    def for_need(self, need: Need, against_default: bool = False, dtypes: tuple[str, ...] | None = None) -> Grid | None:
         """The part of the grid whose combinations can give what a benchmark ``need``s (e.g.
-        latency: native targets only), without ``default`` for comparisons against it; None when
-        nothing is left. Saves asv a process per combination that could only be skipped."""
+        latency: native targets only), without ``default`` for comparisons against it, of
+        ``dtypes`` only (None: all; the float metrics and the integer ones are read by classes of
+        their own); None when nothing is left. Saves asv a process per combination that could
+        only be skipped."""
         names = [t for t in self.targets if need.can(targets.get(t))]
         orders = [o for o in self.orders if not (against_default and o == "default")]
-        return Grid(self.workloads, self.dtypes, names, orders) if names and orders else None
+        kept = [d for d in self.dtypes if dtypes is None or d in dtypes]
+        return Grid(self.workloads, kept, names, orders) if names and orders and kept else None
 
     def combos(self) -> list[Combo]:
         return [Combo.resolve(w, d, t, o) for w in self.workloads for d in self.dtypes

@@ -28,11 +28,15 @@ from pathlib import Path
 import numpy as np
 
 from suite import cache, compat
-from suite.core import entries, execution, metrics, reference, runstore, schedules, tuning, workloads
+from suite.core import entries, execution, metrics, quantized, reference, runstore, schedules, tuning, workloads
 from suite.core.combo import SCHEMA, Combo
 from suite.core.entries import OUTPUT_FILE, TWIN_FILE
+
+#: An int8 combination's int32 accumulator, from its accumulator kernel (suite.core.quantized).
+ACCUMULATOR_FILE = "accumulator.npy"
 from suite.core.record import Kind, Record, Status
 from suite.errors import Skipped, UserError
+from suite.targets import llvm
 from suite.targets.base import Mode, Output
 
 KIND_OF_MODE = {Mode.NATIVE: Kind.LATENCY, Mode.EMULATED: Kind.EMULATED, Mode.COMPILE_ONLY: Kind.COMPILE_ONLY}
@@ -45,7 +49,7 @@ def measure(combo: Combo, verify=()) -> Record:
     record = entries.cached(combo, verify)
     if record is not None:
         return record
-    if reason := combo.target.unavailable():
+    if reason := combo.target.unavailable() or combo.target.dtype_unavailable(combo.dtype):
         # Not cached: measured once the target is usable here (tools installed, a GPU present).
         return Record(*combo.ids, status=Status.SKIPPED, reason=reason)
     staged = cache.staging_dir(combo.entry)
@@ -53,7 +57,8 @@ def measure(combo: Combo, verify=()) -> Record:
         built = build(combo, staged / combo.target.KERNEL_FILE)
         ran = run(built) if built.failure is None and combo.target.mode is not Mode.COMPILE_ONLY else None
         record = score(built, ran)
-        outputs = {OUTPUT_FILE: ran.ran.output, TWIN_FILE: ran.ran.twin} if ran is not None else {}
+        outputs = ({OUTPUT_FILE: ran.ran.output, TWIN_FILE: ran.ran.twin, ACCUMULATOR_FILE: ran.accumulator}
+                   if ran is not None else {})
         entries.publish(combo, record, staged, outputs)
     finally:
         shutil.rmtree(staged, ignore_errors=True)  # gone already once published
@@ -63,11 +68,12 @@ def measure(combo: Combo, verify=()) -> Record:
 def note_tvm_build(place: runstore.Place | None = None) -> None:
     """Keep, beside the results of the running asv benchmark (or at ``place``: `tvm-suite run`, before
     asv), what its TVM was built with (its LLVM): the gate does not compare kernels of two LLVMs as
-    if one compiler had built them. Every benchmark's setup calls it; only the first of a run and
-    commit imports TVM."""
+    if one compiler had built them; and this machine's CPU (its dot-product features, read now: an
+    int8 kernel's tuned order depends on them). Every benchmark's setup calls it; only the first of a
+    run and commit imports TVM."""
     try:
         runstore.note_build(lambda: {"tvm": compat.installed_version(), "build_id": compat.build_id(),
-                                     "llvm": compat.llvm_build()}, place)
+                                     "llvm": compat.llvm_build(), "cpu": llvm.host_cpu_facts()}, place)
     except compat.TVMUnavailable:
         pass  # the combination's own record says why
 
@@ -81,7 +87,8 @@ def measure_many(combos, jobs: int | None = None) -> dict[Combo, Record]:
     Returns {combo: record}.
     """
     combos = list(dict.fromkeys(combos))
-    pending = [c for c in combos if entries.cached(c) is None and not c.target.unavailable() and not c.target.exclusive]
+    pending = [c for c in combos if entries.cached(c) is None and not c.target.unavailable()
+               and not c.target.dtype_unavailable(c.dtype) and not c.target.exclusive]
     code = "import sys; from suite.core import measurement as m; m.measure(m.Combo.resolve(*sys.argv[1:]))"
 
     def one(combo):
@@ -120,6 +127,7 @@ class RunOutputs:
     ran: execution.Ran | None = None
     counts: dict | None = None  #: what the emulated call executed (QEMU's counters), and the packet floor
     failure: execution.Failure | None = None
+    accumulator: np.ndarray | None = None  #: int8: the int32 accumulator of the same kernel's blocks
 
 
 def build(combo: Combo, kernel_path: Path) -> BuiltKernel:
@@ -154,7 +162,8 @@ def run(built: BuiltKernel) -> RunOutputs:
     IEEE twin where it has one. Anything the run raises is a failure of the run."""
     combo = built.combo
     workload, dtype, target = combo.workload, combo.dtype, combo.target
-    arguments = [*workloads.make_inputs(workload, dtype), Output(tuple(workload.output_shape), dtype)]
+    inputs = workloads.make_inputs(workload, dtype)
+    arguments = [*inputs, Output(tuple(workload.output_shape), workloads.output_dtype(dtype))]
     ran = execution.run(built.kernel, arguments, timed=True)
     if ran.failure is not None:
         return RunOutputs(built, ran, failure=ran.failure)
@@ -162,7 +171,36 @@ def run(built: BuiltKernel) -> RunOutputs:
     if ran.counts:
         floor = target.packet_floor(workloads.multiply_accumulates(workload.chain), dtype)
         counts = {**ran.counts, **({"packet_floor": floor} if floor else {})}
-    return RunOutputs(built, ran, counts)
+    accumulator = None
+    if dtype in workloads.INTEGER_DTYPES:
+        accumulator, failure = _accumulator(combo, inputs, built.kernel.path.with_name("accumulator.so"))
+        if failure is not None:
+            return RunOutputs(built, ran, counts, failure=failure)
+    return RunOutputs(built, ran, counts, accumulator=accumulator)
+
+
+def _accumulator(combo: Combo, inputs, path: Path) -> tuple[np.ndarray | None, execution.Failure | None]:
+    """An int8 combination's accumulator: the kernel's blocks up to it (suite.core.quantized.
+    accumulator_func), scheduled in the combination's order, built and run on the same inputs. The
+    file is removed: the record vouches for the array alone."""
+    workload = combo.workload
+    try:
+        func = schedules.apply(quantized.accumulator_func(workload.chain), combo.order, workload.id, combo.dtype, combo.target.records_from)
+    except (UserError, compat.TVMUnavailable):
+        raise
+    except Exception as err:
+        return None, execution.failure_of(execution.Stage.BUILD, err)
+    try:
+        kernel = execution.build(combo.target, func, path, combo.order)
+        if kernel.failure is not None:
+            return None, kernel.failure
+        found = quantized.plan(workload.chain)
+        used = [inputs[i] for i in (found.data, found.weight, found.bias) if i is not None]
+        ran = execution.run(kernel, [*used, Output(tuple(workload.output_shape), quantized.ACCUMULATOR_DTYPE)],
+                            twin=False)
+        return (None, ran.failure) if ran.failure is not None else (ran.output, None)
+    finally:
+        path.unlink(missing_ok=True)
 
 
 def score(built: BuiltKernel, ran: RunOutputs | None) -> Record:
@@ -178,6 +216,10 @@ def score(built: BuiltKernel, ran: RunOutputs | None) -> Record:
                         tuned_from=built.tuned_from, code=built.kernel.code)
     if ran is None:
         return Record(*combo.ids, status=Status.OK, reason="compile-only target", **built_fields)
+    if combo.dtype in workloads.INTEGER_DTYPES:  # judged exactly against the integer oracle
+        oracle = quantized.evaluate(combo.workload.chain, workloads.make_inputs(combo.workload, combo.dtype))
+        return Record(*combo.ids, status=Status.OK, **built_fields, emulated_s=ran.ran.emulated_s,
+                      counts=ran.counts, metrics=quantized.metrics(ran.ran.output, ran.accumulator, oracle))
     ref, mag = reference_arrays(combo.workload, combo.dtype)
     k = reference.accumulation_length(combo.workload.chain)
     output, twin = ran.ran.output, ran.ran.twin
@@ -235,7 +277,8 @@ def load_kernel(combo: Combo):
     _require_output(combo, verify=(combo.target.KERNEL_FILE,))
     workload = combo.workload
     inputs = workloads.make_inputs(workload, combo.dtype)
-    return combo.target.load(combo.entry / combo.target.KERNEL_FILE, inputs, workload.output_shape, combo.dtype)
+    return combo.target.load(combo.entry / combo.target.KERNEL_FILE, inputs, workload.output_shape,
+                             workloads.output_dtype(combo.dtype))
 
 
 def divergence(combo: Combo, against: str = "default") -> dict:
@@ -278,6 +321,9 @@ def tracked_divergence(combo: Combo) -> dict:
 def _divergence_entry(combo: Combo, against: str) -> tuple[dict, Path]:
     if combo.order == against:
         raise Skipped(f"{combo.order} against itself")
+    if combo.dtype in workloads.INTEGER_DTYPES:
+        raise Skipped(f"{combo.dtype} outputs are judged exactly against the integer oracle in every order "
+                      "(exact_fraction, accumulator_mismatches), not by their divergence from another order")
     base = combo.with_order(against)
     ours, theirs = _require_output(combo), _require_output(base)
     key = {"schema": SCHEMA, "ours": ours.parts[OUTPUT_FILE], "theirs": theirs.parts[OUTPUT_FILE],

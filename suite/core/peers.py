@@ -215,6 +215,8 @@ def latency_ratios(combo, latency_s: float) -> dict:
     device = combo.target.peer_device
     if device is None:
         raise NoPeer(f"no PyTorch peer on {combo.target.name}")
+    if combo.dtype in workloads.INTEGER_DTYPES:
+        raise NoPeer(f"no PyTorch peer for {combo.dtype} (its quantized layers are other operators)")
     peer = pytorch_latency(combo.workload.id, combo.dtype, device)
     return {"ratio": latency_s / peer["latency_s"], "eager_ratio": latency_s / peer["eager_latency_s"]}
 

@@ -147,7 +147,8 @@ def remeasure(series, timings: list[Timing], repeats: int = RETIME_REPEATS) -> t
     combo = Combo.resolve(*series.ids)
     inputs = workloads.make_inputs(combo.workload, combo.dtype)
     try:
-        kernels = [combo.target.load(path, inputs, combo.workload.output_shape, combo.dtype) for path in paths]
+        kernels = [combo.target.load(path, inputs, combo.workload.output_shape, workloads.output_dtype(combo.dtype))
+                   for path in paths]
     except Exception as err:  # noqa: BLE001 - TVM raises its own error types for a module it cannot load
         return f"this TVM cannot load the kernels ({type(err).__name__})"
     if not all(isinstance(k, ModuleKernel) for k in kernels):

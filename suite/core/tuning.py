@@ -642,8 +642,9 @@ def replay(func, workload_id: str, dtype: str, records):
     found = records_target(names, dtype, workload_id)
     record = read_record(trace_path(found, dtype, workload_id))[1] if found else None
     if record is None:
-        raise NoTunedRecord(f"no tuned record for {workload_id} {dtype} on {' or '.join(names)} "
-                            f"(run `tvm-suite tune --target {names[0]} --dtype {dtype} --workload {workload_id}`)")
+        how = (f"run `tvm-suite tune --target {names[0]} --dtype {dtype} --workload {workload_id}`"
+               if dtype in workloads.DTYPES else f"`tvm-suite tune` does not tune {dtype} yet")
+        raise NoTunedRecord(f"no tuned record for {workload_id} {dtype} on {' or '.join(names)} ({how})")
     schedule = compat.schedule(func)
     if _tensorizes(record["trace"]):  # GPU fp16 traces use tensor cores (wmma)
         compat.register_tensor_intrinsics()

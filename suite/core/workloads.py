@@ -27,10 +27,16 @@ from functools import lru_cache
 import numpy as np
 
 from suite import cache, compat
-from suite.core import models
+from suite.core import models, quantized
 from suite.errors import UserError
 
+#: The dtypes of the default grid (`tvm-suite run`, asv without a grid) and of every command.
 DTYPES = ("float32", "float16")
+#: The quantized dtype (suite.core.quantized): measured by `run` and `measure` when asked for, on
+#: the targets that run it (Target.dtypes), judged exactly against an integer oracle.
+INTEGER_DTYPES = ("int8",)
+#: What `run` and `measure` take.
+MEASURED_DTYPES = DTYPES + INTEGER_DTYPES
 SEED_ID = "seed.conv2d_nhwc_7x7s2"
 SEED_MODEL = "seed"
 #: Models whose workloads the benchmarks cover by default.
@@ -358,10 +364,18 @@ def get(workload_id: str) -> Workload:
     raise UnknownWorkload(f"unknown workload {workload_id!r}; closest: {hint}")
 
 
-def check_dtype(dtype: str) -> str:
-    if dtype not in DTYPES:
-        raise UnknownDtype(f"unknown dtype {dtype!r}; valid dtypes: {', '.join(DTYPES)}")
+def check_dtype(dtype: str, valid: tuple[str, ...] = DTYPES) -> str:
+    """``dtype`` if it is one of ``valid`` (the float dtypes unless a caller takes more), else a
+    UserError naming those."""
+    if dtype not in valid:
+        what = f"unknown dtype {dtype!r}" if dtype not in MEASURED_DTYPES else f"{dtype} is not taken here yet"
+        raise UnknownDtype(f"{what}; valid dtypes: {', '.join(valid)}")
     return dtype
+
+
+def output_dtype(dtype: str) -> str:
+    """The dtype of a workload's output in ``dtype``: int8 workloads requantize to uint8."""
+    return quantized.OUTPUT_DTYPE if dtype in INTEGER_DTYPES else dtype
 
 
 @lru_cache(maxsize=8)
@@ -370,8 +384,11 @@ def _model_prim_funcs(model: str, dtype: str) -> dict:
 
 
 def prim_func(workload: Workload, dtype: str):
-    """The TVM PrimFunc of ``workload`` with every tensor in ``dtype``, as Relax legalized it."""
-    check_dtype(dtype)
+    """The TVM PrimFunc of ``workload`` with every tensor in ``dtype``, as Relax legalized it; in
+    int8, its quantized form (:func:`suite.core.quantized.prim_func`)."""
+    check_dtype(dtype, MEASURED_DTYPES)
+    if dtype in INTEGER_DTYPES:
+        return quantized.prim_func(workload.chain)
     if workload.model == SEED_MODEL:
         return _seed_prim_func(dtype)
     return _model_prim_funcs(workload.model, dtype)[workload.id]
@@ -384,8 +401,11 @@ def make_inputs(workload: Workload, dtype: str) -> list[np.ndarray]:
     [0, 1) like post-relu feature maps, weights normal with variance 1/fan_in (He-style, so
     outputs stay of order 1), biases uniform in [-0.1, 0.1). The same draws are used for
     every dtype, so fp16 and fp32 results of a workload see the same values up to rounding.
+    int8 workloads draw integers of their own (:func:`suite.core.quantized.make_inputs`).
     """
-    check_dtype(dtype)
+    check_dtype(dtype, MEASURED_DTYPES)
+    if dtype in INTEGER_DTYPES:
+        return quantized.make_inputs(workload.id, workload.chain)
     arrays = []
     for index, item in enumerate(workload.chain["inputs"]):
         rng = np.random.default_rng(zlib.crc32(f"{workload.id}/{index}".encode()))

@@ -331,7 +331,16 @@ def _seconds(value: float) -> str:
 #: run's table: header, alignment of each column (the metrics are right-aligned numbers)
 _COLUMNS = (("workload", "left"), ("dtype", "left"), ("target", "left"), ("order", "left"), ("latency", "right"),
             ("GFLOP/s", "right"), ("x torch", "right"), ("x eager", "right"), ("ULP mean", "right"),
-            ("scaled", "right"), ("bound", "right"), ("status", "left"))
+            ("scaled", "right"), ("bound", "right"), ("exact", "right"), ("status", "left"))
+
+
+def _exactness(m: dict) -> str:
+    """An int8 row's exactness: the share of output elements equal to the integer oracle's, and the
+    accumulator elements that differ from the exact sum where there are any."""
+    text = f"{m['exact_fraction'] * 100:.4g}%"
+    if m.get("accumulator_mismatches"):
+        text += f", {m['accumulator_mismatches']:.0f} acc wrong"
+    return text
 
 
 def _summary_text(warm: MeasurePhase, commit, out_dir, filed: AsvRun) -> str:
@@ -348,13 +357,16 @@ def _summary_text(warm: MeasurePhase, commit, out_dir, filed: AsvRun) -> str:
                 packets = (r.counts or {}).get("packets")
                 timed = [f"{packets:,} pkts" if packets is not None else "emulated", "-"]
                 versus = ["-", "-"]
-            bound = m["bound_fraction"]
             versus = versus if warm.peer_ratios else [None, None]  # no PyTorch in this run: no columns
+            if "exact_fraction" in m:  # int8: exact against the integer oracle, no ULP or bound
+                rows.append([*combo.ids, *timed, *versus, "-", "-", "-", _exactness(m), "ok"])
+                continue
+            bound = m["bound_fraction"]
             rows.append([*combo.ids, *timed, *versus, f"{m['ulp_mean']:.3f}", f"{m['scaled_error']:.3f}",
-                         "none" if math.isnan(bound) else f"{bound:.4f}", "ok"])
+                         "none" if math.isnan(bound) else f"{bound:.4f}", None, "ok"])
         else:
             status = "ok (compile-only)" if r.ok else f"{r.status.value}: {r.reason[:90]}"
-            rows.append([*combo.ids, *[None] * 7, status])
+            rows.append([*combo.ids, *[None] * 8, status])
     kept = [i for i in range(len(_COLUMNS)) if any(row[i] is not None for row in rows)]
     table = tabulate([["" if row[i] is None else row[i] for i in kept] for row in rows],
                      [_COLUMNS[i][0] for i in kept], tablefmt="plain", disable_numparse=True,
@@ -371,6 +383,9 @@ def _summary_text(warm: MeasurePhase, commit, out_dir, filed: AsvRun) -> str:
     if any(row[10] == "none" for row in rows):
         lines.append("bound: share of the rigorous rounding bound gamma_K*m used; none: no such bound exists "
                      "(K*u >= 1: float16 accumulating 2048 or more terms)")
+    if any(row[11] is not None for row in rows):
+        lines.append("exact: int8 output elements equal to the exact integer oracle's (docs/int8.md); ULP, scaled "
+                     "and bound mean nothing for integers (-)")
     lines += [
         f"combinations: {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} failed",
         _measure_phase_text(warm),

@@ -7,6 +7,8 @@ capabilities say how its results are to be read, so no caller probes attributes:
   emulator: outputs and emulated seconds, never latency) or :attr:`Mode.COMPILE_ONLY` (code
   metrics only);
 - ``orders``: the loop orders it runs (None: all), with ``orders_note`` saying why not the others;
+- ``dtypes``: the workload dtypes it runs, with ``dtypes_note`` saying why not the others (a skip,
+  never a pass: :meth:`Target.dtype_unavailable`);
 - ``records_from``: whose tuning records its ``tuned`` order replays, in order of preference (its
   own by default; a target declares its tuple): per workload, the first of them that has a record;
 - ``tuning_options``/``tuning_measure``: how MetaSchedule builds and measures candidates for it,
@@ -151,6 +153,8 @@ class Target(abc.ABC):
     mode: Mode = Mode.NATIVE
     orders: tuple[str, ...] | None = None
     orders_note: str = ""
+    dtypes: tuple[str, ...] = ("float32", "float16")
+    dtypes_note: str = "its int8 kernels are not measured yet (issue 61: llvm only, for now)"
     #: What MetaSchedule's measure of a candidate is when tuning for this target.
     tuning_measure: str = "latency"
     exclusive: bool = False
@@ -196,6 +200,10 @@ class Target(abc.ABC):
         if check is not None and inputs is not None:
             options["runner"] = compat.checking_runner(inputs, output_shape, dtype, check)
         return options
+
+    def dtype_unavailable(self, dtype: str) -> str | None:
+        """Why this target does not run workloads in ``dtype``, or None."""
+        return None if dtype in self.dtypes else f"{self.name} does not run {dtype}: {self.dtypes_note}"
 
     def check_order(self, order: str) -> None:
         if self.orders is not None and order not in self.orders:

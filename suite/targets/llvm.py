@@ -29,6 +29,31 @@ def host_cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+#: The x86 features that decide which dot-product instructions an int8 (or bfloat16) kernel can use:
+#: a tuned order chooses its intrinsic by them (VNNI's vpdpbusd, else AVX-512 or AVX2 sequences).
+DOT_PRODUCT_FEATURES = ("avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx_vnni",
+                        "avx512_bf16", "avx512_fp16", "amx_tile", "amx_int8", "amx_bf16")
+
+
+def host_cpu_flags() -> frozenset[str]:
+    """The feature flags this machine's kernel reports for its CPU (/proc/cpuinfo; empty elsewhere)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def host_cpu_facts() -> dict:
+    """What a run keeps about this machine's CPU, read now (CPUs differ between machines of one
+    name): its model, LLVM's name for it, and which of DOT_PRODUCT_FEATURES it has."""
+    flags = host_cpu_flags()
+    return {"model": host_cpu_model(), "mcpu": compat.host_cpu(),
+            "features": {name: name in flags for name in DOT_PRODUCT_FEATURES}}
+
+
 #: (LLVM's name, model name) of the CPU to build for instead of this one; see building_for().
 _BUILD_FOR: ContextVar[tuple[str, str] | None] = ContextVar("suite_llvm_build_for", default=None)
 
@@ -77,6 +102,7 @@ def can_run(mcpu: str) -> str | None:
 class LLVMTarget(Target):
     name = "llvm"
     peer_device = "cpu"
+    dtypes = ("float32", "float16", "int8")
 
     def tvm_target(self):
         return compat.make_target({"kind": "llvm", "mcpu": build_cpu()[0]})
