@@ -1,8 +1,9 @@
 """The compiler changes `gate_benchmark.py` makes, each a real change of how TVM lowers a kernel.
 
 A change is applied where the suite builds a combination (:func:`build`): to the scheduled PrimFunc
-before TVM lowers it (a rewrite of its loops, as a TIR pass would make), or to TVM's pass
-configuration for that build. The kernel is then compiled by the installed TVM, run and timed like
+before TVM lowers it (a rewrite of its loops, as a TIR pass would make), to TVM's pass
+configuration for that build, or, on the executed Hexagon targets, to the assembly TVM's LLVM
+emitted before the suite assembles it (as a change of LLVM's Hexagon back end would make). The kernel is then compiled by the installed TVM, run and timed like
 any other; what it does to speed and accuracy is measured, never assumed (`gate_benchmark.py`
 measures each change's step before it scores anything). Nothing in ``suite/`` knows of these
 changes: only this experiment can make them, in its own process.
@@ -13,14 +14,16 @@ What each change is *meant* to do (``intent``) only names it; a pair is scored b
 from __future__ import annotations
 
 import re
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from suite import compat
+from suite import cache, compat
 from suite.core import execution, schedules, tuning, workloads
 from suite.core.combo import Combo
 from suite.errors import OrderNotApplicable
+from suite.targets import hexagon_qf, hvx_toolchain
 
 #: A change's intent: the kinds of pair the experiment needs (issue 59), before anything is measured.
 INTENTS = ("same", "no-effect", "slower", "accuracy")
@@ -40,6 +43,8 @@ class Change:
     config: dict = field(default_factory=dict)
     #: a rewrite of the scheduled PrimFunc: (func) -> func, raising NotApplicable
     rewrite: Callable | None = None
+    #: an edit of the Hexagon assembly TVM emitted (qfloat targets only): (text) -> text, raising NotApplicable
+    assembly: Callable | None = None
 
 
 def _loops(kind: str, to: str, which: slice):
@@ -95,6 +100,112 @@ def _reduction_swapped(innermost: bool):
     return rewrite
 
 
+# ----------------------------------------------------------------------------- Hexagon assembly
+
+_LOOP0 = re.compile(r"\bloop0\((\.\w+),")
+_PACKET_END = re.compile(r"^\s*\}\s*(:endloop\d+)?\s*$")
+_ACCUMULATE = re.compile(r"^(\s*)(v\d+)\.qf16 = vadd\((v\d+)\.qf16,(v\d+)\.qf16\)\s*$")
+_VECTORS = re.compile(r"\bv(\d+)(?::(\d+))?\b")
+
+
+def _loop0_packets(lines: list[str]) -> list[list[tuple[int, int]]]:
+    """Each innermost hardware loop's packets, as (first line, last line) of each: from the
+    label its ``loop0`` names to the packet that ends in ``:endloop0``."""
+    bodies = []
+    for label in dict.fromkeys(_LOOP0.findall("\n".join(lines))):
+        start = next((i for i, line in enumerate(lines) if line.strip() == f"{label}:"), None)
+        if start is None:
+            continue
+        packets, opened = [], None
+        for i in range(start + 1, len(lines)):
+            if lines[i].strip() == "{":
+                opened = i
+            elif opened is not None and (end := _PACKET_END.match(lines[i])):
+                packets.append((opened, i))
+                opened = None
+                if end.group(1) == ":endloop0":
+                    bodies.append(packets)
+                    break
+    return bodies
+
+
+def _vectors_read(line: str) -> set[int]:
+    """The vector registers a line names (a pair ``v3:2`` names both)."""
+    found = set()
+    for high, low in _VECTORS.findall(line):
+        found.update(range(int(low), int(high) + 1) if low else (int(high),))
+    return found
+
+
+def _extra_packets(every: int):
+    """An edit that adds one packet (a ``nop``) after every ``every``-th packet of each innermost
+    hardware loop: a packetizer that fills one packet group fewer, the same instructions run."""
+
+    def edit(text: str) -> str:
+        lines = text.splitlines()
+        after = [last + 1 for packets in _loop0_packets(lines) for n, (_, last) in enumerate(packets[:-1], 1)
+                 if n % every == 0]
+        if not after:
+            raise NotApplicable(f"no hardware loop of more than {every} packets")
+        for i in reversed(after):
+            lines[i:i] = ["\t{", "\t\tnop", "\t}"]
+        return "\n".join(lines) + "\n"
+
+    return edit
+
+
+def _accumulator_rounded(text: str) -> str:
+    """Every qf16 partial sum of each innermost hardware loop (``vD.qf16 = vadd(vD.qf16,vX.qf16)``)
+    converted to IEEE half in a packet of its own before it is added to (``vD.hf = vD.qf16``, then
+    ``vD.qf16 = vadd(vX.qf16,vD.hf)``): the fp16 accumulator rounded at that loop level, where
+    LLVM keeps it in qf16 until the loop ends (a back end that spills it as half would)."""
+    lines = text.splitlines()
+    rounded = []  # (the packet's first line, the accumulating line, accumulator, addend)
+    for packets in _loop0_packets(lines):
+        for first, last in packets:
+            for j in range(first + 1, last):
+                m = _ACCUMULATE.match(lines[j])
+                if m is None or m.group(2) not in m.group(3, 4) or m.group(3) == m.group(4):
+                    continue
+                acc, addend = m.group(2), (m.group(4) if m.group(3) == m.group(2) else m.group(3))
+                others = set().union(*(_vectors_read(lines[k]) for k in range(first + 1, last) if k != j))
+                if int(acc[1:]) not in others:  # nothing else in the packet reads it as qf16
+                    rounded.append((first, j, acc, addend, m.group(1)))
+    if not rounded:
+        raise NotApplicable("no qf16 partial sum in a hardware loop")
+    for first, j, acc, addend, indent in reversed(rounded):
+        lines[j] = f"{indent}{acc}.qf16 = vadd({addend}.qf16,{acc}.hf)"
+        lines[first:first] = ["\t{", f"\t\t{acc}.hf = {acc}.qf16", "\t}"]
+    return "\n".join(lines) + "\n"
+
+
+class _AssemblyEdited:
+    """A qfloat Hexagon target that builds from edited assembly: the object assembled from it
+    (the kernel whose code identity is taken), and the ELF the suite rewrites and links from it,
+    as the target builds TVM's own (:meth:`suite.targets.hexagon_qf.HexagonQfTarget.build`)."""
+
+    def __init__(self, target, text: str):
+        self._target, self._text = target, text
+
+    def __getattr__(self, name):
+        return getattr(self._target, name)
+
+    def build(self, func, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        hvx_toolchain.assemble(self._text, path, self._target.arch)
+        cache.write_file(path.with_suffix(".s"), lambda tmp: Path(tmp).write_text(self._text))
+        stats = hvx_toolchain.build_qfloat_elf(self._text, path.with_suffix(".elf"), self._target.arch, tvm_object=path)
+        cache.write_json(path.with_suffix(".rewrite.json"), stats)
+
+
+def _emitted_assembly(target, func) -> str:
+    module = compat.build(func, target.tvm_target())
+    with tempfile.TemporaryDirectory() as tmp:
+        place = Path(tmp) / "kernel.s"
+        compat.write_module_file(module, place, "s")
+        return place.read_text()
+
+
 def _parsed(text: str):
     return compat.tvm().script.from_source(text)
 
@@ -115,6 +226,13 @@ CHANGES = {change.name: change for change in (
            rewrite=_reduction_swapped(innermost=True)),
     Change("reduction-swapped-outer", "accuracy", "the two outermost nested reduction loops swapped",
            rewrite=_reduction_swapped(innermost=False)),
+    Change("extra-packet-per-8", "slower", "one packet more after every 8th of each innermost hardware loop (Hexagon)",
+           assembly=_extra_packets(8)),
+    Change("extra-packet-per-32", "slower", "one packet more after every 32nd of each innermost hardware loop (Hexagon)",
+           assembly=_extra_packets(32)),
+    Change("accumulator-rounded", "accuracy",
+           "the fp16 partial sums of each innermost hardware loop rounded to half at every add (Hexagon)",
+           assembly=_accumulator_rounded),
 )}
 
 
@@ -139,9 +257,14 @@ def scheduled(combo: Combo):
 def build(combo: Combo, change: Change, path: Path) -> execution.Built:
     """The combination built by the installed TVM with ``change`` made (NotApplicable where it has
     nothing to change), into ``path``: a failure of TVM is the build's ``failure``."""
+    target = combo.target
+    if change.assembly is not None and not isinstance(target, hexagon_qf.HexagonQfTarget):
+        raise NotApplicable("an edit of the assembly of the qfloat Hexagon targets")
     func = scheduled(combo)
     if change.rewrite is not None:
         func = change.rewrite(func)
     tvm = compat.tvm()
     with tvm.transform.PassContext(opt_level=2, config=compat.pass_config(change.config)):
-        return execution.build(combo.target, func, path, combo.order)
+        if change.assembly is not None:
+            target = _AssemblyEdited(target, change.assembly(_emitted_assembly(target, target.prepare(func, combo.order))))
+        return execution.build(target, func, path, combo.order)

@@ -1,27 +1,33 @@
 """The gate against the change-point detectors others use, on regressions made in the compiler and
 measured on the machine where it runs (a script, not an asv benchmark).
 
-    python experiments/gate_benchmark.py --out DIR [--combos 16] [--commits 6] [--seed 0]
-        [--changes same,asserts-off,...] [--rounds 30] [--thresholds FILE]
+    python experiments/gate_benchmark.py --out DIR [--combos 16] [--hexagon-combos 4] [--commits 6]
+        [--seed 0] [--changes same,asserts-off,...] [--rounds 30] [--thresholds FILE]
         [--peers otava=PYTHON,edivisive=PYTHON]
 
 1. Kernels: ``--combos`` tuned llvm combinations of the quick grid (ResNet-50's fused PrimFuncs in
-   float32 and float16, the committed records replayed), drawn with ``--seed``.
+   float32 and float16, the committed records replayed), drawn with ``--seed``; and
+   ``--hexagon-combos`` tuned float16 conv2d combinations on ``hexagon-v68-qf`` (the seed conv2d
+   and ResNet-50's, their Hexagon records replayed), executed under qemu-hexagon with the suite's
+   qfloat model: packets executed, exact, in place of latency.
 2. Compiler changes (`compiler_changes.py`): each combination is built by the installed TVM as it
    is (A) and with each change made in its lowering (B): loops no longer vectorised or
    parallelised, the unroll limit halved, argument checks or storage rewriting left out, two
-   reduction loops swapped. Every kernel is compiled, run against the float64 reference and timed
-   for real; a change with nothing to change in a kernel makes no series of it.
+   reduction loops swapped; on Hexagon also the back end's assembly edited (a packet more per
+   packet group, the fp16 partial sums rounded to half at every add). Every kernel is compiled,
+   run against the float64 reference and timed (on Hexagon: its packets counted) for real; a change
+   with nothing to change in a kernel makes no series of it.
 3. The measured step of each pair of kernels whose code differs: B's time over A's from
    ``--rounds`` interleaved rounds (A B, B A, ...) on the same arrays, the median of the paired
    ratios with a seeded bootstrap 95% interval, taken before anything is scored. The change's
    intent names it; the step decides what the pair is: a regression from +3% (its interval above
    1), no effect within 2%, too close to call between, an improvement below 0.98 (neither a catch
-   nor a false alarm). For the deterministic values (ULP mean) any growth is a regression.
+   nor a false alarm). For the deterministic values (ULP mean, packets) any growth is a regression.
 4. Histories: one per change, of ``--commits`` commits; each combination runs A up to a seeded
    commit and B from it (the ``same`` change: A throughout). Each commit is measured as a run
-   measures it, every combination in turn: 5 timing samples, the values of its kernel, its code
-   identity, the build note.
+   measures it, every combination in turn: 5 timing samples (none on Hexagon), the values of its
+   kernel (on Hexagon also its error against the ``default`` order's, and its IEEE twin's: what the
+   divergence marks read), its code identity, the build note.
 5. Every detector on every consecutive pair of every series: the gate (:func:`gate.evaluate`, its
    suspects and changed kernels timed again for real), asv's step detection (as ``asv publish``
    runs it, threshold 0.05, and at its best threshold on this data), LNT's rule (its defaults: the
@@ -211,6 +217,59 @@ def choose_combos(count: int, seed: int) -> list[tuple[str, str, str, str]]:
     return sorted(rng.sample(found, min(count, len(found))))
 
 
+HEXAGON = "hexagon-v68-qf"
+
+
+def choose_hexagon_combos(count: int, seed: int) -> list[tuple[str, str, str, str]]:
+    """The seed conv2d and ResNet-50's conv2d workloads tuned for Hexagon in float16 (drawn with
+    ``seed``), but the 224x224 stem, whose every emulated variant takes minutes."""
+    from suite.core import tuning, workloads
+
+    found = [(w, "float16", HEXAGON, "tuned") for w in workloads.default_ids()
+             if "conv2d" in w and "224x224" not in w and tuning.records_target((HEXAGON,), "float16", w)]
+    chosen = sorted(random.Random(seed).sample(found, min(max(count - 1, 0), len(found))))
+    return ([(workloads.SEED_ID, "float16", HEXAGON, "tuned")] if count else []) + chosen
+
+
+def hexagon_unavailable() -> str | None:
+    from suite import targets
+
+    return targets.get(HEXAGON).unavailable()
+
+
+def emulated(ids) -> bool:
+    return ids[2] == HEXAGON
+
+
+#: What a run keeps of an emulated kernel beside its accuracy: what the divergence marks read
+#: (suite.core.measurement: its error against default's, and its IEEE twin's).
+SHIFT_METRICS = ("error_ratio", "error_ratio_z", "bias_shift", "bias_shift_z")
+
+
+def default_outputs(kernels: Path, ids) -> tuple[np.ndarray, np.ndarray] | str:
+    """The ``default`` order's output of an emulated combination and its IEEE twin's (what its
+    divergence is measured against), built and run once; or why there is none."""
+    from suite.core import execution, measurement, workloads
+    from suite.core.combo import Combo
+
+    combo = Combo.resolve(*ids).with_order("default")
+    place = kernels / "default" / ".".join(combo.ids)
+    files = [place.with_suffix(".output.npy"), place.with_suffix(".twin.npy")]
+    if all(f.is_file() for f in files):
+        return tuple(np.load(f) for f in files)
+    place.parent.mkdir(parents=True, exist_ok=True)
+    built = measurement.build(combo, place.with_suffix(".o"))
+    if built.failure is not None:
+        return f"its default order failed to build: {built.failure.words()}"
+    ran = execution.run(built.kernel, [*workloads.make_inputs(combo.workload, combo.dtype),
+                                      measurement.Output(tuple(combo.workload.output_shape), combo.dtype)])
+    if ran.failure is not None:
+        return f"its default order failed to run: {ran.failure.words()}"
+    for f, array in zip(files, (ran.output, ran.twin)):
+        cache.write_file(f, lambda tmp, array=array: np.save(open(tmp, "wb"), array))
+    return ran.output, ran.twin
+
+
 def build_variant(journal: Journal, kernels: Path, ids, change) -> Variant | str:
     """The variant's kernel (built once; a rerun finds it by its journal line and code identity),
     or why there is none (the change has nothing to change here, or TVM refused the build)."""
@@ -247,6 +306,16 @@ def build_variant(journal: Journal, kernels: Path, ids, change) -> Variant | str
     k = reference.accumulation_length(combo.workload.chain)
     values = {m: float(v) for m, v in metrics.accuracy_metrics(ran.outputs[0], ref, magnitude, k, combo.dtype).items()}
     values["accumulation_length"] = float(k)
+    if emulated(ids):
+        against = default_outputs(kernels, ids)
+        if isinstance(against, str):
+            journal.add(key, none=against)
+            return against
+        values["packets"] = float(ran.counts["packets"])
+        values["twin_prob_bound_fraction"] = float(
+            metrics.accuracy_metrics(ran.twin, ref, magnitude, k, combo.dtype)["prob_bound_fraction"])
+        values.update({m: float(v) for m, v in metrics.error_shift(ran.output, against[0], ref).items()})
+        values.update({f"twin_{m}": float(v) for m, v in metrics.error_shift(ran.twin, against[1], ref).items()})
     journal.add(key, code=built.code, values=values)
     return Variant(tuple(ids), change.name, path, built.code, values)
 
@@ -308,6 +377,12 @@ class Series:
     def at(self, commit: int) -> Variant:
         return self.b if self.start is not None and commit >= self.start else self.a
 
+    @property
+    def metrics(self) -> tuple[str, str]:
+        """What each detector is scored on: the speed (latency; packets executed where emulated)
+        and the error (ULP mean)."""
+        return ("packets" if emulated(self.ids) else "latency", "ulp_mean")
+
 
 def commit_hash(change: str, index: int) -> str:
     return hashlib.sha1(f"gate-benchmark {change} {index}".encode()).hexdigest()
@@ -328,12 +403,13 @@ def history_of(change: str, series: list[Series], commits: int, journal: Journal
         timings, code, records = {}, {}, {}
         for s in series:  # every combination in turn, as a run measures a commit
             variant = s.at(i)
-            samples = timing_of(journal, change, i, variant, loaded)
-            timings[s.ids] = runstore.Timing(tuple(samples), str(variant.path), compat.build_id())
-            code[s.ids] = variant.code
-            records[s.ids] = "llvm"
             key = res.Series(*s.ids, machine=MACHINE)
-            values.setdefault("latency", {}).setdefault(key, {})[h] = float(np.median(samples))
+            if not emulated(s.ids):  # emulated: packets, among its values
+                samples = timing_of(journal, change, i, variant, loaded)
+                timings[s.ids] = runstore.Timing(tuple(samples), str(variant.path), compat.build_id())
+                values.setdefault("latency", {}).setdefault(key, {})[h] = float(np.median(samples))
+            code[s.ids] = variant.code
+            records[s.ids] = s.ids[2] if emulated(s.ids) else "llvm"
             for metric, value in variant.values.items():
                 values.setdefault(metric, {}).setdefault(key, {})[h] = value
         side[(h, MACHINE)] = runstore.SideData(h, True, Path("/nonexistent") / h, timings=timings, records=records,
@@ -467,20 +543,26 @@ class Pair:
         return self.truth in ("no effect", "same code")
 
 
+def deterministic_step(a: float, b: float) -> tuple[str, float]:
+    """What a pair of a deterministic value (ULP mean, packets) is: any growth is a regression."""
+    return ("regression" if b > a else "improvement" if b < a else "no effect",
+            b / a if a else (math.inf if b > a else 1.0))
+
+
 def pairs_of(series: list[Series], commits: int) -> list[Pair]:
     found = []
     for s in series:
+        speed, error = s.metrics
         for i in range(1, commits):
-            at_step = s.start == i and s.code_changed
-            if not at_step:
-                truth, step, ulp_truth, ulp_step = "same code", None, "same code", None
+            if not (s.start == i and s.code_changed):
+                found += [Pair(s.change, s.ids, speed, i, "same code", None),
+                          Pair(s.change, s.ids, error, i, "same code", None)]
+                continue
+            if speed == "packets":
+                found.append(Pair(s.change, s.ids, speed, i, *deterministic_step(s.a.values[speed], s.b.values[speed])))
             else:
-                truth, step = (s.step.kind, s.step.ratio) if s.step is not None else ("same code", None)
-                a, b = s.a.values["ulp_mean"], s.b.values["ulp_mean"]
-                ulp_step = b / a if a else (math.inf if b > a else 1.0)
-                ulp_truth = "regression" if b > a else "improvement" if b < a else "no effect"
-            found.append(Pair(s.change, s.ids, "latency", i, truth, step))
-            found.append(Pair(s.change, s.ids, "ulp_mean", i, ulp_truth, ulp_step))
+                found.append(Pair(s.change, s.ids, speed, i, s.step.kind, s.step.ratio))
+            found.append(Pair(s.change, s.ids, error, i, *deterministic_step(s.a.values[error], s.b.values[error])))
     return found
 
 
@@ -569,6 +651,13 @@ def measure(args, journal: Journal) -> dict:
     th = thresholds_mod.load(args.thresholds)
     changes = compiler_changes.check(args.changes)
     combos = choose_combos(args.combos, args.seed)
+    not_made = []
+    if args.hexagon_combos:
+        if (why := hexagon_unavailable()) is None:
+            combos += choose_hexagon_combos(args.hexagon_combos, args.seed)
+        else:
+            say(f"no Hexagon series: {why}")
+            not_made.append({"change": "*", "ids": [HEXAGON], "why": why})
     kernels = args.out / "kernels"
     started = time.monotonic()
     say(f"{len(combos)} combinations x {len(changes)} changes, {args.commits} commits each")
@@ -586,7 +675,6 @@ def measure(args, journal: Journal) -> dict:
     say(f"built in {time.monotonic() - started:.0f} s")
     rng = random.Random(args.seed)
     series: dict[str, list[Series]] = {}
-    not_made = []
     for change in changes:
         for ids, a in base.items():
             start = rng.randrange(2, args.commits - 1) if args.commits > 3 else 1
@@ -603,7 +691,7 @@ def measure(args, journal: Journal) -> dict:
                 not_made.append({"change": change.name, "ids": list(ids), "why": b})
                 continue
             changed = b.code != a.code
-            step = measure_step(journal, a, b, args.rounds, args.seed) if changed else None
+            step = measure_step(journal, a, b, args.rounds, args.seed) if changed and not emulated(ids) else None
             series.setdefault(change.name, []).append(Series(change.name, ids, a, b, start, step, changed))
     say(f"steps measured at {time.monotonic() - started:.0f} s")
     loaded: dict = {}
@@ -660,9 +748,10 @@ def judge(histories, series, args, th, journal) -> dict[str, dict]:
         keyed = {}
         for s in series[change]:
             key_series = next(x for x in history.series() if x.ids == s.ids)
-            for metric in ("latency", "ulp_mean"):
+            for metric in s.metrics:
                 values = [history.value(metric, key_series, c.hash) for c in commits]
-                samples = [list(history.kept(c.hash, MACHINE).timings[s.ids].samples_s) for c in commits]
+                samples = ([list(history.kept(c.hash, MACHINE).timings[s.ids].samples_s) for c in commits]
+                           if metric == "latency" else None)
                 where = lambda j: (change, s.ids, metric, j)  # noqa: E731
                 for t, found in asv_by_threshold.items():
                     found.update({where(j): "flagged" for j in asv_flags(values, metric, t)})
@@ -687,7 +776,7 @@ def judge(histories, series, args, th, journal) -> dict[str, dict]:
 def tables(outcome: dict) -> dict:
     pairs = outcome["pairs"]
     rows = {}
-    for metric in ("latency", "ulp_mean"):
+    for metric in sorted({p.metric for p in pairs}, key=("latency", "packets", "ulp_mean").index):
         found = []
         for detector, flags in outcome["flags"].items():
             if detector == "asv (best)":
@@ -704,6 +793,27 @@ def tables(outcome: dict) -> dict:
         by_step[label] = [score(d, "latency", pairs, f if d != "asv (best)" else f[0.05], keep)
                           for d, f in outcome["flags"].items() if d not in ("asv (best)",)]
     return {"by_metric": rows, "latency_by_step": by_step}
+
+
+#: The metrics of a divergence mark (suite.reporting.rules.marks_at): what the gate's mark culprits name.
+MARK_METRICS = ("error_ratio", "bias_shift", "prob_bound_fraction")
+
+
+def hexagon_steps(outcome: dict) -> list[dict]:
+    """Each emulated series whose code changed: its exact steps, the divergence values the marks
+    read at A and B, and the marks the gate named at the step (not scored: no peer reads them)."""
+    found = []
+    for change, series in outcome["series"].items():
+        for s in series:
+            if not (emulated(s.ids) and s.code_changed):
+                continue
+            named = sorted(metric for (c, ids, metric, i), f in outcome["flags"]["gate"].items()
+                           if c == change and ids == s.ids and i == s.start and metric in MARK_METRICS and f == "flagged")
+            found.append({"change": change, "ids": list(s.ids),
+                          **{m: deterministic_step(s.a.values[m], s.b.values[m])[1] for m in ("packets", "ulp_mean")},
+                          **{m: [s.a.values[m], s.b.values[m]] for m in ("error_ratio", "bias_shift")},
+                          "marks_named": named})
+    return sorted(found, key=lambda d: (d["change"], d["ids"]))
 
 
 def _f(x: float, digits: int = 3) -> str:
@@ -731,6 +841,7 @@ def report(outcome: dict, facts: dict, args) -> dict:
                      "high": s.step.high, "kind": s.step.kind, "ulp_mean": [s.a.values["ulp_mean"], s.b.values["ulp_mean"]]}
                     for found_ in outcome["series"].values() for s in found_ if s.step is not None),
                    key=lambda d: (d["change"], d["ratio"]))
+    hexagon = hexagon_steps(outcome)
     print(f"machine: {facts['cpu']}, {facts['cores_allowed']} of {facts['cores_online']} cores, "
           f"load {facts['load_average'][0]:.2f} at the start; TVM {facts['tvm']}; {outcome['seconds']:.0f} s")
     kinds = {}
@@ -745,6 +856,14 @@ def report(outcome: dict, facts: dict, args) -> dict:
     for d in steps:
         print(f"  {d['change']:<20} {' '.join(d['ids'][:2]):<58} {d['ratio']:7.3f} [{d['low']:.3f}-{d['high']:.3f}] "
               f"{d['kind']}")
+    if hexagon:
+        print("\nHexagon steps (B over A, exact: packets executed, ULP mean; the error against default's, "
+              "as the divergence marks read it; the marks the gate named at the step):")
+        for d in hexagon:
+            print(f"  {d['change']:<20} {d['ids'][0]:<44} packets {d['packets']:7.3f}  ULP {d['ulp_mean']:7.3f}  "
+                  f"error ratio {d['error_ratio'][0]:.3f} -> {d['error_ratio'][1]:.3f}  "
+                  f"bias shift {d['bias_shift'][0]:+.3f} -> {d['bias_shift'][1]:+.3f}  marks named: "
+                  f"{', '.join(d['marks_named']) or 'none'}")
     for metric, scores in found["by_metric"].items():
         print_table(f"{metric}: every pair of every series", scores)
     for label, scores in found["latency_by_step"].items():
@@ -752,7 +871,8 @@ def report(outcome: dict, facts: dict, args) -> dict:
     return {"machine": facts, "options": vars(args) | {"out": str(args.out), "thresholds": str(args.thresholds),
                                                         "peers": sorted(args.peers)},
             "seconds": outcome["seconds"], "pairs_by_truth": kinds,
-            "report_disagreements": outcome["disagreements"], "reports": outcome["reports"], "steps": steps, "not_made": outcome["not_made"],
+            "report_disagreements": outcome["disagreements"], "reports": outcome["reports"], "steps": steps,
+            "hexagon_steps": hexagon, "not_made": outcome["not_made"],
             "tables": {m: [s.to_json() for s in scores] for m, scores in found["by_metric"].items()},
             "latency_by_step": {label: [s.to_json() for s in scores] for label, scores in found["latency_by_step"].items()}}
 
@@ -761,18 +881,25 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=common_args.path, required=True,
                         help="a directory for the kernels, the measurements and gate_benchmark.json")
-    parser.add_argument("--combos", type=common_args.whole_number(1, 64), default=16)
+    parser.add_argument("--combos", type=common_args.whole_number(0, 64), default=16,
+                        help="tuned llvm combinations (0: the Hexagon series alone)")
+    parser.add_argument("--hexagon-combos", type=common_args.whole_number(0, 16), default=4,
+                        help=f"tuned float16 conv2d combinations on {HEXAGON} (0: none; skipped, saying why, "
+                             "without qemu-hexagon)")
     parser.add_argument("--commits", type=common_args.whole_number(3, 50), default=6)
     parser.add_argument("--rounds", type=common_args.whole_number(5, 1000), default=30,
                         help="interleaved rounds that measure each step")
     parser.add_argument("--seed", type=common_args.whole_number(0, 2**32 - 1), default=0)
     parser.add_argument("--changes", type=changes_option,
                         default="same,asserts-off,storage-rewrite-off,unroll-halved,vectorize-off-last,vectorize-off,"
-                                "parallel-off,reduction-swapped,reduction-swapped-outer")
+                                "parallel-off,reduction-swapped,reduction-swapped-outer,extra-packet-per-8,"
+                                "extra-packet-per-32,accumulator-rounded")
     parser.add_argument("--thresholds", type=common_args.path)
     parser.add_argument("--peers", type=peers_option, default={},
                         help=f"detector=python of its environment, comma-separated (of {', '.join(PEERS)})")
     args = parser.parse_args(argv)
+    if not (args.combos or args.hexagon_combos):
+        parser.error("--combos 0 and --hexagon-combos 0: nothing to measure")
     name = Path(sys.argv[0]).name
     try:
         with signals_raise():
@@ -795,7 +922,7 @@ def run(args) -> int:
     if not (args.out / MARK).exists():
         cache.write_json(args.out / MARK, outputs.marked({}, WRITER))
     result = args.out / RESULT
-    options = {k: v for k, v in vars(args).items() if k in ("combos", "commits", "rounds", "seed", "changes")}
+    options = {k: v for k, v in vars(args).items() if k in ("combos", "hexagon_combos", "commits", "rounds", "seed", "changes")}
     options["tvm"] = compat.build_id()
     facts = machine_facts()
     journal = Journal(args.out / JOURNAL, options)

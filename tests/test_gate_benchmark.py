@@ -17,7 +17,9 @@ from conftest import eventually
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "experiments" / "gate_benchmark.py"
 #: The smallest real run: one tuned combination, A/A and vectorisation off, four commits.
-SMALL = ["--combos", "1", "--commits", "4", "--rounds", "5", "--changes", "same,vectorize-off"]
+SMALL = ["--combos", "1", "--hexagon-combos", "0", "--commits", "4", "--rounds", "5", "--changes", "same,vectorize-off"]
+#: The smallest Hexagon run: the seed conv2d tuned for Hexagon, A/A and a packet more per 32.
+SMALL_HEXAGON = ["--combos", "0", "--hexagon-combos", "1", "--commits", "4", "--changes", "same,extra-packet-per-32"]
 
 
 def experiment(*args, **kwargs) -> subprocess.CompletedProcess:
@@ -136,7 +138,9 @@ def test_a_damaged_journal_line_is_refused_and_one_cut_short_by_a_kill_is_droppe
     ([], "--out"),
     (["--out", ""], "--out: an empty path"),
     (["--out", "README.md"], "is a file"),
-    (["--out", "{tmp}/o", "--combos", "0"], "--combos: 0 is not between 1"),
+    (["--out", "{tmp}/o", "--combos", "65"], "--combos: 65 is not between 0"),
+    (["--out", "{tmp}/o", "--combos", "0", "--hexagon-combos", "0"], "nothing to measure"),
+    (["--out", "{tmp}/o", "--hexagon-combos", "-1"], "--hexagon-combos"),
     (["--out", "{tmp}/o", "--commits", "2"], "--commits: 2 is not between 3"),
     (["--out", "{tmp}/o", "--rounds", "1"], "--rounds: 1 is not between 5"),
     (["--out", "{tmp}/o", "--changes", "same,no-such"], "unknown change 'no-such'"),
@@ -189,3 +193,82 @@ def test_scoring_counts_regressions_only_and_undecided_apart():
     assert gb.Step(1.04, 0.99, 1.08, 30).kind == "too close to call"  # its interval reaches 1
     assert gb.Step(1.01, 0.97, 1.05, 30).kind == "no effect"
     assert gb.Step(0.95, 0.9, 0.99, 30).kind == "improvement"
+
+
+#: A hardware loop of TVM's v68 assembly as LLVM prints it (shortened): a qf16 partial sum (v4)
+#: added to in a loop of 9 packets, another (v7) read beside its add, so never rounded.
+LOOP = """\
+\t{
+\t\tloop0(.LBB4_3,#8)
+\t\tr3 = extractu(r1,#11,#0)
+\t}
+\t.p2align\t4
+.LBB4_3:
+\t{
+\t\tv10.qf16 = vmpy(v10.hf,v11.hf)
+\t\tr6 = memw(r29+#40)
+\t}
+\t{
+\t\tv4.qf16 = vadd(v4.qf16,v2.qf16)
+\t\tv9 = vmem(r10+#1)
+\t}
+\t{
+\t\tv7.qf16 = vadd(v10.qf16,v7.qf16)
+\t\tv1:0 = vcombine(v7,v7)
+\t}
+""" + "\t{\n\t\tnop\n\t}\n" * 5 + """\
+\t{
+\t\tnop
+\t\tv1.hf = v10.qf16
+\t} :endloop0
+\t{
+\t\tv2.hf = v4.qf16
+\t}
+"""
+
+
+def _packets(text: str) -> int:
+    return sum(line.strip() == "{" for line in text.splitlines())
+
+
+def test_hexagon_assembly_edits_change_the_innermost_loop_alone():
+    sys.path.insert(0, str(SCRIPT.parent))
+    import compiler_changes as cc
+
+    per_8 = cc.CHANGES["extra-packet-per-8"].assembly(LOOP)
+    # 9 packets in the loop: one nop packet after the 8th, none after the loop's last, none outside
+    assert _packets(per_8) == _packets(LOOP) + 1
+    assert per_8.index("\t{\n\t\tnop\n\t}\n\t{\n\t\tnop\n\t\tv1.hf") > 0
+    with pytest.raises(cc.NotApplicable, match="no hardware loop of more than 32 packets"):
+        cc.CHANGES["extra-packet-per-32"].assembly(LOOP)
+    rounded = cc.CHANGES["accumulator-rounded"].assembly(LOOP)
+    # v4 (nothing else in its packet reads it) is rounded to half in a packet before its add, which
+    # then adds the half; v7, read by the vcombine beside its add, is left as it was
+    assert "\t{\n\t\tv4.hf = v4.qf16\n\t}\n\t{\n\t\tv4.qf16 = vadd(v2.qf16,v4.hf)" in rounded
+    assert "v7.qf16 = vadd(v10.qf16,v7.qf16)" in rounded and "v7.hf = v7.qf16" not in rounded
+    assert _packets(rounded) == _packets(LOOP) + 1
+    assert rounded.endswith("\tv2.hf = v4.qf16\n\t}\n")  # after the loop: as it was
+    with pytest.raises(cc.NotApplicable, match="no qf16 partial sum"):
+        cc.CHANGES["accumulator-rounded"].assembly(LOOP.replace("vadd(v4.qf16,v2.qf16)", "vadd(v3.qf16,v2.qf16)")
+                                                   .replace("vadd(v10.qf16,v7.qf16)", "vadd(v10.qf16,v6.qf16)"))
+
+
+@pytest.mark.slow
+def test_a_hexagon_series_is_scored_on_exact_packets(tmp_path):
+    from suite import targets
+
+    if why := targets.get("hexagon-v68-qf").unavailable():
+        pytest.skip(why)
+    out = tmp_path / "out"
+    done = experiment("--out", out, *SMALL_HEXAGON)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads((out / "gate_benchmark.json").read_text())
+    assert "latency" not in found["pairs_by_truth"] and set(found["tables"]) == {"packets", "ulp_mean"}
+    (step,) = found["hexagon_steps"]
+    assert step["change"] == "extra-packet-per-32" and step["ids"][0] == "seed.conv2d_nhwc_7x7s2"
+    # the divergence values the marks read are measured against the default order, for A and B
+    assert all(len(step[m]) == 2 for m in ("error_ratio", "bias_shift")) and step["error_ratio"][0] > 0
+    gate = next(row for row in found["tables"]["packets"] if row["detector"] == "gate")
+    # exact counts: the gate flags packets that grew, and nothing else
+    assert gate["false_alarms"] == 0 and gate["caught"] == gate["positives"] == (step["packets"] > 1)
+    assert found["report_disagreements"] == []
