@@ -299,6 +299,7 @@ def test_files_no_command_reads_change_nothing(llvm_run, undamaged, capsys, tmp_
 IN_FLIGHT = re.compile(r"(^|/)\.[^/]*\.(tmp|old)-[^/]*/|(^|/)\.tvm-suite-probe-|(^|/)\.[^/]+\.[a-z0-9_]{8}(\.[^/.]+)?$")
 
 
+@pytest.mark.longest
 def test_every_file_kind_has_its_row(llvm_run, tmp_path_factory):
     base, *_ = llvm_run
     qf_dir, _, _ = qf_two_commit_results(tmp_path_factory)
@@ -394,6 +395,7 @@ def _cache_cases():
     return cases
 
 
+@pytest.mark.longest
 @pytest.mark.parametrize("pattern,combo", _cache_cases())
 def test_damaged_cache_files_are_computed_again(own_cache, capsys, pattern, combo):
     if combo == "qf" and (reason := targets.get("hexagon-v68-qf").unavailable()):

@@ -178,6 +178,7 @@ def test_cluster_worker_of_another_build_is_refused(tmp_path):
     assert not (tmp_path / "o" / "journal.jsonl").exists()
 
 
+@pytest.mark.longest
 @pytest.mark.slow
 def test_ctrl_c_keeps_every_judged_schedule_and_a_rerun_continues(tmp_path):
     """Slow: SIGINT once schedules are being judged on both workers: exit 130 in one line saying

@@ -270,6 +270,7 @@ def _tree_digest(root):
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.longest
 @pytest.mark.slow
 def test_tune_leaves_the_committed_records_byte_identical(tmp_path_factory):
     """README's tour line, tune without --into-checkout: the record goes to the user's directory,

@@ -245,6 +245,7 @@ def test_builds_run_on_every_core_and_thresholds_decide_the_verdicts(tmp_path, c
     assert summary["thresholds"]["lambda"] != 1e-6
 
 
+@pytest.mark.longest
 @pytest.mark.slow
 def test_hexagon_schedules_are_sampled_run_on_the_emulator_and_judged(tmp_path, cli):
     """Slow (Hexagon's design space, then builds and emulated runs): two schedules of a float16
@@ -270,6 +271,7 @@ def test_hexagon_schedules_are_sampled_run_on_the_emulator_and_judged(tmp_path, 
     assert summary["table"]["miniresnet.matmul_add.16-10 float16 hexagon-v68-qf"]["TIMEOUT"] == 0
 
 
+@pytest.mark.longest
 @pytest.mark.cluster
 @pytest.mark.slow
 def test_a_campaign_on_a_dask_cluster_judges_as_the_local_one(tmp_path):

@@ -80,6 +80,7 @@ def test_missing_tools_recorded_as_skip(monkeypatch, tmp_path):
     assert record.status is Status.SKIPPED and "qemu-hexagon" in record.reason
 
 
+@pytest.mark.longest
 @needs_emulator
 @pytest.mark.slow
 def test_emulated_seed_and_small_workloads_match_reference():

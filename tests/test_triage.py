@@ -889,6 +889,7 @@ def test_tune_runner_refuses_a_changed_candidate_and_times_a_good_one(tmp_path):
         check.remove()
 
 
+@pytest.mark.longest
 @pytest.mark.slow
 def test_triage_tune_checks_every_candidate():
     # A process of its own: MetaSchedule's logging setup fails on pytest's log-capture handlers once
@@ -987,6 +988,7 @@ check.remove()
 """
 
 
+@pytest.mark.longest
 @pytest.mark.slow
 def test_tune_never_chooses_a_candidate_it_did_not_check():
     """MetaSchedule measures the seed conv2d's candidates with their weights' layout rewritten,
