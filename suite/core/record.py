@@ -49,7 +49,9 @@ class Record:
     #: (suite.targets.elf.code_digest); two commits whose kernels have the same one ran the same code
     code: str | None = None
     accumulation_length: int | None = None
-    metrics: dict | None = None  #: accuracy against float64 (suite.core.metrics.accuracy_metrics)
+    #: accuracy against float64 (suite.core.metrics.accuracy_metrics); int8: exactness against the
+    #: integer oracle (suite.core.quantized.metrics), no ULP
+    metrics: dict | None = None
     #: accuracy of the IEEE twin's output (the same program, HVX floating point rounded as IEEE
     #: does: suite.targets.ieee_twin), where the target has one
     twin_metrics: dict | None = None
