@@ -719,6 +719,12 @@ def write_reports(judged: dict, out: Path, th) -> dict[str, str]:
     return found
 
 
+def thresholds_digest(th) -> str:
+    """What the gate's verdicts depend on besides the measurements: a rerun with other thresholds
+    judges again what it measured (and keeps both)."""
+    return hashlib.sha256(json.dumps(th.as_dict(), sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
 def judge(histories, series, args, th, journal) -> dict[str, dict]:
     """What each detector flags: detector -> {(change, ids, metric, index): "flagged"|"undecided"}."""
     detectors = ["gate", "asv (publish: 0.05)", "asv (best)", "LNT (defaults)", "LNT (no 0.01 s floor)",
@@ -729,7 +735,7 @@ def judge(histories, series, args, th, journal) -> dict[str, dict]:
     for change, history in histories.items():
         commits = history.commits
         for i in range(1, len(commits)):
-            key = f"gate|{change}|{i}"
+            key = f"gate|{thresholds_digest(th)}|{change}|{i}"
             kept = journal.get(key)
             if kept is None:
                 result, history = gate_pair(history, commits[i - 1], commits[i], th)

@@ -97,7 +97,7 @@ def test_same_code_and_noisy_steps_are_no_regressions(cli, tmp_path):
 
 
 def test_a_persistent_small_packets_step_is_the_gates_regression(cli, tmp_path):
-    """+2% packets, kept at every later commit: [change.packets] (1.005x) fails the gate on the pair
+    """+2% packets, kept at every later commit: [change.packets] (any rise) fails the gate on the pair
     where it appeared; the report, which searched steps above 5% of its own, said nothing. Now the
     report says what the gate says, on that pair, with its bisect command, and READY after it."""
     b = Builder(commits=(A, B, C))
