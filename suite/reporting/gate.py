@@ -32,6 +32,7 @@ from typing import Callable
 from suite import tracked
 from suite.errors import ExitCode
 from suite.core import retimings
+from suite.core.workloads import INTEGER_DTYPES
 from suite.reporting import code_identity
 from suite.reporting import results as res
 from suite.reporting import rules
@@ -224,11 +225,11 @@ def failure_reason(history: res.History, commit: str, series: res.Series) -> str
 
 
 def _max_check(history, commit, name, metric, limit, series_filter, multi, value_of, unchecked_of=None,
-               incomplete_of=None) -> Check:
+               incomplete_of=None, never: str = "no values at any commit") -> Check:
     """The largest ``value_of(series)`` at ``commit`` against ``limit``. Combinations whose value
     cannot exist (``unchecked_of`` says why) are listed as not checked, never counted as passed;
     those measured without what the value is computed from (``incomplete_of`` says what) make the
-    check DATA MISSING."""
+    check DATA MISSING. ``never``: what NOT CHECKED says where no commit has a value."""
     worst, over, seen, unchecked, incomplete = None, [], 0, [], []
     for series in history.series():
         if not series_filter(series):
@@ -255,7 +256,7 @@ def _max_check(history, commit, name, metric, limit, series_filter, multi, value
         if unchecked:
             return Check(name, f"<= {limit:g}", Status.NOT_CHECKED, f"none checkable{note}", tuple(unchecked))
         checked = [s for s in history.series() if series_filter(s)]  # "at any commit": e.g. a dtype never run
-        return _no_values_check(history, commit, name, f"<= {limit:g}", "no values at any commit",
+        return _no_values_check(history, commit, name, f"<= {limit:g}", never,
                                 lambda c: any(res.finite(value_of(s, c)) for s in checked))
     return Check(name, f"<= {limit:g}", Status.FAIL if over else Status.PASS,
                  f"{worst[0]:.4g} ({where(worst[1], multi)}){note}", tuple(line for line, _ in over) + tuple(unchecked),
@@ -295,6 +296,89 @@ def model_check(history: res.History, commit: str, limit, multi: bool) -> Check:
     return Check(name, bound, Status.FAIL if over else Status.PASS, f"{worst[0]:.4g} ({where(worst[1], multi)}){note}",
                  tuple(line for line, _ in over) + tuple(unmeasured), failing=len(over),
                  culprits=tuple(culprit for _, culprit in over))
+
+
+#: The check of int8 against its exact integer oracle (suite.core.quantized; docs/int8.md).
+EXACTNESS = "int8 exactness"
+#: Where no commit measured a float dtype: what the ULP and bound checks say (int8 rows never reach
+#: them: int8 is judged by EXACTNESS).
+ONLY_INTEGERS = "int8 alone at every commit: no ULP or bound"
+
+
+def integer(series: res.Series) -> bool:
+    """Whether ``series`` is judged exactly against the integer oracle (int8), never by ULP or bound."""
+    return series.dtype in INTEGER_DTYPES
+
+
+def _float_never(history: res.History) -> str:
+    """What a check of float values says where none exists at any commit: that the history holds
+    int8 alone, where it does (its NOT CHECKED is then no gap of the data)."""
+    series = history.series()
+    return ONLY_INTEGERS if series and all(integer(s) for s in series) else "no values at any commit"
+
+
+def exactness_check(history: res.History, candidate: res.Commit, baseline: res.Commit | None, multi: bool) -> Check:
+    """int8 against its exact oracle: deterministic, so no threshold and no noise. At ``candidate``,
+    an int32 accumulator that differs from the exact sum in any element fails (a first commit's
+    too); against ``baseline``, an exact fraction lower or a max step error higher than there fails,
+    whichever records the tuned order replayed (an exact kernel is exact in every schedule). An
+    output not exact at a first commit, and accumulators whose exact value leaves int32 (the
+    inputs', compared with the wrap), are information. int8 is measured only where ``--dtypes``
+    names it: a commit without it is NOT CHECKED, never DATA MISSING."""
+    compared = baseline is not None and baseline.hash != candidate.hash
+    name = f"{EXACTNESS} vs {baseline.label}" if compared else EXACTNESS
+    limit = ("accumulator bit-exact; exact fraction not lower, max step error not higher" if compared
+             else "accumulator bit-exact")
+    series = [s for s in history.series() if integer(s)]
+
+    def value(metric, s, commit):
+        return history.value(metric, s, commit.hash)
+
+    measured = [s for s in series if res.finite(value("accumulator_mismatches", s, candidate))]
+    if not measured:
+        at_all = any(res.finite(value("accumulator_mismatches", s, c)) for s in series for c in history.commits)
+        return Check(name, limit, Status.NOT_CHECKED,
+                     "no int8 combination measured at this commit (int8 runs where --dtypes names it)" if at_all
+                     else "no int8 combination at any commit")
+    # exact_fraction is kept beside asv's results only: a side measured without it is never compared
+    lacking = {c: [s for s in measured if res.finite(value("accumulator_mismatches", s, c))
+                   and not all(res.finite(value(m, s, c)) for m in ("exact_fraction", "max_step_error"))]
+               for c in ((candidate, baseline) if compared else (candidate,))}
+    if any(lacking.values()):
+        found = list(dict.fromkeys(s for missing in lacking.values() for s in missing))
+        at = [c for c, missing in lacking.items() if missing]
+        return _missing(name, limit, f"{len(found)} measured without exact_fraction at {_labels(at)}", history, at,
+                        found, multi)
+    failing, notes = [], []
+    for s in measured:
+        mismatches = value("accumulator_mismatches", s, candidate)
+        fraction, steps = value("exact_fraction", s, candidate), value("max_step_error", s, candidate)
+        if mismatches > 0:
+            failing.append((f"{where(s, multi)}: accumulator not bit-exact: {mismatches:.0f} int32 elements differ "
+                            "from the exact sum", Culprit(s, "accumulator_mismatches")))
+        before = (value("exact_fraction", s, baseline), value("max_step_error", s, baseline)) if compared else None
+        if before is not None and res.finite(before[0]) and fraction < before[0]:
+            failing.append((f"{where(s, multi)}: exact fraction {before[0]:.6g} -> {fraction:.6g}",
+                            Culprit(s, "exact_fraction")))
+        if before is not None and res.finite(before[1]) and steps > before[1]:
+            failing.append((f"{where(s, multi)}: max step error {before[1]:.0f} -> {steps:.0f} output steps",
+                            Culprit(s, "max_step_error")))
+        if fraction < 1 and not any(c.series == s for _, c in failing):
+            notes.append(f"output not exact: {where(s, multi)}: exact fraction {fraction:.6g}, max {steps:.0f} steps "
+                         + ("(as at the baseline)" if before is not None and res.finite(before[0])
+                            else "(nothing to compare it with)"))
+        wrapped = value("accumulator_wrapped", s, candidate)
+        if res.finite(wrapped) and wrapped > 0:
+            notes.append(f"wrapped: {where(s, multi)}: the exact value of {wrapped:.0f} accumulator elements leaves "
+                         "int32 (the inputs'): compared with its wrap")
+    culprits = dict.fromkeys(c.series for _, c in failing)
+    than = f" than at {baseline.label}" if compared else ""
+    if failing:
+        worst = f"{len(culprits)} of {len(measured)} not bit-exact{' or less exact' + than if compared else ''}"
+    else:
+        worst = f"{len(measured)} of {len(measured)} bit-exact" + (f", none less exact{than}" if compared else "")
+    return Check(name, limit, Status.FAIL if failing else Status.PASS, worst, tuple(line for line, _ in failing),
+                 tuple(notes), failing=len(failing), culprits=tuple(c for _, c in failing))
 
 
 #: A metric first measured after this commit: the suite that measured it predates the metric
@@ -653,12 +737,17 @@ def evaluate(history: res.History, candidate: res.Commit, baseline: res.Commit |
     def values_of(metric):
         return lambda series, at: history.value(metric, series, at)
 
+    never = _float_never(history)
     for limit in thresholds.accuracy:
         checks.append(_max_check(history, candidate.hash, f"{limit.metric} {limit.dtype}", limit.metric, limit.limit,
-                                 lambda s, d=limit.dtype: s.dtype == d, multi, values_of(limit.metric)))
+                                 lambda s, d=limit.dtype: s.dtype == d, multi, values_of(limit.metric), never=never))
+    checks.append(exactness_check(history, candidate, baseline, multi))
     for limit in thresholds.model:
         checks.append(model_check(history, candidate.hash, limit, multi))
     bound = thresholds.bound
+
+    def floats(series):  # int8 has no ULP, bound or non-finite value: its exactness is judged above
+        return not integer(series)
 
     def without_k(series, at):  # the fraction at another lambda is rescaled by K, which asv does not keep
         return ("accumulation_length (K), to rescale it to this lambda"
@@ -667,15 +756,13 @@ def evaluate(history: res.History, candidate: res.Commit, baseline: res.Commit |
     checks.append(_max_check(
         history, candidate.hash, f"probabilistic bound fraction (lambda {bound.lam:g})", "prob_bound_fraction",
         bound.max_fraction,
-        lambda s: True, multi, lambda series, at: rules.prob_bound_value(history, series, at, thresholds),
-        incomplete_of=without_k))
+        floats, multi, lambda series, at: rules.prob_bound_value(history, series, at, thresholds),
+        incomplete_of=without_k, never=never))
     checks.append(_max_check(history, candidate.hash, "rigorous bound fraction", "bound_fraction", bound.max_fraction,
-                             lambda s: True,
-                             multi, values_of("bound_fraction"),
-                             lambda series, at: rules.no_rigorous_bound(history, series, at)))
+                             floats, multi, values_of("bound_fraction"),
+                             lambda series, at: rules.no_rigorous_bound(history, series, at), never=never))
     checks.append(_max_check(history, candidate.hash, "non-finite outputs", "nonfinite", bound.max_nonfinite,
-                             lambda s: True,
-                             multi, values_of("nonfinite")))
+                             floats, multi, values_of("nonfinite"), never=never))
     judged = rules.judge_marks(history, thresholds, candidate, baseline)
     checks.append(divergence_check(history, thresholds, candidate, judged, baseline, multi))
     # a baseline newer than the candidate is allowed (a revert), and said

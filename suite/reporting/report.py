@@ -5,7 +5,8 @@ gives it, first; it computes no check and no mark of its own. Then, from the ver
 (:mod:`suite.reporting.results`):
 
 - the newest commit: every workload x dtype x target x order with its latency, GFLOP/s, ULP
-  metrics, bound fraction, divergence from ``default`` and the change from the previous commit;
+  metrics (int8: its exactness against the integer oracle, a kernel not exact marked), bound
+  fraction, divergence from ``default`` and the change from the previous commit;
 - history charts over the commits (latency and accuracy), one line per order x target;
 - *marks* at every commit (:func:`suite.reporting.rules.find_marks`, the gate's rule), with the
   first divergent commit and the last good one named at the top, beside what the gate's check of
@@ -35,8 +36,10 @@ from suite.reporting.rules import match
 from suite.reporting.thresholds import Thresholds
 
 TEMPLATES = REPORTS / "templates"
-SUMMARY_METRICS = ("latency", "gflops", "packets", "hvx_efficiency", "ulp_mean", "ulp_p99", "ulp_max",
-                   "scaled_error", "bound_fraction",
+#: int8's metrics against its exact integer oracle, shown where a float row shows its ULP (docs/int8.md)
+EXACTNESS_METRICS = ("exact_fraction", "max_step_error", "accumulator_mismatches", "accumulator_wrapped")
+SUMMARY_METRICS = ("latency", "gflops", "packets", "hvx_efficiency", *EXACTNESS_METRICS, "ulp_mean", "ulp_p99",
+                   "ulp_max", "scaled_error", "bound_fraction",
                    "prob_bound_fraction", "accumulation_length", "nonfinite", "differ_fraction",
                    "max_ulp_distance", "error_ratio", "bias_shift", "exceeds_bound", "twin_error_ratio")
 CHART_METRICS = (
@@ -47,6 +50,8 @@ CHART_METRICS = (
     ("prob_bound_fraction", "probabilistic bound fraction", 1.0),
     ("error_ratio", "mean |err| over default's", 1.0),
     ("twin_error_ratio", "IEEE twin: mean |err| over default's", 1.0),
+    ("exact_fraction", "int8: exact fraction of the output", 1.0),
+    ("accumulator_mismatches", "int8: accumulator elements not bit-exact", 1.0),
 )
 #: Charts drawn on a log scale: the orders of one workload differ by orders of magnitude (tuned kernels
 #: of 8-85 ms beside default ones of 200-900 ms would lie flat on a linear axis).
@@ -220,6 +225,19 @@ def model_rows(history: res.History) -> list[dict]:
     return rows
 
 
+def not_exact(values: dict) -> str | None:
+    """What is not exact of an int8 row (``values`` of :data:`EXACTNESS_METRICS`), in words; None
+    where it is exact, or no int8 row."""
+    mismatches, fraction, steps = (values.get(m) for m in ("accumulator_mismatches", "exact_fraction",
+                                                           "max_step_error"))
+    found = []
+    if res.finite(mismatches) and mismatches > 0:
+        found.append(f"accumulator not bit-exact in {mismatches:.0f} elements")
+    if res.finite(fraction) and fraction < 1:
+        found.append(f"output {fraction:.4%} exact" + (f", up to {steps:.0f} steps off" if res.finite(steps) else ""))
+    return "; ".join(found) or None
+
+
 def summary_rows(history: res.History) -> tuple[list[dict], int]:
     newest = history.commits[-1]
     index = len(history.commits) - 1
@@ -249,7 +267,7 @@ def summary_rows(history: res.History) -> tuple[list[dict], int]:
         records = history.kept(newest.hash, s.machine).records.get(s.ids) if s.order == "tuned" else None
         rows.append({**s.as_dict(), "values": values, "failed": failed, "previous": previous, "change": change,
                      "no_rigorous_bound": rules.no_rigorous_bound(history, s, newest.hash),
-                     "records": records})
+                     "records": records, "not_exact": not_exact(values)})
     return rows, skipped
 
 
@@ -488,15 +506,28 @@ FAIL, UNDECIDED, BETTER, SAME_CODE = "fail", "undecided", "better", "same code"
 
 
 def judged_cells(history: res.History, result: gate.GateResult) -> dict[tuple[res.Series, str], str]:
-    """What the gate's ``result`` says of each (combination, metric) of :data:`HEAT_METRICS` at its
-    pair: FAIL or UNDECIDED where one of its lines blames it, SAME_CODE for the latency of a kernel
-    whose code is the same at both commits, BETTER for a deterministic metric that went down; those
-    it says nothing of are left out."""
-    if result.baseline is None:
-        return {}
-    before, after = result.baseline.hash, result.candidate.hash
+    """What the gate's ``result`` says of each (combination, metric) of :data:`HEAT_METRICS` and
+    :data:`EXACTNESS_METRICS` at its pair: FAIL or UNDECIDED where one of its lines blames it (an
+    int8 accumulator not bit-exact at a first commit too), SAME_CODE for the latency of a kernel
+    whose code is the same at both commits, BETTER for a deterministic metric of the heat map that
+    went down; those it says nothing of are left out. A first commit has no heat map: only int8's
+    cells are said there."""
     heat = {metric for metric, _ in HEAT_METRICS}
     cells = {}
+    if result.baseline is not None:
+        _compared_cells(history, result, heat, cells)
+    shown = {*EXACTNESS_METRICS, *(heat if result.baseline is not None else ())}
+    for blamed in said_of(result).blamed:
+        if blamed.culprit.metric in shown:
+            cells[(blamed.culprit.series, blamed.culprit.metric)] = (
+                UNDECIDED if blamed.status is gate.Status.UNDECIDED else FAIL)
+    return cells
+
+
+def _compared_cells(history: res.History, result: gate.GateResult, heat: set, cells: dict) -> None:
+    """The cells a gate's pair judges by comparing its two commits: same-code latency, and the heat
+    map's deterministic metrics that went down."""
+    before, after = result.baseline.hash, result.candidate.hash
     for series in history.series():
         if code_identity.same_code(history, series, before, after):
             cells[(series, "latency")] = SAME_CODE
@@ -504,11 +535,6 @@ def judged_cells(history: res.History, result: gate.GateResult) -> dict[tuple[re
             a, b = history.value(metric, series, before), history.value(metric, series, after)
             if res.finite(a) and res.finite(b) and b < a:
                 cells[(series, metric)] = BETTER
-    for blamed in said_of(result).blamed:
-        if blamed.culprit.metric in heat:
-            cells[(blamed.culprit.series, blamed.culprit.metric)] = (
-                UNDECIDED if blamed.status is gate.Status.UNDECIDED else FAIL)
-    return cells
 
 
 def heatmap(history: res.History, result: gate.GateResult, cells: dict) -> dict | None:
@@ -560,7 +586,8 @@ def _summary_classes(rows: list[dict], cells: dict) -> list[dict]:
     :func:`judged_cells`), which colours its changes; never its ratio alone."""
     for row in rows:
         series = res.Series(row["workload"], row["dtype"], row["target"], row["order"], row["machine"])
-        row["judged"] = {metric: cells.get((series, metric), "") for metric, _ in HEAT_METRICS}
+        row["judged"] = {metric: cells.get((series, metric), "")
+                         for metric in (*(m for m, _ in HEAT_METRICS), *EXACTNESS_METRICS)}
     return rows
 
 
