@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from asv_runs import two_commit_repo
-from conftest import check_fault_table, one_line, run_cli
+from conftest import check_fault_table, one_line, run_in_process
 from suite.core import bounds
 from suite.reporting import thresholds
 from suite.triage import inputs, ir, verdict
@@ -177,10 +177,10 @@ def test_every_command_refuses_a_lambda_beyond_the_bound_at_load(tmp_path):
     too_large = tmp_path / "lambda.toml"
     too_large.write_text("[bound]\nlambda = 30000\n")
     (tmp_path / "results").mkdir()
-    gate = run_cli("gate", "--results", tmp_path / "results", "--commit", "HEAD", "--thresholds", too_large, "--json")
+    gate = run_in_process("gate", "--results", tmp_path / "results", "--commit", "HEAD", "--thresholds", too_large, "--json")
     assert gate.returncode == 2 and "Traceback" not in gate.stderr, gate.stderr
     assert "bound.lambda = 30000 is out of range" in json.loads(gate.stdout)["error"]
-    one_line(run_cli("fuzz", "--traces", "1", "--plant", "1", "--out", tmp_path / "fuzz", "--thresholds", too_large),
+    one_line(run_in_process("fuzz", "--traces", "1", "--plant", "1", "--out", tmp_path / "fuzz", "--thresholds", too_large),
              "bound.lambda = 30000", "below 20.87")
     assert not (tmp_path / "fuzz").exists()
     too_large.write_text("[bound]\nlambda = 1e7\n")
@@ -199,10 +199,10 @@ def test_a_threshold_of_hundreds_of_digits_is_one_line_naming_its_range(tmp_path
         path = tmp_path / f"t{digits}.toml"
         path.write_text(f"[latency]\nalpha = {sign}{'9' * digits}\n")
         said = f"{'a negative' if sign else 'an'} integer of {digits} digits"
-        line = one_line(run_cli("gate", "--results", tmp_path / "results", "--commit", "HEAD", "--thresholds", path),
+        line = one_line(run_in_process("gate", "--results", tmp_path / "results", "--commit", "HEAD", "--thresholds", path),
                         f"{path}{where}: latency.alpha = {said} is out of range: it must be between 0 and 1")
         assert len(line) < 300, line
-    one_line(run_cli("fuzz", "--traces", "1", "--plant", "1", "--out", tmp_path / "fuzz", "--thresholds",
+    one_line(run_in_process("fuzz", "--traces", "1", "--plant", "1", "--out", tmp_path / "fuzz", "--thresholds",
                      tmp_path / "t400.toml"), "latency.alpha = an integer of 400 digits is out of range")
     assert not (tmp_path / "fuzz").exists()
     with pytest.raises(thresholds.ThresholdsError) as err:
@@ -236,8 +236,8 @@ def kept_and_candidate(tmp_path_factory):
     commits = two_commit_repo(repo)
     env = {"HOME": str(base), "TVM_SUITE_MODELS": "none"}
     for commit, dtypes, out in ((commits[0], "float32,float16", "kept"), (commits[1], "float32", "check")):
-        done = run_cli("run", "--quick", "--workloads", WORKLOAD, "--dtypes", dtypes, "--out", base / out,
-                       "--tvm-repo", repo, "--tvm-commit", commit, env=env)
+        done = run_in_process("run", "--quick", "--workloads", WORKLOAD, "--dtypes", dtypes, "--out", base / out,
+                              "--tvm-repo", repo, "--tvm-commit", commit, env=env)
         assert done.returncode == 0, done.stdout + done.stderr
     return base, repo, commits
 
