@@ -420,14 +420,72 @@ def _local_node_graphs(value):
     return value
 
 
-@lru_cache(maxsize=None)
-def register_tensor_intrinsics() -> None:
-    """Register TVM's tensor intrinsics (``wmma_*``, ``mma_*``...), which tensorizing traces name.
+def register_tensor_intrinsics(names=None) -> None:
+    """Register the tensor intrinsics ``names`` (those a tensorizing trace names; None: all): the
+    suite's own (:data:`VNNI_I8X64_INTRIN`) alone where they are all it needs, else TVM's too
+    (``wmma_*``, ``mma_*``, ``dot_16x4_*``...). TVM's are slow: it parses every intrinsic's
+    TVMScript (about 30 s on 16 cores, 40-90 s on 2), so only traces that use them pay for it."""
+    names = None if names is None else set(names)
+    if names is None or VNNI_I8X64_INTRIN in names:
+        _register_vnni_i8x64()
+    if names is None or names - {VNNI_I8X64_INTRIN}:
+        _register_tvm_tensor_intrinsics()
 
-    Slow: it parses every intrinsic's TVMScript (about 30 s on 16 cores, 40-90 s on 2), so only
-    traces that tensorize pay for it.
-    """
+
+@lru_cache(maxsize=None)
+def _register_tvm_tensor_intrinsics() -> None:
     importlib.import_module(schedule_namespace().__name__ + ".tensor_intrin")
+
+
+#: The suite's VNNI dot product (uint8 x int8 -> int32, 16 lanes of 4): what TVM's ``dot_16x4_vnni``
+#: computes, with the operands LLVM's ``llvm.x86.avx512.vpdpbusd.512`` takes since LLVM 22 (the 0.27
+#: wheel's): <64 x i8>. TVM 0.27's own passes <16 x i32>, which LLVM 22 refuses ("Intrinsic has
+#: incorrect argument type"), so that no kernel tensorized with it builds.
+VNNI_I8X64_INTRIN = "tvm_suite_dot_16x4_vnni_i8x64"
+
+
+def dot_product_intrinsic_name(intrinsic: str | None) -> str | None:
+    """The registered tensor intrinsic that does what TVM's ``intrinsic`` does on the installed
+    TVM's LLVM, registered: :data:`VNNI_I8X64_INTRIN` for ``dot_16x4_vnni`` from LLVM 22 on, else
+    TVM's own."""
+    if intrinsic is None:
+        return None
+    if intrinsic == "dot_16x4_vnni" and int(tvm().target.codegen.llvm_version_major()) >= 22:
+        _register_vnni_i8x64()
+        return VNNI_I8X64_INTRIN
+    _register_tvm_tensor_intrinsics()
+    return intrinsic
+
+
+@lru_cache(maxsize=None)
+def _register_vnni_i8x64() -> None:
+    tvm()
+    from tvm.script import tirx as T  # 0.27's TVMScript (s_tir blocks)
+
+    @T.prim_func(s_tir=True)
+    def description(a: T.Buffer((4,), "uint8", offset_factor=1), b: T.Buffer((16, 4), "int8", offset_factor=1),
+                    c: T.Buffer((16,), "int32", offset_factor=1)) -> None:
+        with T.sblock("root"):
+            T.reads(c[0:16], a[0:4], b[0:16, 0:4])
+            T.writes(c[0:16])
+            for i, k in T.grid(16, 4):
+                with T.sblock("update"):
+                    vi, vk = T.axis.remap("SR", [i, k])
+                    c[vi] = c[vi] + T.cast(a[vk], "int32") * T.cast(b[vi, vk], "int32")
+
+    @T.prim_func(s_tir=True)
+    def implementation(a: T.Buffer((4,), "uint8", offset_factor=1), b: T.Buffer((16, 4), "int8", offset_factor=1),
+                       c: T.Buffer((16,), "int32", offset_factor=1)) -> None:
+        with T.sblock("root"):
+            T.reads(c[0:16], a[0:4], b[0:16, 0:4])
+            T.writes(c[0:16])
+            # a's 4 bytes in every 32-bit lane; b's 16 rows of 4 bytes as they lie
+            c[T.ramp(T.int32(0), 1, 16)] = T.call_llvm_pure_intrin(
+                T.llvm_lookup_intrinsic_id("llvm.x86.avx512.vpdpbusd.512"), c.vload([0], "int32x16"),
+                T.reinterpret(T.broadcast(T.reinterpret(a.vload([0], "uint8x4"), dtype="int32"), 16), dtype="int8x64"),
+                b.vload([0, 0], "int8x64"), dtype="int32x16")
+
+    schedule_namespace().TensorIntrin.register(VNNI_I8X64_INTRIN, description, implementation)
 
 
 def tuning_build(mod, target, _params=None):
@@ -540,6 +598,35 @@ def tuning_space(kind: str):
     tuned for (the suite's Hexagon target is an ``llvm`` one with ``mtriple=hexagon``)."""
     ms = meta_schedule()
     return ms.space_generator.PostOrderApply(sch_rules=kind, postprocs=kind, mutator_probs=kind)
+
+
+def block_read_names(schedule, block) -> list[str]:
+    """The names of the buffers ``block`` reads, in order (0.27: TensorRegions with ``source``;
+    before: BufferRegions with ``buffer``)."""
+    return [getattr(region, "source", None).name if hasattr(region, "source") else region.buffer.name
+            for region in schedule.get(block).reads]
+
+
+def dot_product_space(intrinsic: str | None):
+    """The llvm design space (:func:`tuning_space`) whose multi-level tiling first tries to
+    tensorize a block with ``intrinsic`` (a registered tensor intrinsic: ``dot_16x4_avx512``, or
+    :func:`dot_product_intrinsic_name`'s for ``dot_16x4_vnni``), and whose postprocessors tensorize
+    what it marked; None: the llvm space alone. TVM picks such a space from the target's features itself ("from-target"); naming it
+    lets the caller choose from a feature set of its own and say what it chose."""
+    ms = meta_schedule()
+    if intrinsic is None:
+        return tuning_space("llvm")
+    rules, postprocs = ms.schedule_rule, ms.postproc
+    reuse_write = rules.ReuseType(req="may", levels=[1, 2], scope="global")
+    sch_rules = []
+    for rule in rules.ScheduleRule.create("llvm"):
+        if type(rule).__name__ == "MultiLevelTiling":  # the intrinsic's tiling first, the plain one as the fallback
+            sch_rules.append(rules.MultiLevelTilingWithIntrin(intrinsic, structure="SSRSRS", max_innermost_factor=64,
+                                                              reuse_write=reuse_write))
+        sch_rules.append(rule)
+    processors = [p for p in postprocs.Postproc.create("llvm") if type(p).__name__ != "RewriteLayout"]
+    processors += [postprocs.RewriteTensorize(vectorize_init_loop=True), postprocs.RewriteLayout()]
+    return ms.space_generator.PostOrderApply(sch_rules=sch_rules, postprocs=processors, mutator_probs="llvm")
 
 
 def design_space(func, target, kind: str) -> list:

@@ -80,7 +80,7 @@ def test_int8_is_asked_for_never_in_the_default_grid_and_unknown_dtypes_are_refu
         one_line(run_in_process("run", "--dtypes", bad, "--workloads", "resnet18.mean.7x7x512"),
                  f"unknown dtype '{bad}'", "float32, float16, int8")
     # A command that does not take int8 yet says so, naming what it takes.
-    one_line(run_in_process("tune", "--target", "llvm", "--dtype", "int8", "--workloads", "resnet18.mean.7x7x512"),
+    one_line(run_in_process("model", "--model", "resnet18", "--dtypes", "int8", "--inputs", "1"),
              "int8 is not taken here yet", "float32, float16")
 
 

@@ -18,7 +18,8 @@ EXIT_CODES = [(ExitCode.OK, "every record written (or kept by --skip-existing)")
 
 def add_arguments(p) -> None:
     p.add_argument("--target", default="llvm", help=f"{', '.join(targets.names())} (default: llvm)")
-    p.add_argument("--dtype", required=True, help=", ".join(workloads.DTYPES))
+    p.add_argument("--dtype", required=True, help=f"{', '.join(workloads.MEASURED_DTYPES)} (int8 on llvm only: with "
+                   "the CPU's dot-product intrinsic, VNNI where it has it)")
     p.add_argument("--workloads", "--workload", dest="workloads", type=names,
                    help="comma-separated ids or model names (default: seed,resnet50)")
     p.add_argument("--trials", type=trials, default=64,
@@ -35,7 +36,9 @@ def run(args) -> int:
     from suite.reporting import thresholds
 
     target = targets.get(args.target)
-    workloads.check_dtype(args.dtype)
+    workloads.check_dtype(args.dtype, workloads.MEASURED_DTYPES)
+    if reason := target.dtype_unavailable(args.dtype):
+        raise UserError(f"{args.dtype} cannot be tuned on {target.name}: {reason}")
     bound = thresholds.load().bound  # the rounding bound every candidate is checked against, read once
     if reason := target.unavailable():  # no GPU, tools missing: one line before any work
         raise UserError(f"{target.name} cannot be tuned here: {reason}")

@@ -185,7 +185,8 @@ def _accumulator(combo: Combo, inputs, path: Path) -> tuple[np.ndarray | None, e
     file is removed: the record vouches for the array alone."""
     workload = combo.workload
     try:
-        func = schedules.apply(quantized.accumulator_func(workload.chain), combo.order, workload.id, combo.dtype, combo.target.records_from)
+        func = schedules.apply(quantized.accumulator_func(workload.chain), combo.order, workload.id, combo.dtype,
+                               combo.target.records_from, accumulator=True)
     except (UserError, compat.TVMUnavailable):
         raise
     except Exception as err:

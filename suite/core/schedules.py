@@ -57,14 +57,16 @@ def check_order(order: str) -> str:
     return order
 
 
-def apply(func, order: str, workload_id: str, dtype: str, records):
+def apply(func, order: str, workload_id: str, dtype: str, records, accumulator: bool = False):
     """``func`` (the PrimFunc of workload ``workload_id``) scheduled in loop order ``order``;
-    ``records``: whose tuning records ``tuned`` replays (a target name, or names by preference)."""
+    ``records``: whose tuning records ``tuned`` replays (a target name, or names by preference);
+    ``accumulator``: ``func`` is an int8 kernel's accumulator function (``tuned`` replays the
+    record's trace of it)."""
     check_order(order)
     if order == "default":
         return func
     if order == "tuned":
-        return tuning.replay(func, workload_id, dtype, records)
+        return tuning.replay(func, workload_id, dtype, records, accumulator)
     if order in SEED_ONLY and workload_id != SEED_ID:
         raise OrderNotApplicable(f"{order} is the seed issue's schedule of {SEED_ID} only")
     steps = {"seed-swap": _seed_swap, "reduction-outer": _reduction_outer, "seed-tuned": _seed_tuned,

@@ -17,6 +17,14 @@ of others (``records_from``, in order of preference: per workload the first that
 :func:`records_target`). A missing record is a skip with its reason; a trace that no longer
 applies is a failure of that TVM.
 
+int8 (llvm only): every candidate's uint8 output must equal the exact integer oracle's
+(:mod:`suite.core.quantized`); the search offers MetaSchedule the CPU's dot-product intrinsic
+(:func:`suite.targets.llvm.dot_product_intrinsic`), with the weights packed into its 16x4 blocks
+first where their channels allow (:func:`pack_weights`, the record's ``prologue``); the record
+keeps the intrinsic offered, whether the kept kernel used it (``tensorized``: its instruction
+counted in the disassembly) and the trace of its accumulator, checked bit for bit before the
+record is written (docs/int8-tuned.md).
+
 Whose records: the committed ones (``suite/tuning_records/``, :data:`RECORDS_DIR`) and the
 user's own (:func:`user_records_root`: ``$XDG_DATA_HOME/tvm-suite/tuning_records``, by default
 ``~/.local/share/...``), of the same layout. ``tvm-suite tune`` writes the user's; only
@@ -30,8 +38,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import socket
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, fields, replace
@@ -41,7 +51,7 @@ import filelock
 import numpy as np
 
 from suite import cache, children, compat
-from suite.core import bounds, execution, reference, workloads
+from suite.core import bounds, execution, quantized, reference, workloads
 from suite.errors import OrderNotApplicable, UserError, first_line
 from suite.targets.base import Output
 
@@ -147,7 +157,9 @@ def read_record(path: Path) -> tuple[str, dict]:
             or not isinstance(record.get("trace"), list)):
         raise DamagedRecord(f"tuning record {path}: not a record of {workload} {dtype} with a trace "
                             "(restore it from git)")
-    if record.get("trace_sha256") != trace_digest(record["trace"]):
+    if record.get("trace_sha256") != trace_digest(record["trace"]) or (
+            "accumulator_trace" in record
+            and record.get("accumulator_trace_sha256") != trace_digest(record["accumulator_trace"])):
         raise DamagedRecord(f"tuning record {path}: its trace is not the one it was tuned with (trace_sha256 "
                             "differs; restore it from git)")
     return text, record
@@ -205,7 +217,7 @@ def tuning_lock(target_name: str, dtype: str, workload_id: str, root: Path | Non
 
 
 def tune(workload_id: str, dtype: str, target, trials: int, *, lam: float, limit: float,
-         root: Path | None = None) -> Path:
+         root: Path | None = None, cpu_flags: frozenset[str] | None = None) -> Path:
     """Tune one workload with MetaSchedule and store its best trace in the records directory
     ``root`` (default: the user's, :func:`user_records_root`), holding the record's
     :func:`tuning_lock` throughout; the record's path. ``lam`` and ``limit``: the rounding bound
@@ -215,14 +227,19 @@ def tune(workload_id: str, dtype: str, target, trials: int, *, lam: float, limit
     temporary files in a directory made here: MetaSchedule's process pools do not survive Ctrl-C
     in the process that runs them (a segfault, its temporary directory left behind). Ctrl-C or
     SIGTERM reach this process alone; it ends the search, whatever it was doing, and removes that
-    directory; the record is written whole by the search, or not at all."""
+    directory; the record is written whole by the search, or not at all.
+
+    ``cpu_flags``: the CPU features (/proc/cpuinfo's names) an int8 tuning on llvm chooses its
+    dot-product intrinsic by (:func:`suite.targets.llvm.dot_product_intrinsic`); default: this
+    CPU's, read in the search's process."""
     root = Path(root or user_records_root())
     with tuning_lock(target.name, dtype, workload_id, root):
         work = Path(tempfile.mkdtemp(prefix="tvm-suite-tune-"))
         try:
             search_process = children.start_python(
                 ["-m", "suite.core.tuning", workload_id, dtype, target.name, str(trials), repr(float(lam)),
-                 repr(float(limit)), str(work / "failure.txt"), str(root)],
+                 repr(float(limit)), str(work / "failure.txt"), str(root),
+                 "host" if cpu_flags is None else ",".join(sorted(cpu_flags))],
                 env={**os.environ, "TMPDIR": str(work)})
             try:
                 status = search_process.wait()
@@ -242,15 +259,17 @@ def tune(workload_id: str, dtype: str, target, trials: int, *, lam: float, limit
 
 
 def _child(argv: list[str]) -> int:
-    """``python -m suite.core.tuning WORKLOAD DTYPE TARGET TRIALS LAMBDA LIMIT FAILURE_FILE ROOT``: the
-    search of :func:`tune`, in its process, its record written under ROOT. An expected failure (a
-    damaged record, say) is written, one line, to FAILURE_FILE for the parent to say."""
+    """``python -m suite.core.tuning WORKLOAD DTYPE TARGET TRIALS LAMBDA LIMIT FAILURE_FILE ROOT FLAGS``:
+    the search of :func:`tune`, in its process, its record written under ROOT; FLAGS: the CPU
+    features, comma-separated, or ``host`` (this CPU's). An expected failure (a damaged record,
+    say) is written, one line, to FAILURE_FILE for the parent to say."""
     from suite import targets
 
-    workload_id, dtype, target_name, trials, lam, limit, failure, root = argv
+    workload_id, dtype, target_name, trials, lam, limit, failure, root, flags = argv
+    cpu_flags = None if flags == "host" else frozenset(f for f in flags.split(",") if f)
     try:
         _tune(workload_id, dtype, targets.get(target_name), int(trials), float(lam), float(limit), print,
-              Path(root))
+              Path(root), cpu_flags)
     except UserError as err:
         Path(failure).write_text(str(err))
         return 2
@@ -313,6 +332,15 @@ class TuningRecord:
     best_packets: int | None = None
     best_emulated_s: float | None = None
     previous_record: dict | None = None  #: the record replaced, measured against the search's best
+    #: int8 on llvm: the dot-product intrinsic offered (DotProductChoice's JSON, with the CPU flags
+    #: it was chosen by), and whether the kept kernel used it (:class:`Tensorized`'s JSON)
+    dot_product: dict | None = None
+    tensorized: dict | None = None
+    #: int8: what the kernel is made of before the trace applies (:data:`PACK_WEIGHTS`, or None: as it is)
+    prologue: str | None = None
+    #: int8: the kept trace as it applies to the kernel's accumulator (suite.core.quantized.
+    #: accumulator_func; :func:`accumulator_trace`), whose output matched the oracle bit for bit
+    accumulator_trace: list | None = None
 
     @property
     def candidates_measured(self) -> int:
@@ -323,14 +351,18 @@ class TuningRecord:
         measured), with what follows from them."""
         other = {name for measure, names in _BY_MEASURE.items() if measure != self.measure for name in names}
         found = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in other}
-        if self.previous_record is None:
-            found.pop("previous_record", None)
+        for optional in ("previous_record", "dot_product", "prologue", "tensorized", "accumulator_trace"):
+            if found.get(optional) is None:
+                found.pop(optional, None)
         found.update(measure_is=MEASURES[self.measure], candidates_measured=self.candidates_measured,
                      trace_sha256=trace_digest(self.trace))
+        if self.accumulator_trace is not None:
+            found["accumulator_trace_sha256"] = trace_digest(self.accumulator_trace)
         return found
 
 
-def search(func, target, trials: int, inputs, output_shape, dtype: str, check, label: str) -> Search:
+def search(func, target, trials: int, inputs, output_shape, dtype: str, check, label: str,
+           dot_product=None) -> Search:
     """MetaSchedule's search for the best schedule of ``func`` on ``target`` (``trials`` trials),
     every candidate's output judged by ``check`` (an :class:`OutputCheck`).
 
@@ -340,11 +372,13 @@ def search(func, target, trials: int, inputs, output_shape, dtype: str, check, l
     output); before a schedule is chosen, such a candidate is checked as the ``tuned`` order will
     run it, its trace replayed and built by the target (the rewrite inside the function), and
     refused like any other; the next best one is tried then. So no record holds a candidate
-    whose output was not checked."""
+    whose output was not checked. ``dot_product``: int8 on llvm, the dot-product intrinsic offered
+    (:func:`suite.targets.llvm.dot_product_intrinsic`; default: this CPU's)."""
     ms = compat.meta_schedule()
     module = compat.tvm().IRModule({"main": func.with_attr("global_symbol", "main")})
     tvm_target = target.tuning_target()
-    options = target.tuning_options(inputs, output_shape, dtype, check=check)
+    options = (target.tuning_options(inputs, output_shape, dtype, check=check, dot_product=dot_product)
+               if dot_product is not None else target.tuning_options(inputs, output_shape, dtype, check=check))
     beside = options.pop("measured", None)      # the runner's (packets, emulated s) per candidate
     measure_module = options.pop("measure_module", None)
     started = time.perf_counter()
@@ -375,7 +409,8 @@ def search(func, target, trials: int, inputs, output_shape, dtype: str, check, l
 def _checked_best(runs, target, inputs, output_shape, dtype: str, check):
     """(The schedule of the fastest candidate whose output was checked, the seconds of every
     candidate that ran and was not refused); see :func:`search`."""
-    shapes = [(str(a.dtype), [int(d) for d in a.shape]) for a in inputs] + [(dtype, [int(d) for d in output_shape])]
+    out_dtype = workloads.output_dtype(dtype)
+    shapes = [(str(a.dtype), [int(d) for d in a.shape]) for a in inputs] + [(out_dtype, [int(d) for d in output_shape])]
     seconds = {id(r): min(float(s) for s in r.run_secs) for r in runs}
     ranked = sorted((r for r in runs if seconds[id(r)] < FAILED_RUN_S), key=lambda r: seconds[id(r)])
     refused = set()
@@ -384,7 +419,7 @@ def _checked_best(runs, target, inputs, output_shape, dtype: str, check):
         if compat.record_arguments(record) != shapes:  # measured with rewritten weights: check it as replayed
             with tempfile.TemporaryDirectory(prefix="tvm-suite-replay-") as where:
                 built = execution.build(target, schedule.mod["main"], Path(where) / target.KERNEL_FILE, "tuned")
-                arguments = [*inputs, Output(tuple(output_shape), dtype)]
+                arguments = [*inputs, Output(tuple(output_shape), out_dtype)]
                 ran = execution.run(built, arguments, twin=False) if not built.failure else None
                 failure = built.failure or ran.failure
                 if failure is not None:  # the measured candidate, replayed, must build and run
@@ -397,26 +432,164 @@ def _checked_best(runs, target, inputs, output_shape, dtype: str, check):
 
 
 def _tune(workload_id: str, dtype: str, target, trials: int, lam: float, limit: float, log,
-          root: Path | None = None) -> TuningRecord:
+          root: Path | None = None, cpu_flags: frozenset[str] | None = None) -> TuningRecord:
     workload = workloads.get(workload_id)
     func = workloads.prim_func(workload, dtype)
     inputs = workloads.make_inputs(workload, dtype)
-    check = OutputCheck.of(reference.evaluate(workload.chain, inputs), reference.evaluate_magnitude(workload.chain, inputs),
-                           reference.accumulation_length(workload.chain), dtype, gross=target.ieee_twin,
-                           lam=lam, limit=limit)
+    integer = dtype in workloads.INTEGER_DTYPES
+    if integer:  # the exact integer oracle: a candidate's output equals it, or it is refused
+        oracle = quantized.evaluate(workload.chain, inputs)
+        check = OutputCheck.of(oracle.output, None, reference.accumulation_length(workload.chain), dtype)
+    else:
+        check = OutputCheck.of(reference.evaluate(workload.chain, inputs), reference.evaluate_magnitude(workload.chain, inputs),
+                               reference.accumulation_length(workload.chain), dtype, gross=target.ieee_twin,
+                               lam=lam, limit=limit)
     by_packets = target.tuning_measure == "packets"
     # Read before the search (the lock keeps it as it is); only a deterministic measure compares it.
     previous = _previous_trace(target, dtype, workload_id) if by_packets else None
+    choice, prologue = None, None
+    if integer:  # int8 is tuned on llvm alone (`tvm-suite tune` refuses the others)
+        from suite.targets import llvm
+
+        choice = llvm.dot_product_intrinsic(cpu_flags)
+        packed = pack_weights(func, workload.chain) if choice.intrinsic else None
+        if packed is not None:
+            func, prologue = packed, PACK_WEIGHTS
     try:  # the check stays until the record is written: the record replaced is measured with it
-        return _record(workload_id, dtype, target, trials, log, search(
-            func, target, trials, inputs, workload.output_shape, dtype, check, f"{target.name}-{dtype}-{workload_id}"),
-            check, previous, root)
+        found = search(func, target, trials, inputs, workload.output_shape, dtype, check,
+                       f"{target.name}-{dtype}-{workload_id}", choice)
+        kept = (_integer_facts(workload, target, found, oracle, inputs, choice, cpu_flags, prologue, log)
+                if integer else {})
+        return _record(workload_id, dtype, target, trials, log, found, check, previous, root, kept)
     finally:
         check.remove()
 
 
+#: The prologue of int8 records whose weights the tuned kernel first copies into 16x4 blocks
+#: (:func:`pack_weights`); a record names it under ``prologue``.
+PACK_WEIGHTS = "pack_weights_16x4"
+
+
+def pack_weights(func, chain: dict):
+    """``func`` (an int8 kernel of ``chain``, or its accumulator function) whose conv2d (NHWC, HWIO)
+    or matmul first copies its weights into blocks of 16 output channels by 4 input channels, the
+    4 contiguous (``[O/16, KH, KW, I/4, 16, 4]``, a matmul's ``[N/16, K/4, 16, 4]``): the operand
+    layout of the 16x4 dot-product intrinsics (the activations' 4 channels and the output's 16 lie
+    contiguous in NHWC already). The copy is never inlined back (``meta_schedule.inline_rule``).
+    None where the chain has no such weights, or their channels are not multiples of 16 and 4."""
+    found = quantized.plan(chain)
+    if found.weight is None or found.op not in ("conv2d", "matmul"):
+        return None
+    if found.op == "conv2d" and (found.attrs.get("data_layout"), found.attrs.get("kernel_layout")) != ("NHWC", "HWIO"):
+        return None
+    shape = [int(d) for d in chain["inputs"][found.weight]["shape"]]
+    if shape[-1] % 16 or shape[-2] % 4:
+        return None
+    schedule = compat.schedule(func)
+    block = schedule.get_sblock(found.op)
+    copy = schedule.cache_read(block, compat.block_read_names(schedule, block).index(f"input{found.weight}"), "global")
+    if found.op == "conv2d":
+        schedule.transform_layout(copy, ("write", 0),
+                                  lambda ry, rx, rc, o: (o // 16, ry, rx, rc // 4, o % 16, rc % 4))
+    else:
+        schedule.transform_layout(copy, ("write", 0), lambda k, n: (n // 16, k // 4, n % 16, k % 4))
+    schedule.annotate(copy, "meta_schedule.inline_rule", "disable")
+    return schedule.mod["main"]
+
+
+@dataclass(frozen=True)
+class Tensorized:
+    """Whether a kept int8 kernel used the dot-product intrinsic offered: ``trace_tensorizes``, its
+    trace has a Tensorize instruction; ``instruction``, the intrinsic's instruction, and
+    ``instruction_count``, how often it occurs in the kernel's disassembly (llvm-objdump; None:
+    none was offered, or no disassembler); ``used``: both."""
+
+    trace_tensorizes: bool
+    instruction: str | None
+    instruction_count: int | None
+
+    @property
+    def used(self) -> bool:
+        return self.trace_tensorizes and bool(self.instruction_count)
+
+    def to_json(self) -> dict:
+        return {"trace_tensorizes": self.trace_tensorizes, "instruction": self.instruction,
+                "instruction_count": self.instruction_count, "used": self.used}
+
+
+def instruction_count(kernel: Path, mnemonic: str) -> int | None:
+    """How many ``mnemonic`` instructions the disassembly of ``kernel`` (a shared library) holds;
+    None where no ``llvm-objdump`` (or ``objdump``) is installed."""
+    tool = shutil.which("llvm-objdump") or shutil.which("objdump")
+    if tool is None:
+        return None
+    text = subprocess.run([tool, "-d", "--no-show-raw-insn", str(kernel)], check=True, capture_output=True,
+                          text=True).stdout
+    return len(re.findall(rf"^\s*[0-9a-f]+:\s+(?:\{{\w+\}}\s*)?{re.escape(mnemonic)}\b", text, re.MULTILINE))
+
+
+def accumulator_trace(trace: list, accumulator_func) -> list:
+    """``trace`` (a kernel's, as JSON) as it applies to the kernel's accumulator function: every
+    instruction that applies there, in order, the others (those of the blocks after the
+    accumulator, and what depends on them) left out; as JSON, its decisions kept (renumbered: a
+    decision names its instruction by position, an instruction its inputs by name)."""
+    instructions, decisions = trace[0], {int(i): d for i, d in (trace[1] if len(trace) > 1 else [])}
+    kept: list[int] = []
+    for index in range(len(instructions)):
+        trying = kept + [index]
+        candidate = [[instructions[i] for i in trying],
+                     [[position, decisions[i]] for position, i in enumerate(trying) if i in decisions]]
+        try:
+            compat.apply_trace(candidate, compat.schedule(accumulator_func))
+        except Exception:  # an instruction of a block the accumulator has not, or of one left out
+            continue
+        kept = trying
+    return [[instructions[i] for i in kept], [[position, decisions[i]] for position, i in enumerate(kept) if i in decisions]]
+
+
+def _integer_facts(workload, target, found: Search, oracle, inputs, choice, cpu_flags, prologue, log) -> dict:
+    """What an int8 record keeps beside its trace: the intrinsic offered, whether the kept kernel
+    used it (its disassembly), and the trace of its accumulator, checked against the oracle's
+    accumulator bit for bit (a UserError where it differs: no record is kept)."""
+    from suite.targets import llvm
+
+    flags = llvm.host_cpu_flags() if cpu_flags is None else cpu_flags
+    chosen = {**choice.to_json(), "chosen_by": "this CPU's flags" if cpu_flags is None else "the flags given",
+              "cpu_flags": sorted(flags & set(llvm.DOT_PRODUCT_FEATURES))}
+    found_acc = quantized.accumulator_func(workload.chain)
+    if prologue == PACK_WEIGHTS:
+        found_acc = pack_weights(found_acc, workload.chain)
+    acc_trace = accumulator_trace(found.trace, found_acc)
+    schedule = compat.schedule(found_acc)
+    compat.apply_trace(acc_trace, schedule)
+    plan = quantized.plan(workload.chain)
+    used = [inputs[i] for i in (plan.data, plan.weight, plan.bias) if i is not None]
+    with tempfile.TemporaryDirectory(prefix="tvm-suite-int8-") as where:
+        kernel = execution.build(target, found.func, Path(where) / target.KERNEL_FILE, "tuned")
+        if kernel.failure is not None:
+            raise UserError(f"the kept int8 kernel of {workload.id} does not build: {kernel.failure.words()}")
+        count = instruction_count(kernel.path, choice.instruction) if choice.instruction else None
+        built = execution.build(target, schedule.mod["main"], Path(where) / f"accumulator-{target.KERNEL_FILE}",
+                                "tuned")
+        ran = (execution.run(built, [*used, Output(tuple(workload.output_shape), quantized.ACCUMULATOR_DTYPE)],
+                             twin=False) if built.failure is None else None)
+        failure = built.failure or ran.failure
+        if failure is not None:
+            raise UserError(f"the kept int8 kernel's accumulator of {workload.id} fails: {failure.words()}")
+        wrong = int(np.count_nonzero(ran.output.astype(np.int64) != quantized.wrap_int32(oracle.accumulator)))
+    if wrong:
+        raise UserError(f"the kept int8 kernel of {workload.id}: {wrong:,} accumulator elements differ from the "
+                        "exact oracle's (CHANGED): no record kept")
+    tensorized = Tensorized(_tensorizes(found.trace), choice.instruction, count)
+    log(f"{workload.id} int8: intrinsic {choice.intrinsic} ({choice.reason}), weights "
+        f"{'packed 16x4 first' if prologue else 'as they are'}; {'used' if tensorized.used else 'NOT used'} "
+        f"({tensorized.instruction}: {count} in the disassembly); accumulator exact")
+    return {"dot_product": chosen, "prologue": prologue, "tensorized": tensorized.to_json(),
+            "accumulator_trace": acc_trace}
+
+
 def _record(workload_id: str, dtype: str, target, trials: int, log, found: Search, check, previous,
-            root: Path | None = None) -> TuningRecord:
+            root: Path | None = None, integer_facts: dict | None = None) -> TuningRecord:
     """The record of a search (and of the record it replaces, where the measure compares them),
     written under ``root`` (default: the user's records, :func:`user_records_root`)."""
     first_refusal = check.first_refusal
@@ -424,7 +597,8 @@ def _record(workload_id: str, dtype: str, target, trials: int, log, found: Searc
     searched = {"workload": workload_id, "dtype": dtype, "target": target.name,
                 "tuned_on": {"tvm": compat.installed_version(), **target.identity()}, "trials": trials,
                 "tuning_s": round(elapsed, 1), "measure": target.tuning_measure, "candidates_failed": found.failed,
-                "candidates_checked": found.checked, "candidates_refused": found.refused, "trace": found.trace}
+                "candidates_checked": found.checked, "candidates_refused": found.refused, "trace": found.trace,
+                **(integer_facts or {})}
     if target.tuning_measure == "packets":
         record = TuningRecord(**searched, candidates_packets=[p for p, _ in measured],
                               candidates_emulated_s=[s for _, s in measured],
@@ -635,21 +809,39 @@ def _tensorizes(trace) -> bool:
     return any(isinstance(inst, list) and inst and inst[0] == "Tensorize" for inst in instructions)
 
 
-def replay(func, workload_id: str, dtype: str, records):
+def _tensor_intrinsics(trace) -> set[str]:
+    """The names of the tensor intrinsics a trace's Tensorize instructions use (their first attribute)."""
+    return {str(inst[2][0]) for inst in (trace[0] if trace else [])
+            if isinstance(inst, list) and inst and inst[0] == "Tensorize" and len(inst) > 2 and inst[2]}
+
+
+def replay(func, workload_id: str, dtype: str, records, accumulator: bool = False):
     """``func`` scheduled by the committed trace of (workload, dtype) of the first of the targets
-    ``records`` (a name, or names in order of preference) that has one."""
+    ``records`` (a name, or names in order of preference) that has one; ``accumulator``: ``func``
+    is an int8 kernel's accumulator function, scheduled by the record's ``accumulator_trace``."""
     names = _names(records)
     found = records_target(names, dtype, workload_id)
     record = read_record(trace_path(found, dtype, workload_id))[1] if found else None
     if record is None:
         how = (f"run `tvm-suite tune --target {names[0]} --dtype {dtype} --workload {workload_id}`"
-               if dtype in workloads.DTYPES else f"`tvm-suite tune` does not tune {dtype} yet")
+               if dtype in workloads.MEASURED_DTYPES else f"`tvm-suite tune` does not tune {dtype} yet")
         raise NoTunedRecord(f"no tuned record for {workload_id} {dtype} on {' or '.join(names)} ({how})")
+    trace = record["trace"]
+    if record.get("prologue") == PACK_WEIGHTS:
+        func = pack_weights(func, workloads.get(workload_id).chain)
+        if func is None:
+            raise TraceDoesNotApply(f"the record's prologue {PACK_WEIGHTS} does not apply to {workload_id}")
+    elif record.get("prologue") is not None:
+        raise DamagedRecord(f"tuning record of {workload_id} {dtype}: unknown prologue {record['prologue']!r}")
+    if accumulator:
+        trace = record.get("accumulator_trace")
+        if trace is None:
+            raise NoTunedRecord(f"the tuned record of {workload_id} {dtype} has no accumulator trace (tune it again)")
     schedule = compat.schedule(func)
-    if _tensorizes(record["trace"]):  # GPU fp16 traces use tensor cores (wmma)
-        compat.register_tensor_intrinsics()
+    if _tensorizes(trace):  # GPU fp16 traces use tensor cores (wmma), int8 ones x86 dot products
+        compat.register_tensor_intrinsics(_tensor_intrinsics(trace))
     try:
-        compat.apply_trace(record["trace"], schedule)
+        compat.apply_trace(trace, schedule)
     except Exception as err:  # the trace no longer applies on this TVM: news about this TVM
         raise TraceDoesNotApply(f"tuned trace does not apply: {first_line(err)}") from None
     return schedule.mod["main"]

@@ -10,6 +10,7 @@ import os
 import platform
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -52,6 +53,33 @@ def host_cpu_facts() -> dict:
     flags = host_cpu_flags()
     return {"model": host_cpu_model(), "mcpu": compat.host_cpu(),
             "features": {name: name in flags for name in DOT_PRODUCT_FEATURES}}
+
+
+@dataclass(frozen=True)
+class DotProductChoice:
+    """The tensor intrinsic an int8 tuning of the llvm target offers MetaSchedule, chosen from a
+    CPU's feature flags (:func:`dot_product_intrinsic`): ``intrinsic`` (None: none), the
+    instruction its kernels contain when it is used, and why, in words."""
+
+    intrinsic: str | None
+    instruction: str | None
+    reason: str
+
+    def to_json(self) -> dict:
+        return {"intrinsic": self.intrinsic, "instruction": self.instruction, "reason": self.reason}
+
+
+def dot_product_intrinsic(flags: frozenset[str] | None = None) -> DotProductChoice:
+    """The x86 dot-product intrinsic for uint8 x int8 -> int32 that a CPU with feature ``flags``
+    (/proc/cpuinfo's names; default: this machine's, read now) runs: VNNI's ``dot_16x4_vnni``
+    (``vpdpbusd``) where it has avx512_vnni, else ``dot_16x4_avx512`` (``vpmaddubsw`` then
+    ``vpmaddwd``) where it has avx512bw, else none."""
+    flags = host_cpu_flags() if flags is None else frozenset(flags)
+    if "avx512_vnni" in flags:
+        return DotProductChoice("dot_16x4_vnni", "vpdpbusd", "the CPU has avx512_vnni")
+    if {"avx512f", "avx512bw"} <= flags:
+        return DotProductChoice("dot_16x4_avx512", "vpmaddubsw", "the CPU has avx512bw but not avx512_vnni")
+    return DotProductChoice(None, None, "the CPU has neither avx512_vnni nor avx512bw: no dot-product intrinsic")
 
 
 #: (LLVM's name, model name) of the CPU to build for instead of this one; see building_for().
@@ -112,6 +140,18 @@ class LLVMTarget(Target):
         return compat.make_target(
             {"kind": "llvm", "mcpu": build_cpu()[0], "num-cores": os.cpu_count() or 1}
         )
+
+    def tuning_options(self, inputs=None, output_shape=None, dtype=None, check=None,
+                       dot_product: DotProductChoice | None = None) -> dict:
+        """The default runner and builder; for int8, the design space with the dot-product
+        intrinsic ``dot_product`` (default: this CPU's, :func:`dot_product_intrinsic`)."""
+        from suite.core import workloads
+
+        if dtype not in workloads.INTEGER_DTYPES:
+            return super().tuning_options(inputs, output_shape, dtype, check)
+        choice = dot_product or dot_product_intrinsic()
+        return {**super().tuning_options(inputs, output_shape, workloads.output_dtype(dtype), check),
+                "space": compat.dot_product_space(compat.dot_product_intrinsic_name(choice.intrinsic))}
 
     def identity(self) -> dict:
         override = _BUILD_FOR.get()
