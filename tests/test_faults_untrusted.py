@@ -49,9 +49,9 @@ def test_every_fault_kind_has_cases():
 
 
 def here(*args) -> subprocess.CompletedProcess:
-    """`tvm-suite triage ARGS` in this process (TVM imported once for all the cases), for the
-    cases refused before anything runs; those whose exit status is the point (a schedule's), and
-    one of each kind, run as a process of their own (run_cli)."""
+    """`tvm-suite triage ARGS` in this process (TVM imported once for all the cases); those whose
+    exit status is the point (a schedule's exit, a whole triage's verdict) run as a process of
+    their own (run_cli)."""
     return run_in_process("triage", *args)
 
 
@@ -244,7 +244,7 @@ def test_a_schedule_that_applies_nothing_is_refused(tmp_path):
 def test_tvmscript_given_as_a_schedule_is_refused_unrun(tmp_path):
     """An after program given as --schedule: refused from its syntax tree, before anything runs."""
     path, side, _ = payload(tmp_path, *PAYLOADS[1][1:3])
-    refused(run_cli("triage", str(CASES / "matmul.py"), "--schedule", str(path)),
+    refused(here(CASES / "matmul.py", "--schedule", path),
             f"{path}:", "scale is TVMScript (@T.prim_func), not a schedule", "give the after program as AFTER")
     assert not side.exists()
     refused(here(CASES / "matmul.py", "--schedule", CASES / "matmul.py"),
@@ -263,7 +263,7 @@ def test_repro_never_replaces_a_file(tmp_path):
     before.write_text((CASES / "matmul.py").read_text())
     for target in (existing, before):
         kept = target.read_bytes()
-        refused(run_cli("triage", str(before), str(CASES / "matmul_wrong_split.py"), "--repro", str(target)),
+        refused(here(before, CASES / "matmul_wrong_split.py", "--repro", target),
                 f"--repro {target} exists", "never replaces a file")
         assert target.read_bytes() == kept
     link = tmp_path / "dangling.py"
@@ -320,7 +320,7 @@ def test_huge_shapes_are_refused_before_any_allocation(tmp_path):
     huge, scratch = tmp_path / "huge.py", tmp_path / "scratch.py"
     huge.write_text(HUGE)
     scratch.write_text(SCRATCH)
-    refused(run_cli("triage", str(huge), str(huge)), f"{huge}: triage would hold about", "inputs 74.5 GiB",
+    refused(here(huge, huge), f"{huge}: triage would hold about", "inputs 74.5 GiB",
             "over the limit of 2 GiB", "--max-memory")
     refused(here(scratch, scratch), "reference 1.31 TiB")
     refused(here(CASES / "matmul.py", CASES / "matmul.py", "--max-memory", "1K"), "over the limit of 1 KiB")
@@ -350,7 +350,7 @@ def test_deep_expressions_are_one_line(tmp_path):
     """A sum of 20,000 terms (deeper than Python's own parser goes), of 300 (deeper than TVM's
     parser goes), 20,000 nested parentheses: one line each, never a RecursionError."""
     terms = deep(tmp_path, "terms.py", " + ".join(["A[vi]"] * 20_000))
-    refused(run_cli("triage", str(terms), str(terms)), f"{terms}: nested deeper than Python's own parser reads")
+    refused(here(terms, terms), f"{terms}: nested deeper than Python's own parser reads")
     some = deep(tmp_path, "some.py", " + ".join(["A[vi]"] * 300))
     read_refused(some, f"{some}:10: nested more than {script_check.MAX_DEPTH} levels")
     parens = deep(tmp_path, "parens.py", "(" * 20_000 + "A[vi]" + ")" * 20_000)
@@ -386,8 +386,8 @@ def test_a_byte_order_mark_is_read_past(tmp_path):
     Python: invalid non-printable character U+FEFF")."""
     schedule = tmp_path / "schedule.py"
     schedule.write_bytes(b"\xef\xbb\xbf" + b"b = sch.get_sblock('C')\ni, j, k = sch.get_loops(b)\nsch.reorder(j, i)\n")
-    done = run_cli("triage", str(CASES / "matmul.py"), "--schedule", str(schedule), "--json")
+    done = here(CASES / "matmul.py", "--schedule", schedule, "--json")
     assert done.returncode == 0 and json.loads(done.stdout)["verdict"] == "EQUIVALENT", done.stderr[-1000:]
     trace = tmp_path / "trace.json"
     trace.write_bytes(b"\xef\xbb\xbf[[], []]")
-    refused(run_cli("triage", str(CASES / "matmul.py"), "--trace", str(trace)), trace, "applies nothing")
+    refused(here(CASES / "matmul.py", "--trace", trace), trace, "applies nothing")
