@@ -242,6 +242,7 @@ def kept_and_candidate(tmp_path_factory):
     return base, repo, commits
 
 
+@pytest.mark.slow  # two whole runs (real kernels built and measured) make the kept history
 def test_a_kept_baseline_is_judged_on_the_dtypes_asked_for_only(cli, kept_and_candidate, monkeypatch):
     """`check --baseline-from KEPT --dtypes float32`: the kept history's float16 rows are not the
     check's (it was DATA MISSING, exit 2, for rows nobody asked for); float32 is judged against it."""

@@ -1002,18 +1002,26 @@ def test_tune_never_chooses_a_candidate_it_did_not_check():
     assert checked == refused >= 1
 
 
+#: A triage whose verdict a bound decides: rowsum, and its sum split by rfactor.
+RFACTOR = [str(CASES / "rowsum.py"), "--schedule", str(CASES / "rowsum_rfactor.py"), "--json"]
+
+
+@pytest.mark.slow  # two whole triages, each building and running both programs
 def test_triage_judges_by_the_thresholds_it_is_given_as_gate_does(cli, tmp_path):
     """--thresholds is loaded once, before any work, and every verdict applies it: a lambda 10^4
-    times smaller makes the same bound hundreds of times tighter; a threshold out of range is one line."""
-    case = [str(CASES / "rowsum.py"), "--schedule", str(CASES / "rowsum_rfactor.py"), "--json"]
-    default = json.loads(cli("triage", *case).stdout)["targets"][0]["figures"]
+    times smaller makes the same bound hundreds of times tighter."""
+    default = json.loads(cli("triage", *RFACTOR).stdout)["targets"][0]["figures"]
     tight = tmp_path / "tight.toml"
     tight.write_text("[bound]\nlambda = 0.00094\n")
-    given = json.loads(cli("triage", *case, "--thresholds", str(tight)).stdout)["targets"][0]["figures"]
+    given = json.loads(cli("triage", *RFACTOR, "--thresholds", str(tight)).stdout)["targets"][0]["figures"]
     assert (default["lambda"], given["lambda"]) == (9.4, 0.00094)
     assert given["before_bound_fraction"] > 100 * default["before_bound_fraction"]  # K*u**2 stays
+
+
+def test_a_threshold_out_of_range_is_one_line(cli, tmp_path):
+    """triage reads --thresholds as gate does: a threshold out of range is one line, exit 2."""
     bad = tmp_path / "bad.toml"
     bad.write_text("[bound]\nmax_fraction = 0\n")
-    refused = cli("triage", *case, "--thresholds", str(bad))
+    refused = cli("triage", *RFACTOR, "--thresholds", str(bad))
     assert refused.returncode == 2 and refused.stderr.strip().splitlines() == [
         f"tvm-suite: error: {bad}: bound.max_fraction = 0 is out of range: it must be above 0"]
