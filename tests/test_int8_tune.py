@@ -52,6 +52,16 @@ def test_an_int8_record_without_a_trace_of_its_accumulator_is_a_skip_with_its_re
         tuning.replay(func, MEAN, "int8", "llvm", accumulator=True)
 
 
+def test_a_record_that_used_vnni_is_a_skip_on_a_cpu_without_it():
+    used = [r for r in _committed_int8() if r["tensorized"]["used"]]
+    if not used:
+        pytest.skip("no committed int8 record that used a dot-product intrinsic")
+    record = used[0]
+    func = quantized.prim_func(workloads.get(record["workload"]).chain)
+    with pytest.raises(tuning.NoTunedRecord, match="this CPU lacks avx512_vnni"):
+        tuning.replay(func, record["workload"], "int8", "llvm", cpu_flags=frozenset({"avx2", "avx512f", "avx512bw"}))
+
+
 def _built(func, where):
     built = execution.build(target("llvm"), func, where / "kernel.so")
     assert built.failure is None, built.failure

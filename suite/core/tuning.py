@@ -815,10 +815,13 @@ def _tensor_intrinsics(trace) -> set[str]:
             if isinstance(inst, list) and inst and inst[0] == "Tensorize" and len(inst) > 2 and inst[2]}
 
 
-def replay(func, workload_id: str, dtype: str, records, accumulator: bool = False):
+def replay(func, workload_id: str, dtype: str, records, accumulator: bool = False,
+           cpu_flags: frozenset[str] | None = None):
     """``func`` scheduled by the committed trace of (workload, dtype) of the first of the targets
     ``records`` (a name, or names in order of preference) that has one; ``accumulator``: ``func``
-    is an int8 kernel's accumulator function, scheduled by the record's ``accumulator_trace``."""
+    is an int8 kernel's accumulator function, scheduled by the record's ``accumulator_trace``.
+    A record whose kernel used a dot-product intrinsic this CPU (one with ``cpu_flags``; default:
+    this one) cannot run is a skip naming the features it lacks (NoTunedRecord)."""
     names = _names(records)
     found = records_target(names, dtype, workload_id)
     record = read_record(trace_path(found, dtype, workload_id))[1] if found else None
@@ -826,6 +829,14 @@ def replay(func, workload_id: str, dtype: str, records, accumulator: bool = Fals
         how = (f"run `tvm-suite tune --target {names[0]} --dtype {dtype} --workload {workload_id}`"
                if dtype in workloads.MEASURED_DTYPES else f"`tvm-suite tune` does not tune {dtype} yet")
         raise NoTunedRecord(f"no tuned record for {workload_id} {dtype} on {' or '.join(names)} ({how})")
+    if (record.get("tensorized") or {}).get("used"):
+        from suite.targets import llvm
+
+        intrinsic = record["dot_product"]["intrinsic"]
+        if lacking := llvm.lacking_features(intrinsic, cpu_flags):
+            raise NoTunedRecord(f"the tuned record of {workload_id} {dtype} uses {intrinsic} "
+                                f"({record['dot_product']['instruction']}), and this CPU lacks {', '.join(lacking)} "
+                                f"(tune it here: `tvm-suite tune --dtype {dtype} --workload {workload_id}`)")
     trace = record["trace"]
     if record.get("prologue") == PACK_WEIGHTS:
         func = pack_weights(func, workloads.get(workload_id).chain)

@@ -69,15 +69,25 @@ class DotProductChoice:
         return {"intrinsic": self.intrinsic, "instruction": self.instruction, "reason": self.reason}
 
 
+#: The CPU features (/proc/cpuinfo's names) each dot-product intrinsic's instructions need.
+INTRINSIC_FEATURES = {"dot_16x4_vnni": ("avx512_vnni",), "dot_16x4_avx512": ("avx512f", "avx512bw")}
+
+
+def lacking_features(intrinsic: str | None, flags: frozenset[str] | None = None) -> list[str]:
+    """The features ``intrinsic`` needs that a CPU with ``flags`` (default: this one's) lacks."""
+    flags = host_cpu_flags() if flags is None else frozenset(flags)
+    return [f for f in INTRINSIC_FEATURES.get(intrinsic, ()) if f not in flags]
+
+
 def dot_product_intrinsic(flags: frozenset[str] | None = None) -> DotProductChoice:
     """The x86 dot-product intrinsic for uint8 x int8 -> int32 that a CPU with feature ``flags``
     (/proc/cpuinfo's names; default: this machine's, read now) runs: VNNI's ``dot_16x4_vnni``
     (``vpdpbusd``) where it has avx512_vnni, else ``dot_16x4_avx512`` (``vpmaddubsw`` then
     ``vpmaddwd``) where it has avx512bw, else none."""
     flags = host_cpu_flags() if flags is None else frozenset(flags)
-    if "avx512_vnni" in flags:
+    if not lacking_features("dot_16x4_vnni", flags):
         return DotProductChoice("dot_16x4_vnni", "vpdpbusd", "the CPU has avx512_vnni")
-    if {"avx512f", "avx512bw"} <= flags:
+    if not lacking_features("dot_16x4_avx512", flags):
         return DotProductChoice("dot_16x4_avx512", "vpmaddubsw", "the CPU has avx512bw but not avx512_vnni")
     return DotProductChoice(None, None, "the CPU has neither avx512_vnni nor avx512bw: no dot-product intrinsic")
 
