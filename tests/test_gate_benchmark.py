@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import eventually
+from conftest import eventually, run_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "experiments" / "gate_benchmark.py"
@@ -25,6 +25,11 @@ SMALL_HEXAGON = ["--combos", "0", "--hexagon-combos", "1", "--commits", "4", "--
 def experiment(*args, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True, cwd=ROOT,
                           timeout=900, **kwargs)
+
+
+def refused_here(*args) -> subprocess.CompletedProcess:
+    """The experiment's main in this process (imported once), for input it refuses before any work."""
+    return run_experiment("gate_benchmark.py", *args)
 
 
 def one_line(done, *words) -> str:
@@ -153,15 +158,14 @@ def test_a_damaged_journal_line_is_refused_and_one_cut_short_by_a_kill_is_droppe
     (["--out", "{tmp}/o", "--thresholds", "README.md"], "not a readable TOML file"),
 ])
 def test_bad_input_is_one_line_before_any_work(tmp_path, args, words):
-    done = experiment(*(a.format(tmp=tmp_path) for a in args))
-    lines = done.stderr.strip().splitlines()
+    done = refused_here(*(a.format(tmp=tmp_path) for a in args))
     assert done.returncode == 2 and "Traceback" not in done.stderr and words in done.stderr, done.stderr
     assert not (tmp_path / "o").exists()
 
 
 def test_an_out_that_is_a_link_to_nothing_is_refused_and_left(tmp_path):
     (tmp_path / "o").symlink_to(tmp_path / "gone")
-    one_line(experiment("--out", tmp_path / "o", *SMALL), "a link to nothing")
+    one_line(refused_here("--out", tmp_path / "o", *SMALL), "a link to nothing")
     assert (tmp_path / "o").is_symlink() and not (tmp_path / "gone").exists()
 
 
@@ -169,7 +173,7 @@ def test_a_directory_holding_files_it_did_not_write_is_refused(tmp_path):
     out = tmp_path / "o"
     out.mkdir()
     (out / "gate_benchmark.json").write_text("the user's")
-    one_line(experiment("--out", out, *SMALL), "never replaced")
+    one_line(refused_here("--out", out, *SMALL), "never replaced")
     assert (out / "gate_benchmark.json").read_text() == "the user's" and sorted(os.listdir(out)) == ["gate_benchmark.json"]
 
 
