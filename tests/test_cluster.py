@@ -9,6 +9,7 @@ worker dies (recorded as failed, lost, and measured again by the next run), an u
 scheduler and a worker of another TVM build (one-line errors).
 """
 
+import importlib.util
 import io
 import os
 import shutil
@@ -24,18 +25,17 @@ import pytest
 
 from conftest import run_cli
 from suite import cache, compat
-from suite.core import cluster as dask_cluster, entries, measurement, runstore, timing
+from suite.core import entries, measurement, runstore, timing
 from suite.core.combo import Combo
 from suite.core.record import Status
 from suite.errors import UserError
 from suite.targets import hexagon
 
-try:
-    import distributed
-except ImportError:
-    distributed = None
+#: Dask itself is imported by the tests that use it: at collection it cost every worker of the fast
+#: loop (which deselects this module) about 0.4 CPU-seconds.
+HAVE_DASK = importlib.util.find_spec("distributed") is not None
 
-needs_dask = pytest.mark.skipif(distributed is None,
+needs_dask = pytest.mark.skipif(not HAVE_DASK,
                                 reason="Dask is not installed: pip install 'tvm-accuracy-suite[cluster]'")
 #: Dask tests start a scheduler and workers (tens of seconds): a marker of their own, out of the fast loop.
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -93,6 +93,8 @@ class Cluster:
                          "--name", f"w{i}", "--local-directory", str(self.tmp / f"scratch{i}"),
                          "--preload", str(PRELOAD)],
                         {**base, "TVM_SUITE_CACHE": str(self.tmp / f"worker-cache{i}")}, f"worker{i}")
+        import distributed
+
         self.client = distributed.Client(self.address, set_as_default=False)
         self.client.wait_for_workers(workers, timeout=120)
 
@@ -131,9 +133,17 @@ class Cluster:
                 proc.wait()
 
 
+@pytest.fixture
+def dask_cluster():
+    """suite.core.cluster, which imports Dask."""
+    from suite.core import cluster
+
+    return cluster
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    if distributed is None:
+    if not HAVE_DASK:
         pytest.skip("Dask is not installed: pip install 'tvm-accuracy-suite[cluster]'")
     started = Cluster(tmp_path_factory.mktemp("dask"))
     yield started
@@ -186,7 +196,7 @@ def assert_same(local, ids, where):
 
 
 @needs_dask
-def test_a_grid_on_the_cluster_matches_the_local_run_bit_for_bit(cluster, tmp_path, monkeypatch):
+def test_a_grid_on_the_cluster_matches_the_local_run_bit_for_bit(cluster, tmp_path, monkeypatch, dask_cluster):
     local = local_run(GRID)
     local_refs = {(w, d): (measurement.reference_entry(Combo.resolve(w, d, t, o).workload, d) / "reference.npy")
                   .read_bytes() for w, d, t, o in GRID if local[(w, d, t, o)][0].has_output}
@@ -230,7 +240,7 @@ def test_a_run_on_the_cluster_times_latency_here(cluster, tmp_path, monkeypatch)
 
 
 @needs_dask
-def test_a_worker_killed_mid_combination_is_retried_on_another(cluster, tmp_path, monkeypatch):
+def test_a_worker_killed_mid_combination_is_retried_on_another(cluster, tmp_path, monkeypatch, dask_cluster):
     local = local_run([KILLED])
     client = client_cache(tmp_path, monkeypatch)
     combo, lines, done = Combo.resolve(*KILLED), [], {}  # resolved here: TVM builds no model in two threads
@@ -249,7 +259,7 @@ def test_a_worker_killed_mid_combination_is_retried_on_another(cluster, tmp_path
 
 
 @needs_dask
-def test_a_combination_every_worker_dies_on_is_failed_then_measured_again(cluster, tmp_path, monkeypatch):
+def test_a_combination_every_worker_dies_on_is_failed_then_measured_again(cluster, tmp_path, monkeypatch, dask_cluster):
     client_cache(tmp_path, monkeypatch)
     kept, lost = Combo.resolve(*GRID[0]), Combo.resolve(*LOST)
     measurement.measure(kept)  # already in this cache: a lost worker changes nothing of it
@@ -294,7 +304,7 @@ def test_an_unreachable_scheduler_is_one_line_and_exit_2(cli, tmp_path):
 
 
 @needs_dask
-def test_a_worker_of_another_tvm_build_is_refused(tmp_path, monkeypatch):
+def test_a_worker_of_another_tvm_build_is_refused(tmp_path, monkeypatch, dask_cluster):
     client_cache(tmp_path, monkeypatch)  # nothing measured: there is work to send
     other = Cluster(tmp_path, workers=1, env={"TVM_SUITE_TEST_FAKE_BUILD": "0.27.0-0123456789"})
     try:
@@ -308,7 +318,7 @@ def test_a_worker_of_another_tvm_build_is_refused(tmp_path, monkeypatch):
 
 
 @needs_dask
-def test_a_scheduler_lost_mid_run_is_one_line_and_keeps_the_cache(tmp_path, monkeypatch):
+def test_a_scheduler_lost_mid_run_is_one_line_and_keeps_the_cache(tmp_path, monkeypatch, dask_cluster):
     client_cache(tmp_path, monkeypatch)
     kept, slow = Combo.resolve(*GRID[0]), Combo.resolve(*KILLED)
     measurement.measure(kept)
