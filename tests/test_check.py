@@ -15,8 +15,6 @@ from suite.jobs import check
 from suite.core.combo import Grid
 from suite.asv_plumbing import releases, source_build
 
-GRID = Grid.of(None, ["float32", "float16"], ["llvm"], ["default", "tuned"])
-
 
 def _sides():
     return [check.Side("baseline", "a" * 40, "v0.26.0", releases.RELEASES["0.26.0"]),
@@ -24,14 +22,15 @@ def _sides():
 
 
 def test_the_plan_says_what_each_side_installs_and_how_long(tmp_path, monkeypatch):
+    grid = Grid.of(None, ["float32", "float16"], ["llvm"], ["default", "tuned"])  # reads the models' catalog
     monkeypatch.setattr(source_build, "ccache_objects", lambda: 24)  # a few objects: no earlier TVM build
-    lines, cold = check.plan(_sides(), tmp_path / "out", GRID)
+    lines, cold = check.plan(_sides(), tmp_path / "out", grid)
     assert re.match(r"baseline +v0\.26\.0 \(aaaaaaaaaa\): +the wheel apache-tvm 0\.26\.0 with apache-tvm-ffi ", lines[0])
     assert lines[0].index("the wheel") == lines[1].index("a source build")  # a table: one column each
     assert "a source build (TVM's CMake with LLVM; ccache holds no earlier build: a cold one)" in lines[1]
     assert cold == check.WHEEL_S + check.SOURCE_COLD_S + 2 * check.BENCHMARK_S
     monkeypatch.setattr(source_build, "ccache_objects", lambda: 613)
-    lines, cached = check.plan(_sides(), tmp_path / "out", GRID)
+    lines, cached = check.plan(_sides(), tmp_path / "out", grid)
     assert "ccache holds 613 objects of earlier builds" in lines[1]
     assert cached == check.WHEEL_S + check.SOURCE_CACHED_S + 2 * check.BENCHMARK_S
 
