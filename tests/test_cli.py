@@ -107,7 +107,7 @@ def test_relative_paths_are_the_callers(cli, tmp_path):
     assert_one_line_error(done, str(tmp_path / "here" / "nowhere"))
 
 
-@pytest.mark.longest
+@pytest.mark.slow  # a whole run: asv, a real kernel built and measured, the report
 def test_run_from_another_directory_writes_where_it_was_asked(cli, tmp_path):
     from conftest import REPO_ROOT
 

@@ -39,7 +39,7 @@ FAULTS = {
     "a child's trap in the scratch": ["test_a_fifo_left_for_the_suite_does_not_hang_it"],
     "a reproducer's quoting closed": ["test_a_block_name_cannot_close_the_reproducers_quoting"],
     "a trace of Python": ["test_a_trace_that_is_not_json_is_refused"],
-    "no sandbox here": ["test_without_bubblewrap_triage_refuses_unless_trusted"],
+    "no sandbox here": ["test_without_bubblewrap_triage_refuses", "test_without_bubblewrap_a_trusted_triage_runs_unconfined"],
 }
 
 pytestmark = pytest.mark.skipif(sandbox.unavailable() is not None,
@@ -222,13 +222,17 @@ def test_a_trace_that_is_not_json_is_refused(cli, tmp_path):
     assert not outside.exists()
 
 
-@pytest.mark.longest
-def test_without_bubblewrap_triage_refuses_unless_trusted(tmp_path):
-    # processes of their own: whether a sandbox starts is found once per process
+def test_without_bubblewrap_triage_refuses(tmp_path):
+    # a process of its own: whether a sandbox starts is found once per process
     env = {sandbox.BWRAP_ENV: str(tmp_path / "bwrap")}  # a bubblewrap that is not there
     _one_line_refusal(run_cli("triage", str(CASES / "rowsum.py"), str(CASES / "rowsum_last_twice.py"), env=env),
                       f"bubblewrap ({tmp_path / 'bwrap'}) is not installed", "apt-get install bubblewrap",
                       "--trust-input")
+
+
+@pytest.mark.slow  # a whole triage, both programs built and run
+def test_without_bubblewrap_a_trusted_triage_runs_unconfined(tmp_path):
+    env = {sandbox.BWRAP_ENV: str(tmp_path / "bwrap")}  # a bubblewrap that is not there
     trusted = run_cli("triage", str(CASES / "rowsum.py"), str(CASES / "rowsum_last_twice.py"), "--trust-input",
                       "--json", env=env)
     assert trusted.returncode == 15, trusted.stderr[-2000:]  # SHIFTED, as in the sandbox
