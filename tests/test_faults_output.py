@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from asv_runs import member, place, plant, plant_file, plant_samples, two_commit_repo
-from conftest import check_fault_table, made_once, run_cli
+from conftest import check_fault_table, made_once, run_cli, run_in_process
 from test_tuning import committed_digests, tuned_into_home, users_records
 
 MEAN = "resnet50.mean.7x7x2048"
@@ -205,7 +205,7 @@ def test_an_expected_failure_under_json_is_json(tmp_path):
                  ("fuzz", "--workloads", "nosuch", "--json"),
                  ("run", *TINY, "--out", str(tmp_path / "afile"), "--json")):
         (tmp_path / "afile").write_text("x")
-        done = run_cli(*args)
+        done = run_in_process(*args)  # each refused before any work
         facts = pure_json(done, 2)
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0] == f"tvm-suite: error: {facts['error']}", done.stderr

@@ -49,9 +49,8 @@ def test_every_fault_kind_has_cases():
 
 
 def here(*args) -> subprocess.CompletedProcess:
-    """`tvm-suite triage ARGS` in this process (TVM imported once for all the cases); those whose
-    exit status is the point (a schedule's exit, a whole triage's verdict) run as a process of
-    their own (run_cli)."""
+    """`tvm-suite triage ARGS` in this process (TVM imported once for all the cases); a schedule's
+    exit, whose status is the point, runs as a process of its own (run_cli)."""
     return run_in_process("triage", *args)
 
 
@@ -203,7 +202,7 @@ def test_code_around_the_definitions_is_never_run(tmp_path):
     path = tmp_path / "report.py"
     path.write_text(f"import os\nos.system('touch {side}')\n" + (CASES / "stencil_oob.py").read_text()
                     + f"\nmod = __import__('os').system('touch {side}')\n")
-    done = run_cli("triage", str(path), str(path), "--json")
+    done = here(path, path, "--json")
     assert done.returncode == 13 and json.loads(done.stdout)["verdict"] == "UNDEFINED", done.stderr
     assert not side.exists()
 
