@@ -377,8 +377,9 @@ def search(func, target, trials: int, inputs, output_shape, dtype: str, check, l
     ms = compat.meta_schedule()
     module = compat.tvm().IRModule({"main": func.with_attr("global_symbol", "main")})
     tvm_target = target.tuning_target()
-    options = (target.tuning_options(inputs, output_shape, dtype, check=check, dot_product=dot_product)
-               if dot_product is not None else target.tuning_options(inputs, output_shape, dtype, check=check))
+    output_dtype = workloads.output_dtype(dtype)  # int8 kernels requantize to uint8
+    options = (target.tuning_options(inputs, output_shape, output_dtype, check=check, dot_product=dot_product)
+               if dot_product is not None else target.tuning_options(inputs, output_shape, output_dtype, check=check))
     beside = options.pop("measured", None)      # the runner's (packets, emulated s) per candidate
     measure_module = options.pop("measure_module", None)
     started = time.perf_counter()

@@ -153,15 +153,13 @@ class LLVMTarget(Target):
 
     def tuning_options(self, inputs=None, output_shape=None, dtype=None, check=None,
                        dot_product: DotProductChoice | None = None) -> dict:
-        """The default runner and builder; for int8, the design space with the dot-product
-        intrinsic ``dot_product`` (default: this CPU's, :func:`dot_product_intrinsic`)."""
-        from suite.core import workloads
-
-        if dtype not in workloads.INTEGER_DTYPES:
-            return super().tuning_options(inputs, output_shape, dtype, check)
-        choice = dot_product or dot_product_intrinsic()
-        return {**super().tuning_options(inputs, output_shape, workloads.output_dtype(dtype), check),
-                "space": compat.dot_product_space(compat.dot_product_intrinsic_name(choice.intrinsic))}
+        """The default runner and builder (``dtype``: the output's); with ``dot_product`` (int8:
+        the choice suite.core.tuning offers, :func:`dot_product_intrinsic`), the design space with
+        that intrinsic."""
+        options = super().tuning_options(inputs, output_shape, dtype, check)
+        if dot_product is None:
+            return options
+        return {**options, "space": compat.dot_product_space(compat.dot_product_intrinsic_name(dot_product.intrinsic))}
 
     def identity(self) -> dict:
         override = _BUILD_FOR.get()
