@@ -469,11 +469,14 @@ def _judge_suspects(history, baseline, candidate, thresholds, remeasure, compari
         if s.verdict is Slowness.SUSPECT and remeasure is not None:
             kept = [history.kept(c.hash, s.series.machine) for c in (baseline, candidate)]
             timings = [dataclasses.replace(k.timings[s.series.ids], code=k.code.get(s.series.ids)) for k in kept]
+            notes = []  # what each re-timing said of its kernels (rebuilt: said by the first alone)
             while s.verdict is Slowness.SUSPECT:
                 again = remeasure(s.series, timings)
                 if isinstance(again, str):  # KeptSamples is a str too
                     break
-                s = rules.remeasured(s, again[0], thresholds, again[1])
+                if again[1] and again[1] not in notes:
+                    notes.append(again[1])
+                s = rules.remeasured(s, again[0], thresholds, "; ".join(notes) or None)
             if s.verdict is Slowness.SUSPECT:  # not timed again (as often as the rule asks)
                 if two_builds:
                     apart[str(again)] = apart.get(str(again), 0) + 1
