@@ -266,7 +266,7 @@ def default_outputs(kernels: Path, ids) -> tuple[np.ndarray, np.ndarray] | str:
     if ran.failure is not None:
         return f"its default order failed to run: {ran.failure.words()}"
     for f, array in zip(files, (ran.output, ran.twin)):
-        cache.write_file(f, lambda tmp, array=array: np.save(open(tmp, "wb"), array))
+        cache.write_file(f, lambda tmp, array=array: np.save(tmp, array))  # tmp ends in .npy
     return ran.output, ran.twin
 
 
@@ -732,10 +732,11 @@ def judge(histories, series, args, th, journal) -> dict[str, dict]:
     flags = {d: {} for d in detectors}
     asv_by_threshold = {t: {} for t in (0.0, 0.01, 0.02, 0.05)}
     disagreements, judged = [], {}
+    judged_by = thresholds_digest(th)
     for change, history in histories.items():
         commits = history.commits
         for i in range(1, len(commits)):
-            key = f"gate|{thresholds_digest(th)}|{change}|{i}"
+            key = f"gate|{judged_by}|{change}|{i}"
             kept = journal.get(key)
             if kept is None:
                 result, history = gate_pair(history, commits[i - 1], commits[i], th)
