@@ -9,6 +9,7 @@ import importlib.util
 import io
 import json
 import os
+import resource
 import shutil
 import subprocess
 import time
@@ -50,6 +51,33 @@ def made_once(tmp_path_factory, name: str, make):
             value = make(place)
             done.write_text(json.dumps(value))
     return json.loads(done.read_text())
+
+
+def pytest_addoption(parser):
+    parser.addoption("--cpu-report", metavar="FILE",
+                     help="append one JSON line per test to FILE: its id, the xdist worker, the CPU seconds of "
+                          "the test process and of the children it reaped (getrusage), and its wall seconds")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """--cpu-report: what each test cost (setup and teardown included). CPU seconds, unlike wall time,
+    are little changed by other load on the machine; a child's count once it has been waited for."""
+    report = item.config.getoption("cpu_report")
+    if not report:
+        yield
+        return
+    wall, cpu = time.perf_counter(), _cpu_seconds()
+    yield
+    line = json.dumps({"id": item.nodeid, "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+                       "cpu_s": round(_cpu_seconds() - cpu, 3), "wall_s": round(time.perf_counter() - wall, 3)})
+    with open(report, "a") as out:  # one write per line: the workers' lines never interleave
+        out.write(line + "\n")
+
+
+def _cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def pytest_collection_modifyitems(items):
