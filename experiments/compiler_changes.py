@@ -268,3 +268,201 @@ def build(combo: Combo, change: Change, path: Path) -> execution.Built:
         if change.assembly is not None:
             target = _AssemblyEdited(target, change.assembly(_emitted_assembly(target, target.prepare(func, combo.order))))
         return execution.build(target, func, path, combo.order)
+
+
+# ----------------------------------------------------------------------------- lowering bugs (issue 63)
+#
+# A bug planted in one of TVM's own lowering passes, for every build of the processes started with
+# :func:`lowering_bug_env` (a fuzz campaign and its worker children): the factory of that pass is
+# replaced by one whose pass, named as TVM's (so that ``PassContext(disabled_pass=[name])`` takes the
+# bug out with the pass), edits the TIR it is given, as the faulty pass would, and then runs TVM's.
+# The edit is made on the module's TVMScript (0.27's Python has no statement mutator).
+
+#: The variable naming the lowering bug a process's TVM is built with (:func:`lowering_bug_env`).
+BUG_ENV = "TVM_SUITE_LOWERING_BUG"
+
+
+@dataclass(frozen=True)
+class LoweringBug:
+    name: str
+    words: str
+    namespace: str  #: the TVM module of the pass's factory, e.g. "tirx.transform"
+    factory: str  #: the factory's name there, e.g. "UnrollLoop"
+    edit: Callable  #: (TVMScript of the module the pass is given) -> the faulty pass's
+
+
+def _auto_unrolled_drop_last(text: str) -> str:
+    """Each serial loop of constant extent 2..64 inside an auto-unroll region (``pragma_auto_unroll_max_step``)
+    one iteration short: the last copy of an unrolled body dropped."""
+    lines, out, region = text.splitlines(), [], None
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        if region is not None and line.strip() and indent <= region:
+            region = None
+        if '"pragma_auto_unroll_max_step"' in line and "with T.attr(" in line:
+            region = indent
+        elif region is not None:
+            line = re.sub(rf"\bin range\(({_EXTENT})\):", lambda m: f"in range({_shorter(m.group(1))}):", line)
+            line = re.sub(r"\bin T\.grid\((.*)\):$", lambda m: "in T.grid(" + ", ".join(
+                _shorter(e.strip()) for e in m.group(1).split(",")) + "):", line)
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+#: A constant extent as TVMScript prints it: ``20``, or ``T.int64(20)`` (before NarrowDataType).
+_EXTENT = r"(?:\d+|T\.int(?:32|64)\(\d+\))"
+
+
+def _shorter(extent: str) -> str:
+    value = int(re.sub(r"\D*(\d+)\)?$", r"\1", extent.replace("int64", "").replace("int32", "")))
+    if not 2 <= value <= 64:
+        return extent
+    return extent.replace(f"({value})", f"({value - 1})") if "(" in extent else str(value - 1)
+
+
+def _vector_lane_dropped(text: str) -> str:
+    """Each vectorized loop one lane short: its last lane never stored."""
+    return re.sub(rf"\bT\.vectorized\(({_EXTENT})\)", lambda m: f"T.vectorized({_shorter(m.group(1))})", text)
+
+
+LOWERING_BUGS = {bug.name: bug for bug in (
+    LoweringBug("unroll-drops-last", "UnrollLoop drops the last iteration of each loop it unrolls",
+                "tirx.transform", "UnrollLoop", _auto_unrolled_drop_last),
+    LoweringBug("vector-lane-dropped", "VectorizeLoop drops the last lane of each vectorized loop",
+                "tirx.transform", "VectorizeLoop", _vector_lane_dropped),
+)}
+
+
+def faulty_pass(name: str, real: Callable, *args, **kwargs):
+    """The pass lowering bug ``name`` (:data:`LOWERING_BUGS`) puts where TVM's factory ``real``
+    (called with ``args``) would have made its own: named as TVM's, it edits what it is given and
+    runs TVM's pass on the edit."""
+    tvm = compat.tvm()
+    bug = LOWERING_BUGS[name]
+    inner = real(*args, **kwargs)
+    if args and args[0] is False:  # the pass told not to do its work (VectorizeLoop(False)): nor its fault
+        return inner
+
+    def faulty(mod, _ctx):
+        return inner(tvm.script.from_source(bug.edit(mod.script()), check_well_formed=False))
+
+    return tvm.transform.module_pass(faulty, opt_level=inner.info.opt_level, name=inner.info.name)
+
+
+_SITECUSTOMIZE = '''"""Written by experiments/compiler_changes.py: once TVM is imported, the factory of one of its
+lowering passes is replaced by the faulty one of the lowering bug ${BUG_ENV} names."""
+import importlib, importlib.abc, importlib.util, os, sys
+
+
+class _AfterTvm(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != "tvm":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            # the suite and the experiment are imported at the first build, not in TVM's own import
+            place = importlib.import_module("tvm." + NAMESPACE)
+            real = getattr(place, FACTORY)
+
+            def factory(*args, **kwargs):
+                if REPO not in sys.path:
+                    sys.path.append(REPO)
+                from experiments import compiler_changes
+                return compiler_changes.faulty_pass(os.environ[BUG_ENV], real, *args, **kwargs)
+
+            setattr(place, FACTORY, factory)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+REPO, BUG_ENV, NAMESPACE, FACTORY = {repo!r}, {env!r}, {namespace!r}, {factory!r}
+if os.environ.get(BUG_ENV):
+    sys.meta_path.insert(0, _AfterTvm())
+'''
+
+
+def lowering_bug_env(name: str, where: Path) -> dict:
+    """The environment variables that plant lowering bug ``name`` in the TVM of a process started
+    with them, and of every Python process it starts (a campaign's workers): a ``sitecustomize.py``
+    written to ``where``, first on ``PYTHONPATH``."""
+    import os
+
+    if name not in LOWERING_BUGS:
+        raise ValueError(f"unknown lowering bug {name!r}: the bugs are {', '.join(LOWERING_BUGS)}")
+    where.mkdir(parents=True, exist_ok=True)
+    repo = str(Path(__file__).resolve().parent.parent)
+    bug = LOWERING_BUGS[name]
+    (where / "sitecustomize.py").write_text(_SITECUSTOMIZE.replace("${BUG_ENV}", BUG_ENV).format(
+        repo=repo, env=BUG_ENV, namespace=bug.namespace, factory=bug.factory))
+    path = os.pathsep.join(filter(None, [str(where), repo, os.environ.get("PYTHONPATH")]))
+    return {"PYTHONPATH": path, BUG_ENV: name}
+
+
+# ----------------------------------------------------------------------------- more lowering bugs (issue 63, recall)
+# Three more mistakes of TVM's lowering passes for `fuzz_recall.py`, planted as the ones above are.
+
+
+def _reduction_init_skipped_after_split(text: str) -> str:
+    """LowerInitBlock: a reduction block whose reduction variable is bound to a split or fused
+    loop (``T.axis.reduce(N, k_0 * 8 + k_1)``, not one loop variable) loses its ``T.init()``, so
+    it accumulates onto what its output held."""
+    lines, out, block, split, dropping = text.splitlines(), [], None, False, None
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        if dropping is not None and line.strip() and indent <= dropping:
+            dropping = None
+        if dropping is not None:
+            continue
+        if "with T.sblock(" in line:
+            block, split = indent, False
+        elif block is not None and (m := re.search(r"T\.axis\.reduce\([^,]+,\s*(.+)\)\s*$", line)):
+            split = split or not re.fullmatch(r"\w+", m.group(1).strip())
+        elif block is not None and split and line.strip() == "with T.init():":
+            dropping = indent
+            continue
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _vector_lane_loads_neighbour(text: str) -> str:
+    """VectorizeLoop: in each vectorized loop of N lanes, the last lane's values are computed at
+    lane N-2's index (the index vector built one lane short and padded with its last element):
+    the right-hand sides of the loop's stores read the neighbour."""
+    lines, out, loop = text.splitlines(), [], None
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        if loop is not None and line.strip() and indent <= loop[0]:
+            loop = None
+        m = re.match(r"\s*for (\w+) in T\.vectorized\((?:T\.int64\()?(\d+)\)?\):", line)
+        if m and int(m.group(2)) > 1:
+            loop = (indent, m.group(1), int(m.group(2)))
+        elif loop is not None and " = " in line:
+            target, value = line.split(" = ", 1)
+            lane, n = loop[1], loop[2]
+            line = f"{target} = " + re.sub(rf"\b{lane}\b", f"T.min({lane}, {n - 2})", value)
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _split_guard_off_by_one(text: str) -> str:
+    """LowerOpaqueBlock: a block's guard ``T.where(i < N)`` (an imperfect split's) lowered as
+    ``i < N - 1``: the last element of that dimension is never computed."""
+    def shifted(m):
+        return re.sub(r"< (?:T\.int64\()?(\d+)\)?", lambda b: f"< {int(b.group(1)) - 1}", m.group(0))
+
+    return re.sub(r"T\.where\(.*\)\s*$", shifted, text, flags=re.MULTILINE)
+
+
+LOWERING_BUGS.update({bug.name: bug for bug in (
+    LoweringBug("init-skipped-after-split", "LowerInitBlock drops the init of a reduction bound to a split loop",
+                "s_tir.transform", "LowerInitBlock", _reduction_init_skipped_after_split),
+    LoweringBug("vector-lane-loads-neighbour", "VectorizeLoop's last lane computes at its neighbour's index",
+                "tirx.transform", "VectorizeLoop", _vector_lane_loads_neighbour),
+    LoweringBug("split-guard-off-by-one", "LowerOpaqueBlock lowers an imperfect split's guard i < N as i < N - 1",
+                "s_tir.transform", "LowerOpaqueBlock", _split_guard_off_by_one),
+)})

@@ -9,6 +9,7 @@ Known drift, each checked against the 0.25.0, 0.26.0 and 0.27.0.post1 wheels: 0.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.metadata
@@ -103,6 +104,51 @@ def pass_config(options: dict) -> dict:
             raise UserError(f"this TVM has no pass option {name!r}")
         found[spelled] = value
     return found
+
+
+#: Passes that wrap others (the pipeline's own module pass, a Sequential): never one to blame.
+_PIPELINE_PASSES = frozenset({"_pipeline", "sequential", "Sequential"})
+#: Passes the build needs, which TVM's pipeline can be told to run without doing their work: the
+#: pass configuration option (named as :func:`pass_config` takes it) that does so. VectorizeLoop
+#: left out fails the build (LiftStorageAlloc's check), ``disable_vectorize`` makes it lower the loops
+#: to serial ones.
+PASS_SWITCHES = {"tirx.VectorizeLoop": "disable_vectorize", "tir.VectorizeLoop": "disable_vectorize",
+                 "tirx.StorageRewrite": "disable_storage_rewrite", "tir.StorageRewrite": "disable_storage_rewrite",
+                 "tirx.CommonSubexprElim": "disable_cse_tir", "tir.CommonSubexprElim": "disable_cse_tir"}
+
+
+@contextlib.contextmanager
+def lowering(disabled: list[str] = (), seen: list | None = None, switched_off: list[str] = ()):
+    """TVM's lowering for the builds inside: as the current pass context has it, with the passes
+    named in ``disabled`` left out (``PassContext(disabled_pass=...)``; a pass TVM needs left out
+    makes the build fail), those in ``switched_off`` run without doing their work
+    (:data:`PASS_SWITCHES`), and the name of each pass that changed the module appended to ``seen``,
+    once, in the order they ran (a pass instrument: the passes this TVM runs for the target, whatever
+    its version's pipeline; one that changed nothing cannot be what makes an output wrong)."""
+    module = tvm()
+    current = module.transform.PassContext.current()
+    config = {**current.config, **pass_config({PASS_SWITCHES[name]: True for name in switched_off})}
+    instruments = list(current.instruments)
+    if seen is not None:
+        import tvm_ffi
+
+        digest = getattr(module.ir, "structural_hash", None) or tvm_ffi.structural_hash  # moved in 0.27
+        before = []  # a stack: passes nest (the pipeline's own module pass runs the others)
+
+        @module.instrument.pass_instrument
+        class Seen:
+            def run_before_pass(self, mod, _info):
+                before.append(digest(mod))
+
+            def run_after_pass(self, mod, info):
+                if before.pop() != digest(mod) and info.name not in _PIPELINE_PASSES and info.name not in seen:
+                    seen.append(info.name)
+
+        instruments.append(Seen())
+    with module.transform.PassContext(opt_level=current.opt_level, required_pass=list(current.required_pass),
+                                      disabled_pass=[*current.disabled_pass, *disabled], instruments=instruments,
+                                      config=config):
+        yield
 
 
 def schedule_namespace():

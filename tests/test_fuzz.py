@@ -54,15 +54,6 @@ def test_plants_read_the_64_bit_literals_of_a_relax_models_functions():
     assert "A[v_k, v_i]" in plant.mutate(wide, "swapped_index", "float32")
 
 
-def test_minimise_drops_what_the_finding_does_not_need():
-    trace = [[["GetSBlock", [], ["C", "main"], ["b0"]], ["Annotate", ["b0", "1"], ["x"], []],
-              ["Unroll", ["b0"], [], []]], []]
-    kept = campaign.minimise(trace, lambda t: any(i[0] == "Unroll" for i in t[0]), tries=5)
-    assert [i[0] for i in kept[0]] == ["GetSBlock", "Unroll"]
-    assert campaign.dedup_key(Outcome.CHANGED, "0", "", kept) == "CHANGED: Unroll on block C"
-    assert campaign.dedup_key(Outcome.CRASH, "0", "Segmentation fault\nat ...", None) == "CRASH: Segmentation fault"
-
-
 def test_an_outcome_is_spelled_once():
     """The verdicts among the outcomes are triage's, word for word and in its order; the worker's
     answer is read into the same outcomes, and anything else it could send is one line."""

@@ -54,6 +54,7 @@ from suite.core.bounds import Expected
 from suite.core.combo import select_workloads
 from suite.errors import CannotWrite, ExitCode, UserError, raise_if_signalled
 from suite.fuzz import EMULATED_TIMEOUT_S, NATIVE_TIMEOUT_S, plant, pool as pools, sampling
+from suite.fuzz import blame
 from suite.fuzz.outcome import FINDINGS, Answer, Outcome
 from suite.reporting import thresholds as thresholds_file
 from suite.targets.base import Mode, NotTunable
@@ -64,8 +65,6 @@ OUTCOMES = tuple(Outcome)
 #: The exit status of each kind of finding (suite.fuzz.outcome.FINDINGS: the first found's is the campaign's).
 EXIT_STATUS = {Outcome.CHANGED: ExitCode.CHANGED, Outcome.UNDEFINED: ExitCode.UNDEFINED,
                Outcome.SHIFTED: ExitCode.SHIFTED, Outcome.CRASH: ExitCode.CRASHED, Outcome.TIMEOUT: ExitCode.CRASHED}
-#: Instructions that look things up or sample: never the primitive a finding is filed under.
-_NOT_PRIMITIVES = re.compile(r"^(Get\w*|Sample\w*|EnterPostproc)$")
 JOURNAL, SUMMARY, FINDINGS_DIR = "journal.jsonl", "summary.json", "findings"
 #: Marks an out directory a fuzz made: one without it that holds anything is the user's (fuzz would
 #: append to its journal.jsonl, replace its summary.json and remove its work/), so it is refused.
@@ -92,7 +91,7 @@ class Options:
     out: Path
     plant: int = 0
     timeout_s: float | None = None  #: None: NATIVE_TIMEOUT_S or EMULATED_TIMEOUT_S, by target
-    minimise_tries: int = 12
+    minimise_tries: int = 60  #: builds the trace's delta debugging may make, per finding
     cluster: str | None = None  #: a Dask scheduler's address: schedules built and run on its workers
     thresholds: Path | None = None  #: the thresholds file ([bound], [divergence]); None: the defaults
     jobs: int | None = None  #: worker children here; None: one per core
@@ -853,38 +852,65 @@ class Campaign:
     def _keep_finding(self, pool, combination: Combination, line: JournalLine) -> Finding:
         """The finding of the judged schedule ``line`` (no plant): its directory (its place in the
         journal: relative to the out directory, which travels whole) with the trace, minimised
-        trace, TVMScript before and after and report, and its key."""
+        trace (:func:`suite.fuzz.blame.minimise`), TVMScript before and after, the blame
+        (``blame.json``: :func:`suite.fuzz.blame.attribute`) and report, and its key. Every attempt
+        is built by the campaign's workers (its compiler, environment and hooks), each in a directory
+        and to a kernel file of its own. Interrupted (the campaign stopping), the directory is
+        removed: a finding is either journaled whole or not there, and the rerun judges it again."""
         own = f"{FINDINGS_DIR}/{_safe(line.id)}"
         where = self.options.out / own
         _make_own_dir(where)
+        try:
+            return self._finding_in(pool, combination, line, own, where)
+        except BaseException:
+            shutil.rmtree(where, ignore_errors=True)
+            raise
+
+    def _finding_in(self, pool, combination: Combination, line: JournalLine, own: str, where: Path) -> Finding:
         kept = line.request()
-        minimised = None
+        attempts = itertools.count()
+
+        def judge(extra: dict) -> tuple[Outcome, str]:  # each attempt in a directory of its own
+            if self.stopping:
+                raise pools.Stopping(pools.STOPPING)
+            again = self._judge(pool, combination, {**kept, **extra}, f"{line.id}|attempt-{next(attempts)}")
+            shutil.rmtree(again.dir, ignore_errors=True)
+            return again.outcome, again.message
+
+        minimised = reduced = None
         if line.trace is not None:
             _write_own(where / "trace.json", json.dumps(line.trace))
-
-            attempts = itertools.count()
-
-            def holds(trace) -> bool:  # each attempt in a directory of its own
-                again = self._judge(pool, combination, {"trace": trace}, f"{line.id}|minimising-{next(attempts)}")
-                shutil.rmtree(again.dir, ignore_errors=True)
-                return again.outcome == line.outcome
-
-            minimised = minimise(line.trace, holds, self.options.minimise_tries)
+            reduced = blame.minimise(line.trace, lambda trace: blame.same_failure(line.outcome, line.message,
+                                                                                  *judge({"trace": trace})),
+                                     self.options.minimise_tries)
+            minimised = reduced.trace
             _write_own(where / "minimised.json", json.dumps(minimised))
             kept = {"trace": minimised}
-        last = self._ask(pool, combination, kept, "", f"{line.id}|finding")
-        after = last.dir / "after.py"
-        if after.exists() or after.is_symlink():  # the worker's file, read as data: never through a link
-            try:
+        last = self._ask(pool, combination, {**kept, "passes": True}, "", f"{line.id}|finding")
+        passes = None
+        after, ran = last.dir / "after.py", last.dir / "passes.json"
+        try:  # the worker's files, read as data: never through a link
+            if after.exists() or after.is_symlink():
                 _write_own(where / "after.py", sandbox.read_back(after))
-            except OSError as err:
-                raise UserError(f"{after}: not the TVMScript the campaign's worker writes ({err}); "
-                                "no finding of it") from None
-        shutil.rmtree(last.dir, ignore_errors=True)
+            if ran.exists() or ran.is_symlink():
+                passes = json.loads(sandbox.read_back(ran))
+        except (OSError, ValueError) as err:
+            raise UserError(f"{last.dir}: not the files the campaign's worker writes ({err}); no finding of it") from None
+        finally:
+            shutil.rmtree(last.dir, ignore_errors=True)
+        blamed = None
+        if line.outcome.is_wrong and isinstance(passes, list) and all(isinstance(p, str) for p in passes):
+            blamed = blame.attribute(line.outcome, minimised, passes, judge, compat.PASS_SWITCHES)
+            _write_own(where / "blame.json", json.dumps(
+                {**blamed.to_json(), "original_instructions": len(line.trace[0]) if line.trace else None,
+                 "minimised_instructions": reduced.instructions if reduced else None,
+                 "minimising_builds": reduced.tries if reduced else 0,
+                 "one_minimal": reduced.complete if reduced else None}, indent=1))
         func = workloads.prim_func(combination.workload, combination.dtype)
         _write_own(where / "before.py", _script(func))
-        key = dedup_key(line.outcome, line.name, line.message, minimised)
-        _write_own(where / "report.md", _report(combination, line, key, minimised is not None))
+        key = dedup_key(line.outcome, line.name, line.message, blamed)
+        _write_own(where / "report.md", _report(combination, line, key, minimised is not None)
+                   + blame.report_words(line.outcome, reduced, blamed))
         return Finding(own, key)
 
 
@@ -930,55 +956,15 @@ def _script(func) -> str:
     return tvmscript.script(func, "main")
 
 
-def primitives(trace: list) -> list[tuple[str, str | None]]:
-    """(primitive, the block it acts on, where it names one) of each transforming instruction."""
-    blocks, found = {}, []
-    for kind, inputs, attrs, outputs in trace[0]:
-        if kind == "GetSBlock" or kind == "GetBlock":
-            blocks[outputs[0]] = attrs[0]
-        if _NOT_PRIMITIVES.match(kind):
-            continue
-        block = next((blocks[i] for i in inputs if isinstance(i, str) and i in blocks), None)
-        found.append((kind, block))
-    return found
-
-
-def dedup_key(outcome: Outcome, name: str, message: str, minimised: list | None) -> str:
-    """What two findings share when they are one bug: a wrong result's last schedule primitive of
-    its minimised trace and the block it acts on (or the order ``name``); a crash's or a hang's
-    first line of its ``message``."""
+def dedup_key(outcome: Outcome, name: str, message: str, blamed: blame.Blame | None) -> str:
+    """What two findings share when they are one bug: a wrong result's (guilty pass, guilty
+    primitive, verdict) (:attr:`suite.fuzz.blame.Blame.key`; the order ``name`` where it has no
+    blame); a crash's or a hang's first line of its ``message``."""
     if outcome in (Outcome.CRASH, Outcome.TIMEOUT):
         return f"{outcome}: {message.splitlines()[0] if message else ''}"
-    if minimised is None:
+    if blamed is None:
         return f"{outcome}: order {name}"
-    found = primitives(minimised)
-    kind, block = found[-1] if found else ("no primitive", None)
-    return f"{outcome}: {kind} on block {block or '?'}"
-
-
-def minimise(trace: list, holds, tries: int) -> list:
-    """``trace`` with instructions dropped one at a time, from the last, while ``holds(trace)``
-    still says the finding stands; at most ``tries`` attempts (each builds and runs). An
-    instruction whose outputs later ones use is kept without a try."""
-    instructions, decisions = [list(i) for i in trace[0]], {d[0]: d[1] for d in trace[1]}
-    position = len(instructions) - 1
-    while position >= 0 and tries > 0:
-        outputs = set(instructions[position][3])
-        used = any(isinstance(i, str) and i in outputs for later in instructions[position + 1:] for i in later[1])
-        if not used:
-            candidate = _without(instructions, decisions, position)
-            tries -= 1
-            if holds(candidate):
-                instructions = candidate[0]
-                decisions = {d[0]: d[1] for d in candidate[1]}
-        position -= 1
-    return [instructions, [[n, value] for n, value in sorted(decisions.items())]]
-
-
-def _without(instructions: list, decisions: dict, position: int) -> list:
-    kept = instructions[:position] + instructions[position + 1:]
-    moved = {(n if n < position else n - 1): v for n, v in decisions.items() if n != position}
-    return [kept, [[n, v] for n, v in sorted(moved.items())]]
+    return blamed.key
 
 
 def _report(combination: Combination, line: JournalLine, key: str, has_trace: bool) -> str:

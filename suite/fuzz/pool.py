@@ -36,7 +36,7 @@ from suite.errors import UserError, first_line
 from suite.fuzz.worker import STOPPING, Stopping, Worker
 
 #: The files a worker leaves in a request's directory, brought back from a cluster's worker.
-FILES = ("output.npy", "twin.npy", "after.py")
+FILES = ("output.npy", "twin.npy", "after.py", "passes.json")
 
 
 class Lost(Exception):

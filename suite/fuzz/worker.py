@@ -199,6 +199,7 @@ def _kernel_path(where: Path, target) -> Path:
 
 
 def _serve(request: dict) -> Answer:
+    from suite import compat
     from suite.core import execution, workloads
     from suite.core.record import Status
     from suite.errors import Skipped, first_line
@@ -224,7 +225,11 @@ def _serve(request: dict) -> Answer:
     if request.get("plant"):
         funcs, _ = tvmscript.parse_file(where / "after.py")
         func = tvmscript.pick(funcs, "main", where / "after.py")[1]
-    built = execution.build(target, func, _kernel_path(where, target), order)
+    seen = [] if request.get("passes") else None  # the lowering passes TVM runs, for blame (suite.fuzz.blame)
+    with compat.lowering(request.get("disabled_pass", ()), seen, request.get("switched_off", ())):
+        built = execution.build(target, func, _kernel_path(where, target), order)
+    if seen is not None:
+        (where / "passes.json").write_text(json.dumps(seen))
     if built.failure is not None:
         return Answer.failed(Outcome.SKIPPED if built.failure.status is Status.SKIPPED else Outcome.BUILD_FAILED,
                              built.failure.message)

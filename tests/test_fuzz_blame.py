@@ -1,0 +1,195 @@
+"""Issue 63: a finding made small while it still fails, and the pass and primitive to blame
+(suite.fuzz.blame); checked on a real lowering bug planted in TVM's VectorizeLoop through the
+experiment-only hook (experiments/compiler_changes.py: ``lowering_bug_env``), and a Ctrl-C during
+minimisation."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import SUITE_BIN, eventually
+from suite.fuzz import blame
+from suite.fuzz.outcome import Outcome
+
+#: A trace as MetaSchedule writes one: lookups, samples, and primitives that use their outputs.
+TRACE = [[["GetSBlock", [], ["C", "main"], ["b0"]],  # 0
+          ["Annotate", ["b0", "1"], ["x"], []],  # 1
+          ["GetLoops", ["b0"], [], ["l1", "l2"]],  # 2
+          ["SamplePerfectTile", ["l1"], [4, 16], ["v1", "v2"]],  # 3
+          ["Split", ["l1", [None, "v1", "v2"]], [], ["l3", "l4"]],  # 4
+          ["SampleCategorical", [], [[0, 16, 64], [0.3, 0.3, 0.4]], ["v5"]],  # 5
+          ["Annotate", ["b0", "v5"], ["unroll"], []],  # 6
+          ["Parallel", ["l3"], [], []],  # 7
+          ["Vectorize", ["l4"], [], []]],  # 8
+         [[3, [2, 8]], [5, 1]]]
+
+
+def _names(value):
+    if isinstance(value, list):
+        for item in value:
+            yield from _names(item)
+    elif isinstance(value, str):
+        yield value
+
+
+def _replayable(trace) -> bool:
+    """Every name an instruction takes was made by an earlier one; every decision is a sample's."""
+    made = set()
+    for _kind, inputs, _attrs, outputs in trace[0]:
+        if any(name not in made for name in _names(inputs) if name != "1"):
+            return False
+        made.update(outputs)
+    return all(trace[0][n][0].startswith("Sample") for n, _ in trace[1])
+
+
+def test_drop_takes_what_depends_on_it_and_moves_each_decision_with_its_sample():
+    dropped = blame.drop(TRACE, [3])  # the tile sizes: the split that uses them goes, and what uses its loops
+    assert [i[0] for i in dropped[0]] == ["GetSBlock", "Annotate", "GetLoops", "SampleCategorical", "Annotate"]
+    assert dropped[1] == [[3, 1]]
+    assert dropped[0][3][0] == "SampleCategorical"
+    assert _replayable(dropped)
+
+
+def test_minimise_keeps_the_failure_and_ends_with_no_primitive_that_can_go():
+    """ddmin keeps only what the failure needs (the vectorize of a split loop), every candidate it
+    builds replayable, none built twice; the lookups and samples left unused go without a build."""
+    tried = []
+
+    def fails(trace):
+        tried.append(trace)
+        return any(i[0] == "Vectorize" for i in trace[0])
+
+    kept = blame.minimise(TRACE, fails, tries=40)
+    assert [i[0] for i in kept.trace[0]] == ["GetSBlock", "GetLoops", "SamplePerfectTile", "Split", "Vectorize"]
+    assert kept.trace[1] == [[2, [2, 8]]]
+    assert kept.complete and kept.tries == len(tried) and kept.original_instructions == 9 and kept.instructions == 5
+    assert all(_replayable(t) for t in tried) and len({repr(t) for t in tried}) == len(tried)
+    budget = blame.minimise(TRACE, fails, tries=2)
+    assert budget.tries == 2 and not budget.complete and fails(budget.trace)
+
+
+def test_a_crash_is_the_same_failure_only_with_the_same_first_line():
+    assert blame.same_failure(Outcome.CRASH, "Check failed: lanes > 1\nat ...", Outcome.CRASH, "Check failed: lanes > 1")
+    assert not blame.same_failure(Outcome.CRASH, "Check failed: lanes > 1", Outcome.CRASH, "Segmentation fault")
+    assert blame.same_failure(Outcome.CHANGED, "", Outcome.CHANGED, "")
+    assert not blame.same_failure(Outcome.CHANGED, "", Outcome.UNDEFINED, "")
+
+
+def test_the_guilty_pass_is_the_last_whose_removal_makes_the_output_right():
+    """NarrowDataType's removal also makes it right (the faulty pass no longer sees what it breaks),
+    VectorizeLoop's build fails left out and is switched off instead: VectorizeLoop is named; the
+    primitive is the Vectorize whose removal makes the output right."""
+    asked = []
+
+    def judge(extra):
+        asked.append(extra)
+        if extra.get("disabled_pass") == ["tirx.VectorizeLoop"]:
+            return Outcome.BUILD_FAILED, "Check failed: VectorizeLoop before LiftStorageAlloc"
+        if extra.get("disabled_pass") in (["tirx.NarrowDataType"],) or extra.get("switched_off"):
+            return Outcome.EQUIVALENT, ""
+        if "trace" in extra:
+            return (Outcome.REORDERED if not any(i[0] == "Vectorize" for i in extra["trace"][0]) else Outcome.CHANGED), ""
+        return Outcome.CHANGED, ""
+
+    found = blame.attribute(Outcome.CHANGED, TRACE, ["tirx.NarrowDataType", "tirx.VectorizeLoop", "tirx.UnrollLoop"],
+                            judge, {"tirx.VectorizeLoop": "disable_vectorize"})
+    assert (found.guilty_pass, found.guilty_primitive, found.primitive_block) == ("tirx.VectorizeLoop", "Vectorize", None)
+    assert found.key == "CHANGED: pass tirx.VectorizeLoop, primitive Vectorize"
+    assert [(t.what, t.how, t.outcome) for t in found.tried] == [
+        ("tirx.NarrowDataType", "left out", Outcome.EQUIVALENT), ("tirx.VectorizeLoop", "left out", Outcome.BUILD_FAILED),
+        ("tirx.VectorizeLoop", "switched off", Outcome.EQUIVALENT), ("tirx.UnrollLoop", "left out", Outcome.CHANGED),
+        ("Vectorize #8", "dropped", Outcome.REORDERED)]
+    assert json.loads(json.dumps(found.to_json()))["guilty_pass"] == "tirx.VectorizeLoop"
+
+
+# ----------------------------------------------------------------------------- a real lowering bug
+
+SEED = "seed.conv2d_nhwc_7x7s2"
+
+
+def _bug_env(tmp_path) -> dict:
+    from experiments import compiler_changes
+
+    return {**os.environ, **compiler_changes.lowering_bug_env("vector-lane-dropped", tmp_path / "hook")}
+
+
+def _command() -> list[str]:
+    return [str(SUITE_BIN)] if SUITE_BIN.exists() else [sys.executable, "-m", "suite.cli"]
+
+
+@pytest.mark.slow
+def test_a_lowering_bug_is_minimised_blamed_on_its_pass_and_reproduced(tmp_path):
+    """Slow (a design space, then tens of builds per finding): with TVM's VectorizeLoop made to drop
+    the last lane of each vectorized loop, every finding of the seed conv2d is blamed on
+    tirx.VectorizeLoop, each sampled one on its Vectorize too, and filed under that key; each
+    minimised trace is smaller than the sampled one and, replayed by the report's own command in
+    the finding's directory under the same TVM, is judged wrong again."""
+    env = _bug_env(tmp_path)
+    out = tmp_path / "o"
+    done = subprocess.run(_command() + ["fuzz", "--workloads", SEED, "--dtypes", "float32", "--traces", "2",
+                                        "--out", str(out), "--json"], env=env, capture_output=True, text=True,
+                          timeout=3000)
+    assert done.returncode in (12, 13), done.stderr
+    summary = json.loads(done.stdout)
+    lines = [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()]
+    found = [line for line in lines if line.get("finding")]
+    assert found and {f["key"] for f in summary["findings"]} == {line["finding"]["key"] for line in found}
+    for line in found:
+        where = out / line["finding"]["dir"]
+        blamed = json.loads((where / "blame.json").read_text())
+        assert blamed["guilty_pass"] == "tirx.VectorizeLoop", blamed
+        if line["kind"] == "trace":
+            assert blamed["guilty_primitive"] == "Vectorize"
+            assert line["finding"]["key"] == f"{line['outcome']}: pass tirx.VectorizeLoop, primitive Vectorize"
+            minimised = json.loads((where / "minimised.json").read_text())
+            assert len(minimised[0]) == blamed["minimised_instructions"] < len(line["trace"][0])
+            report = (where / "report.md").read_text()
+            command = next(row for row in report.splitlines() if row.startswith("tvm-suite triage"))
+            again = subprocess.run(_command() + command.split()[1:], cwd=where, env=env, capture_output=True,
+                                   text=True, timeout=600)
+            assert again.stdout.split()[0] in ("CHANGED", "UNDEFINED"), (again.stdout, again.stderr)
+    assert any(line["kind"] == "trace" for line in found)
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_minimisation_keeps_no_finding_unjournaled_and_ends_its_children(tmp_path):
+    """Issue 63, defect 3. Slow: SIGINT once a sampled schedule's finding is being minimised (its
+    trace.json written): exit 130; every finding directory left is one the journal names (the one
+    being minimised is removed: the rerun judges it again); no worker child of the campaign is left."""
+    out = tmp_path / "o"
+    process = subprocess.Popen(_command() + ["fuzz", "--workloads", SEED, "--dtypes", "float32", "--traces", "3",
+                                             "--out", str(out)], env=_bug_env(tmp_path), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        assert eventually(lambda: any((out / "findings").glob("*trace*/trace.json")) or process.poll() is not None,
+                          1500)
+        assert process.poll() is None, process.communicate()[1]
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, stderr
+    journaled = {json.loads(line)["finding"]["dir"].rsplit("/", 1)[-1]
+                 for line in (out / "journal.jsonl").read_text().splitlines() if '"finding"' in line}
+    assert {p.name for p in (out / "findings").iterdir()} <= journaled
+    work = str(out / "work")
+
+    def campaign_children():
+        found = []
+        for proc in Path("/proc").iterdir():
+            try:
+                if proc.name.isdigit() and work in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                    found.append(proc.name)
+            except OSError:
+                continue
+        return found
+
+    assert eventually(lambda: not campaign_children(), 30), campaign_children()
