@@ -702,6 +702,9 @@ class Campaign:
             return None
         self.log(f"{combination.label}: {len(todo)} of {len(items)} schedules to judge")
         combination.expected = _expected(combination)
+        # the PrimFunc made here, before any thread asks for it: Relax's BlockBuilder, which makes a
+        # model's, is not thread-safe (a finding's thread and the design space made it at once)
+        workloads.prim_func(combination.workload, combination.dtype)
         # the unscheduled function is the reference run, not a schedule under test: the timeout that
         # makes a slow schedule a finding does not apply to it
         timeout = timeout_of(opts, combination.target)
