@@ -404,7 +404,7 @@ def lowering_bug_env(name: str, where: Path) -> dict:
 
 
 # ----------------------------------------------------------------------------- more lowering bugs (issue 63, recall)
-# Three more mistakes of TVM's lowering passes for `fuzz_recall.py`, planted as the ones above are.
+# More mistakes of TVM's lowering passes for `fuzz_recall.py`, planted as the ones above are.
 
 
 def _reduction_init_skipped_after_split(text: str) -> str:
@@ -465,4 +465,24 @@ LOWERING_BUGS.update({bug.name: bug for bug in (
                 "tirx.transform", "VectorizeLoop", _vector_lane_loads_neighbour),
     LoweringBug("split-guard-off-by-one", "LowerOpaqueBlock lowers an imperfect split's guard i < N as i < N - 1",
                 "s_tir.transform", "LowerOpaqueBlock", _split_guard_off_by_one),
+)})
+
+
+def _zero_store_to_fresh_buffer_removed(text: str) -> str:
+    """RemoveNoOp: a store of zero into a buffer the function allocates (``T.alloc_buffer``) taken
+    for a no-op, as if allocations were zero-filled: a reduction's init into its intermediate
+    buffer is dropped."""
+    fresh = set(re.findall(r"^\s*(\w+) = T\.alloc_buffer\(", text, flags=re.MULTILINE))
+    zero = r"(?:T\.Broadcast\()?T\.float(?:16|32)\(0(?:\.0)?\)(?:, \d+\))?"
+
+    def dropped(m):
+        return f"{m.group(1)}T.evaluate(0)" if m.group(2) in fresh else m.group(0)
+
+    return re.sub(rf"^(\s*)(\w+)\[[^\n]*\] = {zero}[ \t]*$", dropped, text, flags=re.MULTILINE)
+
+
+LOWERING_BUGS.update({bug.name: bug for bug in (
+    LoweringBug("zero-init-of-allocation-removed",
+                "RemoveNoOp drops a store of zero into a buffer the function allocates (as if zero-filled)",
+                "tirx.transform", "RemoveNoOp", _zero_store_to_fresh_buffer_removed),
 )})
