@@ -270,6 +270,18 @@ def build(func, target, name: str = "main"):
     return builder(ir_module, target=target)
 
 
+def param_names(func) -> list[str]:
+    """The names of a PrimFunc's parameters, as its TVMScript spells them (a Var's ``name`` from
+    0.27, its ``name_hint`` before)."""
+    return [str(getattr(p, "name", None) or p.name_hint) for p in func.params]
+
+
+def is_internal_error(err: BaseException) -> bool:
+    """Whether ``err`` is TVM's InternalError: a check inside TVM failed (an ICHECK), a fault of
+    TVM's, not of what it was given."""
+    return isinstance(err, tvm().error.InternalError)
+
+
 def cpu_device():
     return tvm().cpu(0)
 

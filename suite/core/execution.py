@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import enum
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +45,8 @@ class Failure:
     status: Status
     stage: Stage
     message: str
+    #: What was raised, where something was (its kind tells TVM's internal errors from the rest).
+    cause: BaseException | None = field(default=None, compare=False, repr=False)
 
     def words(self) -> str:
         """The failure as a record keeps it: a skip's reason, or ``<stage> failed: <message>``."""
@@ -92,7 +94,7 @@ def failure_of(stage: Stage, err: Exception) -> Failure:
     """A Skipped is a skipped stage, with its reason; anything else a failed one."""
     if isinstance(err, Skipped):
         return Failure(Status.SKIPPED, stage, str(err))
-    return Failure(Status.FAILED, stage, first_line(err))
+    return Failure(Status.FAILED, stage, first_line(err), err)
 
 
 def build(target: Target, func, path: Path, order: str = "default") -> Built:

@@ -6,7 +6,8 @@ the thresholds given) against the float64 reference of the workload's op chain, 
 function's output as "before" (with the IEEE twin's on a qfloat target). Bugs planted in scheduled
 TIR (:mod:`suite.fuzz.plant`) measure the oracle's recall; a plant whose output is the unplanted
 program's, bit for bit, is not applicable. Unmodified schedules judged CHANGED are the oracle's
-false alarms.
+false alarms, unless named orders and sampled traces both go wrong: then the compiler or the
+runtime is at fault (:attr:`Summary.compiler_fault`).
 
 The out directory holds ``journal.jsonl`` (one JSON line per judged schedule, appended whole as
 each completes: a rerun with the same seed skips those), ``findings/<id>/`` (each CHANGED,
@@ -35,9 +36,11 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import socket
 import stat
+import subprocess
 import threading
 import time
 import unicodedata
@@ -48,14 +51,16 @@ from typing import Self
 import filelock
 import numpy as np
 
-from suite import cache, compat, sandbox, targets
+from suite import cache, children, compat, sandbox, targets
 from suite.core import reference, schedules, workloads
 from suite.core.bounds import Expected
 from suite.core.combo import select_workloads
 from suite.errors import CannotWrite, ExitCode, UserError, raise_if_signalled
-from suite.fuzz import EMULATED_TIMEOUT_S, NATIVE_TIMEOUT_S, plant, pool as pools, sampling
+from suite.fuzz import EMULATED_TIMEOUT_S, NATIVE_TIMEOUT_S, plant, sampling
+from suite.fuzz import pool as pools
 from suite.fuzz import blame
 from suite.fuzz.outcome import FINDINGS, Answer, Outcome
+from suite.fuzz.worker import LOG
 from suite.reporting import thresholds as thresholds_file
 from suite.targets.base import Mode, NotTunable
 from suite.triage import verdict
@@ -618,8 +623,13 @@ def judged_by(thresholds, target=None) -> str:
     rules' parameters, and on a native target the check for UNDEFINED. A journal line judged by
     others is judged again, not reused."""
     native = target is not None and target.mode is Mode.NATIVE
-    what = (thresholds.bound, thresholds.divergence) + ((UNDEFINED_CHECK,) if native else ())
+    what = (thresholds.bound, thresholds.divergence, ("element factor", verdict.ELEMENT_FACTOR)) + (
+        (UNDEFINED_CHECK,) if native else ())
     return hashlib.sha256(repr(what).encode()).hexdigest()[:16]
+
+
+#: The most seconds the triage of a finding (its report's reproduce command, run once) may take.
+TRIAGE_TIMEOUT_S = 900.0
 
 
 @dataclass
@@ -794,6 +804,7 @@ class Campaign:
             line = JournalLine.judged(schedule, judged, round(time.perf_counter() - started, 3))
             if not planted and line.outcome.is_finding and not self.stopping:
                 line = dataclasses.replace(line, finding=self._keep_finding(pool, combination, line))
+                _keep_log(judged.dir, self.options.out / line.finding.dir)
             shutil.rmtree(judged.dir, ignore_errors=True)
         except pools.Stopping:  # the campaign is stopping: not judged, the rerun judges it
             return
@@ -912,9 +923,31 @@ class Campaign:
         func = workloads.prim_func(combination.workload, combination.dtype)
         _write_own(where / "before.py", _script(func))
         key = dedup_key(line.outcome, line.name, line.message, blamed)
-        _write_own(where / "report.md", _report(combination, line, key, minimised is not None)
+        reproduce = self._reproduce(combination, where, minimised is not None, run=line.outcome.is_wrong)
+        _write_own(where / "report.md", _report(combination, line, key, reproduce)
                    + blame.report_words(line.outcome, reduced, blamed))
         return Finding(own, key)
+
+    def _reproduce(self, combination: Combination, where: Path, has_trace: bool, run: bool) -> Reproduce:
+        """The triage command that reproduces the finding in ``where`` (its before program and
+        trace or after program, on the workload's inputs, kept in ``where/inputs``, under the
+        campaign's thresholds), and, where ``run`` (a wrong result: a crash or a hang would only
+        crash or hang again), what it printed when run there once."""
+        inputs = []
+        names = compat.param_names(workloads.prim_func(combination.workload, combination.dtype))
+        arrays = workloads.make_inputs(combination.workload, combination.dtype)
+        _make_own_dir(where / "inputs")
+        for name, array in zip(names, arrays):
+            data = io.BytesIO()
+            np.save(data, array, allow_pickle=False)
+            _write_own(where / "inputs" / f"{_safe(name)}.npy", data.getvalue())
+            inputs.append(f"{name}=inputs/{_safe(name)}.npy")
+        after = ["--trace", "minimised.json"] if has_trace else ["after.py"]
+        argv = ["triage", "before.py", *after, "--target", combination.target.name, "--inputs", ",".join(inputs)]
+        if self.options.thresholds is not None:
+            argv += ["--thresholds", str(self.options.thresholds.absolute())]
+        printed = _printed(argv, where, lambda: self.stopping) if run and (where / after[-1]).exists() else None
+        return Reproduce(argv, printed)
 
 
 def _touch_own(path: Path) -> None:
@@ -970,25 +1003,84 @@ def dedup_key(outcome: Outcome, name: str, message: str, blamed: blame.Blame | N
     return blamed.key
 
 
-def _report(combination: Combination, line: JournalLine, key: str, has_trace: bool) -> str:
-    """A report for TVM's issue tracker: what, the minimal program, how to reproduce, the verdict."""
+@dataclass(frozen=True)
+class Reproduce:
+    """A finding's reproduce command (``tvm-suite`` and ``argv``, run in the finding's directory)
+    and the first line it printed when the campaign ran it (None: not run, a crash or a hang)."""
+
+    argv: list[str]
+    printed: str | None
+
+    @property
+    def command(self) -> str:
+        return shlex.join(["tvm-suite", *self.argv])
+
+
+def _printed(argv: list[str], where: Path, stopping) -> str | None:
+    """The first line ``tvm-suite ARGV`` prints run in ``where`` (its verdict), or why it printed
+    none; None where the campaign is ``stopping()`` meanwhile (the child is ended at once)."""
+    process = children.start_python(["-c", "import sys; from suite.cli import main; sys.exit(main())", *argv],
+                                    cwd=where, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + TRIAGE_TIMEOUT_S
+    while True:
+        try:
+            out, err = process.communicate(timeout=1.0)
+            break
+        except subprocess.TimeoutExpired:
+            if stopping() or time.monotonic() > deadline:
+                children.end(process)
+                process.communicate()
+                return None if stopping() else f"(no verdict in {TRIAGE_TIMEOUT_S:g} s: ended)"
+    lines = [line for line in out.decode(errors="replace").splitlines() if line.strip()]
+    if lines:
+        return lines[0]
+    said = [line for line in err.decode(errors="replace").splitlines() if line.strip()]
+    return f"(exit {process.returncode}: {said[-1] if said else 'nothing printed'})"
+
+
+def _keep_log(request_dir: Path, finding_dir: Path) -> None:
+    """The worker's log of a crash or hang, or TVM's internal error with its traceback, that the
+    request's directory holds (``worker.log``), kept in the finding's directory."""
+    log = request_dir / LOG
+    if log.exists() and not log.is_symlink():
+        try:
+            _write_own(finding_dir / LOG, sandbox.read_back(log))
+        except OSError:
+            pass  # the message in the journal has its last line
+
+
+def _report(combination: Combination, line: JournalLine, key: str, reproduce: Reproduce) -> str:
+    """A report for TVM's issue tracker: what, the minimal program, how to reproduce, the verdict:
+    the campaign's, and what the reproduce command printed when it was run, word for word."""
     what = {Outcome.CHANGED: "computes a different result", Outcome.UNDEFINED: "is undefined",
             Outcome.SHIFTED: "moves the error beyond any reordering (within the rounding bound: suspect)",
             Outcome.CRASH: "crashes TVM", Outcome.TIMEOUT: "hangs"}[line.outcome]
+    has_trace = "--trace" in reproduce.argv
     schedule = "a MetaSchedule trace (minimised: minimised.json)" if has_trace else f"the loop order {line.name}"
-    reproduce = (f"tvm-suite triage before.py --trace minimised.json --target {combination.target.name}" if has_trace
-                 else f"tvm-suite triage before.py after.py --target {combination.target.name}")
     after = "after.py" if has_trace or line.outcome.is_wrong else "(none)"
-    lines = [f"# {combination.workload.id} ({combination.dtype}, {combination.target.name}) scheduled by {schedule} "
-             f"{what}", "",
-             f"TVM {compat.installed_version()}. Found by `tvm-suite fuzz` (seed {line.seed}), filed under: {key}.",
-             "", "The function before scheduling is before.py; after the schedule, " + after + ".", "",
+    title = (f"# {combination.workload.id} ({combination.dtype}, {combination.target.name}) scheduled by {schedule} "
+             f"{what}")
+    found_by = f"TVM {compat.installed_version()}. Found by `tvm-suite fuzz` (seed {line.seed}), filed under: {key}."
+    programs = (f"The function before scheduling is before.py; after the schedule, {after}. The inputs, the "
+                "workload's, are in inputs/.")
+    lines = [title, "", found_by, "", programs, "",
              "Reproduce (the suite's triage judges both programs against the exact value):", "", "```sh",
-             reproduce, "```", ""]
+             reproduce.command, "```", ""]
     if line.outcome.is_wrong:
-        lines += [f"What triage's verdict says: {line.outcome}: {line.summary or ''}", ""]
+        lines += [f"The campaign's verdict on the schedule it sampled: {line.outcome}: {line.summary or ''}", ""]
+        if line.outcome is Outcome.UNDEFINED:
+            lines += [("(from the campaign's runs of the kernel on output arrays filled with set bytes, which triage "
+                       "does not make)"), ""]
+        if reproduce.printed is not None:
+            differs = "" if reproduce.printed.startswith(f"{line.outcome} ") else (
+                f" (not {line.outcome}: the command judges the program it names, not the schedule the campaign "
+                "sampled)")
+            lines += [f"What the command above printed, run here when the finding was kept{differs}:", "", "```",
+                      reproduce.printed, "```", ""]
     else:
-        lines += [f"What happened: {line.message}", ""]
+        lines += [f"What happened: {line.message}", "",
+                  (f"What the worker wrote (its last words, or TVM's error with its traceback): {LOG}, where it "
+                   "left one."), ""]
     return "\n".join(lines)
 
 
@@ -1059,6 +1151,15 @@ class Summary:
     exit_status: ExitCode
     thresholds: dict | None = None  #: the thresholds' source, lambda and limit, once the campaign ran
     where: str | None = None  #: where the schedules were built and run, once the campaign ran
+    #: Unmodified schedules judged CHANGED, UNDEFINED or SHIFTED: named orders, sampled traces.
+    wrong_orders: int = 0
+    wrong_traces: int = 0
+
+    @property
+    def compiler_fault(self) -> bool:
+        """Whether named orders and sampled traces both came out wrong: the compiler or the runtime
+        is at fault, not the oracle (its false alarms are counted on a sound compiler)."""
+        return self.wrong_orders > 0 and self.wrong_traces > 0
 
     def to_json(self) -> dict:
         found = {
@@ -1074,6 +1175,8 @@ class Summary:
             "unmodified_shifted": self.unmodified_shifted, "false_changed_upper_95": self.false_changed_upper_95,
             "judged_this_run": self.judged_this_run, "seconds": self.seconds,
             "judged_per_hour": self.judged_per_hour, "stopped": self.stopped, "exit_status": int(self.exit_status),
+            "unmodified_wrong": {"orders": self.wrong_orders, "traces": self.wrong_traces},
+            "compiler_fault": self.compiler_fault,
         }
         if self.thresholds is not None:
             found["thresholds"] = self.thresholds
@@ -1106,9 +1209,14 @@ class Summary:
                 verdicts = ", ".join(f"{k} {v}" for k, v in entry.verdicts.items())
                 lines.append(f"  {shown(kind):<24} should be {shown(entry.expected)}: {verdicts}")
         bound = self.false_changed_upper_95
-        lines.append(f"false CHANGED on unmodified schedules: {self.false_changed} of {self.unmodified_judged}"
-                     + (f" (95% upper bound {bound:.3f})" if bound is not None else "")
-                     + f"; SHIFTED (suspect, kept as findings): {self.unmodified_shifted}")
+        if self.compiler_fault:
+            lines.append(f"the default and sampled schedules both differ from the reference: a compiler or runtime "
+                         f"fault, not the oracle's (CHANGED, UNDEFINED or SHIFTED: {self.wrong_orders} named orders and "
+                         f"{self.wrong_traces} sampled traces of {self.unmodified_judged} unmodified schedules)")
+        else:
+            lines.append(f"false CHANGED on unmodified schedules: {self.false_changed} of {self.unmodified_judged}"
+                         + (f" (95% upper bound {bound:.3f})" if bound is not None else "")
+                         + f"; SHIFTED (suspect, kept as findings): {self.unmodified_shifted}")
         rate = self.judged_per_hour
         lines.append(f"{self.judged_this_run} judged in {self.seconds:.0f} s"
                      + (f" ({rate:.0f} per hour)" if rate else "")
@@ -1152,7 +1260,9 @@ def summarize(lines: list[JournalLine], combinations: list[Combination], elapsed
         false_changed_upper_95=upper_bound_95(false_changed, len(unmodified)),
         judged_this_run=judged_now, seconds=round(elapsed_s, 1),
         judged_per_hour=round(judged_now * 3600 / elapsed_s, 1) if elapsed_s > 0 and judged_now else None,
-        stopped=stopped, exit_status=status)
+        stopped=stopped, exit_status=status,
+        wrong_orders=sum(1 for line in unmodified if line.kind == "order" and line.outcome.is_wrong),
+        wrong_traces=sum(1 for line in unmodified if line.kind == "trace" and line.outcome.is_wrong))
 
 
 def _load(path: Path) -> np.ndarray:

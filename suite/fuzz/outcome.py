@@ -30,7 +30,7 @@ class Outcome(enum.StrEnum):
     UNDEFINED = "UNDEFINED"
     BUILD_FAILED = "BUILD_FAILED"
     RUN_FAILED = "RUN_FAILED"
-    CRASH = "CRASH"  #: the worker child died (a segfault in TVM)
+    CRASH = "CRASH"  #: the worker child died (a segfault in TVM), or TVM failed an internal check (InternalError)
     TIMEOUT = "TIMEOUT"  #: no answer within --trace-timeout: the child was ended
     SKIPPED = "SKIPPED"  #: a named order that does not apply to the workload or the target
     NOT_APPLICABLE = "NOT_APPLICABLE"  #: a planted kind with nothing to edit there, or an edit that changes nothing

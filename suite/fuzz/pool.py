@@ -33,10 +33,10 @@ from pathlib import Path
 
 from suite import sandbox
 from suite.errors import UserError, first_line
-from suite.fuzz.worker import STOPPING, Stopping, Worker
+from suite.fuzz.worker import LOG, STOPPING, Stopping, Worker
 
 #: The files a worker leaves in a request's directory, brought back from a cluster's worker.
-FILES = ("output.npy", "twin.npy", "after.py", "passes.json")
+FILES = ("output.npy", "twin.npy", "after.py", "passes.json", LOG)
 
 
 class Lost(Exception):

@@ -20,6 +20,7 @@ child again: a request it is asked, or one it was waiting on when its child was 
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import itertools
 import json
 import os
@@ -37,6 +38,11 @@ from suite.fuzz.outcome import Answer, Outcome, refusal
 
 #: How long a new child may take to import TVM and say it is ready.
 START_S = 300.0
+#: The file of a request's directory that keeps what went wrong where no output did: a crashed or
+#: hung child's words (the end of its log), or TVM's internal error with its traceback.
+LOG = "worker.log"
+#: The most of a child's log kept with its request.
+LOG_KEPT = 256 * 1024
 #: What a request to a worker (or a pool) closed for good is told.
 STOPPING = "the campaign is stopping: its workers are closed, and no child is started for this request"
 
@@ -63,6 +69,7 @@ class Worker:
         #: the handle shut (and ends its child itself, before sending it anything).
         self._guard = threading.Lock()
         self._shut = False
+        self._log_start = 0
 
     def _refuse_if_shut(self) -> None:
         if self._shut:
@@ -72,6 +79,7 @@ class Worker:
         self._refuse_if_shut()  # a handle closed for good starts no child
         self.work.mkdir(parents=True, exist_ok=True)
         log = open(self.work / "worker.log", "ab")
+        self._log_start = log.seek(0, os.SEEK_END)  # where this child's words begin
         try:
             process = sandbox.start_python(["-m", "suite.fuzz.worker"], self.scratch, sandbox.FUZZ_WORKER,
                                            confined=self.confined, stdin=-1, stdout=-1, stderr=log,
@@ -110,29 +118,32 @@ class Worker:
             process.stdin.flush()
         except (BrokenPipeError, ValueError):  # ValueError: its pipe closed under it
             self._refuse_if_shut()  # the child was ended by the close, not crashed
-            return self._crashed(process)
+            return self._crashed(process, request)
         try:
             line = self._read_line(process, timeout_s)
         except EOFError:  # the child closed its end: it died (it may not have been reaped yet)
             self._refuse_if_shut()
-            return self._crashed(process)
+            return self._crashed(process, request)
         if line is None:
             self._refuse_if_shut()
             self.close()
+            self._keep_log(request)
             return Answer.failed(Outcome.TIMEOUT, f"no answer in {timeout_s:g} s").to_json()
         return json.loads(line)
 
-    def _crashed(self, process: subprocess.Popen) -> dict:
+    def _crashed(self, process: subprocess.Popen, request: dict) -> dict:
         try:
             status = process.wait(timeout=30)
         except subprocess.TimeoutExpired:  # closed its output but goes on: ended, as a hang is
             self.close()
+            self._keep_log(request)
             return Answer.failed(Outcome.CRASH, f"the worker closed its output and did not exit: "
                                                 f"{self._log_tail()}").to_json()
         with self._guard:
             if self.process is process:
                 self.process = None
         how = sandbox.ended_words(status, self.confined)
+        self._keep_log(request)
         return Answer.failed(Outcome.CRASH, f"the worker died ({how}): {self._log_tail()}").to_json()
 
     def _read_line(self, process: subprocess.Popen, timeout_s: float) -> bytes | None:
@@ -150,6 +161,18 @@ class Worker:
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line
+
+    def _keep_log(self, request: dict) -> None:
+        """What the child that died or hung on ``request`` wrote to ``worker.log`` (its last
+        :data:`LOG_KEPT` bytes), kept as ``worker.log`` in the request's directory: the campaign's
+        ``work/`` goes at its end, the finding keeps this."""
+        try:
+            words = sandbox.read_back(self.work / "worker.log")[self._log_start:][-LOG_KEPT:]
+            where = Path(request["dir"])
+            where.mkdir(parents=True, exist_ok=True)
+            (where / LOG).write_bytes(words)
+        except (OSError, KeyError):
+            pass  # no log to keep: the answer's message has what is known
 
     def _log_tail(self) -> str:
         try:
@@ -214,7 +237,8 @@ def _serve(request: dict) -> Answer:
     except Skipped as err:
         return Answer.failed(Outcome.SKIPPED, str(err))
     except Exception as err:  # a trace TVM refuses to apply: this schedule does not build
-        return Answer.failed(Outcome.BUILD_FAILED, f"the schedule does not apply: {first_line(err)}")
+        return _internal(where, err) or Answer.failed(Outcome.BUILD_FAILED,
+                                                      f"the schedule does not apply: {first_line(err)}")
     text = tvmscript.script(func, "main")
     if request.get("plant"):
         try:
@@ -231,8 +255,9 @@ def _serve(request: dict) -> Answer:
     if seen is not None:
         (where / "passes.json").write_text(json.dumps(seen))
     if built.failure is not None:
-        return Answer.failed(Outcome.SKIPPED if built.failure.status is Status.SKIPPED else Outcome.BUILD_FAILED,
-                             built.failure.message)
+        if built.failure.status is Status.SKIPPED:
+            return Answer.failed(Outcome.SKIPPED, built.failure.message)
+        return _internal(where, built.failure.cause) or Answer.failed(Outcome.BUILD_FAILED, built.failure.message)
     arguments = [*workloads.make_inputs(workload, request["dtype"]),
                  Output(tuple(workload.output_shape), request["dtype"])]
     # a qfloat target's IEEE twin runs too: the verdict tells qfloat's own rounding (ARITHMETIC)
@@ -243,20 +268,39 @@ def _serve(request: dict) -> Answer:
     np.save(where / "output.npy", ran.output, allow_pickle=False)
     if ran.twin is not None:
         np.save(where / "twin.npy", ran.twin, allow_pickle=False)
-    return Answer(undefined=_undefined(target, built.path, arguments), compile_s=built.compile_s)
+    return Answer(undefined=undefined(target, built.path, arguments), compile_s=built.compile_s)
 
 
-#: The byte patterns the output is filled with before each of the two runs of :func:`_undefined`.
+def _internal(where: Path, err: BaseException | None) -> Answer | None:
+    """A CRASH where ``err`` is TVM's InternalError (a check inside TVM failed on a schedule its
+    postprocessors accepted: TVM's fault, a finding), its whole text and traceback kept as
+    ``worker.log`` in the request's directory ``where``; None for any other error."""
+    import traceback
+
+    from suite import compat
+    from suite.errors import first_line
+
+    if err is None or not compat.is_internal_error(err):
+        return None
+    where.mkdir(parents=True, exist_ok=True)
+    (where / LOG).write_text("".join(traceback.format_exception(err)))
+    return Answer.failed(Outcome.CRASH, f"TVM failed an internal check (InternalError): {first_line(err)}")
+
+
+#: The byte patterns the output is filled with before the runs of :func:`undefined`: the first
+#: twice, then the second.
 POISONS = (0x55, 0xAA)
 
 
-def _undefined(target, path, arguments) -> str | None:
-    """Why the build's output is not a function of its inputs alone, or None: it runs twice more,
-    its output array filled first with one byte pattern and then with another. A correct kernel
-    writes every element before it reads it, and gives the same bits both times; an element that
-    differs was read before it was written (a dropped or misplaced init), or raced. Native targets
-    only (on an emulator two more runs would triple the emulated time), and the output only: TVM's
-    own workspace buffers are not filled."""
+def undefined(target, path, arguments) -> str | None:
+    """Why the build at ``path`` (run on ``arguments``) gives an output that is not a function of
+    its inputs alone, in the words of what was seen, or None. It runs three times more: its output
+    array filled with bytes 0x55, again with 0x55, then with 0xAA. A correct kernel gives the same
+    bits each time. Two runs apart with the same inputs and the same bytes in the output array:
+    its output depends on something else, memory it reads without writing it first (TVM's
+    workspace, or its output array) or a race; nothing says which. The same twice but apart from
+    the run on 0xAA: it reads its output array before writing it (a dropped or misplaced init).
+    Native targets only (on an emulator three more runs would quadruple the emulated time)."""
     from suite.targets.base import Mode, ModuleKernel
 
     if target.mode is not Mode.NATIVE:
@@ -267,19 +311,33 @@ def _undefined(target, path, arguments) -> str | None:
     first = kernel.result.numpy()  # one copy off the device, for the array's shape and type
     shape, dtype = first.shape, first.dtype
     outputs = []
-    for byte in POISONS:
+    for byte in (POISONS[0], *POISONS):
         kernel.result.copyfrom(np.frombuffer(bytes([byte]) * (int(np.prod(shape)) * dtype.itemsize),
                                              dtype).reshape(shape))
         kernel.run()
         outputs.append(kernel.result.numpy())
-    apart = np.flatnonzero(np.any(outputs[0].reshape(-1, 1).view(np.uint8) != outputs[1].reshape(-1, 1).view(np.uint8),
-                                  axis=1))
+    size = int(np.prod(shape))
+    again = _apart(outputs[0], outputs[1])
+    if again.size:
+        return (f"its output is not a function of its inputs: {again.size:,} of {size:,} elements differ between two "
+                f"runs on the same inputs, its output array filled with bytes 0x{POISONS[0]:02X} before each "
+                f"(first at {_at(again[0], shape)}): nondeterministic, or it reads memory it did not write "
+                "(TVM's workspace, or its output array)")
+    apart = _apart(outputs[0], outputs[2])
     if not apart.size:
         return None
-    at = [int(i) for i in np.unravel_index(apart[0], shape)]
-    return (f"its output depends on what its output array held before it ran: {apart.size:,} of "
-            f"{int(np.prod(shape)):,} elements differ between a run on an array of bytes 0x{POISONS[0]:02X} and "
-            f"one of 0x{POISONS[1]:02X} (first at {at}): read before written, or raced")
+    return (f"its output depends on what its output array held before it ran: {apart.size:,} of {size:,} elements "
+            f"differ between a run on an array of bytes 0x{POISONS[0]:02X} and one of 0x{POISONS[1]:02X}, and not "
+            f"between two runs on 0x{POISONS[0]:02X} (first at {_at(apart[0], shape)}): read before written")
+
+
+def _apart(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The flat indices of the elements whose bits differ."""
+    return np.flatnonzero(np.any(a.reshape(-1, 1).view(np.uint8) != b.reshape(-1, 1).view(np.uint8), axis=1))
+
+
+def _at(flat, shape) -> list[int]:
+    return [int(i) for i in np.unravel_index(flat, shape)]
 
 
 def main() -> int:
@@ -288,6 +346,7 @@ def main() -> int:
     answers = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    faulthandler.enable()  # a segfault in TVM writes the Python stack to the log: where it died
     from suite import compat
     from suite.errors import UserError, first_line
     from suite.targets import llvm
@@ -305,7 +364,8 @@ def main() -> int:
         except UserError as err:  # the suite's own refusal (a damaged record): the campaign's to say
             answer = refusal(str(err))
         except Exception as err:
-            answer = Answer.failed(Outcome.BUILD_FAILED, first_line(err)).to_json()
+            answer = (_internal(Path(request["dir"]), err)
+                      or Answer.failed(Outcome.BUILD_FAILED, first_line(err))).to_json()
         answers.write(json.dumps(answer) + "\n")
         answers.flush()
     return 0

@@ -19,7 +19,9 @@ its verdict on a target is the most serious of its outputs', :func:`worst_output
   (or the after output leaves the bound), and the same pair computed with IEEE rounding is not.
 - SHIFTED: both within the rounding bound, but the error's size or sign balance moved beyond the
   divergence rules (the IEEE twin's too, on a qfloat target): more than any reordering of IEEE sums
-  the suite measured. A long fp16 reduction's bound admits errors no reordering makes, so a slightly
+  the suite measured; or some element's error is more than :data:`ELEMENT_FACTOR` times the largest
+  before's rounding makes for an element of its magnitude (:func:`element_ratio`), where the bound
+  is too loose to tell (a long float16 sum: a wrong index in one vector lane). A long fp16 reduction's bound admits errors no reordering makes, so a slightly
   wrong computation (a term counted twice, a constant off by 0.1%) can hide below it; so can an
   order that rounds far worse. Suspect, not proven: the figures are shown.
 - CHANGED: the after program computes something else: an integer output differs, or a float
@@ -49,6 +51,13 @@ KINDS = (EQUIVALENT, REORDERED, ARITHMETIC, SHIFTED, CHANGED, UNDEFINED)
 EXIT_STATUS = {EQUIVALENT: ExitCode.OK, REORDERED: ExitCode.REORDERED, ARITHMETIC: ExitCode.ARITHMETIC,
                SHIFTED: ExitCode.SHIFTED, CHANGED: ExitCode.CHANGED, UNDEFINED: ExitCode.UNDEFINED}
 NOTHING_RAN = ExitCode.NO_VERDICT
+
+
+#: How many times the largest error before's rounding makes (for an element's magnitude) an element
+#: of after's may have, and be a reordering's. A reordering moves each element's error within the
+#: spread before's show (the worst of clean schedules measured: 1.03x, docs/fuzz.md); a wrong index
+#: or a term lost in a few elements moves theirs by the size of a value (30-70x in long float16 sums).
+ELEMENT_FACTOR = 8.0
 
 
 def most_serious(kinds) -> str:
@@ -191,6 +200,54 @@ def _divergence(a, b) -> dict:
         return {"differ_fraction": float(np.mean(differs)), "max_ulp_distance": math.nan}
 
 
+def element_ratio(expected: Expected, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """Each element's error in ``after`` against the exact value, in units of the largest error
+    before's rounding makes for that element's magnitude: |after - exact| / max(w * m, ulp), where
+    w is the largest |before - exact| / m over the elements (m, the magnitude, the sum of the
+    terms' absolute values, which any order's rounding error is proportional to), and ulp the
+    spacing of the output's type at the exact value (an output rounds to it, whatever the order).
+    0 where the exact value or its magnitude is not finite or the magnitude is 0: the bound alone
+    judges those."""
+    exact = np.asarray(expected.value, dtype=np.float64)
+    magnitude = np.asarray(expected.magnitude, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        before_error = np.abs(np.asarray(before, dtype=np.float64) - exact)
+        judged = np.isfinite(exact) & np.isfinite(magnitude) & (magnitude > 0) & np.isfinite(before_error)
+        if not judged.any():
+            return np.zeros(exact.shape)
+        worst = float(np.max(before_error[judged] / magnitude[judged]))
+        ulp = np.spacing(np.abs(exact).astype(expected.dtype)).astype(np.float64)
+        scale = np.maximum(worst * magnitude, ulp)
+        ratio = np.abs(np.asarray(after, dtype=np.float64) - exact) / scale
+    return np.where(judged & np.isfinite(ratio), ratio, 0.0)
+
+
+def _outliers(expected: Expected, before, after, bound: Bound, name_before: str, name_after: str,
+              figures: dict, prefix: str = "") -> tuple[str, dict] | None:
+    """Words and first element where some element of ``after`` is more than :data:`ELEMENT_FACTOR`
+    times before's largest error for its magnitude (:func:`element_ratio`); None where none is. The
+    figures (``element_ratio``, ``elements_beyond``) are added to ``figures``."""
+    ratio = element_ratio(expected, before, after)
+    beyond = ratio > ELEMENT_FACTOR
+    figures[f"{prefix}element_ratio"] = float(ratio.max()) if ratio.size else 0.0
+    figures[f"{prefix}elements_beyond"] = int(beyond.sum())
+    if not beyond.any():
+        return None
+    index = _index(int(np.argmax(ratio)), after.shape)
+    exact = float(expected.value[index])
+    first = {"index": list(index), "before": _plain(before[index].item()), "after": _plain(after[index].item()),
+             "exact": _plain(exact), "bound": _plain(bound.of(index)),
+             "magnitude": _plain(float(expected.magnitude[index]))}
+    words = (f"{_element(expected.name, index)}: {name_after} {_number(after[index])}, {name_before} "
+             f"{_number(before[index])}, exact {_number(exact)}: an error of {abs(float(after[index]) - exact):.4g}, "
+             f"{float(ratio[index]):.1f}x the largest before's rounding makes for its magnitude "
+             f"({int(beyond.sum()):,} of {after.size:,} elements beyond {ELEMENT_FACTOR:g}x), within the rounding "
+             f"bound {bound.of(index):.4g} (K = {expected.k}, {expected.dtype}) only because that bound is loose: "
+             "no reordering moves a few elements' error so far beyond the rest; a wrong index or a lost term in "
+             "those elements")
+    return words, first
+
+
 def _judge_float(expected, before, after, twin_before, twin_after, thresholds) -> Judgement:
     bound = Bound(expected, thresholds)
     figures = {"accumulation_length": expected.k, "lambda": bound.lam,
@@ -241,6 +298,9 @@ def _judge_float(expected, before, after, twin_before, twin_after, thresholds) -
         causes = {mark: rules.cause(mark, figures, thresholds) for mark in marks}
         twin_words = (f"with IEEE rounding (the twin) {figures['twin_error_ratio']:.3f}x, bias shift "
                       f"{figures['twin_bias_shift']:+.3f}")
+        if found := _outliers(expected, twin_before, twin_after, bound, "before (twin)", "after (twin)", figures,
+                              "twin_"):
+            return Judgement(SHIFTED, f"with IEEE rounding (the twin), {found[0]}", found[1], figures, notes)
         if marks and all(c is rules.Cause.ARITHMETIC for c in causes.values()):
             why = ", ".join("beyond the rounding bound" if m == "prob_bound_fraction" else m for m in marks)
             return Judgement(ARITHMETIC, f"qfloat: {words} (marked: {why}); {twin_words}, not marked: the "
@@ -255,6 +315,8 @@ def _judge_float(expected, before, after, twin_before, twin_after, thresholds) -
                          "bias shift are within the divergence rules")
         return Judgement(REORDERED, f"both within the rounding bound (K = {expected.k}, {expected.dtype}): {words}; "
                                     f"{twin_words}", None, figures, notes)
+    if found := _outliers(expected, before, after, bound, "before", "after", figures):
+        return Judgement(SHIFTED, found[0], found[1], figures, notes)
     if crossed:
         return Judgement(SHIFTED, f"both within the rounding bound (K = {expected.k}, {expected.dtype}), but {words}, "
                                   f"beyond {_rule_words(crossed, thresholds)}: {_SHIFTED_MEANS}", None, figures, notes)
