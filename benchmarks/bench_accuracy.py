@@ -6,7 +6,7 @@ from .common import ComboBenchmark
 
 class Accuracy(ComboBenchmark):
     need = "OUTPUT"
-    dtypes = "DTYPES"  # ULP and rounding bounds mean nothing for int8: IntegerAccuracy reads those
+    dtypes = "FLOAT_DTYPES"  # ULP and rounding bounds mean nothing for int8: IntegerAccuracy reads those
 
 
 class IntegerAccuracy(ComboBenchmark):

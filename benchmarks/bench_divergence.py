@@ -7,7 +7,7 @@ from .common import ComboBenchmark, measurement
 class DivergenceFromDefault(ComboBenchmark):
     need = "OUTPUT"
     against_default = True
-    dtypes = "DTYPES"  # int8 is judged exactly in every order (bench_accuracy.IntegerAccuracy)
+    dtypes = "FLOAT_DTYPES"  # int8 is judged exactly in every order (bench_accuracy.IntegerAccuracy)
 
     def read(self):
         return measurement.tracked_divergence(self.combo)

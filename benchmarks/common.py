@@ -83,7 +83,7 @@ class ComboBenchmark:
     need = "RECORD"
     against_default = False  #: compares with the default order: default itself is left out
     #: The dtypes whose combinations the class reads, by their name in suite.core.workloads
-    #: ("DTYPES": the floats, "INTEGER_DTYPES": int8); None: every dtype.
+    #: ("FLOAT_DTYPES": the floats, bfloat16 too; "INTEGER_DTYPES": int8); None: every dtype.
     dtypes = None
     #: What the class needs on this machine besides the grid (None: nothing): a class whose
     #: ``runs_here()`` is False has no benchmarks in this run, rather than a process per combination

@@ -19,6 +19,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from suite import floats
 from suite.errors import UserError
 
 #: Oldest release whose APIs this module knows.
@@ -589,8 +590,8 @@ class _InputArguments:
         if shapes != self.shapes:
             local_runner = importlib.import_module(meta_schedule().__name__ + ".runner.local_runner")
             return local_runner.default_alloc_argument(device, args_info, alloc_repeat)
-        with _np_load(self.path) as data:
-            arrays = [data[f"arg{i}"] for i in range(len(data.files))]
+        with _np_load(self.path) as data:  # np.save keeps bfloat16 as raw bytes: viewed as its dtype again
+            arrays = [floats.as_saved(data[f"arg{i}"], self.shapes[i][0]) for i in range(len(data.files))]
         made = []
         for _ in range(alloc_repeat):
             made.append([to_device(a, device) for a in arrays] + [empty(self.shapes[-1][1], self.shapes[-1][0], device)])

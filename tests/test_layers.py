@@ -16,7 +16,8 @@ SUITE = Path(__file__).resolve().parent.parent / "suite"
 #: and the rooms of lower layers: never a room above, nor one beside it in its own layer (rooms side
 #: by side stand apart). Every module has a room (a new package is placed here).
 LAYERS = [
-    {"suite.errors"},  # the exit codes and the kinds of expected failure: the one module on nothing
+    {"suite.errors"},  # the exit codes and the kinds of expected failure: on nothing
+    {"suite.floats"},  # the float formats (bfloat16's, which numpy lacks): on no module of the suite
     {"suite.environ", "suite.cache", "suite.git", "suite.children", "suite.tracked", "suite.progress",
      "suite.compat"},  # each on errors alone: paths, cache, git, child processes, metrics, progress, TVM
     {"suite.sandbox"},  # the sandbox programs from outside run in (on cache, children)

@@ -17,7 +17,8 @@ residual add; dense: 2048 products and sum; see
   holding with probability at least 1 - K * 2*exp(-lam**2*(1-u)**2/2)
   when the rounding errors delta_i are independent with mean zero.
 
-u is the unit roundoff of round-to-nearest: 2**-11 (float16), 2**-24 (float32).
+u is the unit roundoff of round-to-nearest: 2**-11 (float16), 2**-24 (float32), 2**-8
+(bfloat16).
 
 Where the constants come from (the paper was not at hand; this is the proof
 re-derived and the statement cross-checked with two public restatements):
@@ -76,6 +77,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from suite import floats
+
 #: Probability of one or more false alarms in a whole sweep that the default keeps below.
 DEFAULT_FALSE_ALARM = 1e-6
 #: Output elements of a sweep, bounded generously (see the module docstring).
@@ -87,8 +90,8 @@ DEFAULT_LAMBDA = 9.4
 
 
 def unit_roundoff(dtype) -> float:
-    """Unit roundoff u = 2**-p of round-to-nearest: 2**-11 float16, 2**-24 float32."""
-    return float(np.finfo(dtype).eps) / 2
+    """Unit roundoff u = 2**-p of round-to-nearest: 2**-11 float16, 2**-24 float32, 2**-8 bfloat16."""
+    return floats.float_format(dtype).unit_roundoff
 
 
 def _u(dtype_or_u) -> float:

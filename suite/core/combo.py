@@ -33,6 +33,7 @@ ENV = {"workloads": "TVM_SUITE_WORKLOADS", "dtypes": "TVM_SUITE_DTYPES",
 #: metric) measures every combination again rather than reading what the old code computed; a change
 #: of a comment or docstring does not (cache.source_digest).
 _MEASURING_CODE = ("compat.py", "cache.py", "core/workloads.py", "core/models.py", "core/quantized.py",
+                   "floats.py",
                    "core/reference.py",
                    "core/metrics.py", "core/bounds.py", "core/schedules.py", "core/tuning.py",
                    "core/execution.py", "core/measurement.py", "core/entries.py", "core/record.py", "targets/*.py",

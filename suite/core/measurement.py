@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from suite import cache, compat
+from suite import cache, compat, floats
 from suite.core import entries, execution, metrics, quantized, reference, runstore, schedules, tuning, workloads
 from suite.core.combo import SCHEMA, Combo
 from suite.core.entries import OUTPUT_FILE, TWIN_FILE
@@ -270,7 +270,7 @@ def _part(combo: Combo, name: str) -> np.ndarray:
     array = cache.read_array(combo.entry / name)
     if array is None:  # removed since measure() checked it
         raise Skipped(f"the cached {name} of {combo.label} vanished; measure it again")
-    return array
+    return floats.as_saved(array, workloads.output_dtype(combo.dtype))
 
 
 def load_kernel(combo: Combo):

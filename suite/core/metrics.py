@@ -1,4 +1,4 @@
-"""Accuracy metrics of a float16/float32 output against a float64 reference."""
+"""Accuracy metrics of a float16/float32/bfloat16 output against a float64 reference."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import math
 
 import numpy as np
 
+from suite import floats
 from suite.core import bounds
 
 # Integer type with the same width as each supported float, for bit views.
-_BITS_AS_INT = {np.dtype(np.float16): np.int16, np.dtype(np.float32): np.int32}
+_INT_OF_BITS = {16: np.int16, 32: np.int32}
 
 
 def ulp(r, dtype) -> np.ndarray:
@@ -19,7 +20,7 @@ def ulp(r, dtype) -> np.ndarray:
     ``dtype`` numbers, with zero and subnormals getting the subnormal spacing.
     Non-finite ``r`` gives nan.
     """
-    finfo = np.finfo(dtype)
+    finfo = floats.float_format(dtype)
     magnitude = np.abs(np.asarray(r, dtype=np.float64))
     _, exponent = np.frexp(magnitude)  # |r| = f * 2**exponent, f in [0.5, 1)
     # frexp(0) has exponent 0, which would read as 2**-1; zero belongs to emin.
@@ -71,7 +72,7 @@ def accuracy_metrics(y, r, m, k: int, dtype, lam: float = bounds.DEFAULT_LAMBDA)
 
 
 def ulp_distance(a, b) -> np.ndarray:
-    """Number of representable values between same-dtype float16/32 arrays.
+    """Number of representable values between same-dtype float16/32 or bfloat16 arrays.
 
     -0.0 and +0.0 are 0 apart; np.nextafter neighbours are 1 apart.
     """
@@ -167,9 +168,9 @@ def _abs_error(y, r) -> np.ndarray:
 def _ordered_int(x: np.ndarray) -> np.ndarray:
     """Map float bits to int64 so that integer order equals float order."""
     try:
-        int_type = _BITS_AS_INT[x.dtype]
-    except KeyError:
-        raise ValueError(f"ulp distance needs float16 or float32, got {x.dtype}") from None
+        int_type = _INT_OF_BITS[floats.float_format(x.dtype).bits]
+    except (KeyError, ValueError):
+        raise ValueError(f"ulp distance needs float16, float32 or bfloat16, got {x.dtype}") from None
     bits = x.view(int_type).astype(np.int64)
     # Sign-magnitude to two's complement: negative floats have their
     # magnitude bits counted downwards from zero, so -0.0 maps to 0.

@@ -26,17 +26,20 @@ from functools import lru_cache
 
 import numpy as np
 
-from suite import cache, compat
+from suite import cache, compat, floats
 from suite.core import models, quantized
 from suite.errors import UserError
 
 #: The dtypes of the default grid (`tvm-suite run`, asv without a grid) and of every command.
 DTYPES = ("float32", "float16")
+#: Every float dtype, judged against float64 by ULP and rounding bound: bfloat16 is measured by `run`
+#: and `measure` when asked for, on the targets that run it (docs/bfloat16.md).
+FLOAT_DTYPES = DTYPES + (floats.BFLOAT16,)
 #: The quantized dtype (suite.core.quantized): measured by `run` and `measure` when asked for, on
 #: the targets that run it (Target.dtypes), judged exactly against an integer oracle.
 INTEGER_DTYPES = ("int8",)
 #: What `run` and `measure` take.
-MEASURED_DTYPES = DTYPES + INTEGER_DTYPES
+MEASURED_DTYPES = DTYPES + INTEGER_DTYPES + (floats.BFLOAT16,)
 SEED_ID = "seed.conv2d_nhwc_7x7s2"
 SEED_MODEL = "seed"
 #: Models whose workloads the benchmarks cover by default.
@@ -400,7 +403,8 @@ def make_inputs(workload: Workload, dtype: str) -> list[np.ndarray]:
     Scales keep fp16 finite through a whole layer: activations (and residuals) uniform in
     [0, 1) like post-relu feature maps, weights normal with variance 1/fan_in (He-style, so
     outputs stay of order 1), biases uniform in [-0.1, 0.1). The same draws are used for
-    every dtype, so fp16 and fp32 results of a workload see the same values up to rounding.
+    every dtype, so fp16 and fp32 results of a workload see the same values up to rounding
+    (bfloat16's to nearest, ties to even: :func:`suite.floats.rounded`).
     int8 workloads draw integers of their own (:func:`suite.core.quantized.make_inputs`).
     """
     check_dtype(dtype, MEASURED_DTYPES)
@@ -416,5 +420,5 @@ def make_inputs(workload: Workload, dtype: str) -> list[np.ndarray]:
             values = rng.uniform(-0.1, 0.1, size=shape)
         else:
             values = rng.uniform(0.0, 1.0, size=shape)
-        arrays.append(values.astype(dtype))
+        arrays.append(floats.rounded(values, dtype))
     return arrays

@@ -382,7 +382,7 @@ def _summary_text(warm: MeasurePhase, commit, out_dir, filed: AsvRun) -> str:
     lines += ["", legend]
     if any(row[10] == "none" for row in rows):
         lines.append("bound: share of the rigorous rounding bound gamma_K*m used; none: no such bound exists "
-                     "(K*u >= 1: float16 accumulating 2048 or more terms)")
+                     "(K*u >= 1: float16 accumulating 2048 or more terms, bfloat16 256 or more)")
     if any(row[11] is not None for row in rows):
         lines.append("exact: int8 output elements equal to the exact integer oracle's (docs/int8.md); ULP, scaled "
                      "and bound mean nothing for integers (-)")

@@ -21,15 +21,15 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
-from suite import tracked
+from suite import floats, tracked
 from suite.asv_plumbing.config import REPORTS
 from suite.core import bounds
 from suite.errors import UserError
 
 DEFAULT_PATH = REPORTS / "thresholds.toml"
-ACCURACY_DTYPES = ("float16", "float32")
+ACCURACY_DTYPES = ("float16", "float32", "bfloat16")
+#: The dtypes a whole model runs in (`tvm-suite model`): bfloat16 is measured per workload only.
+MODEL_DTYPES = ("float16", "float32")
 ACCURACY_METRICS = ("ulp_mean", "ulp_p99", "ulp_max", "scaled_error")
 #: Nesting deeper than this is no thresholds file (tomllib recurses per level).
 MAX_DEPTH = 8
@@ -186,9 +186,10 @@ _RETIMINGS = (lambda v: v == int(v) and 1 <= v <= 5, "a whole number from 1 to 5
 def _ulps(dtype: str) -> tuple:
     """An accuracy limit in ULPs: an error of 2^nmant ULPs is as large as the value itself (the
     spacing at |r| is 2^(floor(log2 |r|) - nmant)): no correct bit, so no limit may admit more."""
-    most = 2 ** np.finfo(dtype).nmant
+    nmant = floats.float_format(dtype).nmant
+    most = 2 ** nmant
     return (lambda v: 0 < v <= most,
-            f"above 0 and at most {most} (2^{np.finfo(dtype).nmant}: an error of that many {dtype} ULPs is as "
+            f"above 0 and at most {most} (2^{nmant}: an error of that many {dtype} ULPs is as "
             "large as the value itself)")
 
 
@@ -203,7 +204,7 @@ _SCHEMA = {
                 "retimed_alpha": _PROBABILITY, "retimed_times": _RETIMINGS},
     "change": {m.name: _CHANGE for m in tracked.METRICS},
     "accuracy": {dtype: {metric: _ulps(dtype) for metric in ACCURACY_METRICS} for dtype in ACCURACY_DTYPES},
-    "model": {dtype: _MODEL for dtype in ACCURACY_DTYPES},
+    "model": {dtype: _MODEL for dtype in MODEL_DTYPES},
     # max_fraction's upper limit depends on lambda: _bound checks the two together
     "bound": {"max_fraction": _ABOVE_0,
               "max_nonfinite": (lambda v: v == int(v) and 0 <= v <= MAX_NONFINITE,

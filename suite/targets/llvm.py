@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
+import subprocess
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -140,7 +142,9 @@ def can_run(mcpu: str) -> str | None:
 class LLVMTarget(Target):
     name = "llvm"
     peer_device = "cpu"
-    dtypes = ("float32", "float16", "int8")
+    # bfloat16 here is TVM's legalized path: BF16ComputeLegalize runs on every llvm target, computing
+    # in float32 and rounding where a value is stored to a bfloat16 parameter (docs/bfloat16.md).
+    dtypes = ("float32", "float16", "int8", "bfloat16")
 
     def tvm_target(self):
         return compat.make_target({"kind": "llvm", "mcpu": build_cpu()[0]})
@@ -167,3 +171,52 @@ class LLVMTarget(Target):
 
     def load(self, path: Path, inputs, output_shape, dtype) -> ModuleKernel:
         return ModuleKernel(compat.load_module(path), compat.cpu_device(), inputs, output_shape, dtype)
+
+
+#: The x86 instructions that compute with bfloat16 (AVX-512 BF16): its dot product and its two
+#: conversions from float32. AMX's tdpbf16ps would be another, on CPUs with amx_bf16.
+BF16_INSTRUCTIONS = ("vdpbf16ps", "vcvtneps2bf16", "vcvtne2ps2bf16", "tdpbf16ps")
+
+
+def bf16_instructions(path: Path) -> int | None:
+    """How many bfloat16 instructions (:data:`BF16_INSTRUCTIONS`) the shared library at ``path``
+    contains (objdump's disassembly), or None where objdump is missing or fails."""
+    tool = shutil.which("objdump")
+    if tool is None:
+        return None
+    done = subprocess.run([tool, "-d", "--no-show-raw-insn", str(path)], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return None
+    return sum(1 for line in done.stdout.splitlines()
+               if len(fields := line.split("\t")) > 1 and fields[1].split(" ", 1)[0] in BF16_INSTRUCTIONS)
+
+
+class LLVMNativeBf16Target(LLVMTarget):
+    """llvm with the CPU's AVX-512 BF16 instructions asked for (``-mattr=+avx512bf16``), bfloat16
+    only: what a user writes for native bfloat16. Each build counts the bfloat16 instructions its
+    code contains (``codegen``: ``bf16_instructions``), since TVM may legalize them away."""
+
+    name = "llvm-avx512bf16"
+    dtypes = ("bfloat16",)
+    dtypes_note = "only bfloat16 has native instructions to ask for; the other dtypes run on llvm"
+    FEATURE = "avx512_bf16"  #: /proc/cpuinfo's name of what the target needs
+
+    @property
+    def records_from(self) -> tuple[str, ...]:
+        return (self.name, LLVMTarget.name)  # an llvm trace schedules the same TIR
+
+    def tvm_target(self):
+        return compat.make_target({"kind": "llvm", "mcpu": build_cpu()[0], "mattr": ["+avx512bf16"]})
+
+    def tuning_target(self):
+        return compat.make_target({"kind": "llvm", "mcpu": build_cpu()[0], "mattr": ["+avx512bf16"],
+                                   "num-cores": os.cpu_count() or 1})
+
+    def unavailable(self) -> str | None:
+        if self.FEATURE in host_cpu_flags():
+            return None
+        return f"{self.name} needs a CPU with {self.FEATURE}; this one ({host_cpu_model()}) lacks it"
+
+    def codegen_metrics(self, path: Path) -> dict | None:
+        count = bf16_instructions(path)
+        return None if count is None else {"bf16_instructions": count}
