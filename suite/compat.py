@@ -14,8 +14,10 @@ import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
+import inspect
 import json
 import os
+import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -482,8 +484,8 @@ def _local_node_graphs(value):
 def register_tensor_intrinsics(names=None) -> None:
     """Register the tensor intrinsics ``names`` (those a tensorizing trace names; None: all): the
     suite's own (:data:`VNNI_I8X64_INTRIN`) alone where they are all it needs, else TVM's too
-    (``wmma_*``, ``mma_*``, ``dot_16x4_*``...). TVM's are slow: it parses every intrinsic's
-    TVMScript (about 30 s on 16 cores, 40-90 s on 2), so only traces that use them pay for it."""
+    (``wmma_*``, ``mma_*``, ``dot_16x4_*``...). TVM's cost more: it parses every intrinsic's
+    TVMScript (about 4 CPU-seconds), so only traces that use them pay for it."""
     names = None if names is None else set(names)
     if names is None or VNNI_I8X64_INTRIN in names:
         _register_vnni_i8x64()
@@ -493,7 +495,23 @@ def register_tensor_intrinsics(names=None) -> None:
 
 @lru_cache(maxsize=None)
 def _register_tvm_tensor_intrinsics() -> None:
-    importlib.import_module(schedule_namespace().__name__ + ".tensor_intrin")
+    # TVMScript's parser takes inspect.stack() for each of the hundreds of intrinsics it parses, and
+    # inspect looks the module of each frame up by its file: a frame of a frozen module (the import
+    # machinery's own, "<frozen importlib._bootstrap>") names no file of any module, so every lookup
+    # scans every loaded module (20 of the 24 CPU-seconds of the import, measured in a plain process).
+    # Those files named as their modules' for the import, the frames read as before (no source), at once.
+    frozen = {}
+    for name, module in list(sys.modules.items()):
+        if getattr(getattr(module, "__spec__", None), "origin", None) == "frozen":
+            for file in (f"<frozen {module.__name__}>", f"<frozen {name}>"):
+                if file not in inspect.modulesbyfile:
+                    frozen.setdefault(file, name)
+    inspect.modulesbyfile.update(frozen)
+    try:
+        importlib.import_module(schedule_namespace().__name__ + ".tensor_intrin")
+    finally:
+        for file in frozen:
+            inspect.modulesbyfile.pop(file, None)
 
 
 #: The suite's VNNI dot product (uint8 x int8 -> int32, 16 lanes of 4): what TVM's ``dot_16x4_vnni``
