@@ -78,6 +78,7 @@ ALLOWED_KEYS = frozenset({
     "schedule_rule", "layout_free_placeholders", "layout_free_buffers", "double_buffer_scope", "buffer_dim_align",
     "thread_extent", "virtual_thread", "compute_scope", "global_symbol", "tir.noalias", "tirx.noalias",
     "tir.is_scheduled", "tirx.is_scheduled", "tir.is_entry_func", "tirx.is_entry_func", "tir.script_parsing_detect_access",
+    "op_pattern",  # Relax's fusion kind of a legalized PrimFunc (pooling, mean carry it): an integer
 })
 #: Key families allowed whole: MetaSchedule's own annotations and software pipelining's.
 ALLOWED_KEY_PREFIXES = ("meta_schedule.", "software_pipeline_")
