@@ -16,7 +16,8 @@ every campaign. For each bug it prints:
   SHIFTED, CRASH, TIMEOUT), by verdict; missed: the others, by what they were called;
 - reproduced: of the findings with a minimised trace, those whose report's own reproduce command
   (`tvm-suite triage before.py --trace minimised.json ...`), run in a fresh copy of the finding's
-  directory with the bug still active, gives the finding's verdict again;
+  directory with the bug still active, gives the finding's verdict again, and those it gives a
+  wrong result at all (triage makes no runs on filled output arrays: an UNDEFINED comes back CHANGED);
 - blamed: of the findings the campaign attributed (their ``blame.json``), those that name the pass
   the bug lives in.
 
@@ -45,16 +46,17 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # compiler_changes beside this script
 
-from suite import cache, outputs  # noqa: E402
-from suite.commands.common_args import names, path, positive_number, whole_number  # noqa: E402
-from suite.commands.fuzz import MAX_MINUTES  # noqa: E402
-from suite.errors import UserError  # noqa: E402
+from suite import cache, outputs
+from suite.commands.common_args import names, path, positive_number, whole_number
+from suite.commands.fuzz import MAX_MINUTES
+from suite.errors import UserError
 
 #: Who wrote a fuzz_recall.json (its mark: a rerun replaces only its own).
 WRITER = "experiments/fuzz_recall.py"
 RESULT = "fuzz_recall.json"
 WORKLOADS = ["seed", "resnet50.matmul_add.2048-1000", "resnet50.conv2d_add_relu.56x56x64-k3s1-64"]
 FINDINGS = ("CHANGED", "UNDEFINED", "SHIFTED", "CRASH", "TIMEOUT")
+WRONG = ("CHANGED", "UNDEFINED", "SHIFTED")
 #: A campaign's exit statuses that are a result (nothing found, CHANGED, UNDEFINED, crash or hang, SHIFTED).
 CAMPAIGN_DONE = (0, 12, 13, 14, 15)
 CLEAN = "clean"
@@ -119,6 +121,9 @@ class BugResult:
     findings: int = 0  #: finding directories (one per flagged schedule)
     minimised: int = 0  #: of them, those with a minimised trace
     reproduced: int = 0  #: of those, replayed in a fresh directory with the bug active: the same verdict
+    #: of those, replayed so: a wrong result all the same (CHANGED, UNDEFINED or SHIFTED: triage
+    #: makes no runs on filled output arrays, so the campaign's UNDEFINED comes back CHANGED there)
+    reproduced_wrong: int = 0
     replay_verdicts: dict = field(default_factory=dict)
     replay_seconds: list = field(default_factory=list)
     kept_fraction_median: float | None = None  #: the minimised trace's instructions over the original's
@@ -146,7 +151,7 @@ def _fuzz(out: Path, name: str, env: dict, args) -> Campaign:
     log = out / "campaigns" / f"{name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as err:
-        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=err, env=env)
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=err, env=env, check=False)
     seconds = time.monotonic() - started
     if done.returncode not in CAMPAIGN_DONE:
         raise UserError(f"the {name} campaign exited {done.returncode}: see {log}")
@@ -212,7 +217,7 @@ def _replay(finding: Path, outcome: str, env: dict, fresh: Path) -> tuple[str, f
     shutil.copytree(finding, fresh, symlinks=True)
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "suite.cli", *command[1:], "--json"], cwd=fresh, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                          capture_output=True, text=True, check=False)
     seconds = time.monotonic() - started
     try:
         return json.loads(done.stdout)["verdict"], seconds
@@ -268,6 +273,7 @@ def judge_bug(out: Path, bug, campaign: Campaign, clean_lines: list, clean: dict
         result.replay_verdicts[verdict] = result.replay_verdicts.get(verdict, 0) + 1
         result.replay_seconds.append(round(seconds, 1))
         result.reproduced += verdict == outcome
+        result.reproduced_wrong += verdict in WRONG
     result.kept_fraction_median = round(statistics.median(fractions), 3) if fractions else None
     return result
 
@@ -317,18 +323,18 @@ def measure(args) -> dict:
 
 def table(found: dict) -> str:
     clean = found["clean"]
-    lines = [f"clean compiler: {clean['flagged']} flagged of {clean['judged_schedules']} schedules judged "
-             f"({clean['seconds']:.0f} s)", "",
-             "| bug | affected | flagged (by verdict) | missed | reproduced | median kept | blamed on its pass | "
-             "s per finding |",
+    lines = [(f"clean compiler: {clean['flagged']} flagged of {clean['judged_schedules']} schedules judged "
+              f"({clean['seconds']:.0f} s)"), "",
+             ("| bug | affected | flagged (by verdict) | missed | reproduced: same verdict, wrong at all | median kept | "
+              "blamed on its pass | s per finding |"),
              "|---|---|---|---|---|---|---|---|"]
     for r in found["bugs"]:
         by = ", ".join(f"{k} {v}" for k, v in sorted(r["flagged"].items())) or "-"
         missed = ", ".join(f"{k} {v}" for k, v in sorted(r["missed"].items())) or "0"
         blamed = f"{r['blamed_right']} of {r['blamed']} ({r['guilty_pass']})" if r["blamed"] else "no blame.json"
         lines.append(f"| {r['bug']} | {r['affected']} of {r['compared']} | {r['flagged_total']} ({by}) | {missed} | "
-                     f"{r['reproduced']} of {r['minimised']} | {_percent(r['kept_fraction_median'])} | {blamed} | "
-                     f"{r['seconds_per_finding'] or '-'} |")
+                     f"{r['reproduced']}, {r['reproduced_wrong']} of {r['minimised']} | "
+                     f"{_percent(r['kept_fraction_median'])} | {blamed} | {r['seconds_per_finding'] or '-'} |")
     return "\n".join(lines)
 
 

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import run_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,7 +30,7 @@ def test_bad_input_is_refused_before_any_work(tmp_path, args, words):
 
 def test_a_bad_option_is_refused_without_tvm(tmp_path):
     done = subprocess.run([sys.executable, "-X", "importtime", str(SCRIPT), "--out", str(tmp_path / "o"), "--bugs",
-                           "no-such-bug"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+                           "no-such-bug"], capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
     assert done.returncode == 2 and "unknown lowering bug" in done.stderr
     assert not [line for line in done.stderr.splitlines() if line.rstrip().endswith("| tvm")]  # TVM never imported
 
@@ -52,7 +51,7 @@ def test_a_lowering_bug_is_found_in_the_traces_it_affects_and_not_on_the_clean_c
     out = tmp_path / "recall"
     done = subprocess.run([sys.executable, str(SCRIPT), "--out", str(out), "--bugs", "vector-lane-loads-neighbour",
                            "--workloads", "resnet50.matmul_add.2048-1000", "--dtypes", "float32", "--traces", "2",
-                           "--json"], capture_output=True, text=True, cwd=ROOT, timeout=1800)
+                           "--json"], capture_output=True, text=True, cwd=ROOT, timeout=1800, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout)  # JSON alone on stdout
     assert found == {k: v for k, v in json.loads((out / "fuzz_recall.json").read_text()).items() if k != "generated_by"}
@@ -64,6 +63,6 @@ def test_a_lowering_bug_is_found_in_the_traces_it_affects_and_not_on_the_clean_c
     assert bug["flagged_total"] + sum(bug["missed"].values()) == bug["affected"]
     assert bug["flagged_total"] >= 1 and set(bug["flagged"]) <= {"CHANGED", "UNDEFINED", "SHIFTED", "CRASH", "TIMEOUT"}
     assert bug["findings"] == bug["flagged_total"] + bug["flagged_unaffected"]
-    assert 0 <= bug["reproduced"] <= bug["minimised"] <= bug["findings"]
+    assert 0 <= bug["reproduced"] <= bug["reproduced_wrong"] <= bug["minimised"] <= bug["findings"]
     assert sum(bug["replay_verdicts"].values()) == bug["minimised"]
     assert bug["guilty_pass"] == "tirx.VectorizeLoop"
