@@ -13,7 +13,7 @@ from conftest import one_line, run_in_process
 from suite import floats
 from suite.core import bounds, measurement, metrics, reference, workloads
 from suite.core.combo import Combo, Grid
-from suite.core.record import Status
+from suite.core.record import Need, Status
 from suite.targets import get as target
 from suite.targets import llvm
 
@@ -60,6 +60,10 @@ def test_inputs_are_the_float_draws_rounded_to_nearest_even_and_the_reference_is
 def test_bfloat16_is_asked_for_and_unknown_dtypes_are_refused_in_one_line(cli):
     assert Grid.of([MATMUL]).dtypes == ["float32", "float16"]
     assert Grid.of([MATMUL], ["bfloat16"], ["llvm", "llvm-avx512bf16"]).dtypes == ["bfloat16"]
+    # asv's accuracy and divergence classes read the float dtypes, bfloat16 with them; int8 apart.
+    grid = Grid.of([MATMUL], ["bfloat16", "int8"], ["llvm"])
+    assert grid.for_need(Need.OUTPUT, False, workloads.FLOAT_DTYPES).dtypes == ["bfloat16"]
+    assert grid.for_need(Need.OUTPUT, False, workloads.INTEGER_DTYPES).dtypes == ["int8"]
     for bad in ("int4", "float8"):
         one_line(run_in_process("run", "--dtypes", f"float16,{bad}", "--workloads", MATMUL),
                  f"unknown dtype '{bad}'", "float32, float16, int8, bfloat16")
