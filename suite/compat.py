@@ -589,12 +589,8 @@ def plain_build(mod, target, _params=None):
 def local_builder(timeout_s: float = 60.0, f_build=tuning_build, f_export=None):
     """MetaSchedule's LocalBuilder (a process per build); ``f_build`` and ``f_export`` (picklable:
     module-level functions or partials of them) build the candidate and turn the built module
-    into the artifact the runner gets (by default MetaSchedule's shared library).
-
-    Every search of the suite gets its builder here, before ``tune_tir`` makes its TuneContext, which
-    imports every tensor intrinsic of TVM's: imported here the fast way (:func:`_register_tvm_tensor_intrinsics`)."""
+    into the artifact the runner gets (by default MetaSchedule's shared library)."""
     ms = meta_schedule()
-    _register_tvm_tensor_intrinsics()
     return ms.builder.LocalBuilder(f_build=f_build, f_export=f_export, timeout_sec=timeout_s)
 
 
@@ -688,35 +684,37 @@ def block_read_names(schedule, block) -> list[str]:
             for region in schedule.get(block).reads]
 
 
-def dot_product_space(intrinsic: str | None):
-    """The llvm design space (:func:`tuning_space`) whose multi-level tiling first tries to
-    tensorize a block with ``intrinsic`` (a registered tensor intrinsic: ``dot_16x4_avx512``, or
-    :func:`dot_product_intrinsic_name`'s for ``dot_16x4_vnni``), and whose postprocessors tensorize
-    what it marked; None: the llvm space alone. TVM picks such a space from the target's features itself ("from-target"); naming it
-    lets the caller choose from a feature set of its own and say what it chose."""
+def dot_product_space(intrinsic: str | None, kind: str = "llvm"):
+    """The design space of targets of ``kind`` ("llvm" or "hexagon", :func:`tuning_space`) whose
+    multi-level tiling first tries to tensorize a block with ``intrinsic`` (a registered tensor
+    intrinsic: ``dot_16x4_avx512``, :func:`dot_product_intrinsic_name`'s for ``dot_16x4_vnni``, or
+    Hexagon's ``dot_32x4_u8i8i32_vrmpy``), and whose postprocessors tensorize what it marked; None:
+    the kind's space alone. TVM picks such a space from the target's features itself
+    ("from-target"); naming it lets the caller choose from a feature set of its own and say what it
+    chose. The kind's own tiling stays as the fallback (Hexagon's: ``MultiLevelTilingWideVector``)."""
     ms = meta_schedule()
     if intrinsic is None:
-        return tuning_space("llvm")
+        return tuning_space(kind)
     rules, postprocs = ms.schedule_rule, ms.postproc
     reuse_write = rules.ReuseType(req="may", levels=[1, 2], scope="global")
+    structure = "SRSRS" if kind == "hexagon" else "SSRSRS"  # each kind's own multi-level tiling's
     sch_rules = []
-    for rule in rules.ScheduleRule.create("llvm"):
-        if type(rule).__name__ == "MultiLevelTiling":  # the intrinsic's tiling first, the plain one as the fallback
-            sch_rules.append(rules.MultiLevelTilingWithIntrin(intrinsic, structure="SSRSRS", max_innermost_factor=64,
+    for rule in rules.ScheduleRule.create(kind):
+        if type(rule).__name__ in ("MultiLevelTiling", "MultiLevelTilingWideVector"):  # the intrinsic's first
+            sch_rules.append(rules.MultiLevelTilingWithIntrin(intrinsic, structure=structure, max_innermost_factor=64,
                                                               reuse_write=reuse_write))
         sch_rules.append(rule)
-    processors = [p for p in postprocs.Postproc.create("llvm") if type(p).__name__ != "RewriteLayout"]
+    processors = [p for p in postprocs.Postproc.create(kind) if type(p).__name__ != "RewriteLayout"]
     processors += [postprocs.RewriteTensorize(vectorize_init_loop=True), postprocs.RewriteLayout()]
-    return ms.space_generator.PostOrderApply(sch_rules=sch_rules, postprocs=processors, mutator_probs="llvm")
+    return ms.space_generator.PostOrderApply(sch_rules=sch_rules, postprocs=processors, mutator_probs=kind)
 
 
 def design_space(func, target, kind: str) -> list:
     """MetaSchedule's design space of ``func`` for the TVM ``target``, with the rules of targets of
     ``kind`` (:func:`tuning_space`): each space's trace as JSON, its sampling decisions dropped.
-    Slow once per process (0.27's TuneContext imports every tensor intrinsic, here the fast way:
-    :func:`_register_tvm_tensor_intrinsics`): callers keep the result."""
+    Slow once per process (0.27's TuneContext imports every tensor intrinsic: half a minute to a
+    minute on a loaded machine): callers keep the result."""
     ms = meta_schedule()
-    _register_tvm_tensor_intrinsics()
     module = tvm().IRModule({"main": func.with_attr("global_symbol", "main")})
     context = ms.TuneContext(mod=module, target=target, space_generator=tuning_space(kind), task_name="fuzz",
                              num_threads=1)

@@ -18,8 +18,8 @@ EXIT_CODES = [(ExitCode.OK, "every record written (or kept by --skip-existing)")
 
 def add_arguments(p) -> None:
     p.add_argument("--target", default="llvm", help=f"{', '.join(targets.names())} (default: llvm)")
-    p.add_argument("--dtype", required=True, help=f"{', '.join(workloads.MEASURED_DTYPES)} (int8 on llvm only: with "
-                   "the CPU's dot-product intrinsic, VNNI where it has it)")
+    p.add_argument("--dtype", required=True, help=f"{', '.join(workloads.MEASURED_DTYPES)} (int8 on llvm, with the "
+                   "CPU's dot-product intrinsic, VNNI where it has it, and on hexagon-v68-qf/-v73-qf, with vrmpy)")
     p.add_argument("--workloads", "--workload", dest="workloads", type=names,
                    help="comma-separated ids or model names (default: seed,resnet50)")
     p.add_argument("--trials", type=trials, default=64,
@@ -38,7 +38,8 @@ def run(args) -> int:
     target = targets.get(args.target)
     workloads.check_dtype(args.dtype, workloads.MEASURED_DTYPES)
     if reason := target.dtype_unavailable(args.dtype):
-        raise UserError(f"{args.dtype} cannot be tuned on {target.name}: {reason}")
+        raise UserError(f"{args.dtype} cannot be tuned on {target.name}: {reason}; targets that tune {args.dtype}: "
+                        f"{', '.join(_tuning_targets(args.dtype))}")
     bound = thresholds.load().bound  # the rounding bound every candidate is checked against, read once
     if reason := target.unavailable():  # no GPU, tools missing: one line before any work
         raise UserError(f"{target.name} cannot be tuned here: {reason}")
@@ -78,6 +79,12 @@ def run(args) -> int:
         raise UserError(f"not tuned, another process was tuning them: {', '.join(busy)}; when it is done, "
                         f"`--skip-existing` keeps its records")
     return 0
+
+
+def _tuning_targets(dtype: str) -> list[str]:
+    """The targets that run ``dtype`` and can be tuned (compile-only ones cannot)."""
+    return [name for name in targets.names() if not (t := targets.get(name)).dtype_unavailable(dtype)
+            and t.mode is not targets.Mode.COMPILE_ONLY]
 
 
 def _tune_destination(tuning, into_checkout: bool) -> tuple[Path, str]:

@@ -17,13 +17,16 @@ of others (``records_from``, in order of preference: per workload the first that
 :func:`records_target`). A missing record is a skip with its reason; a trace that no longer
 applies is a failure of that TVM.
 
-int8 (llvm only): every candidate's uint8 output must equal the exact integer oracle's
-(:mod:`suite.core.quantized`); the search offers MetaSchedule the CPU's dot-product intrinsic
-(:func:`suite.targets.llvm.dot_product_intrinsic`), with the weights packed into its 16x4 blocks
-first where their channels allow (:func:`pack_weights`, the record's ``prologue``); the record
-keeps the intrinsic offered, whether the kept kernel used it (``tensorized``: its instruction
-counted in the disassembly) and the trace of its accumulator, checked bit for bit before the
-record is written (docs/int8-tuned.md).
+int8 (llvm and the executed Hexagon targets): every candidate's uint8 output must equal the exact
+integer oracle's (:mod:`suite.core.quantized`); the search offers MetaSchedule the target's
+dot-product intrinsic (``dot_product_choice``: on llvm the CPU's,
+:func:`suite.targets.llvm.dot_product_intrinsic`; on Hexagon HVX's ``vrmpy``), with the weights
+packed into its blocks first (16x4, Hexagon's 32x4) where their channels allow (:func:`pack_weights`,
+the record's ``prologue``); the record keeps the intrinsic offered, whether the kept kernel used it
+(``tensorized``: its instruction counted in the disassembly, and on Hexagon in the instructions the
+emulator executed) and the trace of its accumulator, checked bit for bit before the record is
+written (docs/int8-tuned.md, docs/int8-hexagon.md). int8 records carry the instructions of their
+instruction set, so a target replays the int8 records of its own family alone (:func:`records_target`).
 
 Whose records: the committed ones (``suite/tuning_records/``, :data:`RECORDS_DIR`) and the
 user's own (:func:`user_records_root`: ``$XDG_DATA_HOME/tvm-suite/tuning_records``, by default
@@ -133,8 +136,17 @@ def _names(records) -> tuple[str, ...]:
 
 def records_target(records, dtype: str, workload_id: str) -> str | None:
     """Of the targets ``records`` (a name, or names in order of preference), the first with a
-    record of this workload and dtype; None when none has one."""
-    return next((name for name in _names(records) if trace_path(name, dtype, workload_id).exists()), None)
+    record of this workload and dtype; None when none has one. In int8 only those of the first
+    one's family (``llvm``, ``hexagon``: the name before its first ``-``): an int8 kernel is made of
+    its instruction set's dot products (vpdpbusd, vrmpy), which another family cannot build."""
+    names = _names(records)
+    if dtype in workloads.INTEGER_DTYPES:
+        names = tuple(name for name in names if _family(name) == _family(names[0]))
+    return next((name for name in names if trace_path(name, dtype, workload_id).exists()), None)
+
+
+def _family(target_name: str) -> str:
+    return target_name.split("-", 1)[0]
 
 
 class DamagedRecord(UserError):
@@ -332,11 +344,11 @@ class TuningRecord:
     best_packets: int | None = None
     best_emulated_s: float | None = None
     previous_record: dict | None = None  #: the record replaced, measured against the search's best
-    #: int8 on llvm: the dot-product intrinsic offered (DotProductChoice's JSON, with the CPU flags
+    #: int8: the dot-product intrinsic offered (DotProductChoice's JSON; on llvm with the CPU flags
     #: it was chosen by), and whether the kept kernel used it (:class:`Tensorized`'s JSON)
     dot_product: dict | None = None
     tensorized: dict | None = None
-    #: int8: what the kernel is made of before the trace applies (:data:`PACK_WEIGHTS`, or None: as it is)
+    #: int8: what the kernel is made of before the trace applies (a :data:`PROLOGUES` name, or None: as it is)
     prologue: str | None = None
     #: int8: the kept trace as it applies to the kernel's accumulator (suite.core.quantized.
     #: accumulator_func; :func:`accumulator_trace`), whose output matched the oracle bit for bit
@@ -372,8 +384,8 @@ def search(func, target, trials: int, inputs, output_shape, dtype: str, check, l
     output); before a schedule is chosen, such a candidate is checked as the ``tuned`` order will
     run it, its trace replayed and built by the target (the rewrite inside the function), and
     refused like any other; the next best one is tried then. So no record holds a candidate
-    whose output was not checked. ``dot_product``: int8 on llvm, the dot-product intrinsic offered
-    (:func:`suite.targets.llvm.dot_product_intrinsic`; default: this CPU's)."""
+    whose output was not checked. ``dot_product``: int8, the dot-product intrinsic offered (the
+    target's ``dot_product_choice``: on llvm this CPU's, on Hexagon vrmpy)."""
     ms = compat.meta_schedule()
     module = compat.tvm().IRModule({"main": func.with_attr("global_symbol", "main")})
     tvm_target = target.tuning_target()
@@ -449,13 +461,12 @@ def _tune(workload_id: str, dtype: str, target, trials: int, lam: float, limit: 
     # Read before the search (the lock keeps it as it is); only a deterministic measure compares it.
     previous = _previous_trace(target, dtype, workload_id) if by_packets else None
     choice, prologue = None, None
-    if integer:  # int8 is tuned on llvm alone (`tvm-suite tune` refuses the others)
-        from suite.targets import llvm
-
-        choice = llvm.dot_product_intrinsic(cpu_flags)
-        packed = pack_weights(func, workload.chain) if choice.intrinsic else None
+    if integer:  # the targets that run int8 say which dot product they offer (`tune` refuses the others)
+        choice = target.dot_product_choice(cpu_flags)
+        lanes = intrinsic_lanes(choice.intrinsic)
+        packed = pack_weights(func, workload.chain, lanes) if choice.intrinsic else None
         if packed is not None:
-            func, prologue = packed, PACK_WEIGHTS
+            func, prologue = packed, PROLOGUES[lanes]
     try:  # the check stays until the record is written: the record replaced is measured with it
         found = search(func, target, trials, inputs, workload.output_shape, dtype, check,
                        f"{target.name}-{dtype}-{workload_id}", choice)
@@ -466,34 +477,44 @@ def _tune(workload_id: str, dtype: str, target, trials: int, lam: float, limit: 
         check.remove()
 
 
-#: The prologue of int8 records whose weights the tuned kernel first copies into 16x4 blocks
-#: (:func:`pack_weights`); a record names it under ``prologue``.
-PACK_WEIGHTS = "pack_weights_16x4"
+#: The prologue of int8 records whose weights the tuned kernel first copies into blocks of 16 (x86)
+#: or 32 (HVX) output channels by 4 input channels (:func:`pack_weights`); a record names it under
+#: ``prologue``.
+PACK_WEIGHTS, PACK_WEIGHTS_32X4 = "pack_weights_16x4", "pack_weights_32x4"
+PROLOGUES = {16: PACK_WEIGHTS, 32: PACK_WEIGHTS_32X4}
+#: The output lanes of the dot-product intrinsics that are not 16 wide (x86's are): HVX's vrmpy.
+_WIDE_INTRINSICS = {"dot_32x4_u8i8i32_vrmpy": 32}
 
 
-def pack_weights(func, chain: dict):
+def intrinsic_lanes(intrinsic: str | None) -> int:
+    """The output channels one call of the dot-product ``intrinsic`` computes (x86's: 16; vrmpy: 32)."""
+    return _WIDE_INTRINSICS.get(intrinsic, 16)
+
+
+def pack_weights(func, chain: dict, lanes: int = 16):
     """``func`` (an int8 kernel of ``chain``, or its accumulator function) whose conv2d (NHWC, HWIO)
-    or matmul first copies its weights into blocks of 16 output channels by 4 input channels, the
-    4 contiguous (``[O/16, KH, KW, I/4, 16, 4]``, a matmul's ``[N/16, K/4, 16, 4]``): the operand
-    layout of the 16x4 dot-product intrinsics (the activations' 4 channels and the output's 16 lie
-    contiguous in NHWC already). The copy is never inlined back (``meta_schedule.inline_rule``).
-    None where the chain has no such weights, or their channels are not multiples of 16 and 4."""
+    or matmul first copies its weights into blocks of ``lanes`` (16 or 32) output channels by 4 input
+    channels, the 4 contiguous (``[O/lanes, KH, KW, I/4, lanes, 4]``, a matmul's ``[N/lanes, K/4,
+    lanes, 4]``): the operand layout of the lanes x 4 dot-product intrinsics (the activations' 4
+    channels and the output's lanes lie contiguous in NHWC already). The copy is never inlined back
+    (``meta_schedule.inline_rule``). None where the chain has no such weights, or their channels are
+    not multiples of ``lanes`` and 4."""
     found = quantized.plan(chain)
     if found.weight is None or found.op not in ("conv2d", "matmul"):
         return None
     if found.op == "conv2d" and (found.attrs.get("data_layout"), found.attrs.get("kernel_layout")) != ("NHWC", "HWIO"):
         return None
     shape = [int(d) for d in chain["inputs"][found.weight]["shape"]]
-    if shape[-1] % 16 or shape[-2] % 4:
+    if shape[-1] % lanes or shape[-2] % 4:
         return None
     schedule = compat.schedule(func)
     block = schedule.get_sblock(found.op)
     copy = schedule.cache_read(block, compat.block_read_names(schedule, block).index(f"input{found.weight}"), "global")
     if found.op == "conv2d":
         schedule.transform_layout(copy, ("write", 0),
-                                  lambda ry, rx, rc, o: (o // 16, ry, rx, rc // 4, o % 16, rc % 4))
+                                  lambda ry, rx, rc, o: (o // lanes, ry, rx, rc // 4, o % lanes, rc % 4))
     else:
-        schedule.transform_layout(copy, ("write", 0), lambda k, n: (n // 16, k // 4, n % 16, k % 4))
+        schedule.transform_layout(copy, ("write", 0), lambda k, n: (n // lanes, k // 4, n % lanes, k % 4))
     schedule.annotate(copy, "meta_schedule.inline_rule", "disable")
     return schedule.mod["main"]
 
@@ -503,19 +524,23 @@ class Tensorized:
     """Whether a kept int8 kernel used the dot-product intrinsic offered: ``trace_tensorizes``, its
     trace has a Tensorize instruction; ``instruction``, the intrinsic's instruction, and
     ``instruction_count``, how often it occurs in the kernel's disassembly (llvm-objdump; None:
-    none was offered, or no disassembler); ``used``: both."""
+    none was offered, or no disassembler); on Hexagon ``executed_count``, how many times the
+    emulator executed it in one call on the workload's inputs (None elsewhere); ``used``: all."""
 
     trace_tensorizes: bool
     instruction: str | None
     instruction_count: int | None
+    executed_count: int | None = None
 
     @property
     def used(self) -> bool:
-        return self.trace_tensorizes and bool(self.instruction_count)
+        executed = self.executed_count is None or self.executed_count > 0
+        return self.trace_tensorizes and bool(self.instruction_count) and executed
 
     def to_json(self) -> dict:
-        return {"trace_tensorizes": self.trace_tensorizes, "instruction": self.instruction,
-                "instruction_count": self.instruction_count, "used": self.used}
+        found = {"trace_tensorizes": self.trace_tensorizes, "instruction": self.instruction,
+                 "instruction_count": self.instruction_count, "used": self.used}
+        return found if self.executed_count is None else {**found, "executed_count": self.executed_count}
 
 
 def instruction_count(kernel: Path, mnemonic: str) -> int | None:
@@ -550,16 +575,21 @@ def accumulator_trace(trace: list, accumulator_func) -> list:
 
 def _integer_facts(workload, target, found: Search, oracle, inputs, choice, cpu_flags, prologue, log) -> dict:
     """What an int8 record keeps beside its trace: the intrinsic offered, whether the kept kernel
-    used it (its disassembly), and the trace of its accumulator, checked against the oracle's
-    accumulator bit for bit (a UserError where it differs: no record is kept)."""
+    used it (its disassembly; on Hexagon also the instructions the emulator executed), and the
+    trace of its accumulator, checked against the oracle's accumulator bit for bit (a UserError
+    where it differs: no record is kept)."""
     from suite.targets import llvm
 
-    flags = llvm.host_cpu_flags() if cpu_flags is None else cpu_flags
-    chosen = {**choice.to_json(), "chosen_by": "this CPU's flags" if cpu_flags is None else "the flags given",
-              "cpu_flags": sorted(flags & set(llvm.DOT_PRODUCT_FEATURES))}
+    emulated = target.tuning_measure == "packets"  # Hexagon, under qemu-hexagon
+    if emulated:
+        chosen = {**choice.to_json(), "chosen_by": f"the target ({target.name})"}
+    else:
+        flags = llvm.host_cpu_flags() if cpu_flags is None else cpu_flags
+        chosen = {**choice.to_json(), "chosen_by": "this CPU's flags" if cpu_flags is None else "the flags given",
+                  "cpu_flags": sorted(flags & set(llvm.DOT_PRODUCT_FEATURES))}
     found_acc = quantized.accumulator_func(workload.chain)
-    if prologue == PACK_WEIGHTS:
-        found_acc = pack_weights(found_acc, workload.chain)
+    if prologue is not None:
+        found_acc = pack_weights(found_acc, workload.chain, {v: k for k, v in PROLOGUES.items()}[prologue])
     acc_trace = accumulator_trace(found.trace, found_acc)
     schedule = compat.schedule(found_acc)
     compat.apply_trace(acc_trace, schedule)
@@ -569,7 +599,17 @@ def _integer_facts(workload, target, found: Search, oracle, inputs, choice, cpu_
         kernel = execution.build(target, found.func, Path(where) / target.KERNEL_FILE, "tuned")
         if kernel.failure is not None:
             raise UserError(f"the kept int8 kernel of {workload.id} does not build: {kernel.failure.words()}")
-        count = instruction_count(kernel.path, choice.instruction) if choice.instruction else None
+        executed = None
+        if emulated and choice.instruction:
+            from suite.targets import hexagon
+
+            count = hexagon.mnemonic_count(kernel.path, choice.instruction)
+            executed = hexagon.executed_mnemonic_count(
+                kernel.path.with_suffix(".elf"), hexagon.encode_inputs(inputs, workload.output_shape,
+                                                                       quantized.OUTPUT_DTYPE),
+                choice.instruction, ("qemu-hexagon", "-cpu", target.arch))
+        else:
+            count = instruction_count(kernel.path, choice.instruction) if choice.instruction else None
         built = execution.build(target, schedule.mod["main"], Path(where) / f"accumulator-{target.KERNEL_FILE}",
                                 "tuned")
         ran = (execution.run(built, [*used, Output(tuple(workload.output_shape), quantized.ACCUMULATOR_DTYPE)],
@@ -581,10 +621,12 @@ def _integer_facts(workload, target, found: Search, oracle, inputs, choice, cpu_
     if wrong:
         raise UserError(f"the kept int8 kernel of {workload.id}: {wrong:,} accumulator elements differ from the "
                         "exact oracle's (CHANGED): no record kept")
-    tensorized = Tensorized(_tensorizes(found.trace), choice.instruction, count)
+    tensorized = Tensorized(_tensorizes(found.trace), choice.instruction, count, executed)
+    ran_count = f", {executed:,} executed" if executed is not None else ""
     log(f"{workload.id} int8: intrinsic {choice.intrinsic} ({choice.reason}), weights "
-        f"{'packed 16x4 first' if prologue else 'as they are'}; {'used' if tensorized.used else 'NOT used'} "
-        f"({tensorized.instruction}: {count} in the disassembly); accumulator exact")
+        f"{prologue.removeprefix('pack_weights_') + ' packed first' if prologue else 'as they are'}; "
+        f"{'used' if tensorized.used else 'NOT used'} ({tensorized.instruction}: {count} in the disassembly"
+        f"{ran_count}); accumulator exact")
     return {"dot_product": chosen, "prologue": prologue, "tensorized": tensorized.to_json(),
             "accumulator_trace": acc_trace}
 
@@ -839,10 +881,11 @@ def replay(func, workload_id: str, dtype: str, records, accumulator: bool = Fals
                                 f"({record['dot_product']['instruction']}), and this CPU lacks {', '.join(lacking)} "
                                 f"(tune it here: `tvm-suite tune --dtype {dtype} --workload {workload_id}`)")
     trace = record["trace"]
-    if record.get("prologue") == PACK_WEIGHTS:
-        func = pack_weights(func, workloads.get(workload_id).chain)
+    lanes = {name: lanes for lanes, name in PROLOGUES.items()}
+    if record.get("prologue") in lanes:
+        func = pack_weights(func, workloads.get(workload_id).chain, lanes[record["prologue"]])
         if func is None:
-            raise TraceDoesNotApply(f"the record's prologue {PACK_WEIGHTS} does not apply to {workload_id}")
+            raise TraceDoesNotApply(f"the record's prologue {record['prologue']} does not apply to {workload_id}")
     elif record.get("prologue") is not None:
         raise DamagedRecord(f"tuning record of {workload_id} {dtype}: unknown prologue {record['prologue']!r}")
     if accumulator:
@@ -850,7 +893,7 @@ def replay(func, workload_id: str, dtype: str, records, accumulator: bool = Fals
         if trace is None:
             raise NoTunedRecord(f"the tuned record of {workload_id} {dtype} has no accumulator trace (tune it again)")
     schedule = compat.schedule(func)
-    if _tensorizes(trace):  # GPU fp16 traces use tensor cores (wmma), int8 ones x86 dot products
+    if _tensorizes(trace):  # GPU fp16 traces use tensor cores (wmma), int8 ones x86's or HVX's dot products
         compat.register_tensor_intrinsics(_tensor_intrinsics(trace))
     try:
         compat.apply_trace(trace, schedule)

@@ -62,7 +62,9 @@ COUNTS = ("packets", "instructions", "hvx_instructions")
 #: each on a 1024-bit vector of 64 fp16 or 32 fp32 lanes. A halfword multiply may take both
 #: resources, so the floor below is the optimistic one: no schedule needs fewer packets.
 HVX_MULTIPLIES_PER_PACKET = 2
-HVX_LANES = {"float16": 64, "float32": 32}
+#: Multiply-accumulates one vector multiply does: a lane each in fp16 and fp32; in int8, vrmpy's 32
+#: int32 lanes each add 4 uint8 x int8 products.
+HVX_LANES = {"float16": 64, "float32": 32, "int8": 128}
 
 
 def packet_floor(multiply_accumulates: int, dtype: str) -> int:
@@ -183,6 +185,8 @@ class HexagonTarget(Target):
 
     mode = Mode.COMPILE_ONLY
     codegen = True
+    dtypes_note = ("on Hexagon, int8 runs on hexagon-v68-qf and hexagon-v73-qf (integer HVX under qemu-hexagon); "
+                   "bfloat16 runs on llvm only (issue 61)")
     #: Records tuned on the emulated v68 (qfloat model) where there are some, else x86's.
     records_from = ("hexagon-v68-qf", "llvm")
     KERNEL_FILE = "kernel.o"
@@ -349,6 +353,86 @@ def _illegal_message(name: str, elf: Path, pc: int) -> str:
         return f"{name}: illegal instruction at pc {pc:#x}: `{listed[0][1]}`"
     address, text = floating[0]
     return f"{name} cannot execute HVX floating point: `{text}` at {address:#x} (SIGILL in the block at {pc:#x})"
+
+
+def mnemonic_count(path: Path, mnemonic: str) -> int:
+    """How many ``mnemonic`` instructions (``vrmpy``, say) the disassembly of a Hexagon object or
+    ELF holds (llvm-objdump; ToolMissing without it)."""
+    pattern = re.compile(rf"\b{re.escape(mnemonic)}\(")
+    return sum(1 for line in disassemble(path).splitlines() if pattern.search(line))
+
+
+_TB_EXECUTED = re.compile(r"^Trace \d+: 0x[0-9a-f]+ \[[0-9a-f]+/([0-9a-f]+)/")
+_TB_INSTRUCTION = re.compile(r"^0x([0-9a-f]+):\s")
+#: A block logged as executed that exited before its first instruction (a signal was pending: the
+#: harness's clock ticks) and runs again: QEMU logs this line after its ``Trace``.
+_TB_STOPPED = re.compile(r"^Stopped execution of TB chain before 0x[0-9a-f]+ \[([0-9a-f]+)\]")
+
+
+def executed_mnemonic_count(elf: Path, stdin: bytes, mnemonic: str, emulator=("qemu-hexagon",),
+                            timeout_s: float = EMULATION_TIMEOUT_S) -> int:
+    """How many ``mnemonic`` instructions a run of the ELF executes (the whole program: the harness
+    has none of the kernel's vector dot products). QEMU's counters total packets and instructions,
+    not opcodes, so this reads QEMU's own log instead: each translation block as translated
+    (``-d in_asm``: its instructions, in QEMU's disassembly) and each execution of one (``exec``,
+    with ``nochain`` so that every execution is logged), and adds the block's ``mnemonic``s per
+    execution, less those of the executions QEMU stopped before the block's first instruction (a
+    pending signal; the block runs again, logged again). The log streams through a pipe (a tuned kernel's runs to millions of lines); it is
+    slower than a plain run, and meant for one run of a kept kernel."""
+    pattern = re.compile(rf"\b{re.escape(mnemonic)}\(")
+    command = [*emulator, "-d", "in_asm,exec,nochain", "-D", "/dev/stderr", str(elf)]
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=False)
+    timer = threading.Timer(timeout_s, proc.kill)
+    timer.start()
+
+    def feed():
+        try:
+            proc.stdin.write(stdin)
+        except OSError:
+            pass
+        finally:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+
+    out: list[bytes] = []
+    workers = [threading.Thread(target=feed, daemon=True),
+               threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)]
+    for worker in workers:
+        worker.start()
+    in_block, block_pc, in_block_count = False, None, 0
+    per_block: dict[int, int] = {}
+    executed = 0
+    try:
+        for raw in proc.stderr:
+            line = raw.decode(errors="replace")
+            if line.startswith("IN:"):
+                in_block, block_pc, in_block_count = True, None, 0
+                continue
+            if in_block:
+                if found := _TB_INSTRUCTION.match(line):
+                    block_pc = int(found.group(1), 16) if block_pc is None else block_pc
+                    in_block_count += bool(pattern.search(line))
+                    continue
+                if not line.strip():
+                    if block_pc is not None:
+                        per_block[block_pc] = in_block_count
+                    in_block = False
+                continue
+            if found := _TB_EXECUTED.match(line):
+                executed += per_block.get(int(found.group(1), 16), 0)
+            elif found := _TB_STOPPED.match(line):
+                executed -= per_block.get(int(found.group(1), 16), 0)
+    finally:
+        status = proc.wait()
+        timer.cancel()
+        for worker in workers:
+            worker.join()
+    if status != 0:
+        raise EmulationFailed(f"{Path(emulator[0]).name} exit {status} while counting {mnemonic} executed")
+    return executed
 
 
 @dataclass

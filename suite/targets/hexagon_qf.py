@@ -34,6 +34,10 @@ from suite.targets import hexagon, hexagon_tune, hvx_toolchain
 from suite.targets.base import Mode, NotTunable
 
 QEMU_ENV, QEMU_CPU_ENV = "TVM_SUITE_QEMU_HEXAGON", "TVM_SUITE_QEMU_HEXAGON_CPU"
+#: TVM's HVX dot product, ``vrmpy`` (``Vx.w += vrmpy(Vu.ub, Vv.b)``): 32 int32 lanes, each adding 4
+#: uint8 x int8 products (tvm.s_tir.tensor_intrin.hexagon's VRMPY_u8i8i32_INTRIN; the issue's
+#: ``dot_product_32x4_u8i8i32_vrmpy`` is the name of the function that implements it).
+VRMPY_INTRINSIC = "dot_32x4_u8i8i32_vrmpy"
 _SOURCES = (hexagon.HARNESS_SOURCE, *hvx_toolchain.MODEL_SOURCES, hvx_toolchain.VECTOR_SOURCE, *hvx_toolchain.REWRITER)
 
 
@@ -65,6 +69,8 @@ class HexagonQfTarget(_BuiltLikeTheTag):
 
     tuning_measure = "packets"
     ieee_twin = True
+    #: int8 runs as integer HVX, which QEMU executes itself (no instruction of it is rewritten)
+    dtypes = ("float32", "float16", "int8")
 
     @property
     def records_from(self) -> tuple[str, ...]:
@@ -79,8 +85,15 @@ class HexagonQfTarget(_BuiltLikeTheTag):
             raise NotTunable(f"{self.name} cannot be tuned here: {reason}")
         return compat.hexagon_tag_target(f"qcom/hexagon-{self.arch}", self.llvm_options)
 
-    def tuning_options(self, inputs=None, output_shape=None, dtype=None, check=None) -> dict:
-        return hexagon_tune.tuning_options(self, inputs, output_shape, dtype, check)
+    def tuning_options(self, inputs=None, output_shape=None, dtype=None, check=None, dot_product=None) -> dict:
+        return hexagon_tune.tuning_options(self, inputs, output_shape, dtype, check, dot_product)
+
+    def dot_product_choice(self, cpu_flags=None):
+        """The dot-product intrinsic an int8 tuning offers MetaSchedule: HVX's ``vrmpy`` (uint8 x int8
+        -> int32, 32 lanes of 4), which every HVX version has (``cpu_flags``, the host's, play no part)."""
+        from suite.targets.llvm import DotProductChoice
+
+        return DotProductChoice(VRMPY_INTRINSIC, "vrmpy", f"HVX ({self.arch}) has vrmpy, uint8 x int8 -> int32")
 
     def unavailable(self) -> str | None:
         if reason := hexagon.missing_tools_reason(what=self.name):

@@ -141,8 +141,10 @@ def measure_module(mod, *, build, export, measure: EmulatorMeasure) -> tuple[int
         shutil.rmtree(elf.parent, ignore_errors=True)
 
 
-def tuning_options(target, inputs=None, output_shape=None, dtype=None, check=None) -> dict:
-    """``tune_tir``'s builder, runner and design space for an executed qfloat ``target``;
+def tuning_options(target, inputs=None, output_shape=None, dtype=None, check=None, dot_product=None) -> dict:
+    """``tune_tir``'s builder, runner and design space for an executed qfloat ``target``; with
+    ``dot_product`` (int8: a :class:`suite.targets.llvm.DotProductChoice` naming ``vrmpy``'s
+    intrinsic), TVM's Hexagon space whose tiling first tries that intrinsic;
     ``measured``: the list the runner fills with each candidate's (packets, emulated CPU seconds);
     ``measure_module``: (packets, emulated CPU seconds) of an IRModule measured as a candidate is."""
     # Built once here rather than by the builder processes at once.
@@ -155,7 +157,8 @@ def tuning_options(target, inputs=None, output_shape=None, dtype=None, check=Non
     return {
         "builder": compat.local_builder(BUILD_TIMEOUT_S, f_build=build, f_export=export),
         "runner": compat.custom_runner(measure),
-        "space": compat.tuning_space("hexagon"),
+        "space": compat.dot_product_space(compat.dot_product_intrinsic_name(dot_product.intrinsic), "hexagon")
+                 if dot_product is not None and dot_product.intrinsic else compat.tuning_space("hexagon"),
         "measured": measure.measured,
         "measure_module": functools.partial(measure_module, build=build, export=export, measure=measure),
     }

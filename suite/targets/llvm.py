@@ -165,6 +165,11 @@ class LLVMTarget(Target):
             return options
         return {**options, "space": compat.dot_product_space(compat.dot_product_intrinsic_name(dot_product.intrinsic))}
 
+    def dot_product_choice(self, cpu_flags: frozenset[str] | None = None) -> DotProductChoice:
+        """The dot-product intrinsic an int8 tuning offers, chosen by ``cpu_flags`` (default: this CPU's)."""
+        return dot_product_intrinsic(cpu_flags)
+
+
     def identity(self) -> dict:
         override = _BUILD_FOR.get()
         return {"target": self.name, "cpu": override[1] if override else host_cpu_model()}
