@@ -90,8 +90,8 @@ def test_the_bfloat16_instructions_of_a_library_are_counted(tmp_path):
     blob = tmp_path / "code.bin"
     blob.write_bytes(bytes.fromhex("62f27e0872c1 62f2764852c2 c3"))
     elf = tmp_path / "code.o"
-    done = subprocess.run(["objcopy", "-I", "binary", "-O", "elf64-x86-64", "-B", "i386:x86-64",
-                                "--rename-section", ".data=.text,alloc,load,readonly,code,contents", str(blob), str(elf)],
+    done = subprocess.run(["objcopy", "-I", "binary", "-O", "elf64-x86-64", "-B", "i386:x86-64", "--rename-section",
+                           ".data=.text,alloc,load,readonly,code,contents", str(blob), str(elf)],
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
         pytest.skip(f"objcopy cannot wrap code in an ELF here: {done.stderr.strip()[:100]}")
