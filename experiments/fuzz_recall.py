@@ -304,6 +304,9 @@ def measure(args) -> dict:
     for bug in bugs:
         say(f"fuzz_recall: the campaign under {bug.name} ({bug.words})")
         campaigns[bug.name] = _fuzz(out, bug.name, _env(bug, out), args)
+    # the schedules some bug's campaign judged too (one stopped by --minutes judges fewer)
+    judged, clean_judged = set().union(*(_journal(out / "campaigns" / bug.name) for bug in bugs)), len(clean_lines)
+    clean_lines = [line for line in clean_lines if line.id in judged]
     say(f"fuzz_recall: {len(clean_lines)} schedules built and run again, clean and under each bug")
     clean = _outputs(clean_lines, _env(None, out), out / "work" / CLEAN)
     with concurrent.futures.ThreadPoolExecutor(2) as threads:  # two worker children at a time (LLVM: one core each)
@@ -313,7 +316,7 @@ def measure(args) -> dict:
     clean_flags = sum(n for outcome, n in clean_campaign.outcomes.items() if outcome in FINDINGS)
     return {"options": {"bugs": args.bugs, "traces": args.traces, "seed": args.seed, "workloads": args.workloads,
                         "dtypes": args.dtypes, "target": "llvm"},
-            "clean": {**asdict(clean_campaign), "flagged": clean_flags, "judged_schedules": len(clean_lines)},
+            "clean": {**asdict(clean_campaign), "flagged": clean_flags, "judged_schedules": clean_judged},
             "bugs": [{**asdict(r), "flagged_total": r.flagged_total,
                       "seconds_per_finding": round(r.campaign.seconds / r.findings, 1) if r.findings else None}
                      for r in results],
