@@ -589,8 +589,12 @@ def plain_build(mod, target, _params=None):
 def local_builder(timeout_s: float = 60.0, f_build=tuning_build, f_export=None):
     """MetaSchedule's LocalBuilder (a process per build); ``f_build`` and ``f_export`` (picklable:
     module-level functions or partials of them) build the candidate and turn the built module
-    into the artifact the runner gets (by default MetaSchedule's shared library)."""
+    into the artifact the runner gets (by default MetaSchedule's shared library).
+
+    Every search of the suite gets its builder here, before ``tune_tir`` makes its TuneContext, which
+    imports every tensor intrinsic of TVM's: imported here the fast way (:func:`_register_tvm_tensor_intrinsics`)."""
     ms = meta_schedule()
+    _register_tvm_tensor_intrinsics()
     return ms.builder.LocalBuilder(f_build=f_build, f_export=f_export, timeout_sec=timeout_s)
 
 
@@ -712,9 +716,10 @@ def dot_product_space(intrinsic: str | None, kind: str = "llvm"):
 def design_space(func, target, kind: str) -> list:
     """MetaSchedule's design space of ``func`` for the TVM ``target``, with the rules of targets of
     ``kind`` (:func:`tuning_space`): each space's trace as JSON, its sampling decisions dropped.
-    Slow once per process (0.27's TuneContext imports every tensor intrinsic: half a minute to a
-    minute on a loaded machine): callers keep the result."""
+    Slow once per process (0.27's TuneContext imports every tensor intrinsic, here the fast way:
+    :func:`_register_tvm_tensor_intrinsics`): callers keep the result."""
     ms = meta_schedule()
+    _register_tvm_tensor_intrinsics()
     module = tvm().IRModule({"main": func.with_attr("global_symbol", "main")})
     context = ms.TuneContext(mod=module, target=target, space_generator=tuning_space(kind), task_name="fuzz",
                              num_threads=1)
