@@ -321,8 +321,15 @@ def _shorter(extent: str) -> str:
 
 
 def _vector_lane_dropped(text: str) -> str:
-    """Each vectorized loop one lane short: its last lane never stored."""
-    return re.sub(rf"\bT\.vectorized\(({_EXTENT})\)", lambda m: f"T.vectorized({_shorter(m.group(1))})", text)
+    """Each vectorized loop one lane short: its last lane never stored (a loop of 2 lanes left a
+    serial loop of 1: TVM refuses a vector of one lane)."""
+
+    def shorter(m):
+        extent = _shorter(m.group(1))
+        kind = "serial" if re.fullmatch(r"(T\.int\d+\()?1\)?", extent) else "vectorized"
+        return f"T.{kind}({extent})"
+
+    return re.sub(rf"\bT\.vectorized\(({_EXTENT})\)", shorter, text)
 
 
 LOWERING_BUGS = {bug.name: bug for bug in (

@@ -73,6 +73,13 @@ def test_minimise_keeps_the_failure_and_ends_with_no_primitive_that_can_go():
     assert all(_replayable(t) for t in tried) and len({repr(t) for t in tried}) == len(tried)
     budget = blame.minimise(TRACE, fails, tries=2)
     assert budget.tries == 2 and not budget.complete and fails(budget.trace)
+    # a candidate that does not replay is never built: here, any without the Parallel
+    tried.clear()
+    needs_parallel = blame.minimise(TRACE, fails, tries=40,
+                                    repaired=lambda t: t if any(i[0] == "Parallel" for i in t[0]) else None)
+    assert [i[0] for i in needs_parallel.trace[0]] == ["GetSBlock", "GetLoops", "SamplePerfectTile", "Split", "Parallel",
+                                                       "Vectorize"]
+    assert all(any(i[0] == "Parallel" for i in t[0]) for t in tried) and needs_parallel.tries == len(tried)
 
 
 def test_a_crash_is_the_same_failure_only_with_the_same_first_line():

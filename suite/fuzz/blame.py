@@ -39,6 +39,38 @@ def drop(trace: list, positions) -> list:
             [[new, decisions[old]] for new, old in enumerate(kept) if old in decisions]]
 
 
+def replayable(func) -> Callable[[list], list | None]:
+    """What makes a candidate trace one that replays on the PrimFunc ``func``: the candidate less
+    each instruction TVM refuses there (with what depends on it), found by replaying prefixes, in
+    milliseconds each, so that a candidate costs no build it cannot use (a ``GetLoops`` that finds
+    fewer loops once a split is gone goes, with what uses its loops); None where nothing is left
+    that replays."""
+    from suite import compat
+
+    def replays(trace: list) -> bool:
+        try:
+            compat.apply_trace(trace, compat.schedule(func))
+        except Exception:  # any refusal of TVM's: TVMError, ScheduleError, ValueError
+            return False
+        return True
+
+    def prefix(trace: list, size: int) -> list:
+        return [trace[0][:size], [d for d in trace[1] if d[0] < size]]
+
+    def repaired(trace: list) -> list | None:
+        while not replays(trace):
+            low, high = 0, len(trace[0])  # prefix(low) replays, prefix(high) does not
+            while high - low > 1:
+                middle = (low + high) // 2
+                low, high = (middle, high) if replays(prefix(trace, middle)) else (low, middle)
+            if high == 0:
+                return None
+            trace = drop(trace, [high - 1])
+        return trace
+
+    return repaired
+
+
 def _flat(value):
     if isinstance(value, list):
         for item in value:
@@ -61,14 +93,16 @@ class Minimised:
         return len(self.trace[0])
 
 
-def minimise(trace: list, fails: Callable[[list], bool], tries: int) -> Minimised:
+def minimise(trace: list, fails: Callable[[list], bool], tries: int,
+             repaired: Callable[[list], list | None] = lambda trace: trace) -> Minimised:
     """Zeller's ddmin over ``trace``'s primitives (its instructions less the lookups and samples,
     :data:`NOT_PRIMITIVES`), split into chunks: the candidate that keeps one chunk alone, then the
     one that drops one chunk (each with what depends on what it drops), is kept where
     ``fails(candidate)`` says it still fails as the finding did; the chunks are made finer until
     no single primitive can go, or ``tries`` builds are spent. Then the lookups and samples nothing
     uses any more are dropped, without a build (they change no schedule: the decisions are in the
-    trace). A candidate the same as one tried before is not built again."""
+    trace). Each candidate is first made one that replays (``repaired``: :func:`replayable`; None:
+    none does); one the same as the trace or one tried before is not built."""
     current, spent, seen = trace, 0, set()
     chunks = 2
     while True:
@@ -81,13 +115,13 @@ def minimise(trace: list, fails: Callable[[list], bool], tries: int) -> Minimise
         alone = [[u for u in units if u not in part] for part in parts] if chunks > 2 else []
         found = None
         for kept_alone, dropped in [(True, d) for d in alone] + [(False, d) for d in parts]:
-            candidate = drop(current, dropped)
+            candidate = repaired(drop(current, dropped))
             key = repr(candidate)
-            if key in seen:
+            if candidate is None or key in seen or len(candidate[0]) == len(current[0]):
                 continue
+            seen.add(key)
             if spent >= tries:
                 return Minimised(_unused_lookups_dropped(current), len(trace[0]), spent, False)
-            seen.add(key)
             spent += 1
             if fails(candidate):
                 found = (candidate, kept_alone)

@@ -814,6 +814,8 @@ class Campaign:
             return
         with self._lock:
             if self.stopping:  # the child was ended under it: no verdict
+                if line.finding is not None:  # kept whole as the campaign stopped: not left unjournaled
+                    shutil.rmtree(self.options.out / line.finding.dir, ignore_errors=True)
                 return
             self.records[line.id] = journal.append(line)
             self.judged_now += 1
@@ -896,7 +898,8 @@ class Campaign:
             _write_own(where / "trace.json", json.dumps(line.trace))
             reduced = blame.minimise(line.trace, lambda trace: blame.same_failure(line.outcome, line.message,
                                                                                   *judge({"trace": trace})),
-                                     self.options.minimise_tries)
+                                     self.options.minimise_tries,
+                                     blame.replayable(workloads.prim_func(combination.workload, combination.dtype)))
             minimised = reduced.trace
             _write_own(where / "minimised.json", json.dumps(minimised))
             kept = {"trace": minimised}
