@@ -1,0 +1,22 @@
+# from tvm.script import tirx as T
+# from tvm.tirx.layout import Axis
+
+@T.prim_func(private=True, s_tir=True)
+def main(lv172: T.Buffer((T.int64(1), T.int64(2048)), "float16"), p106: T.Buffer((T.int64(2048), T.int64(1000)), "float16"), p107: T.Buffer((T.int64(1), T.int64(1000)), "float16"), T_add_intermediate: T.Buffer((T.int64(1), T.int64(1000)), "float16")):
+    T.func_attr({"tirx.noalias": True})
+    # with T.sblock("root"):
+    matmul_intermediate = T.sblock_alloc_buffer((T.int64(1), T.int64(1000)), "float16")
+    for i0, i1, k in T.grid(T.int64(1), T.int64(1000), T.int64(2048)):
+        with T.sblock("matmul"):
+            v_i0, v_i1, v_k = T.axis.remap("SSR", [i0, i1, k])
+            T.reads(lv172[v_i0, v_k], p106[v_k, v_i1])
+            T.writes(matmul_intermediate[v_i0, v_i1])
+            with T.init():
+                matmul_intermediate[v_i0, v_i1] = T.float16(0.0)
+            matmul_intermediate[v_i0, v_i1] = matmul_intermediate[v_i0, v_i1] + lv172[v_i0, v_k] * p106[v_k, v_i1]
+    for ax0, ax1 in T.grid(T.int64(1), T.int64(1000)):
+        with T.sblock("T_add"):
+            v_ax0, v_ax1 = T.axis.remap("SS", [ax0, ax1])
+            T.reads(matmul_intermediate[v_ax0, v_ax1], p107[v_ax0, v_ax1])
+            T.writes(T_add_intermediate[v_ax0, v_ax1])
+            T_add_intermediate[v_ax0, v_ax1] = matmul_intermediate[v_ax0, v_ax1] + p107[v_ax0, v_ax1]
