@@ -169,7 +169,6 @@ class LLVMTarget(Target):
         """The dot-product intrinsic an int8 tuning offers, chosen by ``cpu_flags`` (default: this CPU's)."""
         return dot_product_intrinsic(cpu_flags)
 
-
     def identity(self) -> dict:
         override = _BUILD_FOR.get()
         return {"target": self.name, "cpu": override[1] if override else host_cpu_model()}
