@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from suite import environ
 from suite.commands.base import for_people_on_stderr, json_document, say, stdout_lost
-from suite.errors import ExitCode, Interrupted, UserError, signals_raise
+from suite.errors import ExitCode, Interrupted, UserError, signalled, signals_raise
 
 
 class Command(NamedTuple):
@@ -151,10 +151,7 @@ def _run(args) -> int:
         _error(str(err), as_json=as_json, status=err.exit_status)
         return err.exit_status
     except (Interrupted, KeyboardInterrupt) as err:
-        stopped = Interrupted.by(err, getattr(command, "INTERRUPTED", INTERRUPTED))
-        _error(f"interrupted ({stopped.signal_name}): {stopped}", prefix="tvm-suite: ", as_json=as_json,
-               status=stopped.exit_code)
-        return stopped.exit_code
+        return _interrupted(err, command, as_json)
     except BrokenPipeError as err:  # standard output closed under a command that was still printing
         stdout_lost(err, None)
         return ExitCode.NO_VERDICT
@@ -162,6 +159,21 @@ def _run(args) -> int:
         where = f": {err.filename}" if err.filename else ""
         _error(f"{err.strerror or err}{where}", as_json=as_json, status=ExitCode.NO_VERDICT)
         return ExitCode.NO_VERDICT
+    except Exception:
+        # A signal that lands inside Python's own threading code (a Condition's wait, between giving
+        # its lock back and taking it again) comes out as that code's error, "release unlocked
+        # lock": the command was interrupted all the same
+        interruption = signalled()
+        if interruption is None:
+            raise
+        return _interrupted(interruption, command, as_json)
+
+
+def _interrupted(err: BaseException, command, as_json: bool) -> int:
+    stopped = Interrupted.by(err, getattr(command, "INTERRUPTED", INTERRUPTED))
+    _error(f"interrupted ({stopped.signal_name}): {stopped}", prefix="tvm-suite: ", as_json=as_json,
+           status=stopped.exit_code)
+    return stopped.exit_code
 
 
 def _error(message: str, prefix: str = "tvm-suite: error: ", as_json: bool = False, status: int | None = None) -> None:

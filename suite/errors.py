@@ -105,11 +105,19 @@ def on_signal(signum, frame):
     raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
+def signalled() -> KeyboardInterrupt | None:
+    """The interruption a signal asked for (SIGTERM's as :class:`Terminated`), if one came."""
+    if not _received:
+        return None
+    return Terminated() if _received[-1] == signal.SIGTERM else KeyboardInterrupt()
+
+
 def raise_if_signalled() -> None:
     """Raise the interruption a signal asked for, if one came (see :func:`on_signal`): called
     before a phase files its work, so that an interrupted run never files it as complete."""
-    if _received:
-        raise Terminated() if _received[-1] == signal.SIGTERM else KeyboardInterrupt()
+    interruption = signalled()
+    if interruption is not None:
+        raise interruption
 
 
 def first_line(err: BaseException) -> str:

@@ -138,10 +138,10 @@ def test_a_model_json_of_the_users_is_never_replaced(cli, tmp_path, monkeypatch)
 
 
 def test_bad_input_with_json_is_a_json_error_on_stdout(cli):
-    done = model(cli, "--dtypes", "bfloat16", "--json")
-    assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert json.loads(done.stdout) == {"error": "unknown dtype 'bfloat16'; valid dtypes: float32, float16",
-                                       "exit_status": 2}
+    for dtype, words in (("int4", "unknown dtype 'int4'"), ("bfloat16", "bfloat16 is not taken here yet")):
+        done = model(cli, "--dtypes", dtype, "--json")
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+        assert json.loads(done.stdout) == {"error": f"{words}; valid dtypes: float32, float16", "exit_status": 2}
 
 
 # ----------------------------------------------------------------------------- calls

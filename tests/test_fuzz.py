@@ -203,9 +203,12 @@ def test_a_plant_that_changes_nothing_is_not_applicable(tmp_path, cli):
     assert {k for k, r in plants.items() if r["outcome"] == verdict.CHANGED} == {
         "init_constant", "narrowing_cast", "truncating_cast", "dropped_copy", "swapped_index",
         "off_by_one_inner_loop", "cache_copy_swap"}
-    # a dropped init reads what the output array held: UNDEFINED, whatever the values came out as
+    # a dropped init reads what its accumulator held before: UNDEFINED, whatever the values came out
+    # as; the accumulator is the output array, or (where the trace caches the writes) a buffer of
+    # TVM's whose stale bytes the filled output array does not decide
     assert plants["dropped_init"]["outcome"] == verdict.UNDEFINED
-    assert "read before written" in plants["dropped_init"]["summary"]
+    said = plants["dropped_init"]["summary"]
+    assert "read before written" in said or "it reads memory it did not write (TVM's workspace" in said, said
 
 
 @pytest.mark.slow

@@ -82,6 +82,14 @@ def test_minimise_keeps_the_failure_and_ends_with_no_primitive_that_can_go():
     assert all(any(i[0] == "Parallel" for i in t[0]) for t in tried) and needs_parallel.tries == len(tried)
 
 
+def test_a_reproducer_keeps_one_primitive_where_the_failure_needs_none():
+    """A lowering bug that the unscheduled program shows too fails with every candidate: the
+    reproducer still schedules something (a trace of no primitive is refused by triage)."""
+    kept = blame.minimise(TRACE, lambda trace: True, tries=40)
+    primitives = [i[0] for i in kept.trace[0] if not blame.NOT_PRIMITIVES.match(i[0])]
+    assert len(primitives) == 1 and kept.complete
+
+
 def test_a_crash_is_the_same_failure_only_with_the_same_first_line():
     assert blame.same_failure(Outcome.CRASH, "Check failed: lanes > 1\nat ...", Outcome.CRASH, "Check failed: lanes > 1")
     assert not blame.same_failure(Outcome.CRASH, "Check failed: lanes > 1", Outcome.CRASH, "Segmentation fault")

@@ -143,3 +143,29 @@ def test_an_undone_run_sets_the_results_file_it_left_aside(first_run, tmp_path):
     assert f"the results file it left is in {copy / 'results-archive' / machine}" in gate.stdout + gate.stderr
     [aside] = (copy / "results-archive" / machine).glob(f"{results.stem}.undone-*.json")
     assert aside.read_bytes() == kept and not results.exists() and not journal.exists()
+
+
+@pytest.mark.parametrize("signalled", [True, False])
+def test_an_error_a_signal_caused_is_the_interruption(monkeypatch, capsys, signalled):
+    """A SIGTERM that lands inside Python's threading code (a campaign waiting on its threads)
+    comes out as "RuntimeError: release unlocked lock": exit 143 and one line, as any SIGTERM. The
+    same error with no signal is a bug of the suite, never called an interruption."""
+    from suite import cli
+    from suite.commands import list as list_command
+
+    def run(args):
+        try:
+            if signalled:
+                signal.raise_signal(signal.SIGTERM)  # the suite's handler raises Terminated here
+        except KeyboardInterrupt:
+            pass
+        raise RuntimeError("release unlocked lock")  # what threading's Condition turned it into
+
+    monkeypatch.setattr(list_command, "run", run)
+    if not signalled:
+        with pytest.raises(RuntimeError, match="release unlocked lock"):
+            cli.main(["list"])
+        return
+    assert cli.main(["list"]) == 143
+    err = capsys.readouterr().err
+    assert err.startswith("tvm-suite: interrupted (SIGTERM): ") and err.count("\n") == 1 and "Traceback" not in err

@@ -99,7 +99,7 @@ def minimise(trace: list, fails: Callable[[list], bool], tries: int,
     :data:`NOT_PRIMITIVES`), split into chunks: the candidate that keeps one chunk alone, then the
     one that drops one chunk (each with what depends on what it drops), is kept where
     ``fails(candidate)`` says it still fails as the finding did; the chunks are made finer until
-    no single primitive can go, or ``tries`` builds are spent. Then the lookups and samples nothing
+    no single primitive can go (one is always kept), or ``tries`` builds are spent. Then the lookups and samples nothing
     uses any more are dropped, without a build (they change no schedule: the decisions are in the
     trace). Each candidate is first made one that replays (``repaired``: :func:`replayable`; None:
     none does); one the same as the trace or one tried before is not built."""
@@ -117,7 +117,9 @@ def minimise(trace: list, fails: Callable[[list], bool], tries: int,
         for kept_alone, dropped in [(True, d) for d in alone] + [(False, d) for d in parts]:
             candidate = repaired(drop(current, dropped))
             key = repr(candidate)
-            if candidate is None or key in seen or len(candidate[0]) == len(current[0]):
+            # a trace of no primitive schedules nothing: triage refuses it, so no reproducer is one
+            if candidate is None or key in seen or len(candidate[0]) == len(current[0]) \
+                    or not _primitive_positions(candidate):
                 continue
             seen.add(key)
             if spent >= tries:
