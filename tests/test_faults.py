@@ -36,6 +36,7 @@ FAULTS = {
     "oversized and deeply nested files": ["test_oversized_and_nested_files_are_malformed"],
     "stopped helper": ["test_a_stopped_helper_does_not_hang_run"],
     "signals during the search": ["test_a_signal_during_the_search_ends_tune_cleanly"],
+    "a search process killed": ["test_a_search_that_dies_ends_its_workload_not_the_sweep"],
     "shared --out": ["test_one_out_one_run_at_a_time", "test_report_out_inside_the_results_is_refused"],
     "tune lock": ["test_two_tunings_of_one_record_meet_at_its_lock"],
 }
@@ -224,6 +225,39 @@ def test_a_signal_during_the_search_ends_tune_cleanly(tmp_path, signum, moment):
     assert eventually(lambda: not list(tmp.glob("tvm-suite-tune-*"))), list(tmp.iterdir())
     assert not list(records.rglob("*.json"))
     assert not _search_processes(tmp)
+
+
+def test_a_search_that_dies_ends_its_workload_not_the_sweep(tmp_path):
+    """A search process killed under it (a runner's child died under load, the OOM killer): that
+    workload is failed and said so, the next one is still tuned, and the end names what is missing
+    (exit 1). Here every search is killed as it starts: no tuning is paid for."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    second = "resnet50.max_pool2d.112x112x64-k3s2"
+    args = [str(SUITE_BIN), "tune", "--dtype", "float32", "--workloads", f"{MEAN},{second}", "--trials", "2"]
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env={**os.environ, "TMPDIR": str(tmp), "TVM_SUITE_TUNING_RECORDS": str(tmp_path / "r")})
+    killed: set[str] = set()
+    deadline = time.monotonic() + 300
+    while process.poll() is None and time.monotonic() < deadline:
+        for proc in _search_processes(tmp):
+            if _mentions(proc, "cmdline", "suite.core.tuning") and proc.name not in killed:
+                killed.add(proc.name)
+                try:
+                    os.kill(int(proc.name), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        time.sleep(0.05)
+    out = process.stdout.read()
+    process.wait(timeout=60)
+    assert process.returncode == 1, out[-3000:]
+    assert len(killed) == 2, out[-3000:]
+    for wid in (MEAN, second):
+        assert f"failed   the MetaSchedule search of {wid} float32 llvm ended (signal 9) without a record" in out
+    assert out.strip().splitlines()[-1] == (
+        f"tvm-suite: error: not tuned, their search ended without a record: {MEAN}, {second} (each one's output "
+        "above says how); `--skip-existing` tunes only these again"), out[-3000:]
+    assert "Traceback" not in out and not list((tmp_path / "r").rglob("*.json"))
 
 
 def _search_processes(tmp: Path) -> list[Path]:

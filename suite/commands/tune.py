@@ -13,7 +13,8 @@ from suite.core.combo import select_workloads
 from suite.errors import ExitCode, Interrupted, UserError
 from suite.progress import Progress
 
-EXIT_CODES = [(ExitCode.OK, "every record written (or kept by --skip-existing)")]
+EXIT_CODES = [(ExitCode.OK, "every record written (or kept by --skip-existing)"),
+              (ExitCode.NOT_READY, "a workload's search ended without a record (the others were tuned; one line names it)")]
 
 
 def add_arguments(p) -> None:
@@ -47,7 +48,7 @@ def run(args) -> int:
     into, whose = _tune_destination(tuning, args.into_checkout)
     written = cache.ensure_dir(tuning.records_dir(target.name, args.dtype, into) / "traces", "the records directory")
     print(f"records go to {written}/ ({whose})", flush=True)
-    tuned, busy = [], []
+    tuned, busy, ended = [], [], []
     chosen = select_workloads(args.workloads)
     shown = Progress("tune", len(chosen))  # done/total and time left, on stderr beside MetaSchedule's output
     for wid in chosen:
@@ -66,6 +67,11 @@ def run(args) -> int:
             busy.append(wid)
             shown.step(wid)
             continue
+        except tuning.SearchEnded as err:  # one search's crash ends that workload, not the sweep
+            print(f"failed   {err}", flush=True)
+            ended.append(wid)
+            shown.step(wid)
+            continue
         except KeyboardInterrupt as err:
             done = f"{len(tuned)} record(s) written before it ({', '.join(tuned)})" if tuned else "no record written"
             raise Interrupted.by(err, f"{wid} was not tuned (its search ended, its temporary directory removed); "
@@ -78,6 +84,9 @@ def run(args) -> int:
     if busy:
         raise UserError(f"not tuned, another process was tuning them: {', '.join(busy)}; when it is done, "
                         f"`--skip-existing` keeps its records")
+    if ended:
+        raise tuning.SearchEnded(f"not tuned, their search ended without a record: {', '.join(ended)} (each one's output "
+                        f"above says how); `--skip-existing` tunes only these again")
     return 0
 
 

@@ -55,7 +55,7 @@ import numpy as np
 
 from suite import cache, children, compat
 from suite.core import bounds, execution, quantized, reference, workloads
-from suite.errors import OrderNotApplicable, UserError, first_line
+from suite.errors import ExitCode, OrderNotApplicable, UserError, first_line
 from suite.targets.base import Output
 
 #: The committed records (the checkout's: only `tvm-suite tune --into-checkout` writes them);
@@ -263,8 +263,8 @@ def tune(workload_id: str, dtype: str, target, trials: int, *, lam: float, limit
                 raise UserError(failure.read_text().strip())
             if status != 0:
                 how = f"signal {-status}" if status < 0 else f"exit {status}"
-                raise UserError(f"the MetaSchedule search of {workload_id} {dtype} {target.name} ended ({how}) "
-                                "without a record; its output above says how")
+                raise SearchEnded(f"the MetaSchedule search of {workload_id} {dtype} {target.name} ended ({how}) "
+                                  "without a record; its output above says how")
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return record_path(target.name, dtype, workload_id, root)
@@ -662,6 +662,13 @@ def _record(workload_id: str, dtype: str, target, trials: int, log, found: Searc
         f"{len(measured)} ran{refused}, {best} -> {path} (MetaSchedule's logs, with the reason of each failed "
         f"candidate: {logs})")
     return record
+
+
+class SearchEnded(UserError):
+    """A workload's search process ended without a record (a crash, a child killed under load):
+    that workload's failure; ``tune`` goes on with the others and names it at the end."""
+
+    exit_status = ExitCode.NOT_READY
 
 
 def existing_measure(target_name: str, dtype: str, workload_id: str, root: Path | None = None) -> str | None:
