@@ -18,6 +18,7 @@ FAULTS = {
         "test_unknown_workload", "test_unknown_target", "test_unknown_dtype"],
     "a target that runs no code here, or whose design space MetaSchedule has not: one line, exit 2": [
         "test_compile_only_and_untunable_hexagon_targets_are_refused"],
+    "a target that does not run the dtype asked for: one line, exit 2": ["test_a_target_without_the_dtype_is_refused"],
     "--trace-timeout zero, negative or absurd: one line, exit 2": ["test_trace_timeout_zero_negative_or_absurd"],
     "--thresholds missing, a directory, damaged (not TOML) or out of range: one line, exit 2, before any work": [
         "test_thresholds_missing_or_a_directory", "test_thresholds_damaged_or_out_of_range"],
@@ -74,6 +75,14 @@ def test_unknown_target(cli, tmp_path):
 
 def test_unknown_dtype(cli, tmp_path):
     assert "bfloat7" in _one_line_exit_2(cli("fuzz", "--dtypes", "bfloat7", "--out", tmp_path / "o"))
+
+
+def test_a_target_without_the_dtype_is_refused(cli, tmp_path):
+    """llvm-avx512bf16 runs bfloat16 alone: fuzzing float32 there was judged as llvm's own code."""
+    assert _one_line_exit_2(cli("fuzz", "--targets", "llvm,llvm-avx512bf16", "--out", tmp_path / "o")).strip().endswith(
+        "--targets llvm-avx512bf16: llvm-avx512bf16 does not run float32: only bfloat16 has native instructions to "
+        "ask for; the other dtypes run on llvm")
+    assert not (tmp_path / "o" / "journal.jsonl").exists()
 
 
 def test_compile_only_and_untunable_hexagon_targets_are_refused(cli, tmp_path):

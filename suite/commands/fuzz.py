@@ -25,6 +25,13 @@ MAX_TRACES = 100_000
 MAX_MINUTES = 7 * 24 * 60
 
 
+def _fuzzed_targets() -> list[str]:
+    """The targets whose code runs here or under an emulator (Hexagon's executed qfloat ones) and
+    that take fuzz's dtypes (not llvm-avx512bf16, bfloat16 alone)."""
+    return [name for name in targets.names() if ("hexagon" not in name or name.endswith("-qf"))
+            and not targets.get(name).dtype_unavailable("float32")]
+
+
 def add_arguments(p) -> None:
     p.add_argument("--workloads", type=names, default=["seed"],
                    help="comma-separated workload ids or model names (default: seed, the seed conv2d)")
@@ -32,7 +39,7 @@ def add_arguments(p) -> None:
                    help=f"comma-separated, of {', '.join(workloads.DTYPES)} (default: float32)")
     p.add_argument("--targets", type=names, default=["llvm"],
                    help=f"comma-separated, of those that run code and can be tuned: "
-                        f"{', '.join(t for t in targets.names() if 'hexagon' not in t or t.endswith('-qf'))} "
+                        f"{', '.join(_fuzzed_targets())} "
                         "(default: llvm)")
     p.add_argument("--traces", type=whole_number(1, MAX_TRACES), default=10,
                    help=f"schedules sampled per combination, besides the named orders (1 to {MAX_TRACES:,}; default 10)")

@@ -149,6 +149,9 @@ def check(options: Options) -> list[Combination]:
         except NotTunable as err:
             raise UserError(f"--targets {name}: fuzz samples MetaSchedule's design space of a target, and {err}") \
                 from None
+        for dtype in options.dtypes:
+            if reason := target.dtype_unavailable(dtype):
+                raise UserError(f"--targets {name}: {reason}")
         found_targets.append(target)
     ids = select_workloads(options.workloads)
     return [Combination(workloads.get(w), d, t) for t in found_targets for d in options.dtypes for w in ids]
