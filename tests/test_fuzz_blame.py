@@ -148,7 +148,7 @@ def test_a_lowering_bug_is_minimised_blamed_on_its_pass_and_reproduced(tmp_path)
     the finding's directory under the same TVM, is judged wrong again."""
     env = _bug_env(tmp_path)
     out = tmp_path / "o"
-    done = subprocess.run(_command() + ["fuzz", "--workloads", SEED, "--dtypes", "float32", "--traces", "2",
+    done = subprocess.run(_command() + ["fuzz", "--workloads", SEED, "--dtypes", "float32", "--traces", "1",
                                         "--out", str(out), "--json"], env=env, capture_output=True, text=True,
                           timeout=3000)
     assert done.returncode in (12, 13), done.stderr
