@@ -86,3 +86,34 @@ def test_model_and_a_real_qfloat_emulator_agree_bit_for_bit():
         model = measurement.output(Combo.resolve(SEED, "float16", "hexagon-v68-qf", order))
         real = measurement.output(Combo.resolve(SEED, "float16", "hexagon-v68-qemu", order))
         assert np.array_equal(model.view(np.uint16), real.view(np.uint16)), order
+
+
+class _ObjectOfAnother:
+    """A built module whose first ``times`` objects are another module's: two code generations of
+    one module that disagree, as TVM's once did (hvx_toolchain.emit_object_and_assembly)."""
+
+    def __init__(self, module, other, times):
+        self.module, self.other, self.times = module, other, times
+
+    def write_to_file(self, path, fmt):
+        if fmt == "o" and self.times > 0:
+            self.times -= 1
+            return self.other.write_to_file(path, fmt)
+        return self.module.write_to_file(path, fmt)
+
+
+@needs_v68_qemu
+def test_an_object_that_is_not_its_assemblys_is_emitted_again(tmp_path):
+    from suite import compat
+    from suite.targets import hvx_asm, hvx_toolchain
+
+    target = targets.get("hexagon-v68-qf")
+    matmul = workloads.get("resnet50.matmul_add.2048-1000")  # half a second an emission; a mean takes 10
+    built = [compat.build(target.prepare(workloads.prim_func(matmul, dtype), "default"), target.tvm_target())
+             for dtype in ("float16", "float32")]
+    asm = hvx_toolchain.emit_object_and_assembly(_ObjectOfAnother(*built, times=1), tmp_path / "kernel.o")
+    assert asm == (tmp_path / "kernel.s").read_text()
+    assert hvx_asm.object_padding(asm, tmp_path / "kernel.o") is not None  # the pair agrees now
+    with pytest.raises(hvx_asm.RewriteError, match="packets"):
+        hvx_toolchain.emit_object_and_assembly(_ObjectOfAnother(*built, times=hvx_toolchain.PAIR_ATTEMPTS),
+                                               tmp_path / "again.o")

@@ -57,10 +57,7 @@ class _BuiltLikeTheTag(hexagon.HexagonTarget):
     mode = Mode.EMULATED
 
     def _build_object(self, func, path: Path) -> str:
-        module = compat.build(func, self.tvm_target())
-        cache.write_file(path, lambda tmp: compat.write_module_file(module, tmp, "o"))
-        cache.write_file(path.with_suffix(".s"), lambda tmp: compat.write_module_file(module, tmp, "s"))
-        return path.with_suffix(".s").read_text()
+        return hvx_toolchain.emit_object_and_assembly(compat.build(func, self.tvm_target()), path)
 
 
 class HexagonQfTarget(_BuiltLikeTheTag):

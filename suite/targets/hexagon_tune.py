@@ -69,10 +69,8 @@ def export_elf(module, arch: str) -> str:
     """The runnable ELF of a built candidate (MetaSchedule's ``f_export``, run in the builder's
     process): assembly, HVX FP rewrite, assembly, link, in a directory of its own."""
     where = Path(tempfile.mkdtemp(prefix=CANDIDATE_PREFIX))
-    asm = where / "kernel.s"
-    compat.write_module_file(module, asm, "s")
-    compat.write_module_file(module, where / "kernel.o", "o")
-    stats = hvx_toolchain.build_qfloat_elf(asm.read_text(), where / "kernel.elf", arch, tvm_object=where / "kernel.o")
+    asm = hvx_toolchain.emit_object_and_assembly(module, where / "kernel.o")
+    stats = hvx_toolchain.build_qfloat_elf(asm, where / "kernel.elf", arch, tvm_object=where / "kernel.o")
     (where / "rewrite.json").write_text(json.dumps(stats))
     return str(where / "kernel.elf")
 

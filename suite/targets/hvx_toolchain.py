@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from suite import cache
+from suite import cache, compat
 from suite.targets import hexagon, hvx_asm, hvx_rewrite
 from suite.targets.hvx_asm import object_padding, strip_comment, vector_regs
 from suite.targets.hvx_rewrite import (CALLEE_SAVED, VECTOR_ENTRIES, VECTOR_FORMS, VectorModelRegisters, rewrite,
@@ -165,6 +165,31 @@ def assemble(asm: str, obj: Path, arch: str = "v68") -> None:
         src.write_text(text)
         command = _clang(arch, True) + ["-fdebug-compilation-dir=.", "-c", str(src), "-o", str(obj)]
         hexagon.check_run(command, "assembling the rewritten kernel")
+
+
+#: Emissions of one module tried for an object and an assembly that agree packet for packet.
+PAIR_ATTEMPTS = 3
+
+
+def emit_object_and_assembly(module, object_path: Path) -> str:
+    """Write TVM's object of a built Hexagon ``module`` to ``object_path`` and its assembly beside it
+    (``.s``), each atomically; return the assembly. TVM emits the two in two LLVM code generations,
+    and once in a full test run they disagreed (an object of 1307 packets, its assembly 1303): the
+    pair is checked packet for packet (:func:`object_padding`) and emitted again while it
+    disagrees, ``PAIR_ATTEMPTS`` times at most; a pair that never agrees raises the
+    :class:`hvx_asm.RewriteError` of the last."""
+    object_path = Path(object_path)
+    for attempt in range(1, PAIR_ATTEMPTS + 1):
+        for path, fmt in ((object_path.with_suffix(".s"), "s"), (object_path, "o")):
+            cache.write_file(path, lambda tmp, fmt=fmt: compat.write_module_file(module, tmp, fmt))
+        asm = object_path.with_suffix(".s").read_text()
+        try:
+            object_padding(asm, object_path)
+        except hvx_asm.RewriteError:
+            if attempt == PAIR_ATTEMPTS:
+                raise
+        else:
+            return asm
 
 
 def build_qfloat_elf(asm_text: str, out_elf_path, arch: str = "v68", tvm_object: Path | None = None) -> dict:
