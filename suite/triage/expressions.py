@@ -29,6 +29,7 @@ class Expressions(Findings):
     ``mask``; loads by :meth:`load`): mixed into :class:`suite.triage.interp.Interpreter`."""
 
     gammas: dict
+    storing: tuple | None
 
     def load(self, expr: ir.Load):
         """A buffer's elements where the indices say (:class:`suite.triage.interp.Interpreter`)."""
@@ -187,15 +188,23 @@ class Expressions(Findings):
             low, high = self._affine_range(result)
             if low < lo or high > hi:
                 values = self.materialize(result)
-                self._note_value("signed_overflow", (values < lo) | (values > hi) if not isinstance(values, int) else True,
-                                 f"{_OP_WORDS[op]} overflows {dtype} (a value of {high if high > hi else low})")
+                self._signed_overflow((values < lo) | (values > hi) if not isinstance(values, int) else True,
+                                      values, dtype, op, high if high > hi else low)
             return result
         if bits < 64:
             bad = (result < lo) | (result > hi)
             if any_true(bad):
-                self._note_value("signed_overflow", bad, f"{_OP_WORDS[op]} overflows {dtype} "
-                                 f"(a value of {_first(result, bad)})")
+                self._signed_overflow(bad, result, dtype, op, _first(result, bad))
         return result
+
+    def _signed_overflow(self, bad, values, dtype: str, op: str, first) -> None:
+        """An addition, subtraction or multiplication overflowing ``dtype`` (int32): named as the
+        accumulator it is where the statement stores it to a buffer of ``dtype``."""
+        target = self.storing
+        if target is not None and target[0].dtype == dtype == "int32":
+            self._note_wrapped_accumulator(bad, values, dtype, f"{_OP_WORDS[op]} overflows {dtype}", target)
+        else:
+            self._note_value("signed_overflow", bad, f"{_OP_WORDS[op]} overflows {dtype} (a value of {first})")
 
     # float arithmetic: value, magnitude, roundings
 

@@ -6,7 +6,9 @@ element nothing wrote (a block's own buffers and the outputs start unwritten), a
 a negative amount or the type's width or more, an overflow of a 32- or 64-bit addition,
 subtraction or multiplication (LLVM's ``nsw`` for signed, ``nuw`` for unsigned types), an integer
 or float division by zero, the most negative integer divided by -1, a float converted to an
-integer type it does not fit, an output element the program never writes.
+integer type it does not fit, an output element the program never writes. An int32 overflow in a
+value stored to an int32 buffer (a quantized kernel's accumulator) names that buffer's element:
+a wrapped accumulator.
 """
 
 from __future__ import annotations
@@ -102,3 +104,26 @@ class Findings(Lanes):
         lane = self._first_lane(live) if not isinstance(live, bool) else None
         count = int(np.count_nonzero(np.broadcast_to(live, self.lane_shape()))) if self.extents and not isinstance(live, bool) else 1
         self._note(kind, message, None, None, lane=lane, count=count)
+
+    def _note_wrapped_accumulator(self, bad, values, dtype: str, words: str, target) -> None:
+        """A signed overflow of ``values`` (``dtype``, 32 bits or more) stored to ``target`` (the
+        buffer, of ``dtype``, and its indices): the finding names the element of that accumulator
+        that wraps, its exact value and the two's-complement value it would wrap to."""
+        live = both(self.mask, bad)
+        if live is False or not any_true(live):
+            return
+        buf, indices = target
+        lane = self._first_lane(live) if not isinstance(live, bool) and self.extents else None
+        shape = self.lane_shape()
+
+        def at_lane(value) -> int:
+            value = np.asarray(self.materialize(value))
+            return int(np.broadcast_to(value, shape)[lane] if lane is not None else value.reshape(-1)[0])
+
+        count = int(np.count_nonzero(np.broadcast_to(live, shape))) if lane is not None else 1
+        index, exact = tuple(at_lane(i) for i in indices), at_lane(values)
+        bits = int(dtype.removeprefix("int"))
+        wrapped = (exact + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
+        self._note("signed_overflow", f"wraps the {dtype} accumulator {buf.name}{list(index)}: {words} (a value "
+                   f"of {exact}, {wrapped} in two's complement; TVM's {dtype} arithmetic is LLVM's nsw, so the "
+                   "wrap is undefined, not a value)", buf.name, index, lane=lane, count=count)

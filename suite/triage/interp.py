@@ -104,6 +104,7 @@ class Interpreter(Expressions):
         self.demand = demand
         self.trail: list | None = None  # loads recorded while evaluating one statement (demand mode)
         self.conditions: list = []     # loads of the enclosing conditions (demand mode)
+        self.storing: tuple | None = None  # (buffer, indices) of the store being evaluated
 
     # -- running
 
@@ -378,8 +379,10 @@ class Interpreter(Expressions):
             raise Unevaluable(f"buffer {stmt.buf.name} is written outside the block that allocates it")
         if self.demand is not None:
             self.trail = []
-        value = self.eval(stmt.value)
         idx = self._indices(stmt.indices)
+        self.storing = (stmt.buf, idx)  # an int32 overflow in the value names this element (an accumulator)
+        value = self.eval(stmt.value)
+        self.storing = None
         if st.written is None:
             raise Unevaluable(f"{stmt.buf.name} is an input the program also writes")
         if all(isinstance(i, (int, Affine)) for i in idx) and self._in_bounds(st, idx):

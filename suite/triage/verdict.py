@@ -140,8 +140,13 @@ def judge(expected: Expected, before: np.ndarray, after: np.ndarray, twin_before
         if expected.magnitude is not None:  # how close the shared output is to the exact value
             figures = {"accumulation_length": expected.k,
                        "before_bound_fraction": Bound(expected, thresholds).fraction(before)}
-        return Judgement(EQUIVALENT, f"after's output is before's, bit for bit ({after.size:,} elements)", None,
-                         figures)
+        judgement = Judgement(EQUIVALENT, f"after's output is before's, bit for bit ({after.size:,} elements)", None,
+                              figures)
+        if expected.magnitude is None:  # integers: the exact value is the only right one
+            judgement.figures = _exactness(expected, after)
+            if judgement.figures["exact_fraction"] < 1:
+                judgement.notes.append(_not_exact_note(expected, before, "both programs' output differs"))
+        return judgement
     if expected.magnitude is None:
         return _judge_exact(expected, before, after)
     return _judge_float(expected, before, after, twin_before, twin_after, thresholds)
@@ -160,16 +165,45 @@ def _judge_exact(expected: Expected, before, after) -> Judgement:
         first.update(index=list(index), before=_plain(before[index].item()), after=_plain(after[index].item()),
                      exact=_plain(expected.value[index].item()))
     count = int(np.count_nonzero(differs))
+    figures = {"differ_fraction": count / after.size, **_exactness(expected, after)}
+    steps = f"; largest difference from the exact value {figures['max_step_error']:,}" if _any_at(wrong) else ""
     judgement = Judgement(CHANGED, f"{_element(expected.name, index)}: after {_number(first['after'])}, before "
                                    f"{_number(first['before'])}, exact {_number(first['exact'])} "
-                                   f"({count:,} of {after.size:,} elements differ; {expected.dtype} results must "
-                                   "match exactly)", first, {"differ_fraction": count / after.size})
+                                   f"({count:,} of {after.size:,} elements differ{steps}; {expected.dtype} results "
+                                   "must match exactly, never within a bound)", first, figures)
+    if wraps := _wrapped_width(expected, after):
+        judgement.notes.append(f"every inexact element of after's is the exact value wrapped to int{wraps} "
+                               f"(they differ by multiples of 2^{wraps}): after accumulates in int{wraps}, which "
+                               "wraps")
     if _any_at(before != expected.value):
-        at = _index(int(np.argmax(before != expected.value)), before.shape)
-        judgement.notes.append(f"the before program's own output differs from the exact value too, at "
-                               f"{_element(expected.name, at)} ({_number(before[at].item())} for "
-                               f"{_number(expected.value[at].item())})")
+        judgement.notes.append(_not_exact_note(expected, before, "the before program's own output differs too"))
     return judgement
+
+
+def _exactness(expected: Expected, after) -> dict:
+    """An integer output's exactness: the fraction of elements equal to the exact value, and the
+    largest difference from it (in the output's steps), as int8 records have them (docs/int8.md)."""
+    error = np.abs(np.asarray(after, np.int64) - np.asarray(expected.value, np.int64))
+    return {"exact_fraction": float(np.mean(error == 0)) if error.size else 1.0,
+            "max_step_error": int(error.max()) if error.size else 0}
+
+
+def _not_exact_note(expected: Expected, output, words: str) -> str:
+    at = _index(int(np.argmax(output != expected.value)), output.shape)
+    return (f"{words} from the exact value, at {_element(expected.name, at)} ({_number(output[at].item())} for "
+            f"{_number(expected.value[at].item())}): this target does not compute the before program exactly")
+
+
+def _wrapped_width(expected: Expected, after) -> int | None:
+    """The narrower width (8 or 16 bits) the inexact elements of an integer output wider than it
+    are the exact value wrapped to, if they all are; None otherwise."""
+    if np.dtype(expected.dtype).itemsize <= 2:
+        return None
+    wrong = after != expected.value
+    values = np.asarray(after, np.int64)[wrong]
+    error = values - np.asarray(expected.value, np.int64)[wrong]
+    return next((bits for bits in (8, 16) if error.size and not np.any(error % (1 << bits))
+                 and np.all(np.abs(values) <= 1 << (bits - 1))), None)
 
 
 def _any_at(mask) -> bool:
