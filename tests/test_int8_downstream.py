@@ -90,3 +90,57 @@ def test_triage_a_wrapped_int32_accumulator_is_named(cli, tmp_path):
     exact = 2 ** 31 - 10 + 64
     assert (f"wraps the int32 accumulator bias_add[0, 5]: an addition overflows int32 (a value of {exact}, "
             f"{exact - 2 ** 32} in two's complement") in found["message"]
+
+
+# ----------------------------------------------------------------------------- fuzz
+
+
+def journal(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_fuzz_int8_and_bfloat16_sample_schedules_and_judge_int8_exactly(cli, tmp_path):
+    """int8 and bfloat16 in one small campaign (a 16-10 matmul_add: orders, one sampled trace and
+    eight planted bugs): every unmodified schedule is EQUIVALENT; a planted bug in int8 is CHANGED
+    against the integer oracle (bound 0, the exact value the oracle's), and bfloat16's is judged by
+    its own rounding bound."""
+    from suite.core import quantized, workloads
+
+    workload = "miniresnet.matmul_add.16-10"
+    done = cli("fuzz", "--workloads", workload, "--dtypes", "int8,bfloat16", "--traces", "1", "--plant", "8",
+               "--out", tmp_path / "o", "--json")
+    assert done.returncode == 0, done.stderr
+    table = json.loads(done.stdout)["table"]
+    for dtype in ("int8", "bfloat16"):
+        row = table[f"{workload} {dtype} llvm"]
+        assert row["EQUIVALENT"] >= 4 and row["CHANGED"] == row["SHIFTED"] == row["BUILD_FAILED"] == 0, row
+    lines = journal(tmp_path / "o")
+    assert {(line["dtype"], line["kind"]) for line in lines if line["outcome"] == "EQUIVALENT"} == {
+        (dtype, kind) for dtype in ("int8", "bfloat16") for kind in ("order", "trace")}
+    chosen = workloads.get(workload)
+    oracle = quantized.evaluate(chosen.chain, workloads.make_inputs(chosen, "int8")).output
+    wrong = [line for line in lines if line["dtype"] == "int8" and line["outcome"] == "CHANGED"]
+    assert {line["name"] for line in wrong} == {"off_by_one_outer_loop#4", "truncating_cast#6"}
+    for line in wrong:
+        first = line["first_wrong"]
+        assert first["bound"] == 0 and first["exact"] == first["before"] == oracle[tuple(first["index"])]
+        assert first["after"] != first["exact"] and "uint8 results must match exactly" in line["summary"]
+    (bf16,) = [line for line in lines if line["dtype"] == "bfloat16" and line["kind"] == "plant"
+               and line["outcome"] not in ("NOT_APPLICABLE",)]
+    assert bf16["outcome"] == "SHIFTED" and "(K = 17, bfloat16)" in bf16["summary"]
+    assert 0 < bf16["first_wrong"]["bound"] < abs(bf16["first_wrong"]["exact"])
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--dtypes", "int4"), "unknown dtype 'int4'; valid dtypes: float32, float16, int8, bfloat16"),
+    (("--dtypes", "int8", "--targets", "llvm-avx512bf16"),
+     "--targets llvm-avx512bf16: llvm-avx512bf16 does not run int8: only bfloat16 has native instructions"),
+    (("--dtypes", "bfloat16", "--targets", "hexagon-v68-qf"),
+     "hexagon-v68-qf does not run bfloat16: on Hexagon, int8 runs on hexagon-v68-qf and hexagon-v73-qf"),
+])
+def test_fuzz_refuses_a_dtype_it_cannot_run_in_one_line(cli, tmp_path, args, words):
+    done = cli("fuzz", "--workloads", "miniresnet.matmul_add.16-10", *args, "--out", tmp_path / "o")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert words in line and not (tmp_path / "o").exists()

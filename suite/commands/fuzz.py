@@ -26,17 +26,23 @@ MAX_MINUTES = 7 * 24 * 60
 
 
 def _fuzzed_targets() -> list[str]:
-    """The targets whose code runs here or under an emulator (Hexagon's executed qfloat ones) and
-    that take fuzz's dtypes (not llvm-avx512bf16, bfloat16 alone)."""
-    return [name for name in targets.names() if ("hexagon" not in name or name.endswith("-qf"))
-            and not targets.get(name).dtype_unavailable("float32")]
+    """The targets whose code runs here or under an emulator (Hexagon's executed qfloat ones), with
+    the dtypes each runs where that is not all of fuzz's."""
+    found = []
+    for name in targets.names():
+        if "hexagon" in name and not name.endswith("-qf"):
+            continue
+        runs = [d for d in workloads.MEASURED_DTYPES if not targets.get(name).dtype_unavailable(d)]
+        found.append(name if len(runs) == len(workloads.MEASURED_DTYPES) else f"{name} ({', '.join(runs)})")
+    return found
 
 
 def add_arguments(p) -> None:
     p.add_argument("--workloads", type=names, default=["seed"],
                    help="comma-separated workload ids or model names (default: seed, the seed conv2d)")
     p.add_argument("--dtypes", type=names, default=["float32"],
-                   help=f"comma-separated, of {', '.join(workloads.DTYPES)} (default: float32)")
+                   help=f"comma-separated, of {', '.join(workloads.MEASURED_DTYPES)} (default: float32; int8 is "
+                        "judged exactly against the integer oracle, bfloat16 by its rounding bound, u = 2^-8)")
     p.add_argument("--targets", type=names, default=["llvm"],
                    help=f"comma-separated, of those that run code and can be tuned: "
                         f"{', '.join(_fuzzed_targets())} "

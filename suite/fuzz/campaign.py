@@ -51,8 +51,8 @@ from typing import Self
 import filelock
 import numpy as np
 
-from suite import cache, children, compat, sandbox, targets
-from suite.core import reference, schedules, workloads
+from suite import cache, children, compat, floats, sandbox, targets
+from suite.core import quantized, reference, schedules, workloads
 from suite.core.bounds import Expected
 from suite.core.combo import select_workloads
 from suite.errors import CannotWrite, ExitCode, UserError, raise_if_signalled
@@ -137,10 +137,13 @@ def check(options: Options) -> list[Combination]:
                         f"{', ...' if len(theirs) > 3 else ''}): give a new or empty directory, or a campaign's own")
     check_own_files(out)
     for dtype in options.dtypes:
-        workloads.check_dtype(dtype)
+        workloads.check_dtype(dtype, workloads.MEASURED_DTYPES)
     found_targets = []
     for name in options.targets:
         target = targets.get(name)
+        for dtype in options.dtypes:  # first: a dtype the target never runs, on any machine
+            if reason := target.dtype_unavailable(dtype):
+                raise UserError(f"--targets {name}: {reason}")
         reason = target.mode.value if target.mode is Mode.COMPILE_ONLY else target.unavailable()
         if reason:
             raise UserError(f"--targets {name}: nothing runs its code here ({reason})")
@@ -149,9 +152,6 @@ def check(options: Options) -> list[Combination]:
         except NotTunable as err:
             raise UserError(f"--targets {name}: fuzz samples MetaSchedule's design space of a target, and {err}") \
                 from None
-        for dtype in options.dtypes:
-            if reason := target.dtype_unavailable(dtype):
-                raise UserError(f"--targets {name}: {reason}")
         found_targets.append(target)
     ids = select_workloads(options.workloads)
     return [Combination(workloads.get(w), d, t) for t in found_targets for d in options.dtypes for w in ids]
@@ -606,8 +606,13 @@ class Journal:
 
 
 def _expected(combination: Combination) -> Expected:
+    """The exact output: the float64 reference with its magnitude; in int8, the integer oracle's
+    uint8 output, which a schedule's must equal (no magnitude: :func:`verdict.judge` judges it exactly)."""
     chain = combination.workload.chain
     inputs = workloads.make_inputs(combination.workload, combination.dtype)
+    if combination.dtype in workloads.INTEGER_DTYPES:
+        return Expected(quantized.evaluate(chain, inputs).output.astype(np.int64), None,
+                        reference.accumulation_length(chain), "output", workloads.output_dtype(combination.dtype))
     return Expected(reference.evaluate(chain, inputs), reference.evaluate_magnitude(chain, inputs),
                     reference.accumulation_length(chain), "output", combination.dtype)
 
@@ -944,8 +949,9 @@ class Campaign:
         arrays = workloads.make_inputs(combination.workload, combination.dtype)
         _make_own_dir(where / "inputs")
         for name, array in zip(names, arrays):
-            data = io.BytesIO()
-            np.save(data, array, allow_pickle=False)
+            data = io.BytesIO()  # bfloat16 as float32 (the same values): np.save keeps it as raw records
+            np.save(data, array.astype(np.float32) if array.dtype == floats.bfloat16_type() else array,
+                    allow_pickle=False)
             _write_own(where / "inputs" / f"{_safe(name)}.npy", data.getvalue())
             inputs.append(f"{name}=inputs/{_safe(name)}.npy")
         after = ["--trace", "minimised.json"] if has_trace else ["after.py"]
@@ -1276,6 +1282,7 @@ def _load(path: Path) -> np.ndarray:
     link, never a pickle. One that is none is refused in one line: the worker is the suite's own, and
     what it left is no verdict."""
     try:
-        return np.load(io.BytesIO(sandbox.read_back(path)), allow_pickle=False)
+        # np.save keeps a bfloat16 output as raw two-byte records: viewed as bfloat16 again
+        return floats.as_saved(np.load(io.BytesIO(sandbox.read_back(path)), allow_pickle=False), floats.BFLOAT16)
     except (OSError, ValueError) as err:
         raise UserError(f"{path}: not an array the campaign's worker writes ({err}); no verdict on it") from None

@@ -259,7 +259,7 @@ def _serve(request: dict) -> Answer:
             return Answer.failed(Outcome.SKIPPED, built.failure.message)
         return _internal(where, built.failure.cause) or Answer.failed(Outcome.BUILD_FAILED, built.failure.message)
     arguments = [*workloads.make_inputs(workload, request["dtype"]),
-                 Output(tuple(workload.output_shape), request["dtype"])]
+                 Output(tuple(workload.output_shape), workloads.output_dtype(request["dtype"]))]
     # a qfloat target's IEEE twin runs too: the verdict tells qfloat's own rounding (ARITHMETIC)
     # from the schedule's by it, as triage does
     ran = execution.run(built, arguments, twin=bool(target.ieee_twin))
