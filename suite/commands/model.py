@@ -9,14 +9,15 @@ from suite.commands.base import say_json
 from suite.commands.common_args import names, path
 from suite.core import models, schedules, workloads
 from suite.errors import ExitCode, UserError
-from suite.model import accuracy, calls
-from suite.model.accuracy import MODEL_ORDERS
+from suite.model import accuracy, calls, int8
+from suite.model.accuracy import MODEL_DTYPES, MODEL_ORDERS
 from suite.model.results import ModelResult
 from suite.reporting import report
 from suite.targets.base import Mode
 
-EXIT_CODES = [(ExitCode.OK, "every setting measured"),
-              (ExitCode.NOT_READY, "a setting not measured: a call its target could not build or run")]
+EXIT_CODES = [(ExitCode.OK, "every setting measured (and every int8 chain equal to the exact integer pipeline)"),
+              (ExitCode.NOT_READY, "a setting not measured (a call its target could not build or run), or an int8 "
+                                   "chain unlike the exact integer pipeline")]
 
 #: The most inputs a run takes: each is a float64 evaluation of the whole model (seconds for
 #: ResNet-18) and a run of every call on every target (minutes on an emulated one).
@@ -26,7 +27,8 @@ MAX_INPUTS = 1000
 def add_arguments(p) -> None:
     p.add_argument("--model", required=True, help=f"one of: {', '.join(models.model_names())}")
     p.add_argument("--dtypes", type=names, default=list(workloads.DTYPES),
-                   help=f"comma-separated, of {', '.join(workloads.DTYPES)} (default: {','.join(workloads.DTYPES)})")
+                   help=f"comma-separated, of {', '.join(MODEL_DTYPES)} (default: {','.join(workloads.DTYPES)}; int8: "
+                        "the model quantized, against the float model and the exact integer pipeline)")
     p.add_argument("--targets", type=names, default=["llvm"],
                    help=f"comma-separated, of {', '.join(_running_targets())} (default: llvm; llvm runs always: "
                         "the baseline)")
@@ -51,16 +53,22 @@ def _running_targets() -> list[str]:
 def run(args) -> int:
     # Every name checked before any work.
     models.parse_model_name(args.model)
-    dtypes = [workloads.check_dtype(d) for d in dict.fromkeys(args.dtypes)]
-    chosen = [_runnable(targets.get(t)) for t in dict.fromkeys(args.targets)]
+    dtypes = [workloads.check_dtype(d, MODEL_DTYPES) for d in dict.fromkeys(args.dtypes)]
+    chosen = [targets.get(t) for t in dict.fromkeys(args.targets)]
+    for target in chosen:  # what a target runs is said before whether it runs here
+        for dtype in dtypes:
+            _runs_dtype(target, dtype)
+    chosen = [_runnable(t) for t in chosen]
     orders = [_model_order(o) for o in dict.fromkeys(args.orders)]
     if args.out:
         _check_out(args.out)
     baseline = _runnable(targets.get(accuracy.BASELINE_TARGET))
     plan = calls.model_calls(args.model)
+    if any(d in workloads.INTEGER_DTYPES for d in dtypes):
+        int8.check_quantizable(plan)
     settings = accuracy.settings_to_run(dtypes, chosen, orders, baseline)
     found, logits = accuracy.evaluate(plan, settings, args.inputs, attribute=args.attribute, twin=not args.no_twin)
-    status = ExitCode.OK if found.requested_measured else ExitCode.NOT_READY
+    status = ExitCode.OK if found.requested_measured and found.integer_exact else ExitCode.NOT_READY
     if args.out:
         _write(args.out, found, logits)
     if args.json:  # and the tables for people, on stderr
@@ -76,6 +84,13 @@ def _runnable(target):
     if reason := target.unavailable():
         raise UserError(reason)
     return target
+
+
+def _runs_dtype(target, dtype: str) -> None:
+    """UserError where ``target`` does not run ``dtype``, naming the targets that do."""
+    if reason := target.dtype_unavailable(dtype):
+        can = [t for t in _running_targets() if not targets.get(t).dtype_unavailable(dtype)]
+        raise UserError(f"{reason}; a whole model in {dtype} runs on: {', '.join(can)}")
 
 
 def _model_order(order: str) -> str:

@@ -102,9 +102,16 @@ class Plan:
     residual: int | None = None
     relu: bool = False
     requantize: Requantize | None = None  #: conv2d and matmul
+    #: the constant added before the clip, where not the relu's 0 or 128: a whole quantized model's
+    #: (suite.model.int8), whose residual may carry a zero point of its own (0 less it)
+    offset: int | None = None
+    #: the value a conv2d pads its input with: that input's zero point (0 but for a whole model's image)
+    pad: int = 0
 
     @property
     def zero_point(self) -> int:
+        if self.offset is not None:
+            return self.offset
         return RELU_ZERO_POINT if self.relu else ZERO_POINT
 
 
@@ -193,9 +200,10 @@ class Oracle:
     accumulator: np.ndarray  #: int64, exact (never wrapped)
 
 
-def evaluate(chain: dict, inputs) -> Oracle:
-    """The quantized chain on ``inputs`` in numpy int64: the exact accumulator and the output."""
-    found = plan(chain)
+def evaluate(chain: dict, inputs, found: Plan | None = None) -> Oracle:
+    """The quantized chain on ``inputs`` in numpy int64: the exact accumulator and the output
+    (``found``: the chain's plan with other requantize parameters; default its own)."""
+    found = found or plan(chain)
     x = np.asarray(inputs[found.data], dtype=np.int64)
     if found.op == "max_pool2d":
         pooled = _max_pool(x, found.attrs)
@@ -205,7 +213,7 @@ def evaluate(chain: dict, inputs) -> Oracle:
         count = math.prod(x.shape) // math.prod(total.shape)
         return Oracle(((total + count // 2) // count).astype(np.uint8), total)
     w = np.asarray(inputs[found.weight], dtype=np.int64)
-    acc = _conv2d(x, w, found.attrs) if found.op == "conv2d" else x @ w
+    acc = _conv2d(x, w, found.attrs, found.pad) if found.op == "conv2d" else x @ w
     if found.bias is not None:
         acc = acc + np.asarray(inputs[found.bias], dtype=np.int64)
     return Oracle(_output(found, found.requantize.apply(acc), inputs), acc)
@@ -228,7 +236,7 @@ def _nhwc(x, layout):
     return x if layout == "NHWC" else x.transpose(0, 2, 3, 1)
 
 
-def _conv2d(x, w, attrs) -> np.ndarray:
+def _conv2d(x, w, attrs, pad: int = 0) -> np.ndarray:
     if attrs.get("groups", 1) != 1:
         raise NotQuantizable("a grouped conv2d has no quantized form here")
     layout = attrs["data_layout"]
@@ -237,7 +245,7 @@ def _conv2d(x, w, attrs) -> np.ndarray:
     top, left, bottom, right = attrs["padding"]
     (sh, sw), (dh, dw) = attrs["strides"], attrs["dilation"]
     kh, kw = w.shape[:2]
-    x = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)))
+    x = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)), constant_values=pad)
     oh = (x.shape[1] - dh * (kh - 1) - 1) // sh + 1
     ow = (x.shape[2] - dw * (kw - 1) - 1) // sw + 1
     acc = np.zeros((x.shape[0], oh, ow, w.shape[3]), dtype=np.int64)
@@ -298,9 +306,10 @@ def metrics(output, accumulator, oracle: Oracle) -> dict[str, float]:
 # ----------------------------------------------------------------------------- the kernels (TE)
 
 
-def prim_func(chain: dict):
-    """The quantized workload's PrimFunc: its inputs, then the uint8 output."""
-    params, _, output = _compute(chain)
+def prim_func(chain: dict, found: Plan | None = None):
+    """The quantized workload's PrimFunc: its inputs, then the uint8 output (``found``: as in
+    :func:`evaluate`)."""
+    params, _, output = _compute(chain, found)
     return compat.te().create_prim_func([*params, output])
 
 
@@ -314,10 +323,10 @@ def accumulator_func(chain: dict):
     return compat.te().create_prim_func([*used, accumulator])
 
 
-def _compute(chain: dict):
+def _compute(chain: dict, found: Plan | None = None):
     """(placeholders, accumulator tensor, output tensor) of the quantized chain."""
     te, tir = compat.te(), compat.tir()
-    found = plan(chain)
+    found = found or plan(chain)
     params = [te.placeholder(tuple(item["shape"]), dtype, name=f"input{i}")
               for i, (item, dtype) in enumerate(zip(chain["inputs"], input_dtypes(chain)))]
     shape = tuple(chain["output_shape"])
@@ -336,7 +345,7 @@ def _compute(chain: dict):
                          name="divide")
         return params, total, out
     if found.op == "conv2d":
-        acc = _te_conv2d(te, tir, x, params[found.weight], found.attrs, shape)
+        acc = _te_conv2d(te, tir, x, params[found.weight], found.attrs, shape, found.pad)
     else:
         w = params[found.weight]
         k = te.reduce_axis((0, w.shape[0]), name="k")
@@ -383,11 +392,11 @@ def _te_pad(te, tir, x, layout, padding, fill):
     return te.compute(tuple(shape), value, name="pad")
 
 
-def _te_conv2d(te, tir, x, w, attrs, shape):
+def _te_conv2d(te, tir, x, w, attrs, shape, pad: int = 0):
     if attrs.get("groups", 1) != 1:
         raise NotQuantizable("a grouped conv2d has no quantized form here")
     layout, hwio = attrs["data_layout"], attrs["kernel_layout"] == "HWIO"
-    padded = _te_pad(te, tir, x, layout, attrs["padding"], 0)
+    padded = _te_pad(te, tir, x, layout, attrs["padding"], pad)
     (sh, sw), (dh, dw) = attrs["strides"], attrs["dilation"]
     kh, kw, cin = (w.shape[0], w.shape[1], w.shape[2]) if hwio else (w.shape[2], w.shape[3], w.shape[1])
     ry, rx, rc = te.reduce_axis((0, kh), "ry"), te.reduce_axis((0, kw), "rx"), te.reduce_axis((0, cin), "rc")

@@ -35,10 +35,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from suite import cache, progress
-from suite.core import execution, measurement, reference, tuning
+from suite import cache, floats, progress
+from suite.core import execution, measurement, reference, tuning, workloads
 from suite.core.combo import Combo
 from suite.errors import Interrupted
+from suite.model import int8
 from suite.model import store as model_store
 from suite.model.calls import CALL, IMAGE, PARAM, Call, ModelCalls
 from suite.model.results import (
@@ -49,6 +50,7 @@ from suite.model.results import (
     CallId,
     CallShare,
     Errors,
+    Exactness,
     Metrics,
     ModelResult,
     OrderShare,
@@ -63,6 +65,8 @@ from suite.targets.base import Output, Target
 
 #: The loop orders a whole model runs in.
 MODEL_ORDERS = ("default", "tuned")
+#: The dtypes a whole model runs in: the float ones, and int8 (the model quantized: suite.model.int8).
+MODEL_DTYPES = (*workloads.FLOAT_DTYPES, *workloads.INTEGER_DTYPES)
 #: The target every setting is compared with (same dtype and order), and whose fp32 ``default`` run
 #: is the baseline of the RMSE ratio.
 BASELINE_TARGET = "llvm"
@@ -99,11 +103,16 @@ class Setting:
 @dataclass
 class Kernels:
     """What each call of a model runs in one setting: the build of its fused PrimFunc (by workload
-    id), the workloads that ran ``default`` in ``tuned`` (no tuning record), or why none runs."""
+    id; int8: by call index, each call's kernel built with its own calibrated requantize), the
+    workloads that ran ``default`` in ``tuned`` (no tuning record), or why none runs."""
 
-    built: dict[str, execution.Built] = field(default_factory=dict)
+    built: dict = field(default_factory=dict)
     untuned: list[str] = field(default_factory=list)
     failure: str | None = None
+
+    def of(self, call: Call) -> execution.Built:
+        """The kernel call ``call`` runs."""
+        return self.built[call.index] if call.index in self.built else self.built[call.workload.id]
 
 
 def kernel_orders(plan: ModelCalls, setting: Setting) -> list[tuple]:
@@ -121,14 +130,19 @@ def kernel_orders(plan: ModelCalls, setting: Setting) -> list[tuple]:
 def setting_key(plan: ModelCalls, setting: Setting) -> dict:
     """What determines the setting's kernels: each one's measurement key (the TVM build, the
     suite's measuring code, the target, the schedule), without building anything."""
-    return {w.id: cache.digest(Combo(w, setting.dtype, setting.target, order).key)
-            for w, order in kernel_orders(plan, setting)}
+    found = {w.id: cache.digest(Combo(w, setting.dtype, setting.target, order).key)
+             for w, order in kernel_orders(plan, setting)}
+    if setting.dtype in workloads.INTEGER_DTYPES:  # and each call's calibrated parameters
+        found["quantized"] = cache.digest(int8.quantized_model(plan, forward).key())
+    return found
 
 
 def kernels(plan: ModelCalls, setting: Setting) -> Kernels:
     """One build per fused PrimFunc of the model, from the measurement cache (measured there first
     when absent)."""
     found = Kernels()
+    if setting.dtype in workloads.INTEGER_DTYPES:
+        return _int8_kernels(plan, setting, found)
     for workload, order in kernel_orders(plan, setting):
         if order != setting.order:
             found.untuned.append(workload.id)
@@ -143,11 +157,27 @@ def kernels(plan: ModelCalls, setting: Setting) -> Kernels:
     return found
 
 
+def _int8_kernels(plan: ModelCalls, setting: Setting, found: Kernels) -> Kernels:
+    """Each call's quantized kernel, with its calibrated plan (suite.model.int8): one build per call."""
+    orders = dict((w.id, order) for w, order in kernel_orders(plan, setting))
+    found.untuned = [w for w, order in orders.items() if order != setting.order]
+    model = int8.quantized_model(plan, forward)
+    for call in plan.calls:
+        order = orders[call.workload.id]
+        built = int8.call_kernel(plan, model, call, setting.target, order)
+        if built.failure is not None:
+            found.failure = f"call {call.index} ({call.workload.id}, {order}): {built.failure.words()}"
+            return found
+        found.built[call.index] = built
+    return found
+
+
 def run_call(built: execution.Built, call: Call, inputs: list[np.ndarray], dtype: str,
              tally: dict | None = None) -> np.ndarray:
     """Call ``call``'s kernel on ``inputs`` (in ``dtype``) once; CallFailed where it does not run.
     ``tally``: what an emulated call executed (packets, instructions, emulated seconds) added to it."""
-    ran = execution.run(built, [*inputs, Output(tuple(call.workload.output_shape), dtype)], timed=True, twin=False)
+    output = Output(tuple(call.workload.output_shape), workloads.output_dtype(dtype))
+    ran = execution.run(built, [*inputs, output], timed=True, twin=False)
     if ran.failure is not None:
         raise CallFailed(f"call {call.index} ({call.workload.id}): {ran.failure.words()}")
     if tally is not None:  # an emulated run's time is the one run's, kept with its output: no second run
@@ -158,7 +188,7 @@ def run_call(built: execution.Built, call: Call, inputs: list[np.ndarray], dtype
 
 def run_twin_call(built: execution.Built, call: Call, inputs: list[np.ndarray], dtype: str) -> np.ndarray:
     """The IEEE twin's output of ``call`` on ``inputs`` (a target with a twin); CallFailed where it does not run."""
-    ran = execution.run_twin(built, [*inputs, Output(tuple(call.workload.output_shape), dtype)])
+    ran = execution.run_twin(built, [*inputs, Output(tuple(call.workload.output_shape), workloads.output_dtype(dtype))])
     if ran.failure is not None:
         raise CallFailed(f"call {call.index} ({call.workload.id}), IEEE twin: {ran.failure.words()}")
     return ran.twin
@@ -187,17 +217,22 @@ def forward(plan: ModelCalls, image: np.ndarray, params: list[np.ndarray], start
 
 
 def target_forward(plan: ModelCalls, kernels_: Kernels, image, params, dtype: str, twin: bool = False,
-                   tally: dict | None = None) -> np.ndarray:
+                   tally: dict | None = None, expected: list[np.ndarray] | None = None,
+                   differing: list[int] | None = None) -> np.ndarray:
     """The model's logits on the target: every call's kernel on the target's outputs before it
-    (``twin``: the IEEE twin's kernels on the twin's outputs: the same schedule, IEEE rounding)."""
+    (``twin``: the IEEE twin's kernels on the twin's outputs: the same schedule, IEEE rounding).
+    ``expected``: every call's exact output (int8's integer pipeline): the elements of each call's
+    output that differ from it are appended to ``differing``."""
     outputs: dict[int, np.ndarray] = {}
     last_use = plan.last_use()
     for call in plan.calls:
         arguments = _arguments(call, image, params, outputs)
-        built = kernels_.built[call.workload.id]
+        built = kernels_.of(call)
         outputs[call.index] = (run_twin_call(built, call, arguments, dtype) if twin
                                else run_call(built, call, arguments, dtype, **({"tally": tally} if tally is not None
                                                                                else {})))
+        if expected is not None:
+            differing.append(int(np.count_nonzero(outputs[call.index] != expected[call.index])))
         for done in [i for i in outputs if last_use[i] <= call.index]:
             del outputs[done]
     return outputs[plan.calls[-1].index]
@@ -232,8 +267,8 @@ def attribute_one(plan: ModelCalls, kernels_: Kernels, image, params64, params, 
     only, all_but, local_sq, local_elements = np.zeros(calls), np.zeros(calls), np.zeros(calls), np.zeros(calls)
     local = {}
     for call in plan.calls:
-        inputs = [np.asarray(x).astype(dtype) for x in _arguments(call, image, params, exact)]
-        on_exact = run_call(kernels_.built[call.workload.id], call, inputs, dtype).astype(np.float64)
+        inputs = [floats.rounded(np.asarray(x), dtype) for x in _arguments(call, image, params, exact)]
+        on_exact = run_call(kernels_.of(call), call, inputs, dtype).astype(np.float64)
         local[call.index] = on_exact - exact[call.index]
         local_sq[call.index] = float(np.sum(local[call.index] ** 2))
         local_elements[call.index] = local[call.index].size
@@ -276,10 +311,22 @@ class Outcome:
     kept: int = 0  #: inputs whose run came from the cache
     attribution_kept: int = 0
     twin: bool = True  #: the IEEE twin's chain runs too, on a target with one
+    differing: list[list[int]] = field(default_factory=list)  #: int8, per input: each call's elements unlike the pipeline's
+
+    @property
+    def integer(self) -> bool:
+        return self.setting.dtype in workloads.INTEGER_DTYPES
 
     @property
     def has_twin(self) -> bool:
-        return self.twin and bool(self.setting.target.ieee_twin)
+        """The IEEE twin's chain runs: on a target with one, in a float dtype (integer HVX has no
+        instruction the twin would round otherwise)."""
+        return self.twin and bool(self.setting.target.ieee_twin) and not self.integer
+
+    def attributed(self, attribute: bool) -> bool:
+        """Whether its error is attributed: asked for, requested, and a float dtype (an int8 chain
+        names the first call unlike the integer pipeline instead: :class:`Exactness`)."""
+        return attribute and self.requested and not self.integer
 
     def built(self, plan: ModelCalls) -> Kernels:
         if self.kernels is None:
@@ -320,10 +367,14 @@ def evaluate(plan: ModelCalls, settings: list[tuple[Setting, bool]], count: int,
                                 twin=twin))
     dtypes = list(dict.fromkeys(o.setting.dtype for o in outcomes))
     exact_params = model_store.weights(plan)
-    params = {d: [p.astype(d) for p in exact_params] for d in dtypes}  # what the target takes
-    del exact_params
-    # float64 takes the dtype's values too: the error is the arithmetic's, not the weights' rounding.
-    rounded = {d: [p.astype(np.float64) for p in params[d]] for d in dtypes}
+    quantized_model = int8.quantized_model(plan, forward) if any(d in workloads.INTEGER_DTYPES for d in dtypes) else None
+    # what the target takes: the weights rounded to the dtype, or quantized (int8 weights, int32 biases)
+    params = {d: list(quantized_model.params) if d in workloads.INTEGER_DTYPES
+              else [floats.rounded(p, d) for p in exact_params] for d in dtypes}
+    # float64 takes a float dtype's values too: the error is the arithmetic's, not the weights'
+    # rounding; int8's is against the float model itself (its weights unrounded).
+    rounded = {d: exact_params if d in workloads.INTEGER_DTYPES else [p.astype(np.float64) for p in params[d]]
+               for d in dtypes}
     float64 = {d: model_store.Float64Store(plan, d, classes) for d in dtypes}
     exact_logits: dict[str, list[np.ndarray]] = {d: [] for d in dtypes}
     float64_s = dict.fromkeys(dtypes, 0.0)
@@ -338,14 +389,17 @@ def evaluate(plan: ModelCalls, settings: list[tuple[Setting, bool]], count: int,
                         if o.has_twin and runs[id(o)] is not None and runs[id(o)].twin is None:
                             runs[id(o)] = None
                     shares = {id(o): o.store.load_attribution(index, len(plan.calls))
-                              for o in active if attribute and o.requested}
+                              for o in active if o.attributed(attribute)}
                     chain_needed = any(v is None for v in (*runs.values(), *shares.values()))
-                    image_d = image.astype(dtype)
+                    integer = dtype in workloads.INTEGER_DTYPES
+                    image_d = quantized_model.image.quantize(image) if integer else floats.rounded(image, dtype)
+                    pipeline = (int8.integer_forward(plan, quantized_model, image_d)
+                                if integer and any(v is None for v in runs.values()) else None)
                     kept = float64[dtype].load(index)
                     exact = None
                     if kept is None or chain_needed:
                         started = time.perf_counter()
-                        exact = forward(plan, image_d.astype(np.float64), rounded[dtype])
+                        exact = forward(plan, image if integer else image_d.astype(np.float64), rounded[dtype])
                         seconds = time.perf_counter() - started
                         if kept is None:
                             float64[dtype].store(index, exact[-1], seconds)
@@ -355,7 +409,7 @@ def evaluate(plan: ModelCalls, settings: list[tuple[Setting, bool]], count: int,
                     float64_s[dtype] += seconds64
                     for outcome in active:
                         done += _run_setting(plan, outcome, index, image_d, rounded[dtype], params[dtype], exact,
-                                             runs[id(outcome)], shares.get(id(outcome)), attribute)
+                                             runs[id(outcome)], shares.get(id(outcome)), attribute, pipeline)
                 step.step()
     except KeyboardInterrupt as err:
         if not say_kept:
@@ -379,8 +433,8 @@ def _reuse(outcomes, count: int, attribute: bool) -> CacheReuse:
     for o in outcomes:
         if o.failure is not None:
             continue
-        wanted = count * (2 if attribute and o.requested else 1)
-        kept = o.kept + (o.attribution_kept if attribute and o.requested else 0)
+        wanted = count * (2 if o.attributed(attribute) else 1)
+        kept = o.kept + (o.attribution_kept if o.attributed(attribute) else 0)
         (reused if kept == wanted else resumed if kept else run).append(" ".join(o.setting.ids))
     return CacheReuse(tuple(reused), tuple(resumed), tuple(run))
 
@@ -395,34 +449,43 @@ def _add_counts(total: dict | None, counts: dict | None) -> dict | None:
 
 
 def _run_setting(plan, outcome: Outcome, index: int, image_d, params64, params, exact, kept: InputRun | None,
-                 share: tuple[InputShares, float] | None, attribute: bool) -> int:
+                 share: tuple[InputShares, float] | None, attribute: bool, pipeline: list | None = None) -> int:
     """One input of one setting: its run (from the cache where kept, else on the target, then
-    kept), and its attribution where asked for; the number of runs this kept."""
+    kept), and its attribution where asked for; the number of runs this kept. int8: ``pipeline``,
+    every call's output in the exact integer pipeline, is what each call's output is compared with;
+    its logits are kept dequantized."""
     dtype, stored = outcome.setting.dtype, 0
     try:
         if kept is None:
             tally: dict = {}
             built = outcome.built(plan)  # not timed: a build is the measurement cache's
+            differing: list[int] | None = [] if outcome.integer else None
             started = time.perf_counter()
-            logits = target_forward(plan, built, image_d, params, dtype, tally=tally)
+            logits = target_forward(plan, built, image_d, params, dtype, tally=tally, expected=pipeline,
+                                    differing=differing)
             target_s = time.perf_counter() - started
+            if outcome.integer:
+                logits = int8.quantized_model(plan, forward).logits.real(logits)
             twin, twin_s = None, 0.0
             if outcome.has_twin:
                 started = time.perf_counter()
                 twin = target_forward(plan, outcome.kernels, image_d, params, dtype, twin=True)
                 twin_s = time.perf_counter() - started
-            kept = InputRun(logits, twin, target_s, twin_s, tally or None)
+            kept = InputRun(logits, twin, target_s, twin_s, tally or None,
+                            None if differing is None else tuple(differing))
             outcome.store.store_run(index, kept)
             stored += 1
         else:
             outcome.kept += 1
         outcome.logits.append(kept.logits)
+        if outcome.integer:
+            outcome.differing.append(list(kept.differing))
         if outcome.has_twin:
             outcome.twins.append(kept.twin)
         outcome.target_s += kept.target_s
         outcome.twin_s += kept.twin_s
         outcome.counts = _add_counts(outcome.counts, kept.counts)
-        if attribute and outcome.requested:
+        if outcome.attributed(attribute):
             if share is None:
                 built = outcome.built(plan)
                 started = time.perf_counter()
@@ -489,7 +552,19 @@ def _result(plan: ModelCalls, outcome: Outcome, outcomes, exact_logits, count: i
                                   outcome.attribution_s / count if attribution is not None else None),
         per_input=per_input,
         ieee_twin=_twin_metrics(outcome, logits, exact, eager_rmse, default) if outcome.has_twin else None,
-        attribution=attribution)
+        attribution=attribution, exactness=_exactness(plan, outcome) if outcome.integer else None)
+
+
+def _exactness(plan: ModelCalls, outcome: Outcome) -> Exactness:
+    """An int8 chain against the integer pipeline: each call's differing elements over the inputs,
+    and the first call (in call order) with any: on every input its inputs were the pipeline's own."""
+    per_call = np.sum(np.array(outcome.differing, dtype=np.int64), axis=0)
+    wrong = [i for i, n in enumerate(per_call) if n]
+    first = plan.calls[wrong[0]] if wrong else None
+    outputs = sum(int(np.prod(c.workload.output_shape)) for c in plan.calls) * len(outcome.differing)
+    return Exactness(outputs, int(np.sum(per_call)), int(per_call[-1]),
+                     CallId(first.index, first.workload.id) if first else None,
+                     int(per_call[first.index]) if first else 0)
 
 
 def _twin_metrics(outcome: Outcome, logits, exact, eager_rmse, default: Outcome | None) -> TwinMetrics:

@@ -20,12 +20,13 @@ from suite.model.calls import Call
 #: The calls an attribution table shows, largest share first (--json has them all).
 SHOWN_CALLS = 8
 #: What the settings' table says of its columns.
-TABLE_NOTE = ("errors of the logits against float64; eager: llvm default in the same dtype (PyTorch's rule passes "
-              "at 2x fp32, 3x fp16); default: the same target and dtype in order default; top-k: inputs whose "
-              "float64 top class is the target's top-1 / among its top-5; IEEE twin: the same kernels with IEEE "
-              "rounding")
+TABLE_NOTE = ("errors of the logits against float64 (int8: the float model's, its logits dequantized); eager: llvm "
+              "default in the same dtype (PyTorch's rule passes at 2x fp32, 3x fp16); default: the same target and "
+              "dtype in order default; top-k: inputs whose float64 top class is the target's top-1 / among its "
+              "top-5; IEEE twin: the same kernels with IEEE rounding; integer: int8's every call against the exact "
+              "integer pipeline")
 TABLE_HEADERS = ["dtype", "target", "order", "max|err|", "mean|err|", "RMSE/eager", "RMSE/fp32", "RMSE/default",
-                 "vs llvm max", "top-1", "top-5", "s/input", "pkts/input", "no record"]
+                 "vs llvm max", "top-1", "top-5", "s/input", "pkts/input", "no record", "integer"]
 
 
 def number(value, spec=".3g") -> str:
@@ -118,6 +119,38 @@ class TwinMetrics(Errors):
     def to_json(self) -> dict:
         return {**super().to_json(), "rmse_ratio": self.rmse_ratio, "vs_target": self.vs_target.to_json(),
                 "rmse_ratio_default": self.rmse_ratio_default}
+
+
+@dataclass(frozen=True)
+class Exactness:
+    """An int8 setting's chain against the exact integer pipeline (numpy int64, the same calls on the
+    same integers), call by call: exact or wrong, never within a bound. ``outputs``: the uint8
+    elements compared (every call's output, every input); ``differing``: those unlike the
+    pipeline's; ``logits_differing``: of them, the logits'. ``first_call``: the first call, in call
+    order, whose output differs on some input (on every input its inputs were the pipeline's own, so
+    its kernel is wrong there: the calls after it may differ because of it alone), and its
+    ``first_call_differing`` elements over the inputs."""
+
+    outputs: int
+    differing: int
+    logits_differing: int
+    first_call: CallId | None
+    first_call_differing: int
+
+    @property
+    def exact(self) -> bool:
+        return self.differing == 0
+
+    def to_json(self) -> dict:
+        return {"exact": self.exact, "outputs": self.outputs, "differing": self.differing,
+                "logits_differing": self.logits_differing, "first_call": _json(self.first_call),
+                "first_call_differing": self.first_call_differing}
+
+    def words(self) -> str:
+        if self.exact:
+            return "exact"
+        return (f"NOT EXACT from call {self.first_call.index} ({self.first_call.workload}: "
+                f"{self.first_call_differing:,} elements)")
 
 
 @dataclass(frozen=True)
@@ -265,6 +298,7 @@ class SettingResult:
     per_input: dict[str, float] | None = None
     ieee_twin: TwinMetrics | None = None
     attribution: Attribution | None = None
+    exactness: Exactness | None = None  #: int8: against the exact integer pipeline
 
     @classmethod
     def skipped(cls, dtype: str, target: str, order: str, reason: str) -> SettingResult:
@@ -303,13 +337,15 @@ class SettingResult:
             found["ieee_twin"] = self.ieee_twin.to_json()
         if self.attribution is not None:
             found["attribution"] = self.attribution.to_json()
+        if self.exactness is not None:
+            found["exactness"] = self.exactness.to_json()
         return found
 
     def rows(self) -> list[list[str]]:
         """The setting's rows of the settings' table (:data:`TABLE_HEADERS`): its own, and the IEEE twin's."""
         ids = [self.dtype, self.target, self.order + ("" if self.requested else " (baseline)")]
         if not self.measured:
-            return [ids + ["not measured: " + self.reason] + [""] * 10]
+            return [ids + ["not measured: " + self.reason] + [""] * 11]
         m, packets = self.metrics, self.packets_per_input
         untuned = len(self.default_calls or ())
         found = [ids + [number(m.max_abs_error), number(m.mean_abs_error), number(m.rmse_ratio),
@@ -317,12 +353,13 @@ class SettingResult:
                         number(None if m.vs_llvm is None else m.vs_llvm.max_abs),
                         f"{m.top1_agreement:.2f}", f"{m.top5_agreement:.2f}",
                         self.seconds_words(), "-" if packets is None else f"{packets:,.0f}",
-                        f"{untuned} calls default" if untuned else ""]]
+                        f"{untuned} calls default" if untuned else "",
+                        "-" if self.exactness is None else self.exactness.words()]]
         if (t := self.ieee_twin) is not None:
             found.append([self.dtype, self.target, f"{self.order} (IEEE twin)", number(t.max_abs_error),
                           number(t.mean_abs_error), number(t.rmse_ratio), "", number(t.rmse_ratio_default),
                           "", f"{t.top1_agreement:.2f}", f"{t.top5_agreement:.2f}",
-                          f"{self.seconds_per_input.ieee_twin:.2f}", "", ""])
+                          f"{self.seconds_per_input.ieee_twin:.2f}", "", "", ""])
         return found
 
     def seconds_words(self) -> str:
@@ -373,6 +410,11 @@ class ModelResult:
     def requested_measured(self) -> bool:
         """Whether every requested setting was measured."""
         return all(r.measured for r in self.results if r.requested)
+
+    @property
+    def integer_exact(self) -> bool:
+        """Whether every measured int8 setting's chain equals the exact integer pipeline."""
+        return all(r.exactness.exact for r in self.results if r.measured and r.exactness is not None)
 
     def to_json(self) -> dict:
         return {"model": self.model, "inputs": self.inputs, "data": self.data,

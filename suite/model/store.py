@@ -31,7 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from suite import cache
+from suite import cache, floats
+from suite.core import workloads
 from suite.model import weights as model_weights
 
 #: The version of the weights and images recipe (docs/model.md): bump it when what they are changes
@@ -39,7 +40,8 @@ from suite.model import weights as model_weights
 RECIPE = 1
 #: The suite's code that determines the weights, the images, the float64 chain and the metrics'
 #: raw material (besides each kernel's measurement key), by its path under ``suite/``.
-_CODE = ("model/weights.py", "model/calls.py", "model/accuracy.py", "model/store.py", "core/reference.py")
+_CODE = ("model/weights.py", "model/calls.py", "model/accuracy.py", "model/store.py", "model/int8.py",
+         "core/reference.py")
 
 
 def _code() -> dict:
@@ -88,11 +90,12 @@ def weights(plan) -> list[np.ndarray]:
             return params
         damaged(where, f"{plan.model}'s weights")
     params = model_weights.weights(plan)
-    cache.store_entry(where, {"weights.npz": lambda tmp: _write_npz(tmp, {f"p{k}": p for k, p in enumerate(params)})})
+    cache.store_entry(where, {"weights.npz": lambda tmp: write_npz(tmp, {f"p{k}": p for k, p in enumerate(params)})})
     return params
 
 
-def _write_npz(tmp: str, arrays: dict) -> None:
+def write_npz(tmp: str, arrays: dict) -> None:
+    """``arrays`` by name into the .npz file at ``tmp`` (a name that may lack the suffix)."""
     with open(tmp, "wb") as f:  # a file object: np.savez would add .npz to a name without it
         np.savez(f, **arrays)
 
@@ -114,13 +117,15 @@ def _read_weights(path: Path, plan) -> list[np.ndarray] | None:
 @dataclass(frozen=True)
 class InputRun:
     """One input's run of one setting: its logits on the target, the IEEE twin's (None where it did
-    not run), the seconds each took, and what an emulated target executed (its counts by name, or None)."""
+    not run), the seconds each took, what an emulated target executed (its counts by name, or None),
+    and in int8 each call's output elements unlike the integer pipeline's (else None)."""
 
     logits: np.ndarray
     twin: np.ndarray | None
     target_s: float
     twin_s: float
     counts: dict | None
+    differing: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -164,6 +169,8 @@ class InputStore:
         if not found:
             return None
         logits, run = cache.read_array(found["logits.npy"]), cache.read_json(found["run.json"])
+        if logits is not None:  # bfloat16 logits are kept as raw two-byte records
+            logits = floats.as_saved(logits, self.ids[0])
         twin = None
         if isinstance(run, dict) and run.get("twin"):
             kept = cache.load_entry(where, ("twin.npy",))
@@ -173,13 +180,17 @@ class InputStore:
                 return None
         if (logits is None or logits.shape != (1, self.classes) or not isinstance(run, dict)
                 or not all(isinstance(run.get(k), (int, float)) for k in ("target_s", "twin_s"))
-                or not isinstance(run.get("counts"), (dict, type(None)))):
+                or not isinstance(run.get("counts"), (dict, type(None)))
+                or not _differing_ok(run.get("differing"), len(self.plan.calls), self.ids[0])):
             damaged(where, self._what(index))
             return None
-        return InputRun(logits, twin, float(run["target_s"]), float(run["twin_s"]), run["counts"])
+        differing = run.get("differing")
+        return InputRun(logits, twin, float(run["target_s"]), float(run["twin_s"]), run["counts"],
+                        None if differing is None else tuple(differing))
 
     def store_run(self, index: int, kept: InputRun) -> None:
-        run = {"target_s": kept.target_s, "twin_s": kept.twin_s, "counts": kept.counts, "twin": kept.twin is not None}
+        run = {"target_s": kept.target_s, "twin_s": kept.twin_s, "counts": kept.counts, "twin": kept.twin is not None,
+               "differing": None if kept.differing is None else list(kept.differing)}
         files = {"logits.npy": lambda tmp: np.save(tmp, kept.logits, allow_pickle=False),
                  "run.json": lambda tmp: Path(tmp).write_text(json.dumps(run))}
         if kept.twin is not None:
@@ -207,8 +218,16 @@ class InputStore:
 
     def store_attribution(self, index: int, sums: InputShares, seconds: float) -> None:
         cache.store_entry(self.where("model-attribution", index),
-                          {"sums.npz": lambda tmp: _write_npz(tmp, sums.arrays()),
+                          {"sums.npz": lambda tmp: write_npz(tmp, sums.arrays()),
                            "run.json": lambda tmp: Path(tmp).write_text(json.dumps({"seconds": seconds}))})
+
+
+def _differing_ok(differing, calls: int, dtype: str) -> bool:
+    """An int8 run keeps a count per call (whole numbers); a float run none."""
+    if dtype not in workloads.INTEGER_DTYPES:
+        return differing is None
+    return (isinstance(differing, list) and len(differing) == calls
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in differing))
 
 
 #: One input's attribution sums (:class:`InputShares`), by the names ``sums.npz`` keeps them under:

@@ -43,10 +43,11 @@ def _rng(*names) -> np.random.Generator:
 
 def images(plan: ModelCalls, count: int) -> list[np.ndarray]:
     """The model's first ``count`` synthetic input images (float64, the model's image shape)."""
-    return [_image(plan, index) for index in range(count)]
+    return [image(plan, index) for index in range(count)]
 
 
-def _image(plan: ModelCalls, index: int) -> np.ndarray:
+def image(plan: ModelCalls, index: int) -> np.ndarray:
+    """The model's synthetic input image ``index`` (float64, the model's image shape)."""
     nchw = plan.layout == "NCHW"
     _, a, b, c = plan.image_shape
     height, width, channels = (b, c, a) if nchw else (a, b, c)
