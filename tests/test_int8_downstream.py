@@ -144,3 +144,54 @@ def test_fuzz_refuses_a_dtype_it_cannot_run_in_one_line(cli, tmp_path, args, wor
     assert done.returncode == 2 and "Traceback" not in done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert words in line and not (tmp_path / "o").exists()
+
+
+# ----------------------------------------------------------------------------- the report
+
+#: A tuned int8 kernel that did not tensorize: the committed record of ResNet-18's matmul (1000
+#: outputs) offered dot_16x4_vnni and its kernel holds no vpdpbusd (docs/int8-tuned.md).
+MATMUL = "resnet18.matmul_add.512-1000"
+#: One that did (16 vpdpbusd), replayed only where the CPU has VNNI: elsewhere its kernel cannot run.
+CONV = "resnet18.conv2d_add_radd_relu.28x28x128-k1s2-256"
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def has_vnni() -> bool:
+    return "avx512_vnni" in Path("/proc/cpuinfo").read_text().split()
+
+
+@pytest.mark.slow
+def test_the_report_names_a_tuned_int8_kernel_that_did_not_tensorize(cli, tmp_path):
+    """A real `run` of tuned int8 kernels: the report's intrinsic column and its callout say what
+    the replayed records say (the matmul: not used, 0 vpdpbusd; the conv2d, where this CPU runs it:
+    16 vpdpbusd), and headless Chromium shows the callout."""
+    import subprocess
+
+    from asv_runs import two_commit_repo
+    from test_report_agreement import reported
+
+    repo = tmp_path / "tvm"
+    commit = two_commit_repo(repo)[0]
+    chosen = [MATMUL] + ([CONV] if has_vnni() else [])
+    done = cli("run", "--dtypes", "int8", "--workloads", ",".join(chosen), "--orders", "tuned", "--out",
+               str(tmp_path / "asv"), "--tvm-repo", str(repo), "--tvm-commit", commit)
+    assert done.returncode == 0, done.stdout + done.stderr
+    facts = reported(cli, tmp_path / "asv" / "results", tmp_path / "report")
+    rows = {r["workload"]: r for r in facts["summary"]}
+    assert "intrinsic" in facts["summary_columns"] and rows[MATMUL]["records"] == "llvm"
+    assert rows[MATMUL]["intrinsic"] == {
+        "offered": "dot_16x4_vnni", "instruction": "vpdpbusd", "count": 0, "executed": None, "used": False,
+        "reason": "the CPU has avx512_vnni",
+        "words": "not used: dot_16x4_vnni offered, 0 vpdpbusd in the kernel", "finding": True}
+    if has_vnni():
+        assert rows[CONV]["intrinsic"]["used"] and rows[CONV]["intrinsic"]["words"] == "vpdpbusd x16"
+    page = tmp_path / "report" / "index.html"
+    if not CHROMIUM.exists():
+        pytest.skip("the page is checked in Debian's chromium (/usr/bin/chromium), not installed here")
+    dom = subprocess.run([str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=3000",
+                          "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    callout = dom[dom.index('id="int8-not-tensorized"'):]
+    callout = " ".join(callout[:callout.index("</div>")].split())
+    assert "<strong>1 tuned int8 kernel did not tensorize at" in callout
+    assert f"{MATMUL} int8 llvm tuned</code>: not used: dot_16x4_vnni offered, 0 vpdpbusd in the kernel" in callout
+    assert CONV not in callout

@@ -5,7 +5,8 @@ gives it, first; it computes no check and no mark of its own. Then, from the ver
 (:mod:`suite.reporting.results`):
 
 - the newest commit: every workload x dtype x target x order with its latency, GFLOP/s, ULP
-  metrics (int8: its exactness against the integer oracle, a kernel not exact marked), bound
+  metrics (int8: its exactness against the integer oracle, a kernel not exact marked; a tuned one,
+  whether it used the dot-product intrinsic offered, one that did not named), bound
   fraction, divergence from ``default`` and the change from the previous commit;
 - history charts over the commits (latency and accuracy), one line per order x target;
 - *marks* at every commit (:func:`suite.reporting.rules.find_marks`, the gate's rule), with the
@@ -238,6 +239,55 @@ def not_exact(values: dict) -> str | None:
     return "; ".join(found) or None
 
 
+@dataclass(frozen=True)
+class IntrinsicUse:
+    """Whether a tuned int8 kernel with a dot product (a conv2d or matmul) used the dot-product
+    intrinsic its record's search offered, as the replayed record says (its ``dot_product`` and
+    ``tensorized``, :class:`suite.core.tuning.Tensorized`: the kernel's disassembly, and on Hexagon
+    the instructions the emulator executed, when it was tuned). One that did not is a finding the
+    report shows (issue 61)."""
+
+    offered: str | None  #: the intrinsic offered (None: none, for ``reason``)
+    instruction: str | None  #: its instruction (vpdpbusd, vrmpy)
+    count: int | None  #: how many the kernel's disassembly holds
+    executed: int | None  #: Hexagon: how many the emulator executed in one call
+    used: bool | None  #: None: unknown, the record is not here (removed since the run, or another machine's)
+    reason: str  #: why that intrinsic (or none) was offered; where ``used`` is None, why unknown
+
+    def words(self) -> str:
+        if self.used is None:
+            return f"unknown: {self.reason}"
+        if self.used:
+            return f"{self.instruction} x{self.count:,}" + (f", {self.executed:,} run" if self.executed else "")
+        if self.offered is None:
+            return f"none offered ({self.reason})"
+        return f"not used: {self.offered} offered, {self.count or 0} {self.instruction} in the kernel"
+
+    def to_json(self) -> dict:
+        return {"offered": self.offered, "instruction": self.instruction, "count": self.count,
+                "executed": self.executed, "used": self.used, "reason": self.reason, "words": self.words(),
+                "finding": self.used is False}
+
+
+def intrinsic_use(workload_id: str, dtype: str, records_target: str | None) -> IntrinsicUse | None:
+    """What the int8 record ``records_target`` replayed for ``workload_id`` says of its dot-product
+    intrinsic; None where the row is no tuned int8 kernel with a dot product (a max pool or a mean
+    has none to tensorize: its id names no conv2d or matmul)."""
+    from suite.core import tuning, workloads
+
+    ops = workload_id.split(".")[1] if workload_id.count(".") >= 2 else ""
+    if dtype not in workloads.INTEGER_DTYPES or not records_target or not ("conv2d" in ops or "matmul" in ops):
+        return None
+    path = tuning.trace_path(records_target, dtype, workload_id)
+    if not path.exists():
+        return IntrinsicUse(None, None, None, None, None, f"its record is not here ({path})")
+    _, record = tuning.read_record(path)
+    offered, found = record.get("dot_product") or {}, record.get("tensorized") or {}
+    return IntrinsicUse(offered.get("intrinsic"), found.get("instruction") or offered.get("instruction"),
+                        found.get("instruction_count"), found.get("executed_count"), bool(found.get("used")),
+                        offered.get("reason") or "the record names no dot product")
+
+
 def summary_rows(history: res.History) -> tuple[list[dict], int]:
     newest = history.commits[-1]
     index = len(history.commits) - 1
@@ -265,9 +315,11 @@ def summary_rows(history: res.History) -> tuple[list[dict], int]:
             if res.finite(values[m]) and m in previous:
                 change[m] = values[m] - previous[m]["value"]
         records = history.kept(newest.hash, s.machine).records.get(s.ids) if s.order == "tuned" else None
+        intrinsic = intrinsic_use(s.workload, s.dtype, records)
         rows.append({**s.as_dict(), "values": values, "failed": failed, "previous": previous, "change": change,
                      "no_rigorous_bound": rules.no_rigorous_bound(history, s, newest.hash),
-                     "records": records, "not_exact": not_exact(values)})
+                     "records": records, "not_exact": not_exact(values),
+                     "intrinsic": intrinsic.to_json() if intrinsic else None})
     return rows, skipped
 
 
@@ -393,7 +445,8 @@ def compute(history: res.History, result: gate.GateResult) -> dict:
         "newest": newest.as_dict(),
         "previous": previous.as_dict() if previous else None,
         "summary": _summary_classes(rows, cells),
-        "summary_columns": [m for m in SUMMARY_METRICS if any(res.finite(r["values"].get(m)) for r in rows)],
+        "summary_columns": [m for m in SUMMARY_METRICS if any(res.finite(r["values"].get(m)) for r in rows)]
+                           + (["intrinsic"] if any(r["intrinsic"] for r in rows) else []),
         "summary_skipped": skipped,
         "models": model_rows(history),
         "divergence": _divergence_section(history, thresholds, result, marks),
