@@ -18,6 +18,9 @@ every campaign. For each bug it prints:
   (`tvm-suite triage before.py --trace minimised.json ...`), run in a fresh copy of the finding's
   directory with the bug still active, gives the finding's verdict again, and those it gives a
   wrong result at all (triage makes no runs on filled output arrays: an UNDEFINED comes back CHANGED);
+- reproducer lines: the median of the findings' small programs (``reproducer.json``: the scheduled
+  program of the workload shrunk while it still fails, ``suite.fuzz.shrink``), in lines of
+  TVMScript, with how many of them the campaign's triage command on the two files judged wrong;
 - blamed: of the findings the campaign attributed (their ``blame.json``), those that name the pass
   the bug lives in.
 
@@ -127,6 +130,11 @@ class BugResult:
     replay_verdicts: dict = field(default_factory=dict)
     replay_seconds: list = field(default_factory=list)
     kept_fraction_median: float | None = None  #: the minimised trace's instructions over the original's
+    reproducers: int = 0  #: findings with a small program (reproducer.json)
+    reproducers_wrong: int = 0  #: of them, those the triage command on the two files judged wrong
+    reproducer_lines_median: float | None = None  #: its scheduled program's lines of TVMScript
+    reproducer_builds: list = field(default_factory=list)  #: builds each took
+    reproducer_seconds: list = field(default_factory=list)  #: seconds each took
     blamed: int = 0  #: findings with a blame.json
     blamed_right: int = 0  #: of them, naming ``guilty_pass``
     blamed_passes: dict = field(default_factory=dict)
@@ -242,7 +250,7 @@ def judge_bug(out: Path, bug, campaign: Campaign, clean_lines: list, clean: dict
     affected = [line.id for line in compared if not _same_bits(clean[line.id], mine[line.id])]
     result = BugResult(bug.name, bug.words, guilty, campaign, len(compared), len(affected), affected,
                        sum(1 for i in affected if mine[i] is None))
-    fractions = []
+    fractions, reproducer_lines = [], []
     for line in lines.values():
         if line.kind not in ("order", "trace"):
             continue
@@ -263,6 +271,13 @@ def judge_bug(out: Path, bug, campaign: Campaign, clean_lines: list, clean: dict
             named = blame.get("guilty_pass") or "none"
             result.blamed_passes[named] = result.blamed_passes.get(named, 0) + 1
             result.blamed_right += named == guilty
+        small = cache.read_json(finding / "reproducer.json")
+        if isinstance(small, dict):
+            result.reproducers += 1
+            result.reproducers_wrong += str(small.get("printed")).split(" ")[0] in WRONG
+            reproducer_lines.append(small["lines"])
+            result.reproducer_builds.append(small["builds"])
+            result.reproducer_seconds.append(small["seconds"])
         if not (finding / "minimised.json").exists():
             continue
         result.minimised += 1
@@ -275,6 +290,7 @@ def judge_bug(out: Path, bug, campaign: Campaign, clean_lines: list, clean: dict
         result.reproduced += verdict == outcome
         result.reproduced_wrong += verdict in WRONG
     result.kept_fraction_median = round(statistics.median(fractions), 3) if fractions else None
+    result.reproducer_lines_median = statistics.median(reproducer_lines) if reproducer_lines else None
     return result
 
 
@@ -329,16 +345,23 @@ def table(found: dict) -> str:
     lines = [(f"clean compiler: {clean['flagged']} flagged of {clean['judged_schedules']} schedules judged "
               f"({clean['seconds']:.0f} s)"), "",
              ("| bug | affected | flagged (by verdict) | missed | reproduced: same verdict, wrong at all | median kept | "
-              "blamed on its pass | s per finding |"),
-             "|---|---|---|---|---|---|---|---|"]
+              "reproducer lines (judged wrong) | blamed on its pass | s per finding |"),
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in found["bugs"]:
         by = ", ".join(f"{k} {v}" for k, v in sorted(r["flagged"].items())) or "-"
         missed = ", ".join(f"{k} {v}" for k, v in sorted(r["missed"].items())) or "0"
         blamed = f"{r['blamed_right']} of {r['blamed']} ({r['guilty_pass']})" if r["blamed"] else "no blame.json"
         lines.append(f"| {r['bug']} | {r['affected']} of {r['compared']} | {r['flagged_total']} ({by}) | {missed} | "
                      f"{r['reproduced']}, {r['reproduced_wrong']} of {r['minimised']} | "
-                     f"{_percent(r['kept_fraction_median'])} | {blamed} | {r['seconds_per_finding'] or '-'} |")
+                     f"{_percent(r['kept_fraction_median'])} | {_lines(r)} | {blamed} | "
+                     f"{r['seconds_per_finding'] or '-'} |")
     return "\n".join(lines)
+
+
+def _lines(r: dict) -> str:
+    if r["reproducer_lines_median"] is None:
+        return "-"
+    return f"{r['reproducer_lines_median']:g} ({r['reproducers_wrong']} of {r['reproducers']})"
 
 
 def _percent(fraction: float | None) -> str:

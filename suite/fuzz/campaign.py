@@ -58,7 +58,7 @@ from suite.core.combo import select_workloads
 from suite.errors import CannotWrite, ExitCode, UserError, raise_if_signalled
 from suite.fuzz import EMULATED_TIMEOUT_S, NATIVE_TIMEOUT_S, plant, sampling
 from suite.fuzz import pool as pools
-from suite.fuzz import blame
+from suite.fuzz import blame, shrink
 from suite.fuzz.outcome import FINDINGS, Answer, Outcome
 from suite.fuzz.worker import LOG
 from suite.reporting import thresholds as thresholds_file
@@ -97,6 +97,8 @@ class Options:
     plant: int = 0
     timeout_s: float | None = None  #: None: NATIVE_TIMEOUT_S or EMULATED_TIMEOUT_S, by target
     minimise_tries: int = 60  #: builds the trace's delta debugging may make, per finding
+    #: small programs the finding's workload is shrunk to and judged (two builds each), per finding
+    shrink_tries: int = 20
     cluster: str | None = None  #: a Dask scheduler's address: schedules built and run on its workers
     thresholds: Path | None = None  #: the thresholds file ([bound], [divergence]); None: the defaults
     jobs: int | None = None  #: worker children here; None: one per core
@@ -933,11 +935,77 @@ class Campaign:
                  "one_minimal": reduced.complete if reduced else None}, indent=1))
         func = workloads.prim_func(combination.workload, combination.dtype)
         _write_own(where / "before.py", _script(func))
+        shrunk = self._shrunk(pool, combination, line, minimised, where) if minimised is not None else None
         key = dedup_key(line.outcome, line.name, line.message, blamed)
         reproduce = self._reproduce(combination, where, minimised is not None, run=line.outcome.is_wrong)
         _write_own(where / "report.md", _report(combination, line, key, reproduce)
-                   + blame.report_words(line.outcome, reduced, blamed))
+                   + blame.report_words(line.outcome, reduced, blamed) + shrink.report_words(shrunk))
         return Finding(own, key)
+
+    def _shrunk(self, pool, combination: Combination, line: JournalLine, trace: list,
+                where: Path) -> shrink.Reproducer | None:
+        """The finding's program made small (:func:`suite.fuzz.shrink.shrink`), each smaller one
+        built and judged as the campaign judges (its before program and the scheduled one by the
+        campaign's workers, triage's verdict against the small chain's reference), kept in
+        ``where`` as ``reproducer_before.py`` and ``reproducer_after.py`` with ``reproducer.json``;
+        for a wrong result, the triage command on the two files run once (on triage's own inputs,
+        else on the small workload's, kept in ``reproducer_inputs/``). None for a crash or a hang
+        (their report has the worker's log, and a hang would wait out the timeout at each size)."""
+        if not line.outcome.is_wrong:
+            return None
+        attempts, builds = itertools.count(), [0]
+        timeout = timeout_of(self.options, combination.target)
+
+        def small(chain: dict) -> Combination:
+            made = Combination(shrink.workload(combination.workload, chain), combination.dtype, combination.target)
+            made.expected = _expected(made)
+            return made
+
+        def judge(chain: dict, candidate: list) -> tuple[Outcome, str]:
+            if self.stopping:
+                raise pools.Stopping(pools.STOPPING)
+            name, made = f"{line.id}|shrink-{next(attempts)}", small(chain)
+            before = self._ask(pool, made, {"order": "default", "chain": chain}, "", f"{name}-before",
+                               max(timeout, BEFORE_TIMEOUT_S))
+            builds[0] += 1
+            try:
+                if before.failure is not None:  # no before program of this size: none to judge against
+                    return before.failure.outcome, before.failure.message
+                made.before = _load(before.dir / "output.npy")
+                if (before.dir / "twin.npy").exists():
+                    made.before_twin = _load(before.dir / "twin.npy")
+            finally:
+                shutil.rmtree(before.dir, ignore_errors=True)
+            again = self._judge(pool, made, {"trace": candidate, "chain": chain}, name)
+            builds[0] += 1
+            shutil.rmtree(again.dir, ignore_errors=True)
+            return again.outcome, again.message
+
+        found = shrink.shrink(combination.workload, combination.dtype, trace, line.outcome, line.message, judge,
+                              self.options.shrink_tries)
+        _write_own(where / "reproducer_before.py", found.before)
+        _write_own(where / "reproducer_after.py", found.after)
+        argv = ["triage", "reproducer_before.py", "reproducer_after.py", "--target", combination.target.name]
+        if self.options.thresholds is not None:
+            argv += ["--thresholds", str(self.options.thresholds.absolute())]
+        printed = _printed(argv, where, lambda: self.stopping)
+        if printed is not None and printed.split(" ")[0] not in {o.value for o in Outcome if o.is_wrong}:
+            made = shrink.workload(combination.workload, found.chain)  # triage's own inputs do not show it
+            func = shrink.prim_func(made, combination.dtype)
+            _make_own_dir(where / "reproducer_inputs")
+            given = []
+            for name, array in zip(compat.param_names(func), workloads.make_inputs(made, combination.dtype)):
+                data = io.BytesIO()
+                np.save(data, array, allow_pickle=False)
+                _write_own(where / "reproducer_inputs" / f"{_safe(name)}.npy", data.getvalue())
+                given.append(f"{name}=reproducer_inputs/{_safe(name)}.npy")
+            argv += ["--inputs", ",".join(given)]
+            printed = _printed(argv, where, lambda: self.stopping)
+        if printed is None:
+            raise pools.Stopping(pools.STOPPING)
+        reproducer = shrink.Reproducer(found, builds[0], Reproduce(argv, printed).command, printed)
+        _write_own(where / "reproducer.json", json.dumps(reproducer.to_json(), indent=1))
+        return reproducer
 
     def _reproduce(self, combination: Combination, where: Path, has_trace: bool, run: bool) -> Reproduce:
         """The triage command that reproduces the finding in ``where`` (its before program and

@@ -201,7 +201,13 @@ def _scheduled(request: dict):
 
     target = targets.get(request["target"])
     workload = workloads.get(request["workload"])
-    func = workloads.prim_func(workload, request["dtype"])
+    if request.get("chain"):  # the workload made small, a finding's reproducer (suite.fuzz.shrink)
+        from suite.fuzz import shrink
+
+        workload = shrink.workload(workload, request["chain"])
+        func = shrink.prim_func(workload, request["dtype"])
+    else:
+        func = workloads.prim_func(workload, request["dtype"])
     if request.get("order"):
         return target, workload, schedules.apply(func, request["order"], workload.id, request["dtype"],
                                                  target.records_from), request["order"]
