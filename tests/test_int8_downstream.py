@@ -92,6 +92,18 @@ def test_triage_a_wrapped_int32_accumulator_is_named(cli, tmp_path):
             f"{exact - 2 ** 32} in two's complement") in found["message"]
 
 
+def test_triage_refuses_a_dtype_it_does_not_take_in_one_line(cli, tmp_path):
+    """int4 weights (numpy holds int4 through ml_dtypes, and nothing here evaluates it): one line
+    naming the dtypes triage takes, before any build."""
+    text = (CASES / "qdot.py").read_text().replace('"int8"', '"int4"')
+    (tmp_path / "int4.py").write_text(text)
+    done = cli("triage", tmp_path / "int4.py", tmp_path / "int4.py")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"tvm-suite: error: {tmp_path / 'int4.py'}: W is int4: triage does not take int4 values; it takes bool, int8, "
+        "int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64")
+
+
 # ----------------------------------------------------------------------------- fuzz
 
 

@@ -245,9 +245,26 @@ def _kind_words(dtype: np.dtype) -> str:
             "M": "dates", "m": "time spans"}.get(dtype.kind, dtype.kind)
 
 
+#: The dtypes triage holds and evaluates (numpy's, and ml_dtypes' bfloat16); ml_dtypes' others
+#: (int4, float8_e4m3...) numpy would take too, and nothing here evaluates them.
+DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16",
+          "float32", "float64")
+
+
 def numpy_dtype(dtype: str) -> np.dtype:
-    try:
-        return np.dtype(dtype)
-    except TypeError:
-        raise UserError(f"triage cannot hold {dtype} values in numpy (supported: float16/32/64, "
-                        "int8-64, uint8-64, bool)") from None
+    if dtype in DTYPES:
+        try:
+            return np.dtype(dtype)
+        except TypeError:
+            pass
+    raise UserError(f"triage does not take {dtype} values; it takes {', '.join(DTYPES)}")
+
+
+def check_dtypes(params: list[ir.Buf], where: str) -> None:
+    """Every parameter's dtype is one triage takes (a UserError naming the first that is not, in
+    the program ``where``)."""
+    for param in params:
+        try:
+            numpy_dtype(param.dtype)
+        except UserError as err:
+            raise UserError(f"{where}: {param.name} is {param.dtype}: {err}") from None

@@ -111,6 +111,7 @@ def _triage_in(request: Request, log, thresholds: Thresholds, spec, work: Path) 
     if read.after_signature is not None:
         _same_signature(read.before_signature, read.after_signature, request)
     inputs_mod.check(spec, params)
+    inputs_mod.check_dtypes(program.params, str(request.before))  # int4, float8: one line, before any build
     budget.check(program, request.max_memory, str(request.before))
     arrays = inputs_mod.make(spec, params)
     started = time.perf_counter()
