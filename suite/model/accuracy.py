@@ -13,6 +13,11 @@ A *setting* is one dtype x target x loop order. Its kernels are the measurement 
 the result lists the calls that did. A call that cannot be built or run makes the setting
 *not measured*, with the reason: no partial number stands for the model's.
 
+int8 (:mod:`suite.model.int8`): every call runs its quantized kernel, built with the parameters the
+model's calibration gives that call; the float64 side is the float model (its weights unrounded),
+and every call's uint8 output is also compared with the exact integer pipeline's (numpy int64), bit
+for bit (:class:`suite.model.results.Exactness`).
+
 Attribution (``attribute``): with R_i the float64 chain's output of call i and T_i the target's
 output of call i *on the float64 chain's inputs of call i* (one more target run per call and
 input, whatever the number of placements), the local error of call i is d_i = T_i - R_i, and

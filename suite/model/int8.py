@@ -245,7 +245,7 @@ def call_kernel(plan: ModelCalls, model: QuantizedModel, call, target, order: st
     combo = Combo(call.workload, DTYPE, target, order)
     found = model.plans[call.index]
     where = cache.entry("model-int8-kernel", f"{plan.model}.{call.index}.{target.name}.{order}",
-                        {"combo": combo.key, "plan": _plan_json(found)})
+                        {"combo": combo.key, "plan": _plan_json(found), "code": cache.source_digest(Path(__file__))})
     kept = cache.load_entry(where, ("kernel.json",))
     if kept:
         about = cache.read_json(kept["kernel.json"])
@@ -265,9 +265,9 @@ def call_kernel(plan: ModelCalls, model: QuantizedModel, call, target, order: st
         built = execution.build(target, func, path, order)
         if built.failure is not None:
             return built
-        made = sorted(p.name for p in Path(scratch).iterdir() if p.is_file())
+        made = sorted(p.name for p in Path(scratch).iterdir() if p.is_file())  # copied with their mode: an ELF runs
         about = {"files": made, "compile_s": built.compile_s, "codegen": built.codegen, "code": built.code}
-        cache.store_entry(where, {**{name: (lambda tmp, n=name: shutil.copyfile(Path(scratch) / n, tmp)) for name in made},
+        cache.store_entry(where, {**{name: (lambda tmp, n=name: shutil.copy(Path(scratch) / n, tmp)) for name in made},
                                   "kernel.json": lambda tmp: Path(tmp).write_text(json.dumps(about))})
     files = cache.load_entry(where, (*made, "kernel.json"))
     if not files:
