@@ -507,11 +507,26 @@ def _register_tvm_tensor_intrinsics() -> None:
                 if file not in inspect.modulesbyfile:
                     frozen.setdefault(file, name)
     inspect.modulesbyfile.update(frozen)
+    # TVMScript's decorators read of inspect.stack() only each frame, its file, line and function, and
+    # the source line of one frame, to see whether the function is defined in a class (no tensor
+    # intrinsic is): inspect's reading of every frame's source file, 60% of what is left, is skipped.
+    full_stack, inspect.stack = inspect.stack, _frames_without_source
     try:
         importlib.import_module(schedule_namespace().__name__ + ".tensor_intrin")
     finally:
+        inspect.stack = full_stack
         for file in frozen:
             inspect.modulesbyfile.pop(file, None)
+
+
+def _frames_without_source(context: int = 1) -> list:
+    """``inspect.stack()`` of the caller without the source lines (``code_context`` None)."""
+    frame, frames = sys._getframe(1), []
+    while frame is not None:
+        frames.append(inspect.FrameInfo(frame, frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name,
+                                        None, None))
+        frame = frame.f_back
+    return frames
 
 
 #: The suite's VNNI dot product (uint8 x int8 -> int32, 16 lanes of 4): what TVM's ``dot_16x4_vnni``
