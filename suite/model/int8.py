@@ -141,8 +141,14 @@ def _from_json(plan: ModelCalls, about: dict, params: tuple) -> QuantizedModel:
 def quantize(plan: ModelCalls, params64: list[np.ndarray], forward64) -> QuantizedModel:
     """The model's quantization, calibrated on the calibration images: ``forward64(plan, image,
     params)`` is every call's float64 output (:func:`suite.model.accuracy.forward`, the module above)."""
-    images = [model_weights.image(plan, CALIBRATION_FIRST + i) for i in range(CALIBRATION_IMAGES)]
-    outputs = [forward64(plan, image, params64) for image in images]
+    low, high = np.inf, -np.inf  # the image's least and largest value, and each call's output's
+    largest, magnitude = np.full(len(plan.calls), -np.inf), np.zeros(len(plan.calls))
+    for index in range(CALIBRATION_FIRST, CALIBRATION_FIRST + CALIBRATION_IMAGES):  # one image's outputs at a time
+        image = model_weights.image(plan, index)
+        low, high = min(low, float(np.min(image))), max(high, float(np.max(image)))
+        for call, output in zip(plan.calls, forward64(plan, image, params64)):
+            largest[call.index] = max(largest[call.index], float(np.max(output)))
+            magnitude[call.index] = max(magnitude[call.index], float(np.max(np.abs(output))))
     plans = [quantized.plan(call.workload.chain) for call in plan.calls]
     # The tensors: the image, and each call's output; tensors added or compared as integers share a scale.
     parent: dict = {}
@@ -167,13 +173,10 @@ def quantize(plan: ModelCalls, params64: list[np.ndarray], forward64) -> Quantiz
             raise quantized.NotQuantizable(f"call {call.index}: a {found.op} of a signed tensor has no uint8 form here")
     needed: dict = {}
     for call in plan.calls:
-        values = np.concatenate([o[call.index].reshape(-1) for o in outputs])
         slot = (CALL, call.index)
-        need = (np.max(np.abs(values)) / SIGNED_MAX) if signed[slot] else max(float(np.max(values)), 0.0) / UNSIGNED_MAX
+        need = magnitude[call.index] / SIGNED_MAX if signed[slot] else max(largest[call.index], 0.0) / UNSIGNED_MAX
         root = find(slot)
-        needed[root] = max(needed.get(root, 0.0), float(need))
-    low = min(float(np.min(i)) for i in images)
-    high = max(float(np.max(i)) for i in images)
+        needed[root] = max(needed.get(root, 0.0), need)
     image_scale = (high - low) / UNSIGNED_MAX
     scales = {(IMAGE, 0): Scale(image_scale, int(np.clip(round(-low / image_scale), 0, 255)))}
     for call in plan.calls:
@@ -182,7 +185,7 @@ def quantize(plan: ModelCalls, params64: list[np.ndarray], forward64) -> Quantiz
         if not value > 0:
             raise quantized.NotQuantizable(f"call {call.index} ({call.workload.id}): its output is 0 on every "
                                            "calibration image")
-        scales[slot] = Scale(value, SIGNED_ZERO_POINT if signed[slot] else 0)
+        scales[slot] = Scale(float(value), SIGNED_ZERO_POINT if signed[slot] else 0)
     params = [None] * len(params64)
     for call, found in zip(plan.calls, plans):
         if found.weight is None:
