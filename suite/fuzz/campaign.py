@@ -988,6 +988,7 @@ class Campaign:
         argv = ["triage", "reproducer_before.py", "reproducer_after.py", "--target", combination.target.name]
         if self.options.thresholds is not None:
             argv += ["--thresholds", str(self.options.thresholds.absolute())]
+        started = time.monotonic()
         printed = _printed(argv, where, lambda: self.stopping)
         if printed is not None and printed.split(" ")[0] not in {o.value for o in Outcome if o.is_wrong}:
             made = shrink.workload(combination.workload, found.chain)  # triage's own inputs do not show it
@@ -1003,7 +1004,8 @@ class Campaign:
             printed = _printed(argv, where, lambda: self.stopping)
         if printed is None:
             raise pools.Stopping(pools.STOPPING)
-        reproducer = shrink.Reproducer(found, builds[0], Reproduce(argv, printed).command, printed)
+        reproducer = shrink.Reproducer(found, builds[0], Reproduce(argv, printed).command, printed,
+                                       time.monotonic() - started)
         _write_own(where / "reproducer.json", json.dumps(reproducer.to_json(), indent=1))
         return reproducer
 

@@ -26,6 +26,7 @@ where :func:`keeps` says it fails as the finding did.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 import threading
@@ -57,7 +58,6 @@ def keeps(outcome: Outcome, message: str, again: Outcome, again_message: str) ->
 
 #: Relax's BlockBuilder is not thread-safe, and a campaign shrinks findings in several threads.
 _BUILDING = threading.Lock()
-_MADE: dict[str, object] = {}
 
 
 def workload(original, chain: dict):
@@ -73,18 +73,20 @@ def prim_func(small, dtype: str):
     original's: the seed's conv2d by TOPI (:func:`suite.core.workloads.prim_func`), int8 by
     :mod:`suite.core.quantized`, a model's fused function by Relax's LegalizeOps and FuseOps
     (:func:`suite.core.workloads.fuse`) of a graph of the chain's ops."""
+    with _BUILDING:
+        return _made(small.model, dtype, json.dumps(small.chain, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=64)  # a candidate's is made again for its trace's replay, and by the worker
+def _made(model: str, dtype: str, chain_json: str):
     from suite.core import quantized, workloads
 
-    key = json.dumps([small.model, dtype, small.chain], sort_keys=True)
-    with _BUILDING:
-        if key not in _MADE:
-            if dtype in workloads.INTEGER_DTYPES:
-                _MADE[key] = quantized.prim_func(small.chain)
-            elif small.model == workloads.SEED_MODEL:
-                _MADE[key] = _seed_like(small.chain, dtype)
-            else:
-                _MADE[key] = _fused(small.chain, dtype)
-        return _MADE[key]
+    chain = json.loads(chain_json)
+    if dtype in workloads.INTEGER_DTYPES:
+        return quantized.prim_func(chain)
+    if model == workloads.SEED_MODEL:
+        return _seed_like(chain, dtype)
+    return _fused(chain, dtype)
 
 
 def _seed_like(chain: dict, dtype: str):
@@ -359,11 +361,12 @@ def shrink(original, dtype: str, trace: list, outcome: Outcome, message: str, ju
     sizes made smaller (:func:`edits`, :func:`_sizes`), then each primitive of the trace dropped
     in turn on it; each candidate built and judged by ``judge(chain, trace)``, at most ``tries`` of them."""
     from suite import compat
+    from suite.core import workloads
     from suite.triage import tvmscript
 
     started = time.monotonic()
     chain, kept, tried = original.chain, [], []
-    trace = named_blocks(trace, prim_func(original, dtype))
+    trace = named_blocks(trace, workloads.prim_func(original, dtype))
     seen, cut = set(), False
 
     def fails(what: str, candidate: dict, candidate_trace: list) -> bool:
@@ -457,9 +460,11 @@ class Reproducer:
     builds: int  #: builds made (the small before and after programs of each candidate)
     command: str
     printed: str | None
+    command_seconds: float  #: the command's run (a triage, or two where triage's inputs do not show it)
 
     def to_json(self) -> dict:
-        return {**self.shrunk.to_json(), "builds": self.builds, "command": self.command, "printed": self.printed}
+        return {**self.shrunk.to_json(), "builds": self.builds, "command": self.command, "printed": self.printed,
+                "command_seconds": round(self.command_seconds, 1)}
 
 
 def report_words(found: Reproducer | None) -> str:
