@@ -1,6 +1,7 @@
 """`tvm-suite run` interrupted at each phase (measure, asv, publish, report) by SIGINT (Ctrl-C)
 and SIGKILL, in real subprocesses. Afterwards the commit's last complete run is intact and
-consistent (its asv results, its sealed side data, and the two agreeing), and the next run completes.
+consistent (its asv results, its sealed side data, and the two agreeing), and the next run completes
+(the runs and gates that are not interrupted run in this process: no interpreter and imports of their own).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 
 from asv_runs import place, two_commit_repo
 from suite import cache
-from conftest import SUITE_BIN, eventually
+from conftest import SUITE_BIN, eventually, run_in_process
 from suite.core import runstore
 
 pytestmark = pytest.mark.slow
@@ -35,7 +36,7 @@ def first_run(tmp_path_factory):
     repo = base / "tvm"
     commit = two_commit_repo(repo)[1]
     out = base / "asv"
-    done = subprocess.run(_run_args(out, repo, commit), capture_output=True, text=True, env=_env(base / "cache"))
+    done = run_in_process(*_run_args(out, repo, commit)[1:], env=_env(base / "cache"))
     assert done.returncode == 0, done.stdout + done.stderr
     return out, repo, commit, base
 
@@ -46,7 +47,7 @@ def _run_args(out, repo, commit):
 
 
 def _env(cache):
-    return {**os.environ, "TVM_SUITE_CACHE": str(cache)}
+    return {"TVM_SUITE_CACHE": str(cache)}
 
 
 def _helpers_using(cache) -> list[int]:
@@ -89,7 +90,7 @@ def test_an_interrupted_run_keeps_the_last_complete_one(first_run, tmp_path, pha
     # Ctrl-C as a terminal sends it (a test runner started in the background may ignore SIGINT, and
     # its children would inherit that).
     process = subprocess.Popen(_run_args(out, repo, commit), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, env=_env(cache),
+                               text=True, env={**os.environ, **_env(cache)},
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seen = []
     for line in process.stderr:
@@ -111,15 +112,14 @@ def test_an_interrupted_run_keeps_the_last_complete_one(first_run, tmp_path, pha
     # asv and the helper, told by the kernel that their parent died, go too
     assert eventually(lambda: not _helpers_using(cache)), "the helper that measures ahead outlived the run"
     # The next command that reads the run directory undoes what a killed run left half-done.
-    gate = subprocess.run([str(SUITE_BIN), "gate", "--results", str(out / "results"), "--commit", commit,
-                           "--no-remeasure"], capture_output=True, text=True, env=_env(cache))
+    gate = run_in_process("gate", "--results", out / "results", "--commit", commit, "--no-remeasure", env=_env(cache))
     assert gate.stdout.strip().splitlines()[-1].startswith("verdict: ") and "Traceback" not in gate.stderr, \
         gate.stdout + gate.stderr
     after = _state(out, commit)  # consistent in any case
     if phase not in FILED:
         assert after == before  # the last complete run, byte for byte
     assert not list((out / "runs").glob(".journal-*")) and not list((out / "runs").glob(".staging-*"))
-    again = subprocess.run(_run_args(out, repo, commit), capture_output=True, text=True, env=_env(cache))
+    again = run_in_process(*_run_args(out, repo, commit)[1:], env=_env(cache))
     assert again.returncode == 0, again.stdout + again.stderr
     _state(out, commit)
 
@@ -137,8 +137,8 @@ def test_an_undone_run_sets_the_results_file_it_left_aside(first_run, tmp_path):
     journal = copy / "runs" / f".journal-{commit}.json"
     journal.write_text(json.dumps({"pid": 1, "commit": commit, "machine": machine, "state": "running",
                                    "staging": f"runs/.staging-{commit}", "previous": {}}))
-    gate = subprocess.run([str(SUITE_BIN), "gate", "--results", str(copy / "results"), "--commit", commit,
-                           "--no-remeasure"], capture_output=True, text=True, env=_env(base / "cache"))
+    gate = run_in_process("gate", "--results", copy / "results", "--commit", commit, "--no-remeasure",
+                          env=_env(base / "cache"))
     assert gate.returncode == 2 and "Traceback" not in gate.stderr, gate.stdout + gate.stderr
     assert f"the results file it left is in {copy / 'results-archive' / machine}" in gate.stdout + gate.stderr
     [aside] = (copy / "results-archive" / machine).glob(f"{results.stem}.undone-*.json")
