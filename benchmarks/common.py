@@ -7,7 +7,9 @@ turns its record into asv's outcome with ``suite.core.record.outcome``: skipped 
 null. Its ``track_*`` methods come from ``suite.tracked``, where each metric is declared once.
 """
 
+import gc
 import importlib
+import sys
 
 #: Why each module safe_import could not import (shown in the skip reasons).
 IMPORT_ERRORS = {}
@@ -30,6 +32,7 @@ def not_imported() -> NotImplementedError:
 
 
 children = safe_import("suite.children")
+entries = safe_import("suite.core.entries")
 tracked = safe_import("suite.tracked")
 combo = safe_import("suite.core.combo")
 record = safe_import("suite.core.record")
@@ -38,7 +41,7 @@ errors = safe_import("suite.errors")
 runstore = safe_import("suite.core.runstore")
 model_grid = safe_import("suite.model.grid")
 model_results = safe_import("suite.model.results")
-SUITE = None not in (children, tracked, combo, record, measurement, errors, runstore, model_grid, model_results)
+SUITE = None not in (children, entries, tracked, combo, record, measurement, errors, runstore, model_grid, model_results)
 
 if SUITE:
     # asv imports this module in its benchmark server (launch_method forkserver), whose parent is
@@ -56,6 +59,32 @@ else:
     PARAMS = [["seed.conv2d_nhwc_7x7s2"], ["float32"], ["llvm"], ["default"]]
     PARAM_NAMES = ["workload", "dtype", "target", "order"]
 MODEL_PARAMS = MODEL_GRID.params() if MODEL_GRID is not None else [["miniresnet"], ["float32"], ["llvm"], ["default"]]
+
+
+def _preloaded() -> tuple[dict, bool]:
+    """In asv's benchmark server (launch_method forkserver) inside a run (`tvm-suite run` or
+    `history`, whose measure phase has filled the cache): every combination of the grid resolved
+    and its cached record read once, here, and whether the run has kept its TVM build note. The
+    server imports this module once and forks every benchmark process from it (about 1,200 in a
+    quick run): they share what is read here instead of each resolving its combination, reading its
+    record and looking for the build note again. ({}, False) anywhere else (asv's discovery, a
+    spawned process, asv outside a run): each process does it all itself."""
+    if not SUITE or sys.argv[1:2] != ["run_server"]:
+        return {}, False
+    try:
+        place = runstore.current()
+        if place is None:
+            return {}, False
+        found = {c.ids: (c, entries.cached(c)) for c in GRID.combos()}  # None: not cached, measured by its process
+        noted = runstore.read_own(place, runstore.BUILD, bytes) is not None
+    except Exception:  # noqa: BLE001 - each benchmark process meets it again and fails as its own
+        return {}, False
+    gc.freeze()  # the forked processes' collections leave the server's objects alone (fewer pages copied)
+    return found, noted
+
+
+#: combination ids -> (the combination, its cached record or None); whether the build note is kept
+PRELOADED, BUILD_NOTED = _preloaded()
 
 
 def _track(metric):
@@ -110,9 +139,13 @@ class ComboBenchmark:
         if not SUITE:
             raise not_imported()
         children.die_with_parent()
-        self.combo = combo.Combo.resolve(workload, dtype, target, order)
-        measured = measurement.measure(self.combo)
-        measurement.note_tvm_build()
+        self.combo, measured = PRELOADED.get((workload, dtype, target, order), (None, None))
+        if self.combo is None:
+            self.combo = combo.Combo.resolve(workload, dtype, target, order)
+        if measured is None:
+            measured = measurement.measure(self.combo)
+        if not BUILD_NOTED:
+            measurement.note_tvm_build()
         if measured.tuned_from:  # whose tuning record replayed, for the report
             runstore.note_records(self.combo.ids, measured.tuned_from)
         if measured.code:  # the code identity: same or changed between commits (gate, report)

@@ -10,6 +10,7 @@ is dropped).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -31,15 +32,20 @@ def start_python(args: list[str], **popen) -> subprocess.Popen:
                             start_new_session=True, **popen)
 
 
+@functools.cache
+def _libc():
+    """The C library, loaded once: asv's benchmark server loads it before it forks the benchmarks."""
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
 def die_with_parent() -> None:
     """Make this process end (SIGKILL) when its parent does: asv's benchmark server and the
     benchmarks it forks call it, so that an asv that is interrupted or killed leaves none of them
     behind (they would go on measuring and hold the machine). Linux only; elsewhere nothing."""
-    import ctypes
-
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        _libc().prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         return
     if os.getppid() == 1:  # the parent was gone before the call: nothing would tell us

@@ -138,6 +138,12 @@ def test_a_benchmark_process_imports_tvm_only_to_note_a_missing_build(tmp_path):
     noted = json.loads((tmp_path / "runs" / "box" / "c0ffee0" / "build.json").read_text())
     assert noted["llvm"]["use_llvm"] and noted["tvm"]
     assert run() == ["False", "True"]  # every later one only reads
+    # asv's benchmark server (forkserver) reads every record and the build note once, before it forks
+    # the benchmarks: each of those then measures nothing and looks for no note itself.
+    probe = probe.replace("import sys; ", "import sys; sys.argv[1:] = ['run_server']; ", 1).replace(
+        "a = b.Accuracy()", "from benchmarks import common as c; print(len(c.PRELOADED), c.BUILD_NOTED); "
+        "c.measurement.measure = c.measurement.note_tvm_build = None; a = b.Accuracy()")
+    assert run() == ["4", "True", "False", "True"]  # the grid's 4 combinations (float32 and float16, 2 orders)
 
 
 def test_asv_reports_a_timing_step_from_the_gates_latency_ratio_up():
