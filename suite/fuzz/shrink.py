@@ -321,7 +321,7 @@ def named_blocks(trace: list, func) -> list:
 class Tried:
     """One smaller program built and judged: what was made smaller, and what it came to."""
 
-    what: str  #: the edit in words ("add (stage 2 of 2) dropped", "K 2048 -> 16", "trace of 5 instructions")
+    what: str  #: the edit in words ("add (stage 2 of 2) dropped", "K 2048 -> 16", "Fuse #3 dropped from the trace")
     outcome: Outcome
     kept: bool  #: whether it still failed as the finding did (:func:`keeps`), and was kept
 
