@@ -996,8 +996,9 @@ class Campaign:
             _make_own_dir(where / "reproducer_inputs")
             given = []
             for name, array in zip(compat.param_names(func), workloads.make_inputs(made, combination.dtype)):
-                data = io.BytesIO()
-                np.save(data, array, allow_pickle=False)
+                data = io.BytesIO()  # bfloat16 as float32, as the finding's own inputs/ are kept
+                np.save(data, array.astype(np.float32) if array.dtype == floats.bfloat16_type() else array,
+                        allow_pickle=False)
                 _write_own(where / "reproducer_inputs" / f"{_safe(name)}.npy", data.getvalue())
                 given.append(f"{name}=reproducer_inputs/{_safe(name)}.npy")
             argv += ["--inputs", ",".join(given)]
