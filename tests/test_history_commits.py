@@ -72,6 +72,13 @@ def test_history_installs_real_releases_and_publishes(cli, stand_in, tmp_path):
     assert "is apache-tvm 0.26.0: installing the wheel with apache-tvm-ffi 0.1.13.post2" in log
     assert "tvm 0.25.0 ok" in log and "tvm 0.26.0 ok" in log
     assert f"install_tvm: {c['m2'][:12]}: no pyproject.toml in the checkout" in log
+    # the suite goes into the one environment once: every later install finds it there
+    from suite.asv_plumbing import config
+
+    said = [line for line in log.splitlines() if line.startswith("install_suite: ")]
+    assert [line for line in said if "not again" not in line] == [
+        f"install_suite: pip install -e {config.CHECKOUT}: exit 0"], said
+    assert len(said) >= 4, said  # each install of both runs: m2, m3, 0.25.0, and asv's own to find the benchmarks
 
     results = results_by_commit(out)
     assert set(results) == {c["r25"], c["m2"], c["m3"]}

@@ -48,8 +48,9 @@ def history_commits(tvm_repo: Path, versions: list[str] | None, range_arg: str |
 
 def history_config(out_dir: Path, env_dir: Path, repo: Path, release_map: Path, html_dir: Path,
                    mirrors: Path | None = None) -> Path:
-    """asv.conf.json for a history run: the clone, one virtualenv, install_tvm as install command
-    (with the mirrors of TVM's submodules for source builds, where given)."""
+    """asv.conf.json for a history run: the clone, one virtualenv, the suite (install_suite: once per
+    environment) and install_tvm as install commands (with the mirrors of TVM's submodules for source
+    builds, where given)."""
     if asvconf.CHECKOUT is None:
         raise UserError("tvm-suite history installs the suite into asv's environments from its source checkout; "
                         "this suite is an installed wheel: run it from a checkout (pip install -e .)")
@@ -60,8 +61,8 @@ def history_config(out_dir: Path, env_dir: Path, repo: Path, release_map: Path, 
         out_dir, "asv.history.json", repo,
         environment_type="virtualenv",
         pythons=[f"{sys.version_info.major}.{sys.version_info.minor}"],
-        install_command=[f"in-dir={{env_dir}} python -m pip install --no-deps --no-build-isolation -e "
-                         f"{asvconf.CHECKOUT}", install],
+        install_command=[f"in-dir={{env_dir}} python {asvconf.SUITE_DIR / 'asv_plumbing' / 'install_suite.py'} "
+                         f"{asvconf.CHECKOUT} --log {(out_dir / 'install-logs').resolve()}/{{commit}}.log", install],
         html_dir=str(html_dir.resolve()),
         env_dir=str(env_dir.resolve()),
     )
