@@ -58,7 +58,9 @@ QF_WORKLOAD = "resnet50.conv2d_add_relu.56x56x64-k1s1-64"
 def qf_two_commit_results(tmp_path_factory):
     """(run dir, repo, [old commit, new commit]) of two real asv runs on hexagon-v68-qf (the IEEE
     twin included): QF_WORKLOAD, fp16, default + tuned; the same TVM build at both commits. Made
-    once per test session."""
+    once per test session. Without the whole-model benchmarks (TVM_SUITE_MODELS=none): no test of
+    these runs reads them (a run's model wing: test_model.py, test_hexagon.py), and building
+    miniresnet's calls for the emulator cost more than the rest of a run."""
 
     def make(base):
         repo = base / "tvm"
@@ -67,7 +69,7 @@ def qf_two_commit_results(tmp_path_factory):
         for commit in commits:
             result = run_cli("run", "--quick", "--workloads", QF_WORKLOAD, "--dtypes", "float16", "--targets",
                              "hexagon-v68-qf", "--out", str(out), "--tvm-repo", str(repo), "--tvm-commit", commit,
-                             env={"HOME": str(base)})
+                             env={"HOME": str(base), "TVM_SUITE_MODELS": "none"})
             assert result.returncode == 0, result.stdout + result.stderr
         return [str(out), str(repo), commits]
 
