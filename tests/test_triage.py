@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_cli
+from conftest import made_once, run_cli, run_in_process
 
 from suite import compat, targets
 from suite.triage import tvmscript
@@ -792,9 +792,8 @@ def test_an_int8_overflow_that_changes_the_result_is_changed_not_undefined(cli, 
 
 
 @pytest.mark.slow
-def test_reordered_rfactor_float16_sum_and_cuda_skipped_with_its_reason(cli):
-    status, report = triage(cli, CASES / "rowsum.py", "--schedule", CASES / "rowsum_rfactor.py",
-                            "--target", "llvm,cuda")
+def test_reordered_rfactor_float16_sum_and_cuda_skipped_with_its_reason(rfactor_triage):
+    status, report = rfactor_triage
     llvm, cuda = report["targets"]
     if targets.get("cuda").unavailable():
         assert cuda["status"] == "skipped" and "GPU" in cuda["reason"]
@@ -1006,11 +1005,25 @@ def test_tune_never_chooses_a_candidate_it_did_not_check():
 RFACTOR = [str(CASES / "rowsum.py"), "--schedule", str(CASES / "rowsum_rfactor.py"), "--json"]
 
 
-@pytest.mark.slow  # two whole triages, each building and running both programs
-def test_triage_judges_by_the_thresholds_it_is_given_as_gate_does(cli, tmp_path):
+@pytest.fixture
+def rfactor_triage(tmp_path_factory):
+    """(exit status, report) of `tvm-suite triage RFACTOR --target llvm,cuda` with the default
+    thresholds: a whole triage (both programs built and run), made once per test session for the
+    two tests that read it."""
+
+    def make(_):
+        done = run_in_process("triage", *RFACTOR, "--target", "llvm,cuda")
+        assert "Traceback" not in done.stderr, done.stderr
+        return [done.returncode, json.loads(done.stdout)]
+
+    return tuple(made_once(tmp_path_factory, "triage-rfactor", make))
+
+
+@pytest.mark.slow  # two whole triages (the default one shared), each building and running both programs
+def test_triage_judges_by_the_thresholds_it_is_given_as_gate_does(cli, tmp_path, rfactor_triage):
     """--thresholds is loaded once, before any work, and every verdict applies it: a lambda 10^4
     times smaller makes the same bound hundreds of times tighter."""
-    default = json.loads(cli("triage", *RFACTOR).stdout)["targets"][0]["figures"]
+    default = rfactor_triage[1]["targets"][0]["figures"]
     tight = tmp_path / "tight.toml"
     tight.write_text("[bound]\nlambda = 0.00094\n")
     given = json.loads(cli("triage", *RFACTOR, "--thresholds", str(tight)).stdout)["targets"][0]["figures"]
