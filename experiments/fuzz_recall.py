@@ -17,7 +17,9 @@ every campaign. For each bug it prints:
 - reproduced: of the findings with a minimised trace, those whose report's own reproduce command
   (`tvm-suite triage before.py --trace minimised.json ...`), run in a fresh copy of the finding's
   directory with the bug still active, gives the finding's verdict again, and those it gives a
-  wrong result at all (triage makes no runs on filled output arrays: an UNDEFINED comes back CHANGED);
+  wrong result at all (CHANGED, UNDEFINED or SHIFTED). Triage runs the after program on filled
+  output arrays as the campaign's worker does, and the campaign keeps a minimised trace only where
+  that command, run so, gave the verdict: this measures whether that holds in a fresh copy;
 - reproducer lines: the median of the findings' small programs (``reproducer.json``: the scheduled
   program of the workload shrunk while it still fails, ``suite.fuzz.shrink``), in lines of
   TVMScript, with how many of them the campaign's triage command on the two files judged wrong;
@@ -124,8 +126,7 @@ class BugResult:
     findings: int = 0  #: finding directories (one per flagged schedule)
     minimised: int = 0  #: of them, those with a minimised trace
     reproduced: int = 0  #: of those, replayed in a fresh directory with the bug active: the same verdict
-    #: of those, replayed so: a wrong result all the same (CHANGED, UNDEFINED or SHIFTED: triage
-    #: makes no runs on filled output arrays, so the campaign's UNDEFINED comes back CHANGED there)
+    #: of those, replayed so: a wrong result all the same (CHANGED, UNDEFINED or SHIFTED)
     reproduced_wrong: int = 0
     replay_verdicts: dict = field(default_factory=dict)
     replay_seconds: list = field(default_factory=list)

@@ -19,7 +19,7 @@ class ExitCode(enum.IntEnum):
     REORDERED = 10  #: triage: they differ, both within the rounding bound of the exact value
     ARITHMETIC = 11  #: triage: qfloat marked, its IEEE twin not
     CHANGED = 12  #: triage: the after program computes something else
-    UNDEFINED = 13  #: triage: the before program itself is undefined
+    UNDEFINED = 13  #: triage: the before program is undefined, or the after program's output not a function of its inputs
     CRASHED = 14  #: fuzz: a schedule crashed TVM or hung (and none computed a wrong result)
     SHIFTED = 15  #: triage: both within the rounding bound, the error moved beyond any reordering
     SIGINT = 130  #: interrupted by Ctrl-C (128 + 2)

@@ -23,7 +23,7 @@ from suite.fuzz import campaign, worker
 from suite.fuzz.outcome import Outcome
 from suite.reporting import thresholds
 from suite.targets.base import Output
-from suite.triage import verdict
+from suite.triage import filled, verdict
 
 #: A TVM with a planted fault in its build (tests/data/fuzz/faulty_tvm/sitecustomize.py).
 FAULTY_TVM = Path(__file__).parent / "data" / "fuzz" / "faulty_tvm"
@@ -108,13 +108,45 @@ def test_an_output_that_changes_from_run_to_run_is_not_blamed_on_the_output_arra
     llvm = targets.get("llvm")
     built = execution.build(llvm, func, tmp_path / "stale.so")
     assert built.failure is None, built.failure
-    said = worker.undefined(llvm, built.path, [np.ones(1024, np.float32), Output((1024,), "float32")])
+    said = filled.undefined(llvm, built.path, [np.ones(1024, np.float32), Output((1024,), "float32")])
     assert said is not None
     assert re.fullmatch(r"its output is not a function of its inputs: [\d,]+ of 1,024 elements differ between two "
                         r"runs on the same inputs, its output array filled with bytes 0x55 before each \(first at "
                         r"\[\d+\]\): nondeterministic, or it reads memory it did not write \(TVM's workspace, or its "
                         r"output array\)", said), said
     assert "output array held" not in said
+
+
+#: A reduction with its init: dropped (suite.fuzz.plant's ``dropped_init``), it reads its output before writing it.
+REDUCTION = """\
+from tvm.script import tir as T
+
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32"), C: T.Buffer((4, 4), "float32")):
+    for i, j, k in T.grid(4, 4, 4):
+        with T.sblock("C"):
+            v_i, v_j, v_k = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[v_i, v_j] = T.float32(0.0)
+            C[v_i, v_j] = C[v_i, v_j] + A[v_i, v_k] * B[v_k, v_j]
+"""
+
+
+def test_triage_runs_the_after_program_on_filled_output_arrays_as_the_campaign_does(tmp_path, cli):
+    """Issue 63: a finding the campaign judged UNDEFINED (its kernel's output apart between runs on
+    output arrays of bytes 0x55 and 0xAA) came back CHANGED or REORDERED from its report's triage
+    command, which judged the values of one run alone. Triage makes the worker's runs
+    (suite.triage.filled) and judges through the same verdict: UNDEFINED, in the campaign's words."""
+    from suite.fuzz import plant
+
+    (tmp_path / "before.py").write_text(REDUCTION)
+    (tmp_path / "after.py").write_text(plant.mutate(REDUCTION, "dropped_init", "float32"))
+    done = cli("triage", "before.py", "after.py", "--target", "llvm", cwd=tmp_path)
+    assert done.returncode == 13, done.stderr
+    assert done.stdout.splitlines()[0] == (
+        "UNDEFINED on llvm: its output depends on what its output array held before it ran: 16 of 16 elements differ "
+        "between a run on an array of bytes 0x55 and one of 0xAA, and not between two runs on 0x55 (first at [0, 0]): "
+        "read before written")
 
 
 def test_wrong_results_on_named_orders_and_sampled_traces_are_a_compiler_fault():

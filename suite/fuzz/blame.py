@@ -99,10 +99,11 @@ def minimise(trace: list, fails: Callable[[list], bool], tries: int,
     :data:`NOT_PRIMITIVES`), split into chunks: the candidate that keeps one chunk alone, then the
     one that drops one chunk (each with what depends on what it drops), is kept where
     ``fails(candidate)`` says it still fails as the finding did; the chunks are made finer until
-    no single primitive can go (one is always kept), or ``tries`` builds are spent. Then the lookups and samples nothing
-    uses any more are dropped, without a build (they change no schedule: the decisions are in the
-    trace). Each candidate is first made one that replays (``repaired``: :func:`replayable`; None:
-    none does); one the same as the trace or one tried before is not built."""
+    no single primitive can go (one is always kept), or ``tries`` builds are spent. Each candidate
+    is first made one that replays (``repaired``: :func:`replayable`; None: none does), then the
+    lookups and samples nothing uses any more are dropped from it (they change no schedule: the
+    decisions are in the trace), so the trace kept is one ``fails`` judged (or ``trace`` itself);
+    one the same as the trace or one tried before is not built."""
     current, spent, seen = trace, 0, set()
     chunks = 2
     while True:
@@ -116,6 +117,8 @@ def minimise(trace: list, fails: Callable[[list], bool], tries: int,
         found = None
         for kept_alone, dropped in [(True, d) for d in alone] + [(False, d) for d in parts]:
             candidate = repaired(drop(current, dropped))
+            # the trace judged is the trace kept: lookups and samples left unused go before the build
+            candidate = None if candidate is None else _unused_lookups_dropped(candidate)
             key = repr(candidate)
             # a trace of no primitive schedules nothing: triage refuses it, so no reproducer is one
             if candidate is None or key in seen or len(candidate[0]) == len(current[0]) \
@@ -123,7 +126,7 @@ def minimise(trace: list, fails: Callable[[list], bool], tries: int,
                 continue
             seen.add(key)
             if spent >= tries:
-                return Minimised(_unused_lookups_dropped(current), len(trace[0]), spent, False)
+                return Minimised(current, len(trace[0]), spent, False)
             spent += 1
             if fails(candidate):
                 found = (candidate, kept_alone)
@@ -135,7 +138,7 @@ def minimise(trace: list, fails: Callable[[list], bool], tries: int,
         if chunks >= len(units):
             break
         chunks = min(len(units), chunks * 2)
-    return Minimised(_unused_lookups_dropped(current), len(trace[0]), spent, True)
+    return Minimised(current, len(trace[0]), spent, True)
 
 
 def _primitive_positions(trace: list) -> list[int]:
@@ -261,8 +264,9 @@ def report_words(verdict: Outcome, reduced: Minimised | None, blamed: Blame | No
     if reduced is not None:
         lines += [f"Minimised: {reduced.instructions} of the trace's {reduced.original_instructions} instructions kept "
                   f"(minimised.json; after.py is the program it schedules), in {reduced.tries} builds, each judged "
-                  f"{verdict} again " + ("(no single instruction more can go)." if reduced.complete
-                                         else "(cut short by the budget)."), ""]
+                  f"{verdict} again by the campaign's worker; for a wrong result, the trace kept is one the command "
+                  "above judged so too, wherever it judges the sampled trace so " + ("(no single instruction more can go)." if reduced.complete
+                                            else "(cut short by the budget)."), ""]
     if blamed is not None:
         lines += [f"Blame: {blamed.words()} Every rebuild is in blame.json.", ""]
     return "\n".join(lines)

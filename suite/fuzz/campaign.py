@@ -623,8 +623,8 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:150]
 
 
-#: The worker's check that a schedule's output is a function of its inputs (suite.fuzz.worker:
-#: ``_undefined``), run on native targets: lines judged without it are judged again.
+#: The worker's check that a schedule's output is a function of its inputs
+#: (:func:`suite.triage.filled.undefined`), run on native targets: lines judged without it are judged again.
 UNDEFINED_CHECK = "output filled with two patterns"
 
 
@@ -865,11 +865,9 @@ class Campaign:
         after = _load(answer.dir / "output.npy")
         twin = answer.dir / "twin.npy"
         twin_after = _load(twin) if twin.exists() and combination.before_twin is not None else None
-        if answer.undefined:  # the output is not a function of the inputs: no verdict on its values
-            return Judged(Outcome.UNDEFINED, "", answer.dir, summary=answer.undefined)
         judgement = verdict.judge(combination.expected, combination.before, after,
                                   combination.before_twin if twin_after is not None else None, twin_after,
-                                  thresholds=self.thresholds)
+                                  thresholds=self.thresholds, undefined=answer.undefined)
         return Judged(Outcome(judgement.kind), "", answer.dir, summary=judgement.summary,
                       first_wrong=judgement.first)
 
@@ -903,15 +901,19 @@ class Campaign:
             shutil.rmtree(again.dir, ignore_errors=True)
             return again.outcome, again.message
 
-        minimised = reduced = None
+        func = workloads.prim_func(combination.workload, combination.dtype)
+        _write_own(where / "before.py", _script(func))
+        argv = self._reproduce_argv(combination, where, line.trace is not None)
+        minimised = reduced = printed = None
         if line.trace is not None:
             _write_own(where / "trace.json", json.dumps(line.trace))
-            reduced = blame.minimise(line.trace, lambda trace: blame.same_failure(line.outcome, line.message,
-                                                                                  *judge({"trace": trace})),
-                                     self.options.minimise_tries,
-                                     blame.replayable(workloads.prim_func(combination.workload, combination.dtype)))
+            check = _ReproducerCheck(line, argv, where, lambda: self.stopping)
+            reduced = check.minimised(lambda trace: blame.same_failure(line.outcome, line.message,
+                                                                       *judge({"trace": trace})),
+                                      self.options.minimise_tries, blame.replayable(func))
             minimised = reduced.trace
             _write_own(where / "minimised.json", json.dumps(minimised))
+            printed = check.printed.get(repr(minimised))
             kept = {"trace": minimised}
         last = self._ask(pool, combination, {**kept, "passes": True}, "", f"{line.id}|finding")
         passes = None
@@ -932,13 +934,15 @@ class Campaign:
                 {**blamed.to_json(), "original_instructions": len(line.trace[0]) if line.trace else None,
                  "minimised_instructions": reduced.instructions if reduced else None,
                  "minimising_builds": reduced.tries if reduced else 0,
-                 "one_minimal": reduced.complete if reduced else None}, indent=1))
-        func = workloads.prim_func(combination.workload, combination.dtype)
-        _write_own(where / "before.py", _script(func))
+                 "one_minimal": reduced.complete if reduced else None,
+                 "reproduce_checks": check.runs if reduced else 0}, indent=1))
         shrunk = self._shrunk(pool, combination, line, minimised, where) if minimised is not None else None
         key = dedup_key(line.outcome, line.name, line.message, blamed)
-        reproduce = self._reproduce(combination, where, minimised is not None, run=line.outcome.is_wrong)
-        _write_own(where / "report.md", _report(combination, line, key, reproduce)
+        if printed is None and line.outcome.is_wrong:  # a crash or a hang would only crash or hang again
+            printed = _printed(argv, where, lambda: self.stopping)
+            if printed is None:
+                raise pools.Stopping(pools.STOPPING)
+        _write_own(where / "report.md", _report(combination, line, key, Reproduce(argv, printed))
                    + blame.report_words(line.outcome, reduced, blamed) + shrink.report_words(shrunk))
         return Finding(own, key)
 
@@ -1010,11 +1014,10 @@ class Campaign:
         _write_own(where / "reproducer.json", json.dumps(reproducer.to_json(), indent=1))
         return reproducer
 
-    def _reproduce(self, combination: Combination, where: Path, has_trace: bool, run: bool) -> Reproduce:
-        """The triage command that reproduces the finding in ``where`` (its before program and
-        trace or after program, on the workload's inputs, kept in ``where/inputs``, under the
-        campaign's thresholds), and, where ``run`` (a wrong result: a crash or a hang would only
-        crash or hang again), what it printed when run there once."""
+    def _reproduce_argv(self, combination: Combination, where: Path, has_trace: bool) -> list[str]:
+        """The triage command (after ``tvm-suite``) that reproduces the finding in ``where``: its
+        before program and minimised trace or after program, on the workload's inputs (written
+        to ``where/inputs`` here), under the campaign's thresholds."""
         inputs = []
         names = compat.param_names(workloads.prim_func(combination.workload, combination.dtype))
         arrays = workloads.make_inputs(combination.workload, combination.dtype)
@@ -1029,8 +1032,55 @@ class Campaign:
         argv = ["triage", "before.py", *after, "--target", combination.target.name, "--inputs", ",".join(inputs)]
         if self.options.thresholds is not None:
             argv += ["--thresholds", str(self.options.thresholds.absolute())]
-        printed = _printed(argv, where, lambda: self.stopping) if run and (where / after[-1]).exists() else None
-        return Reproduce(argv, printed)
+        return argv
+
+
+class _ReproducerCheck:
+    """A finding's trace minimised to one its report's own reproduce command reproduces (issue 63):
+    the command run as a user runs it (a ``tvm-suite triage`` process of its own in the finding's
+    directory, its programs built and run in triage's sandboxed child) on the trace as
+    ``minimised.json`` prints the finding's verdict. The campaign's worker judges each candidate
+    (:func:`suite.fuzz.blame.minimise`), and the command is run on the trace kept: once, where the
+    two agree. Where they do not (a worker process's earlier state, a trace triage refuses as one
+    that "applies nothing"), minimisation starts again from the sampled trace, and each candidate
+    the worker keeps is kept only where the command gives the verdict too. Where the command does
+    not give it on the sampled trace either (checked once, at the first candidate it refuses), no
+    candidate can: minimisation goes on by the worker's judgement alone, and the report quotes
+    what the command printed. A crash or a hang (no verdict of triage's) is the worker's alone."""
+
+    def __init__(self, line: JournalLine, argv: list[str], where: Path, stopping):
+        self.line, self.argv, self.where, self.stopping = line, argv, where, stopping
+        self.printed: dict[str, str] = {}  #: repr(trace) -> the first line the command printed on it
+        self.runs = 0  #: the command's runs
+        self._sampled_reproduces: bool | None = None
+
+    def minimised(self, worker_fails, tries: int, repaired) -> blame.Minimised:
+        trace = self.line.trace
+        reduced = blame.minimise(trace, worker_fails, tries, repaired)
+        if not self.line.outcome.is_wrong or self._reproduces(reduced.trace):
+            return reduced
+        if reduced.trace == trace:  # the command does not give the verdict on the sampled trace
+            return reduced
+        again = blame.minimise(trace, lambda candidate: self._fails(candidate, worker_fails), tries, repaired)
+        return dataclasses.replace(again, tries=reduced.tries + again.tries)
+
+    def _fails(self, trace: list, worker_fails) -> bool:
+        if not worker_fails(trace):
+            return False
+        if self._sampled_reproduces is False or self._reproduces(trace):
+            return True
+        if self._sampled_reproduces is None:
+            self._sampled_reproduces = self._reproduces(self.line.trace)
+        return not self._sampled_reproduces
+
+    def _reproduces(self, trace: list) -> bool:
+        _write_own(self.where / "minimised.json", json.dumps(trace))
+        self.runs += 1
+        said = _printed(self.argv, self.where, self.stopping)
+        if said is None:
+            raise pools.Stopping(pools.STOPPING)
+        self.printed[repr(trace)] = said
+        return said.startswith(f"{self.line.outcome} ")
 
 
 def _touch_own(path: Path) -> None:
@@ -1151,13 +1201,11 @@ def _report(combination: Combination, line: JournalLine, key: str, reproduce: Re
              reproduce.command, "```", ""]
     if line.outcome.is_wrong:
         lines += [f"The campaign's verdict on the schedule it sampled: {line.outcome}: {line.summary or ''}", ""]
-        if line.outcome is Outcome.UNDEFINED:
-            lines += [("(from the campaign's runs of the kernel on output arrays filled with set bytes, which triage "
-                       "does not make)"), ""]
         if reproduce.printed is not None:
             differs = "" if reproduce.printed.startswith(f"{line.outcome} ") else (
-                f" (not {line.outcome}: the command judges the program it names, not the schedule the campaign "
-                "sampled)")
+                f" (not {line.outcome}: the command does not give the campaign's verdict on this program"
+                + (", nor on the trace the campaign sampled: it was minimised by the campaign's judgement alone)"
+                   if has_trace else ")"))
             lines += [f"What the command above printed, run here when the finding was kept{differs}:", "", "```",
                       reproduce.printed, "```", ""]
     else:

@@ -36,19 +36,23 @@ JOB, RESULT, LOG = "job.json", "result.json", "child.log"
 @dataclass(frozen=True)
 class SideResult:
     """One program built and run on the target: its outputs (and IEEE twin's) in parameter order,
-    or the failure that left none; the seconds it took in the child."""
+    or the failure that left none; the seconds it took in the child; where its runs on filled
+    output arrays were asked for, what they showed (:func:`suite.triage.filled.undefined`)."""
 
     outputs: list[np.ndarray] | None
     twins: list[np.ndarray] | None
     failure: execution.Failure | None
     seconds: float
+    undefined: str | None = None
 
 
 def build_and_run(target_name: str, programs: dict[str, str], func_name: str, arguments: list, scratch: Path,
-                  confined: bool) -> dict[str, SideResult]:
+                  confined: bool, filled: tuple[str, ...] = ()) -> dict[str, SideResult]:
     """Each of ``programs`` (side -> TVMScript text of PrimFunc ``func_name``) built and run on the
     target in one child process (confined unless told otherwise), on ``arguments`` (input arrays
-    and :class:`Output` specs in parameter order)."""
+    and :class:`Output` specs in parameter order); the sides ``filled`` names run again on filled
+    output arrays (:func:`suite.triage.filled.undefined`), as the fuzz campaign's worker runs each
+    schedule."""
     scratch.mkdir(parents=True, exist_ok=True)
     specs = []
     for n, argument in enumerate(arguments):
@@ -60,7 +64,8 @@ def build_and_run(target_name: str, programs: dict[str, str], func_name: str, ar
             specs.append({"input": name})
     for side, text in programs.items():
         (scratch / f"{side}.py").write_text(text, encoding="utf-8")
-    job = {"target": target_name, "func": func_name, "sides": list(programs), "arguments": specs}
+    job = {"target": target_name, "func": func_name, "sides": list(programs), "arguments": specs,
+           "filled": list(filled)}
     (scratch / JOB).write_text(json.dumps(job), encoding="utf-8")
     returncode = _start(scratch, confined)
     if returncode is None:
@@ -225,7 +230,9 @@ def _side(scratch: Path, side: str, account: dict, expected: list) -> SideResult
                  if account.get("twins") else None)
     except ValueError as err:
         return SideResult(None, None, execution.Failure(Status.FAILED, execution.Stage.RUN, str(err)), seconds)
-    return SideResult(outputs, twins, None, seconds)
+    undefined = account.get("undefined")
+    return SideResult(outputs, twins, None, seconds, " ".join(undefined.split())[:2000]
+                      if isinstance(undefined, str) and undefined.strip() else None)
 
 
 def _array(path: Path, shape, dtype: str) -> np.ndarray:
@@ -261,7 +268,7 @@ def _child(scratch: Path, job: dict) -> None:
     """In the child: every side of the job built and run, each output saved, ``result.json``
     written after each side (a crash on the next leaves the account of those before)."""
     from suite import targets
-    from suite.triage import tvmscript
+    from suite.triage import filled, tvmscript
 
     target = targets.get(job["target"])
     arguments = [Output(tuple(a["output"][0]), a["output"][1]) if "output" in a else
@@ -286,6 +293,8 @@ def _child(scratch: Path, job: dict) -> None:
             for n, twin in enumerate(ran.twins or []):
                 np.save(scratch / f"{side}.twin{n}.npy", twin, allow_pickle=False)
             account["twins"] = ran.twins is not None
+            if side in job.get("filled", ()):
+                account["undefined"] = filled.undefined(target, built.path, arguments)
         result[side] = account
         (scratch / RESULT).write_text(json.dumps(result), encoding="utf-8")
 

@@ -238,8 +238,11 @@ def _run_target(target, before: str, after: str, program: ir.Program, arrays: di
         return TargetOutcome(target.name, Status.SKIPPED, f"{reason} ({program.name} has {_outputs_words(program)})")
     written = {id(b) for b in program.written_params()}
     arguments = [Output(b.shape, b.dtype) if id(b) in written else arrays[b.name] for b in program.params]
+    # the after program also runs on filled output arrays, as the fuzz campaign's worker runs each
+    # schedule: a finding's UNDEFINED is its report's triage command's too
     sides = confined.build_and_run(target.name, {"before": before, "after": after},
-                                   program.name, arguments, work / target.name, confined=not trusted)
+                                   program.name, arguments, work / target.name, confined=not trusted,
+                                   filled=("after",))
     outputs, twins, seconds = {}, {}, {}
     for side, done in sides.items():
         if done.failure is not None:
@@ -255,7 +258,7 @@ def _run_target(target, before: str, after: str, program: ir.Program, arrays: di
     for n, exact in enumerate(expected):
         twin = [twins[side][n] if side in twins else None for side in ("before", "after")]
         judged[exact.name] = verdict.judge(exact, outputs["before"][n], outputs["after"][n], *twin,
-                                           thresholds=thresholds)
+                                           thresholds=thresholds, undefined=sides["after"].undefined)
     judgement = next(iter(judged.values())) if len(judged) == 1 else verdict.worst_output(judged)
     return TargetOutcome(target.name, Status.OK, judgement=judgement, seconds=seconds, after_script=after, outputs=judged)
 

@@ -71,7 +71,7 @@ class Report:
 
     def headline(self) -> str:
         found = self.verdict
-        if found == verdict.UNDEFINED:
+        if found == verdict.UNDEFINED and self.findings:  # else the after program's runs: a target's
             first = self.findings[0]
             more = f" (and {len(self.findings) - 1} more kind(s) below)" if len(self.findings) > 1 else ""
             return f"UNDEFINED: the before program {first.message}{more}"

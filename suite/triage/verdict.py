@@ -26,7 +26,10 @@ its verdict on a target is the most serious of its outputs', :func:`worst_output
   order that rounds far worse. Suspect, not proven: the figures are shown.
 - CHANGED: the after program computes something else: an integer output differs, or a float
   output (the IEEE twin's, on a qfloat target) lies beyond any summation order's rounding error.
-- UNDEFINED: the before program itself is undefined (:mod:`suite.triage.interp`'s findings).
+- UNDEFINED: the before program itself is undefined (:mod:`suite.triage.interp`'s findings), or
+  the after program's output is not a function of its inputs: its runs on output arrays filled
+  with set bytes differ (:mod:`suite.triage.filled`; :func:`judge`'s ``undefined``). The fuzz
+  campaign and triage judge both through :func:`judge`, on the same runs.
 """
 
 from __future__ import annotations
@@ -131,9 +134,14 @@ class Bound(bounds.Bound):
 
 
 def judge(expected: Expected, before: np.ndarray, after: np.ndarray, twin_before: np.ndarray | None = None,
-          twin_after: np.ndarray | None = None, thresholds: thresholds_file.Thresholds | None = None) -> Judgement:
+          twin_after: np.ndarray | None = None, thresholds: thresholds_file.Thresholds | None = None,
+          undefined: str | None = None) -> Judgement:
     """The verdict on ``after`` against ``before`` (the two programs' outputs on one target),
-    with the IEEE twin's outputs of the same builds where the target has one."""
+    with the IEEE twin's outputs of the same builds where the target has one; ``undefined``: what
+    the after program's runs on filled output arrays showed (:func:`suite.triage.filled.undefined`),
+    which makes it UNDEFINED whatever its values."""
+    if undefined:  # the output is not a function of the inputs: no verdict on its values
+        return Judgement(UNDEFINED, undefined)
     thresholds = thresholds or thresholds_file.load()  # callers of the library; triage hands its own down
     if same_bits(before, after):
         figures = {}
