@@ -194,7 +194,7 @@ def test_ctrl_c_keeps_every_judged_schedule_and_a_rerun_continues(tmp_path):
     what is kept; every journal line whole, none a CRASH of a child ended by the interruption; a
     rerun judges exactly what is left."""
     out = tmp_path / "o"
-    args = ["fuzz", "--workloads", "miniresnet.conv2d_add_relu.16x16x8-k3s1-8", "--traces", "12", "--out", str(out)]
+    args = ["fuzz", "--workloads", "miniresnet.conv2d_add_relu.16x16x8-k3s1-8", "--traces", "6", "--out", str(out)]
     command = [str(SUITE_BIN)] if SUITE_BIN.exists() else [sys.executable, "-m", "suite.cli"]
     process = subprocess.Popen(command + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     journal = out / "journal.jsonl"
@@ -209,11 +209,11 @@ def test_ctrl_c_keeps_every_judged_schedule_and_a_rerun_continues(tmp_path):
     assert "rerun with the same --seed and --out to continue" in stderr.strip().splitlines()[-1]
     kept = [json.loads(line) for line in journal.read_text().splitlines()]
     assert kept and all(r["outcome"] not in ("CRASH", "TIMEOUT") for r in kept), kept
-    assert len({r["id"] for r in kept}) == len(kept) < 6 + 12
+    assert len({r["id"] for r in kept}) == len(kept) < 6 + 6
     again = run_cli(*args, "--json")
     assert again.returncode == 0, again.stderr
-    assert json.loads(again.stdout)["judged_this_run"] == 6 + 12 - len(kept)
-    assert len(journal.read_text().splitlines()) == 6 + 12
+    assert json.loads(again.stdout)["judged_this_run"] == 6 + 6 - len(kept)
+    assert len(journal.read_text().splitlines()) == 6 + 6
 
 
 #: The worker child's stand-in (no TVM): ready at once, then each request noted in the file its
@@ -573,23 +573,29 @@ def test_out_dir_of_the_users_files_is_refused(cli, tmp_path):
 @pytest.mark.longest
 def test_a_hang_is_a_timeout_finding(cli, tmp_path):
     """Slow (the design space, then a worker started again after each timeout): a trace timeout too
-    short for any build makes every schedule a TIMEOUT finding, with its report, and exit 14."""
-    done = cli("fuzz", "--traces", "1", "--trace-timeout", "0.01", "--out", tmp_path / "o", "--json")
+    short for any build makes every schedule a TIMEOUT finding, with its report, and exit 14. (A
+    matmul of 16 x 10: its design space and the unscheduled build, which no timeout cuts, in a second.)"""
+    done = cli("fuzz", "--workloads", "miniresnet.matmul_add.16-10", "--traces", "1", "--trace-timeout", "0.01",
+               "--out", tmp_path / "o", "--json")
     summary = json.loads(done.stdout)
     assert done.returncode == 14 and summary["exit_status"] == 14
     assert summary["findings"] and all(f["outcome"] == "TIMEOUT" for f in summary["findings"])
     assert list((tmp_path / "o" / "findings").glob("*/report.md"))
 
 
+#: A matmul of 16 x 10: its builds and design space take a fraction of a second.
+SMALL = "miniresnet.matmul_add.16-10"
+
+
 @pytest.mark.slow
 def test_rerun_continues_from_the_journal(cli, tmp_path):
     """Slow: a campaign stopped by its --minutes (as by Ctrl-C: the journal has what was judged)
     continues on a rerun with the same seed, judging only what is left."""
-    first = cli("fuzz", "--traces", "1", "--minutes", "0.001", "--out", tmp_path / "o", "--json")
+    first = cli("fuzz", "--workloads", SMALL, "--traces", "1", "--minutes", "0.001", "--out", tmp_path / "o", "--json")
     assert first.returncode == 0 and json.loads(first.stdout)["stopped"] == "time"
     journal = tmp_path / "o" / "journal.jsonl"
     judged = len(journal.read_text().splitlines()) if journal.exists() else 0
-    second = cli("fuzz", "--traces", "1", "--out", tmp_path / "o", "--json")
+    second = cli("fuzz", "--workloads", SMALL, "--traces", "1", "--out", tmp_path / "o", "--json")
     summary = json.loads(second.stdout)
     assert second.returncode == 0 and summary["judged_this_run"] == 7 - judged
     assert len((tmp_path / "o" / "journal.jsonl").read_text().splitlines()) == 7
