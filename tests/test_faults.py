@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from asv_runs import place, plant_file, two_commit_results
-from conftest import SUITE_BIN, check_fault_table, eventually, one_line, read_only_copy, run_cli, small_filesystem
+from conftest import (SUITE_BIN, check_fault_table, eventually, one_line, read_only_copy, run_cli, run_in_process,
+                      small_filesystem)
 
 pytestmark = pytest.mark.slow
 
@@ -64,7 +65,7 @@ def test_environment_paths_are_resolved_and_checked(tmp_path):
             ("TVM_SUITE_QEMU_HEXAGON", str(tmp_path / "qemu"), "no such file"),
             ("TVM_SUITE_LLVM_CONFIG", str(afile), "not executable"),
             ("TVM_SUITE_GIT_MIRRORS", "", "set but empty")):
-        one_line(run_cli("list", "--model", "seed", env={name: value}), name, words)
+        one_line(run_in_process("list", "--model", "seed", env={name: value}), name, words)
 
 
 def test_a_relative_records_path_reaches_asvs_processes(tmp_path):
@@ -75,8 +76,8 @@ def test_a_relative_records_path_reaches_asvs_processes(tmp_path):
     records = tmp_path / "recs" / "llvm" / "float16" / "traces"
     records.mkdir(parents=True)
     shutil.copy(tuning.trace_path("llvm", "float16", MEAN), records)
-    done = run_cli("run", "--quick", "--workloads", MEAN, "--dtypes", "float16", "--out", "asv",
-                   env={"TVM_SUITE_TUNING_RECORDS": "recs", "HOME": str(tmp_path)}, cwd=tmp_path)
+    done = run_in_process("run", "--quick", "--workloads", MEAN, "--dtypes", "float16", "--out", "asv",
+                          env={"TVM_SUITE_TUNING_RECORDS": "recs", "HOME": str(tmp_path)}, cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     [results] = [p for p in (tmp_path / "asv" / "results").glob("*/*.json") if p.name != "machine.json"]
     ulp = json.loads(results.read_text())["results"]["bench_accuracy.Accuracy.track_ulp_mean"]
@@ -88,21 +89,21 @@ def test_a_relative_records_path_reaches_asvs_processes(tmp_path):
 
 def test_a_full_file_system_is_one_line(tmp_path):
     with small_filesystem(tmp_path / "full", "256k") as full:
-        one_line(run_cli("measure", "--workload", "seed.conv2d_nhwc_7x7s2", "--dtype", "float16",
-                         env={"TVM_SUITE_CACHE": str(full)}), "cannot write", str(full))
+        one_line(run_in_process("measure", "--workload", "seed.conv2d_nhwc_7x7s2", "--dtype", "float16",
+                                env={"TVM_SUITE_CACHE": str(full)}), "cannot write", str(full))
     with small_filesystem(tmp_path / "full-out", "16k") as full:
         (full / "filler").write_bytes(b"\0" * (15 << 10))
-        one_line(run_cli("run", "--quick", "--workloads", MEAN, "--dtypes", "float16", "--out", str(full / "asv")),
-                 str(full / "asv"))
+        one_line(run_in_process("run", "--quick", "--workloads", MEAN, "--dtypes", "float16",
+                                "--out", str(full / "asv")), str(full / "asv"))
 
 
 def test_a_read_only_place_is_one_line_before_any_work(tmp_path, runs):
     results, _, _ = runs
     with read_only_copy(results.parent, tmp_path / "ro") as copy:
         started = time.monotonic()
-        one_line(run_cli("measure", "--workload", MEAN, "--dtype", "float16", env={"TVM_SUITE_CACHE": str(copy)}),
-                 "TVM_SUITE_CACHE", "cannot be written")
-        one_line(run_cli("run", "--quick", "--workloads", MEAN, "--dtypes", "float16", "--out", str(copy)),
+        one_line(run_in_process("measure", "--workload", MEAN, "--dtype", "float16",
+                                env={"TVM_SUITE_CACHE": str(copy)}), "TVM_SUITE_CACHE", "cannot be written")
+        one_line(run_in_process("run", "--quick", "--workloads", MEAN, "--dtypes", "float16", "--out", str(copy)),
                  "--out", str(copy), "not a directory the suite can write to")
         one_line(run_cli("tune", "--dtype", "float16", "--workload", MEAN, "--trials", "2",
                          env={"TVM_SUITE_TUNING_RECORDS": str(copy)}), "TVM_SUITE_TUNING_RECORDS", "cannot be written")
@@ -118,7 +119,7 @@ def test_oversized_and_nested_files_are_malformed(tmp_path, runs):
     results, _, commits = runs
 
     def gate(run_dir):
-        return run_cli("gate", "--results", str(run_dir / "results"), "--commit", commits[1], "--no-remeasure")
+        return run_in_process("gate", "--results", str(run_dir / "results"), "--commit", commits[1], "--no-remeasure")
 
     def copy(name):
         where = tmp_path / name
@@ -147,7 +148,7 @@ def test_oversized_and_nested_files_are_malformed(tmp_path, runs):
 
     toml = tmp_path / "deep.toml"
     toml.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
-    one_line(run_cli("gate", "--results", str(results), "--commit", commits[1], "--thresholds", str(toml)),
+    one_line(run_in_process("gate", "--results", str(results), "--commit", commits[1], "--thresholds", str(toml)),
              toml, "nested")
 
 
@@ -291,7 +292,8 @@ def test_one_out_one_run_at_a_time(tmp_path):
 def test_report_out_inside_the_results_is_refused(tmp_path, runs):
     results, _, _ = runs
     for inside in (results, results / "report", results / "vm"):
-        one_line(run_cli("report", "--results", str(results), "--out", str(inside)), "inside the results directory")
+        one_line(run_in_process("report", "--results", str(results), "--out", str(inside)),
+                 "inside the results directory")
     assert not (results / "report").exists()
 
 
