@@ -13,7 +13,7 @@ import pytest
 from markupsafe import escape
 
 from asv_runs import two_commit_repo, _git
-from conftest import made_once, run_cli
+from conftest import made_once, run_in_process
 from histories import A, B, C, SEED, Builder
 from suite.core import quantized
 from suite.reporting import gate, report, results
@@ -161,7 +161,7 @@ def int8_runs(tmp_path_factory):
         _git(repo, "commit", "-q", "--allow-empty", "-m", "commit 2")
         commits.append(_git(repo, "rev-parse", "HEAD"))
         for commit in commits[:2]:
-            done = run_int8(run_cli, base / "asv", repo, commit, env={"HOME": str(base)})
+            done = run_int8(run_in_process, base / "asv", repo, commit, env={"HOME": str(base)})
             assert done.returncode == 0, done.stdout + done.stderr
         return [str(base / "asv"), str(repo), commits]
 
