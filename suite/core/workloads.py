@@ -112,7 +112,7 @@ def _attrs(call) -> dict:
     return {k: compat.attr_to_python(getattr(call.attrs, k)) for k in wanted if k in keys}
 
 
-def _roles(steps, inputs) -> None:
+def assign_roles(steps, inputs) -> None:
     """Mark each input as weight (with fan-in), bias or activation, for input generation."""
     for step in steps:
         for position, (kind, index) in enumerate(step["args"]):
@@ -286,7 +286,7 @@ def _chain_of_group(group, call_of_prim) -> dict:
             })
             position[binding.var] = ("step", len(steps) - 1)
         output = compat.struct_shape(func.body)
-    _roles(steps, inputs)
+    assign_roles(steps, inputs)
     return {"inputs": inputs, "steps": steps, "output_shape": output}
 
 
@@ -301,7 +301,7 @@ def _seed_chain() -> dict:
         }],
         "output_shape": [1, 112, 112, 64],
     }
-    _roles(chain["steps"], chain["inputs"])
+    assign_roles(chain["steps"], chain["inputs"])
     return chain
 
 

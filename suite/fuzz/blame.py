@@ -31,7 +31,7 @@ def drop(trace: list, positions) -> list:
     instructions, decisions = trace[0], {d[0]: d[1] for d in trace[1]}
     gone, dead = set(positions), set()
     for n, (_kind, inputs, _attrs, outputs) in enumerate(instructions):
-        if n in gone or any(isinstance(i, str) and i in dead for i in _flat(inputs)):
+        if n in gone or any(isinstance(i, str) and i in dead for i in flat_values(inputs)):
             gone.add(n)
             dead.update(o for o in outputs if isinstance(o, str))
     kept = [n for n in range(len(instructions)) if n not in gone]
@@ -71,10 +71,11 @@ def replayable(func) -> Callable[[list], list | None]:
     return repaired
 
 
-def _flat(value):
+def flat_values(value):
+    """Every leaf of a trace instruction's nested argument lists, in order."""
     if isinstance(value, list):
         for item in value:
-            yield from _flat(item)
+            yield from flat_values(item)
     else:
         yield value
 
@@ -107,7 +108,7 @@ def minimise(trace: list, fails: Callable[[list], bool], tries: int,
     current, spent, seen = trace, 0, set()
     chunks = 2
     while True:
-        units = _primitive_positions(current)
+        units = primitive_positions(current)
         if not units:
             break
         chunks = min(chunks, len(units))
@@ -118,11 +119,11 @@ def minimise(trace: list, fails: Callable[[list], bool], tries: int,
         for kept_alone, dropped in [(True, d) for d in alone] + [(False, d) for d in parts]:
             candidate = repaired(drop(current, dropped))
             # the trace judged is the trace kept: lookups and samples left unused go before the build
-            candidate = None if candidate is None else _unused_lookups_dropped(candidate)
+            candidate = None if candidate is None else unused_lookups_dropped(candidate)
             key = repr(candidate)
             # a trace of no primitive schedules nothing: triage refuses it, so no reproducer is one
             if candidate is None or key in seen or len(candidate[0]) == len(current[0]) \
-                    or not _primitive_positions(candidate):
+                    or not primitive_positions(candidate):
                 continue
             seen.add(key)
             if spent >= tries:
@@ -141,15 +142,15 @@ def minimise(trace: list, fails: Callable[[list], bool], tries: int,
     return Minimised(current, len(trace[0]), spent, True)
 
 
-def _primitive_positions(trace: list) -> list[int]:
+def primitive_positions(trace: list) -> list[int]:
     return [n for n, instruction in enumerate(trace[0]) if not NOT_PRIMITIVES.match(instruction[0])]
 
 
-def _unused_lookups_dropped(trace: list) -> list:
+def unused_lookups_dropped(trace: list) -> list:
     """``trace`` without the lookups and samples whose outputs no later instruction uses (repeated:
     a lookup only a dropped one used goes too)."""
     while True:
-        used = {i for instruction in trace[0] for i in _flat(instruction[1]) if isinstance(i, str)}
+        used = {i for instruction in trace[0] for i in flat_values(instruction[1]) if isinstance(i, str)}
         unused = [n for n, (kind, _inputs, _attrs, outputs) in enumerate(trace[0])
                   if NOT_PRIMITIVES.match(kind) and kind != "EnterPostproc" and not any(o in used for o in outputs)]
         if not unused:
@@ -253,7 +254,7 @@ def attribute(verdict: Outcome, trace: list | None, passes: list[str], judge: Ju
             tried.append(Tried(f"{kind} #{n}", "dropped", outcome, message))
             if right(outcome):
                 primitive = kind
-                block = next((blocks[i] for i in _flat(inputs) if isinstance(i, str) and i in blocks), None)
+                block = next((blocks[i] for i in flat_values(inputs) if isinstance(i, str) and i in blocks), None)
                 break
     return Blame(verdict, guilty, primitive, block, list(passes), tried)
 

@@ -157,7 +157,7 @@ def _finished(chain: dict) -> dict:
     steps = [{**step, "args": [["input", number[i]] if kind == "input" else [kind, i] for kind, i in step["args"]]}
              for step in chain["steps"]]
     inputs = [{"shape": list(chain["inputs"][i]["shape"])} for i in used]
-    workloads._roles(steps, inputs)  # the role and fan-in of each input, as the workloads' own are made
+    workloads.assign_roles(steps, inputs)  # the role and fan-in of each input, as the workloads' own are made
     made = {"inputs": inputs, "steps": steps}
     made["output_shape"] = list(reference.output_shape(made))
     return made
@@ -285,7 +285,7 @@ def named_blocks(trace: list, func) -> list:
     from suite.triage import tvmscript
 
     instructions, decisions = trace[0], {d[0]: d[1] for d in trace[1]}
-    used = {i for ins in instructions for i in blame._flat(ins[1]) if isinstance(i, str)}
+    used = {i for ins in instructions for i in blame.flat_values(ins[1]) if isinstance(i, str)}
     roots = {ins[3][0]: (ins[0], ins[2][1]) for ins in instructions  # the root block's var: (kind, function)
              if ins[0] in ("GetSBlock", "GetBlock") and ins[2][0] == "root" and ins[3]}
     made, moved = [], {}
@@ -383,7 +383,7 @@ def shrink(original, dtype: str, trace: list, outcome: Outcome, message: str, ju
         small = prim_func(workload(original, candidate), dtype)
         repaired = blame.replayable(small)(trace)
         key = json.dumps([candidate, repaired])
-        if repaired is None or not blame._primitive_positions(repaired) or key in seen:
+        if repaired is None or not blame.primitive_positions(repaired) or key in seen:
             return None
         seen.add(key)
         if len(tried) >= tries:
@@ -422,11 +422,11 @@ def shrink(original, dtype: str, trace: list, outcome: Outcome, message: str, ju
     replays, changed, before = blame.replayable(prim_func(workload(original, chain), dtype)), True, len(trace[0])
     while changed and not cut:
         changed = False
-        for n in reversed(blame._primitive_positions(trace)):
+        for n in reversed(blame.primitive_positions(trace)):
             candidate = replays(blame.drop(trace, [n]))
-            candidate = None if candidate is None else blame._unused_lookups_dropped(candidate)
+            candidate = None if candidate is None else blame.unused_lookups_dropped(candidate)
             key = json.dumps([chain, candidate])
-            if candidate is None or not blame._primitive_positions(candidate) or key in seen:
+            if candidate is None or not blame.primitive_positions(candidate) or key in seen:
                 continue
             seen.add(key)
             if len(tried) >= tries:
