@@ -204,7 +204,10 @@ def test_a_signal_during_the_search_ends_tune_cleanly(tmp_path, signum, moment):
         deadline = time.monotonic() + 120
         while not _search_processes(tmp) and time.monotonic() < deadline and process.poll() is None:
             time.sleep(0.05)
-        assert _search_processes(tmp), "the search's process never started"
+        if not _search_processes(tmp):
+            ended = process.poll() is not None
+            pytest.fail("the search's process never started" + (
+                f": tune ended first, exit {process.returncode}: {process.stdout.read()[-2000:]}" if ended else ""))
     else:
         marker, seen = {"searching": "to builder", "measuring": "to runner"}[moment], []
         for line in process.stdout:
