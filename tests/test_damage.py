@@ -31,7 +31,7 @@ import pytest
 
 from asv_runs import WORKLOAD, plant, plant_file, qf_two_commit_results, two_commit_results
 from conftest import run_cli
-from suite import cli, targets
+from suite import cache, cli, targets
 from suite.core import measurement, retimings, runstore, tuning, workloads
 from suite.targets import hexagon, hvx_toolchain
 
@@ -343,6 +343,10 @@ MATMUL = "resnet50.matmul_add.2048-1000"
 COMBOS = {"llvm": (MATMUL, "float16", "llvm", "tuned"), "qf": (MATMUL, "float16", "hexagon-v68-qf", "tuned")}
 #: The kinds only a target with an emulator and the IEEE twin has; every other kind is damaged through
 #: the llvm combination (the same code reads it for every target).
+#: The damages after which the HVX model is built again and compared (the others are checked to be
+#: seen as damage: test_damaged_cache_files_are_computed_again).
+MODEL_REBUILT_AFTER = ("deleted", "directory")
+QFLOAT_MODEL_FILES = ("hvx_model.o", "vector_registers.json")
 QF_ONLY = ("measure/*/ieee_twin.npy", "measure/*/kernel.*", "hexagon-run/*/*", "hexagon-harness/*/*",
            "qfloat-model/*/*")
 
@@ -414,6 +418,12 @@ def test_damaged_cache_files_are_computed_again(own_cache, capsys, pattern, comb
     clean_read = _read_as_measured(own_cache, pattern, ids, entries)
     measured_again = set()
     def same_as_clean(name, how):
+        if pattern == "qfloat-model/*/*" and name in measured_again and how not in MODEL_REBUILT_AFTER:
+            # The model's rebuild (8 clang calls, 2.6 CPU-s) is one code path whatever the damage:
+            # proven after each file's first damage and after those that change the file's type;
+            # every other damage need only be seen, as the build sees it before rebuilding.
+            assert cache.load_entry(entries[0], QFLOAT_MODEL_FILES) is None, (name, how)
+            return
         if clean_read is not None and name in measured_again:  # read as the measurement reads it: made again
             assert _read_as_measured(own_cache, pattern, ids, entries) == clean_read, (name, how)
             return
