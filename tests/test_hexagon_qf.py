@@ -103,6 +103,7 @@ class _ObjectOfAnother:
 
 
 @needs_v68_qemu
+@pytest.mark.slow
 def test_an_object_that_is_not_its_assemblys_is_emitted_again(tmp_path):
     from suite import compat
     from suite.targets import hvx_asm, hvx_toolchain
