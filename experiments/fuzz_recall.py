@@ -174,9 +174,10 @@ def _fuzz(out: Path, name: str, env: dict, args) -> Campaign:
 
 
 def _journal(where: Path) -> dict:
-    from suite.fuzz import campaign
+    from suite.fuzz.directory import JOURNAL
+    from suite.fuzz.journal import Journal
 
-    return campaign.Journal(where / campaign.JOURNAL).load()
+    return Journal(where / JOURNAL).load()
 
 
 def _request(line, where: Path) -> dict:

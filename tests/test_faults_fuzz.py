@@ -368,9 +368,9 @@ def _interrupted_at(process, line_starts: str) -> tuple[list[str], float]:
 
 def _kept_whole(out) -> list:
     """The journal's lines, each verified (its seal), none a child ended by the interruption."""
-    from suite.fuzz import campaign
+    from suite.fuzz.journal import Journal
 
-    kept = list(campaign.Journal(out / "journal.jsonl").load().values())
+    kept = list(Journal(out / "journal.jsonl").load().values())
     assert all(line.outcome.value not in ("CRASH", "TIMEOUT") for line in kept), kept
     return kept
 

@@ -60,19 +60,20 @@ def _judged_campaign(out):
     (the six named orders and one trace), each judged REORDERED."""
     from suite import targets
     from suite.core import schedules
-    from suite.fuzz import campaign
+    from suite.fuzz import campaign, directory
+    from suite.fuzz.journal import Journal
     from suite.reporting import thresholds
 
     out.mkdir()
-    (out / campaign.OWN_MARK).touch()
-    journal = campaign.Journal(out / campaign.JOURNAL)
+    (out / directory.OWN_MARK).touch()
+    journal = Journal(out / directory.JOURNAL)
     judged_by = campaign.judged_by(thresholds.load(None), targets.get("llvm"))
     for kind, name in [("order", order) for order in schedules.ORDERS] + [("trace", "0")]:
         journal.append({"id": f"{SEED_CONV}|float32|llvm|seed0|{kind}:{name}", "seed": 0, "judged_by": judged_by,
                         "workload": SEED_CONV, "dtype": "float32", "target": "llvm", "kind": kind, "name": name,
                         "outcome": "REORDERED", "message": "", "summary": "within the bound", "first_wrong": None,
                         "seconds": 0.5})
-    return out / campaign.JOURNAL
+    return out / directory.JOURNAL
 
 
 def test_a_fuzz_journal_is_read_only_as_it_was_sealed(cli, tmp_path):
@@ -133,7 +134,7 @@ def test_a_fuzz_campaigns_files_are_never_read_or_written_through_a_link(cli, tm
     findings/: each is refused in one line naming it, before any work, and the user's file is byte
     for byte as it was (the suite cut its "torn" last line and appended to it through the link).
     The campaign's own journal with a torn last line is cut, as before."""
-    from suite.fuzz import campaign
+    from suite.fuzz import directory
 
     journal = _judged_campaign(tmp_path / "o")
     out, whole = journal.parent, journal.read_bytes()
@@ -150,39 +151,40 @@ def test_a_fuzz_campaigns_files_are_never_read_or_written_through_a_link(cli, tm
     assert victim.read_bytes() == precious
     journal.unlink()
     journal.write_bytes(precious)  # the campaign's own, its last line torn
-    for name in (campaign.SUMMARY, campaign.OWN_MARK):
+    for name in (directory.SUMMARY, directory.OWN_MARK):
         (out / name).unlink(missing_ok=True)
         (out / name).symlink_to(victim)
         one_line(cli(*FUZZ, "--out", out), out / name, "a link")
         (out / name).unlink()
         assert victim.read_bytes() == precious
-    (out / campaign.OWN_MARK).touch()
-    (out / campaign.FINDINGS_DIR).mkdir()
-    (out / campaign.FINDINGS_DIR / "x").symlink_to(tmp_path)  # a finding's directory a link to the user's
-    one_line(cli(*FUZZ, "--out", out), out / campaign.FINDINGS_DIR / "x", "a link")
-    (out / campaign.FINDINGS_DIR / "x").unlink()
+    (out / directory.OWN_MARK).touch()
+    (out / directory.FINDINGS_DIR).mkdir()
+    (out / directory.FINDINGS_DIR / "x").symlink_to(tmp_path)  # a finding's directory a link to the user's
+    one_line(cli(*FUZZ, "--out", out), out / directory.FINDINGS_DIR / "x", "a link")
+    (out / directory.FINDINGS_DIR / "x").unlink()
     done = cli(*FUZZ, "--out", out)
     assert done.returncode == 0, done.stderr
     assert journal.read_bytes() == whole and victim.read_bytes() == precious
-    assert not (out / campaign.SUMMARY).is_symlink() and json.loads((out / campaign.SUMMARY).read_text())
+    assert not (out / directory.SUMMARY).is_symlink() and json.loads((out / directory.SUMMARY).read_text())
 
 
 def test_a_fifo_in_place_of_a_fuzz_journal_is_refused_not_waited_on(cli, tmp_path):
     """A FIFO as OUT/journal.jsonl (or summary.json): one line naming it, at once; the journal is
     never opened in a way that waits for a writer."""
     from suite.errors import UserError
-    from suite.fuzz import campaign
+    from suite.fuzz import directory
+    from suite.fuzz.journal import Journal
 
     out = tmp_path / "o"
     out.mkdir()
-    (out / campaign.OWN_MARK).touch()
-    fifo = out / campaign.JOURNAL
+    (out / directory.OWN_MARK).touch()
+    fifo = out / directory.JOURNAL
     os.mkfifo(fifo)
     said = []
 
     def load():
         try:
-            campaign.Journal(fifo).load()
+            Journal(fifo).load()
         except UserError as err:
             said.append(str(err))
 
@@ -197,8 +199,8 @@ def test_a_fifo_in_place_of_a_fuzz_journal_is_refused_not_waited_on(cli, tmp_pat
     assert said and "a FIFO" in said[0], said
     one_line(cli(*FUZZ, "--out", out), fifo, "a FIFO", "move it away")
     fifo.unlink()
-    os.mkfifo(out / campaign.SUMMARY)
-    one_line(cli(*FUZZ, "--out", out), out / campaign.SUMMARY, "a FIFO")
+    os.mkfifo(out / directory.SUMMARY)
+    one_line(cli(*FUZZ, "--out", out), out / directory.SUMMARY, "a FIFO")
 
 
 def test_a_forged_journal_line_cannot_name_a_place_outside_the_campaign_nor_act_on_the_terminal(cli, tmp_path):
@@ -207,7 +209,7 @@ def test_a_forged_journal_line_cannot_name_a_place_outside_the_campaign_nor_act_
     directory is not the campaign's own under OUT/findings (/etc, a relative way out, another
     directory's findings) is refused in one line naming the line; one in place is shown there, and
     its key and a combination's label reach the terminal with their control characters escaped."""
-    from suite.fuzz import campaign
+    from suite.fuzz import directory
 
     journal = _judged_campaign(tmp_path / "o")
     out = journal.parent
@@ -216,7 +218,7 @@ def test_a_forged_journal_line_cannot_name_a_place_outside_the_campaign_nor_act_
         del line["seal"]
     key = "FORGED\x1b[31m-key\u202e"
     forged = {**lines[-1], "outcome": "CHANGED", "summary": "forged", "finding": {"dir": "/etc", "key": key}}
-    own = f"{campaign.FINDINGS_DIR}/{campaign._safe(forged['id'])}"
+    own = f"{directory.FINDINGS_DIR}/{directory.safe_name(forged['id'])}"
     for elsewhere in ("/etc", f"../../{own}", str(tmp_path / "other" / own), f"{own}/..", "findings/x"):
         journal.write_text(_sealed(lines[:-1] + [{**forged, "finding": {"dir": elsewhere, "key": key}}]))
         one_line(cli(*FUZZ, "--out", out), f"{journal}, line {len(lines)}", "is not the campaign's own", own)

@@ -13,6 +13,7 @@ from suite.core import workloads
 from suite.errors import UserError
 from suite.fuzz import campaign, plant, sampling
 from suite.fuzz.outcome import VERDICTS, Answer, Outcome
+from suite.fuzz.summary import OUTCOMES, upper_bound_95
 from suite.fuzz.worker import Worker
 from suite.triage import verdict
 
@@ -58,7 +59,7 @@ def test_an_outcome_is_spelled_once():
     """The verdicts among the outcomes are triage's, word for word and in its order; the worker's
     answer is read into the same outcomes, and anything else it could send is one line."""
     assert tuple(VERDICTS) == verdict.KINDS and list(Outcome)[:len(VERDICTS)] == list(VERDICTS)
-    assert campaign.OUTCOMES == tuple(Outcome)
+    assert OUTCOMES == tuple(Outcome)
     where = "/tmp/request"
     for outcome in (Outcome.TIMEOUT, Outcome.NOT_APPLICABLE):
         answer = Answer.parse(Answer.failed(outcome, "why").to_json(), where)
@@ -75,7 +76,7 @@ def test_an_outcome_is_spelled_once():
 
 
 def test_false_changed_bound_of_none_in_ten():
-    assert campaign.upper_bound_95(0, 10) == pytest.approx(0.3085, abs=1e-3)
+    assert upper_bound_95(0, 10) == pytest.approx(0.3085, abs=1e-3)
 
 
 def test_a_planted_swapped_index_is_judged_changed(tmp_path):

@@ -19,8 +19,10 @@ import pytest
 from suite import targets
 from suite.core import execution
 from suite.core.bounds import Expected
-from suite.fuzz import campaign, worker
+from suite.fuzz import worker
+from suite.fuzz.journal import JournalLine
 from suite.fuzz.outcome import Outcome
+from suite.fuzz.summary import summarize
 from suite.reporting import thresholds
 from suite.targets.base import Output
 from suite.triage import filled, verdict
@@ -154,14 +156,14 @@ def test_wrong_results_on_named_orders_and_sampled_traces_are_a_compiler_fault()
     says the compiler or the runtime is at fault, not that the oracle raised false CHANGED; wrong
     traces alone, or none, keep the false-alarm count."""
     def line(kind, name, outcome):
-        return campaign.JournalLine(id=f"w|float32|llvm|seed0|{kind}:{name}", seed=0, judged_by="x", workload="w",
+        return JournalLine(id=f"w|float32|llvm|seed0|{kind}:{name}", seed=0, judged_by="x", workload="w",
                                     dtype="float32", target="llvm", kind=kind, name=name, outcome=outcome,
                                     message="", seconds=1.0, summary="")
 
     faulty = [line("order", "default", Outcome.EQUIVALENT), line("order", "tuned", Outcome.CHANGED),
               line("trace", "0", Outcome.CHANGED), line("trace", "1", Outcome.UNDEFINED),
               line("trace", "2", Outcome.REORDERED)]
-    summary = campaign.summarize(faulty, [], 10.0, 5, None)
+    summary = summarize(faulty, [], 10.0, 5, None)
     text = summary.text()
     assert ("the default and sampled schedules both differ from the reference: a compiler or runtime fault, not the "
             "oracle's (CHANGED, UNDEFINED or SHIFTED: 1 named orders and 2 sampled traces of 5 unmodified "
@@ -170,7 +172,7 @@ def test_wrong_results_on_named_orders_and_sampled_traces_are_a_compiler_fault()
     assert summary.compiler_fault and summary.to_json()["compiler_fault"] is True
     assert summary.to_json()["unmodified_wrong"] == {"orders": 1, "traces": 2}
 
-    sound = campaign.summarize(faulty[:1] + faulty[2:], [], 10.0, 4, None)
+    sound = summarize(faulty[:1] + faulty[2:], [], 10.0, 4, None)
     assert not sound.compiler_fault
     assert "false CHANGED on unmodified schedules: 1 of 4" in sound.text()
 

@@ -71,7 +71,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from suite.fuzz import campaign
+    from suite.fuzz import campaign, directory
 
     outputs.check_apart(args.out, "--out")
     made = not (args.out.exists() or args.out.is_symlink())
@@ -82,7 +82,7 @@ def run(args) -> int:
         summary = campaign.Campaign(options, log=lambda line: print(f"fuzz: {line}", file=sys.stderr, flush=True)).run()
     except BaseException:  # a campaign that failed leaves no empty --out of its making behind
         if made:
-            outputs.remove_made_dir(args.out, (campaign.OWN_MARK, campaign.LOCK))
+            outputs.remove_made_dir(args.out, (directory.OWN_MARK, directory.LOCK))
         raise
     status = int(summary.exit_status)
     say(summary.text(), status)  # for people: on stderr with --json
