@@ -675,3 +675,23 @@ def test_the_gate_experiments_never_replace_a_file(tmp_path, script, written, ou
     done = run_experiment(script, "--results", "reports/tvm-main/results", "--out", tmp_path / out)
     assert done.returncode == 2 and "exists: it is never replaced" in done.stderr and mine.read_text() == "the user's"
     assert done.stdout == ""
+
+
+def test_install_suite_says_in_one_line_that_its_log_cannot_be_written(tmp_path):
+    """asv's install command for the suite (suite/asv_plumbing/install_suite.py), its --log a
+    directory: one line naming it and a non-zero exit, never a traceback (the checkout here is no
+    Python project, so pip refuses it at once and the environment is left as it was)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import suite
+
+    script = Path(suite.__file__).parent / "asv_plumbing" / "install_suite.py"
+    (tmp_path / "checkout").mkdir()
+    (tmp_path / "checkout" / "pyproject.toml").write_text('[project]\nname = "not-the-suite"\n')
+    (tmp_path / "log").mkdir()
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "checkout"), "--log", str(tmp_path / "log")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    assert f"install_suite: cannot append to {tmp_path / 'log'}: Is a directory" in done.stderr

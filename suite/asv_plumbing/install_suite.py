@@ -67,9 +67,13 @@ def main(argv=None) -> int:
         said = f"install_suite: pip install -e {checkout}: exit {status}"
     print(said, flush=True)
     if args.log:
-        Path(args.log).parent.mkdir(parents=True, exist_ok=True)
-        with open(args.log, "a") as log:
-            log.write(said + "\n")
+        try:
+            Path(args.log).parent.mkdir(parents=True, exist_ok=True)
+            with open(args.log, "a") as log:
+                log.write(said + "\n")
+        except OSError as err:  # the install log is asv's record of the commit: say why it has no line
+            print(f"install_suite: cannot append to {args.log}: {err.strerror or err}", file=sys.stderr, flush=True)
+            return status or 2
     return status
 
 
