@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_fuzz import SEED_PROGRAM
 
 from suite import targets
 from suite.core import execution
@@ -120,18 +121,7 @@ def test_an_output_that_changes_from_run_to_run_is_not_blamed_on_the_output_arra
 
 
 #: A reduction with its init: dropped (suite.fuzz.plant's ``dropped_init``), it reads its output before writing it.
-REDUCTION = """\
-from tvm.script import tir as T
-
-@T.prim_func(s_tir=True)
-def main(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32"), C: T.Buffer((4, 4), "float32")):
-    for i, j, k in T.grid(4, 4, 4):
-        with T.sblock("C"):
-            v_i, v_j, v_k = T.axis.remap("SSR", [i, j, k])
-            with T.init():
-                C[v_i, v_j] = T.float32(0.0)
-            C[v_i, v_j] = C[v_i, v_j] + A[v_i, v_k] * B[v_k, v_j]
-"""
+REDUCTION = "from tvm.script import tir as T\n\n" + SEED_PROGRAM  # the fuzz tests' 4x4 matmul
 
 
 def test_triage_runs_the_after_program_on_filled_output_arrays_as_the_campaign_does(tmp_path, cli):
