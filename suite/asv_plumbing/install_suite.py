@@ -52,6 +52,12 @@ def main(argv=None) -> int:
     parser.add_argument("--log", help="also append what was done to this file")
     args = parser.parse_args(argv)
     checkout = Path(args.checkout).resolve()
+    # The install log is asv's record of the commit: one that cannot take a line is said before pip runs.
+    try:
+        log = _open_log(args.log)
+    except OSError as err:
+        print(f"install_suite: cannot append to {args.log}: {err.strerror or err}", file=sys.stderr, flush=True)
+        return 2
     note = Path(sys.prefix) / NOTE
     if installed(checkout, note):
         said = f"install_suite: installed from {checkout} already (editable): not again"
@@ -66,16 +72,17 @@ def main(argv=None) -> int:
             os.replace(tmp, note)
         said = f"install_suite: pip install -e {checkout}: exit {status}"
     print(said, flush=True)
-    if args.log:
-        try:
-            Path(args.log).parent.mkdir(parents=True, exist_ok=True)
-            with open(args.log, "a") as log:
-                log.write(said + "\n")
-        except OSError as err:  # the install log is asv's record of the commit: say why it has no line
-            print(f"install_suite: cannot append to {args.log}: {err.strerror or err}", file=sys.stderr, flush=True)
-            return status or 2
+    if log is not None:
+        with log:
+            log.write(said + "\n")
     return status
 
+
+def _open_log(path: str | None):
+    if not path:
+        return None
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return open(path, "a")
 
 if __name__ == "__main__":
     sys.exit(main())
