@@ -6,7 +6,13 @@ from .common import ModelBenchmark
 
 
 class ModelAccuracy(ModelBenchmark):
-    """RMSE ratios and largest error (asv); top-1 and top-5 agreement (kept beside asv's results)."""
+    """RMSE, its ratios and the largest error (asv); top-1 and top-5 agreement (kept beside asv's results)."""
+
+
+class ModelInteger(ModelBenchmark):
+    """int8: elements of the calls' outputs unlike the exact integer pipeline's (0, or a wrong kernel)."""
+
+    dtypes = "INTEGER_DTYPES"
 
 
 class ModelTuned(ModelBenchmark):
@@ -16,9 +22,10 @@ class ModelTuned(ModelBenchmark):
 
 
 class ModelTwin(ModelBenchmark):
-    """The same metrics of the IEEE twin's chain, on targets with one (hexagon-v68-qf)."""
+    """The same metrics of the IEEE twin's chain, on targets with one (hexagon-v68-qf); int8 has none."""
 
     twin_only = True
+    dtypes = "FLOAT_DTYPES"
 
 
 class ModelCost(ModelBenchmark):

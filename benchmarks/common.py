@@ -176,13 +176,15 @@ class ModelBenchmark:
     environment contract gives the grid); every setting of a model is measured at once, by the
     first benchmark process that asks (or `run`'s measure phase), and kept in the cache. Subclasses
     say which settings have their values: ``tuned_only``, ``twin_only`` (targets with an IEEE twin),
-    ``emulated_only``."""
+    ``emulated_only``, ``dtypes`` (as :class:`ComboBenchmark`'s)."""
 
     params = MODEL_PARAMS
     param_names = ["model", "dtype", "target", "order"]
     timeout = 3600
     version = "1"
     tuned_only = twin_only = emulated_only = False
+    #: The dtypes whose settings the class reads, by their name in suite.core.workloads (None: all)
+    dtypes = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -191,9 +193,11 @@ class ModelBenchmark:
                      if not (cls.twin_only and not combo.targets.get(t).ieee_twin)
                      and not (cls.emulated_only and combo.targets.get(t).mode.value != "emulated")]
             orders = [o for o in MODEL_GRID.orders if not (cls.tuned_only and o != "tuned")]
-            if MODEL_GRID.empty or not (names and orders):
+            kept = getattr(combo.workloads, cls.dtypes) if cls.dtypes else MODEL_GRID.dtypes
+            dtypes = [d for d in MODEL_GRID.dtypes if d in kept]
+            if MODEL_GRID.empty or not (names and orders and dtypes):
                 return  # no settings give this class's values: no benchmarks in this run
-            cls.params = [MODEL_GRID.models, MODEL_GRID.dtypes, names, orders]
+            cls.params = [MODEL_GRID.models, dtypes, names, orders]
         if tracked is not None:
             module = cls.__module__.rsplit(".", 1)[-1]
             for metric in tracked.of_class(module, cls.__name__):

@@ -167,6 +167,11 @@ METRICS: tuple[Metric, ...] = (
        "Inputs whose float64 top class is the target's top class.", worse=LOWER),
     _m("model_top5_agreement", "bench_model.ModelAccuracy.track_top5_agreement", "fraction",
        "Inputs whose float64 top class is among the target's top 5.", worse=LOWER),
+    _m("model_rmse", "bench_model.ModelAccuracy.track_rmse", "value",
+       "RMSE of the logits against float64 (int8: the float model's, its logits dequantized)."),
+    _m("model_integer_differing", "bench_model.ModelInteger.track_differing", "elements",
+       "int8: elements of every call's uint8 output unlike the exact integer pipeline's (numpy int64, the "
+       "same calls on the same integers): any is a wrong kernel, never within a bound."),
     _m("model_tuned_rmse_ratio", "bench_model.ModelTuned.track_rmse_ratio_default", "ratio",
        "tuned only: RMSE of the logits against float64 / that of default on the same target and dtype."),
     _m("model_twin_rmse_ratio", "bench_model.ModelTwin.track_rmse_ratio", "ratio",

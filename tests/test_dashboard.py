@@ -225,7 +225,7 @@ def test_the_dashboard_renders_in_headless_chromium_with_the_network_blocked(pub
     # (miniresnet, the benchmarks of llvm's default order), and PyTorch's ratios where PyTorch is installed
     assert len(re.findall(r'class="btn benchmark-container"', dom)) == len(benchmarks)
     assert len([name for name in benchmarks if not name.startswith(("bench_peer.", "bench_model."))]) == 8
-    assert len([name for name in benchmarks if name.startswith("bench_model.")]) == 3
+    assert len([name for name in benchmarks if name.startswith("bench_model.")]) == 4
     assert re.search(r'<canvas class="flot-base"', dom)  # the grid's small graphs
     assert "integrity" not in log and "Uncaught" not in log, log[-2000:]
 

@@ -317,9 +317,10 @@ def test_the_benchmark_reads_a_setting_and_skips_one_over_the_budget(bench, monk
       "TVM_SUITE_TARGETS": "llvm,hexagon-v68", "TVM_SUITE_ORDERS": "default,seed-swap"},
      (["resnet18", "miniresnet"], ["float16"], ["llvm"], ["default"], 2)),
     ({"TVM_SUITE_MODELS": "none"}, ([], ["float32", "float16"], ["llvm"], ["default", "tuned"], 8)),
+    ({"TVM_SUITE_DTYPES": "int8,bfloat16"}, (["miniresnet"], ["int8", "bfloat16"], ["llvm"], ["default", "tuned"], 8)),
 ])
 def test_the_model_grid_comes_from_the_environment(environ, grid):
-    """Compile-only targets and orders a model does not run in are left out, not failed."""
+    """Compile-only targets and orders a model does not run in are left out, not failed; every dtype is kept."""
     found = model_grid.ModelGrid.from_env(environ)
     assert (found.models, found.dtypes, found.targets, found.orders, found.inputs) == grid
     assert found.empty == (not grid[0])

@@ -4,7 +4,9 @@ named where it first differs. On ``miniresnet`` (9 calls, 32x32 images), whose k
 
 from __future__ import annotations
 
+import importlib
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ from suite import targets
 from suite.core import quantized
 from suite.model import accuracy as model_accuracy
 from suite.model import calls as model_calls
+from suite.model import grid as model_grid
 from suite.model import int8
 from suite.model import store as model_store
 from suite.model import weights as model_weights
@@ -30,10 +33,11 @@ def by_setting(found: dict, dtype: str, order: str = "default") -> dict:
     return next(r for r in found["results"] if (r["dtype"], r["target"], r["order"]) == (dtype, "llvm", order))
 
 
-def test_a_quantized_model_equals_the_integer_pipeline_and_nears_the_float_model(cli, tmp_path):
+def test_a_quantized_model_equals_the_integer_pipeline_and_nears_the_float_model(cli, tmp_path, monkeypatch):
     """One run of int8 and bfloat16 beside float32 (about 15 s, 27 small kernels built): int8's
     every call equals the integer pipeline's bit for bit, its dequantized logits are near the float
-    model's; bfloat16 errs more than float32 and less than int8."""
+    model's; bfloat16 errs more than float32 and less than int8. The page shows it per dtype, and the
+    whole-model benchmarks read the same settings from the cache (no kernel built again)."""
     done = cli("model", "--model", MODEL, "--dtypes", "int8,bfloat16", "--orders", "default", "--inputs", "4",
                "--json", "--out", tmp_path)
     assert done.returncode == 0, done.stderr
@@ -50,6 +54,71 @@ def test_a_quantized_model_equals_the_integer_pipeline_and_nears_the_float_model
     assert "exactness" not in bf16 and "exact" in done.stderr.split("int8", 1)[1].splitlines()[0]
     kept = np.load(tmp_path / f"{MODEL}.int8.llvm.default.logits.npy")
     assert kept.shape == (4, 10) and kept.dtype == np.float64
+    # the page shows each dtype's row: top-k, RMSE against float64, and int8's exactness
+    page = settings_table(tmp_path / "model.html")
+    for dtype, r in (("int8", q), ("bfloat16", bf16)):
+        row = page[f"setting-{dtype}-llvm-default"]
+        assert row["RMSE"] == format(r["metrics"]["rmse"], ".3g")
+        assert (row["top-1"], row["top-5"]) == tuple(format(r["metrics"][k], ".2f") for k in ("top1_agreement",
+                                                                                              "top5_agreement"))
+    assert page["setting-int8-llvm-default"]["integer"] == f"exact ({4 * elements:,} elements)"
+    assert page["setting-bfloat16-llvm-default"]["integer"] == "-"
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
+    bench_model, common = (importlib.import_module(f"benchmarks.{m}") for m in ("bench_model", "common"))
+    grid = model_grid.ModelGrid([MODEL], ["int8", "bfloat16"], ["llvm", "hexagon-v68-qf"], ["default"], 4, 1e-3)
+    monkeypatch.setattr(common, "MODEL_GRID", grid)
+    # ModelInteger as asv's import of bench_model makes it under this grid (int8 only; under the
+    # default grid, float32 and float16, it has no benchmark)
+    integer_class = type("ModelInteger", (common.ModelBenchmark,),
+                         {"dtypes": bench_model.ModelInteger.dtypes, "__module__": bench_model.__name__})
+    assert integer_class.params == [[MODEL], ["int8"], ["llvm", "hexagon-v68-qf"], ["default"]]
+    accuracy, integer = object.__new__(bench_model.ModelAccuracy), object.__new__(integer_class)
+    for dtype, r in (("int8", q), ("bfloat16", bf16)):
+        accuracy.setup(MODEL, dtype, "llvm", "default")
+        assert accuracy.track_rmse(MODEL, dtype, "llvm", "default") == r["metrics"]["rmse"]
+        assert accuracy.values["model_top5_agreement"] == r["metrics"]["top5_agreement"]
+    integer.setup(MODEL, "int8", "llvm", "default")
+    assert integer.track_differing(MODEL, "int8", "llvm", "default") == 0
+    with pytest.raises(NotImplementedError, match="hexagon-v68-qf does not run bfloat16"):
+        accuracy.setup(MODEL, "bfloat16", "hexagon-v68-qf", "default")
+
+
+def settings_table(path) -> dict[str, dict[str, str]]:
+    """model.html's settings table: each row's cells by their column's heading, rows by their id."""
+    from html.parser import HTMLParser
+
+    class Table(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.headings, self.rows, self.cells, self.text, self.row = [], {}, None, None, None
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "tr":
+                self.row, self.cells = dict(attrs).get("id"), []
+            elif tag in ("th", "td") and self.cells is not None:
+                self.text = []
+
+        def handle_data(self, data):
+            if self.text is not None:
+                self.text.append(data)
+
+        def handle_endtag(self, tag):
+            if tag in ("th", "td") and self.text is not None:
+                self.cells.append(" ".join("".join(self.text).split()))
+                self.text = None
+            elif tag == "tr" and self.cells is not None:
+                if not self.headings:
+                    self.headings = self.cells
+                elif self.row:
+                    self.rows[self.row] = dict(zip(self.headings, self.cells))
+                self.cells = None
+
+    page = path.read_text()
+    table = Table()
+    start = page.index('<table id="settings-table">')
+    table.feed(page[start:page.index("</table>", start)])
+    return table.rows
 
 
 def test_the_quantization_is_calibrated_once_and_its_integers_meet_in_one_scale(plan):

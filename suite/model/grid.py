@@ -12,7 +12,10 @@ The grid is model x dtype x target x order. Its environment contract, beside the
   rewritten instructions); a setting estimated above it is skipped with the estimate as its
   reason; default 1800.
 
-Of the grid's targets, those that run kernels; of its orders, ``default`` and ``tuned``. Every
+Of the grid's targets, those that run kernels; of its orders, ``default`` and ``tuned``; its
+dtypes all (int8: the model quantized, against the float model and the exact integer pipeline). A
+setting whose target does not run its dtype, or int8 of a model without an int8 form, is skipped
+with that reason. Every
 setting of a model is measured in one :func:`suite.model.accuracy.evaluate` (the metrics
 are relative to llvm's runs, which always run) and kept input by input in the cache
 (:mod:`suite.model.store`): the first benchmark process of a model, or `run`'s measure
@@ -28,7 +31,7 @@ from suite import targets
 from suite.core import entries, models, workloads
 from suite.core.combo import Combo, Grid
 from suite.errors import UserError
-from suite.model import accuracy, calls
+from suite.model import accuracy, calls, int8
 from suite.model.results import ModelResult, SettingResult
 from suite.targets.base import Mode
 
@@ -65,9 +68,7 @@ class ModelGrid:
             models.parse_model_name(name)
         running = [t for t in grid.targets if targets.get(t).mode is not Mode.COMPILE_ONLY]
         orders = [o for o in grid.orders if o in accuracy.MODEL_ORDERS]
-        # The benchmarks track float32 and float16 models: `tvm-suite model` runs bfloat16 and int8 too,
-        # but int8's exactness has no tracked model metric yet (docs/model.md, "Not yet").
-        dtypes = [d for d in grid.dtypes if d in workloads.DTYPES]
+        dtypes = [d for d in grid.dtypes if d in accuracy.MODEL_DTYPES]
         return cls(list(dict.fromkeys(names)), dtypes, running, orders,
                    _number(environ, "inputs", DEFAULT_INPUTS, int, 1, MAX_INPUTS),
                    _number(environ, "budget_s", DEFAULT_BUDGET_S, float, 0, float("inf")))
@@ -118,14 +119,24 @@ def estimate_s(plan, setting: accuracy.Setting, inputs: int) -> tuple[float, str
 
 def plan_settings(grid: ModelGrid, model: str) -> tuple[object, list, dict]:
     """The model's calls, the settings to run (llvm's baselines included), and the requested
-    settings skipped with their reason (emulated ones over the budget)."""
+    settings skipped with their reason (a dtype the target or the model does not take, emulated
+    ones over the budget)."""
     plan = calls.model_calls(model)
     llvm = targets.get(accuracy.BASELINE_TARGET)
     chosen = [targets.get(t) for t in grid.targets]
     settings = accuracy.settings_to_run(grid.dtypes, chosen, grid.orders, llvm)
-    skipped = {}
+    skipped, unquantizable = {}, None
+    if any(d in workloads.INTEGER_DTYPES for d in grid.dtypes):
+        try:
+            int8.check_quantizable(plan)
+        except UserError as err:
+            unquantizable = str(err)
     for setting, requested in settings:
-        if setting.target.mode is Mode.EMULATED:
+        if reason := setting.target.dtype_unavailable(setting.dtype):
+            skipped[setting.ids] = reason
+        elif unquantizable and setting.dtype in workloads.INTEGER_DTYPES:
+            skipped[setting.ids] = unquantizable
+        elif setting.target.mode is Mode.EMULATED:
             if reason := setting.target.unavailable():
                 skipped[setting.ids] = reason
                 continue
@@ -152,7 +163,9 @@ def values(result: SettingResult) -> dict:
     m = result.metrics
     found = {"model_rmse_ratio": m.rmse_ratio, "model_rmse_ratio_fp32": m.rmse_ratio_fp32,
              "model_max_abs_error": m.max_abs_error, "model_top1_agreement": m.top1_agreement,
-             "model_top5_agreement": m.top5_agreement, "model_tuned_rmse_ratio": m.rmse_ratio_default}
+             "model_top5_agreement": m.top5_agreement, "model_rmse": m.rmse,
+             "model_tuned_rmse_ratio": m.rmse_ratio_default,
+             "model_integer_differing": None if result.exactness is None else result.exactness.differing}
     if (t := result.ieee_twin) is not None:
         found.update({"model_twin_rmse_ratio": t.rmse_ratio, "model_twin_top1_agreement": t.top1_agreement,
                       "model_twin_tuned_rmse_ratio": t.rmse_ratio_default})

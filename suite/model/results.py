@@ -14,7 +14,6 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-
 from suite.model.calls import Call
 
 #: The calls an attribution table shows, largest share first (--json has them all).
@@ -25,8 +24,8 @@ TABLE_NOTE = ("errors of the logits against float64 (int8: the float model's, it
               "dtype in order default; top-k: inputs whose float64 top class is the target's top-1 / among its "
               "top-5; IEEE twin: the same kernels with IEEE rounding; integer: int8's every call against the exact "
               "integer pipeline")
-TABLE_HEADERS = ["dtype", "target", "order", "max|err|", "mean|err|", "RMSE/eager", "RMSE/fp32", "RMSE/default",
-                 "vs llvm max", "top-1", "top-5", "s/input", "pkts/input", "no record", "integer"]
+TABLE_HEADERS = ["dtype", "target", "order", "max|err|", "mean|err|", "RMSE", "RMSE/eager", "RMSE/fp32",
+                 "RMSE/default", "vs llvm max", "top-1", "top-5", "s/input", "pkts/input", "no record", "integer"]
 
 
 def number(value, spec=".3g") -> str:
@@ -345,10 +344,10 @@ class SettingResult:
         """The setting's rows of the settings' table (:data:`TABLE_HEADERS`): its own, and the IEEE twin's."""
         ids = [self.dtype, self.target, self.order + ("" if self.requested else " (baseline)")]
         if not self.measured:
-            return [ids + ["not measured: " + self.reason] + [""] * 11]
+            return [ids + ["not measured: " + self.reason] + [""] * (len(TABLE_HEADERS) - 4)]
         m, packets = self.metrics, self.packets_per_input
         untuned = len(self.default_calls or ())
-        found = [ids + [number(m.max_abs_error), number(m.mean_abs_error), number(m.rmse_ratio),
+        found = [ids + [number(m.max_abs_error), number(m.mean_abs_error), number(m.rmse), number(m.rmse_ratio),
                         number(m.rmse_ratio_fp32), number(m.rmse_ratio_default),
                         number(None if m.vs_llvm is None else m.vs_llvm.max_abs),
                         f"{m.top1_agreement:.2f}", f"{m.top5_agreement:.2f}",
@@ -357,7 +356,8 @@ class SettingResult:
                         "-" if self.exactness is None else self.exactness.words()]]
         if (t := self.ieee_twin) is not None:
             found.append([self.dtype, self.target, f"{self.order} (IEEE twin)", number(t.max_abs_error),
-                          number(t.mean_abs_error), number(t.rmse_ratio), "", number(t.rmse_ratio_default),
+                          number(t.mean_abs_error), number(t.rmse), number(t.rmse_ratio), "",
+                          number(t.rmse_ratio_default),
                           "", f"{t.top1_agreement:.2f}", f"{t.top5_agreement:.2f}",
                           f"{self.seconds_per_input.ieee_twin:.2f}", "", "", ""])
         return found
