@@ -194,28 +194,28 @@ def test_a_signal_during_the_search_ends_tune_cleanly(tmp_path, signum, moment):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     records = tmp_path / "records"
+    # "starting": the search's process has just started (it imports the suite and TVM next); it says
+    # so on tune's output, where the test waits for it, through a sitecustomize of the test's own
+    # (Python imports it as every interpreter starts: tune's, and the search's).
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(
+        "import sys\nif sys.orig_argv[1:3] == ['-m', 'suite.core.tuning']:\n"
+        f"    print({SEARCH_STARTED!r}, flush=True)\n")
+    path = os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")]))
     args = [str(SUITE_BIN), "tune", "--dtype", "float32", "--workload", MEAN, "--trials", "2"]
     process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               env={**os.environ, "TMPDIR": str(tmp), "TVM_SUITE_TUNING_RECORDS": str(records)},
+                               env={**os.environ, "TMPDIR": str(tmp), "TVM_SUITE_TUNING_RECORDS": str(records),
+                                    "PYTHONPATH": path},
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    # "starting": the search's process has just started (it is importing TVM); "searching":
-    # MetaSchedule builds candidates; "measuring": its runner times them.
-    if moment == "starting":
-        deadline = time.monotonic() + 120
-        while not _search_processes(tmp) and time.monotonic() < deadline and process.poll() is None:
-            time.sleep(0.05)
-        if not _search_processes(tmp):
-            ended = process.poll() is not None
-            pytest.fail("the search's process never started" + (
-                f": tune ended first, exit {process.returncode}: {process.stdout.read()[-2000:]}" if ended else ""))
-    else:
-        marker, seen = {"searching": "to builder", "measuring": "to runner"}[moment], []
-        for line in process.stdout:
-            seen.append(line)
-            if marker in line:
-                break
-        else:
-            pytest.fail(f"the search never reached {marker}: {''.join(seen)[-2000:]}")
+    # "searching": MetaSchedule builds candidates; "measuring": its runner times them.
+    marker, seen = {"starting": SEARCH_STARTED, "searching": "to builder", "measuring": "to runner"}[moment], []
+    for line in process.stdout:
+        seen.append(line)
+        if marker in line:
+            break
+    else:  # tune ended first
+        pytest.fail(f"the search never reached {marker!r}: tune ended, exit {process.wait()}: {''.join(seen)[-2000:]}")
     os.kill(process.pid, signum)
     rest = process.stdout.read()
     process.wait(timeout=120)
@@ -262,6 +262,10 @@ def test_a_search_that_dies_ends_its_workload_not_the_sweep(tmp_path):
         f"tvm-suite: error: not tuned, their search ended without a record: {MEAN}, {second} (each one's output "
         "above says how); `--skip-existing` tunes only these again"), out[-3000:]
     assert "Traceback" not in out and not list((tmp_path / "r").rglob("*.json"))
+
+
+#: What the search's process says as it starts, in test_a_signal_during_the_search_ends_tune_cleanly.
+SEARCH_STARTED = "test: the search's process started"
 
 
 def _search_processes(tmp: Path) -> list[Path]:
