@@ -9,6 +9,7 @@ import dataclasses
 import json
 import shlex
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,19 +98,25 @@ class Reproduce:
 
 def printed_by(argv: list[str], where: Path, stopping) -> str | None:
     """The first line ``tvm-suite ARGV`` prints run in ``where`` (its verdict), or why it printed
-    none; None where the campaign is ``stopping()`` meanwhile (the child is ended at once)."""
-    process = children.start_python(["-c", "import sys; from suite.cli import main; sys.exit(main())", *argv],
-                                    cwd=where, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + TRIAGE_TIMEOUT_S
-    while True:
-        try:
-            out, err = process.communicate(timeout=1.0)
-            break
-        except subprocess.TimeoutExpired:
-            if stopping() or time.monotonic() > deadline:
-                children.end(process)
-                process.communicate()
-                return None if stopping() else f"(no verdict in {TRIAGE_TIMEOUT_S:g} s: ended)"
+    none; None where the campaign is ``stopping()`` meanwhile (the child is ended at once). A
+    triage's CHANGED writes its standalone reproducer (``--repro``, by default
+    ``triage_repro_<func>.py`` in ``where``: the whole inputs written into it, 41 MB for a
+    ResNet-50 matmul); the campaign's runs give it a scratch path, removed after, so that none is
+    left in the finding's directory (a user running the command gets one)."""
+    with tempfile.TemporaryDirectory(prefix="fuzz-triage-") as scratch:
+        extra = ["--repro", str(Path(scratch) / "repro.py")] if argv[:1] == ["triage"] and "--repro" not in argv else []
+        process = children.start_python(["-c", "import sys; from suite.cli import main; sys.exit(main())", *argv,
+                                         *extra], cwd=where, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + TRIAGE_TIMEOUT_S
+        while True:
+            try:
+                out, err = process.communicate(timeout=1.0)
+                break
+            except subprocess.TimeoutExpired:
+                if stopping() or time.monotonic() > deadline:
+                    children.end(process)
+                    process.communicate()
+                    return None if stopping() else f"(no verdict in {TRIAGE_TIMEOUT_S:g} s: ended)"
     lines = [line for line in out.decode(errors="replace").splitlines() if line.strip()]
     if lines:
         return lines[0]
