@@ -221,7 +221,8 @@ def test_a_findings_report_quotes_what_its_reproduce_command_prints(tmp_path, cl
     campaign's verdict as "what triage's verdict says", and triage as the report said gave another.
     With a TVM whose parallel reductions start from 1, the report's command (on the workload's inputs,
     kept with the finding) is run when the finding is kept, and the report quotes its first line;
-    run again, the command prints that line, and the verdict is the campaign's."""
+    run again, the command prints that line, and the verdict is the campaign's. Issue 63: the
+    campaign's run of the command leaves no triage_repro_*.py in the finding."""
     _faulty_env(monkeypatch, "init-one")
     done = cli("fuzz", "--workloads", SMALL_MATMUL, "--traces", "1", "--out", tmp_path / "o", "--json")
     summary = json.loads(done.stdout)
@@ -234,6 +235,9 @@ def test_a_findings_report_quotes_what_its_reproduce_command_prints(tmp_path, cl
     assert "--inputs lv20=inputs/lv20.npy,p12=inputs/p12.npy,p13=inputs/p13.npy" in command
     assert quoted.startswith("CHANGED on llvm: ")
     assert "The campaign's verdict on the schedule it sampled: CHANGED: " in report
+    # triage's standalone reproducer of a CHANGED verdict (the whole inputs written into it: 41 MB
+    # for a ResNet-50 matmul) is not left in the finding by the campaign's runs of the command
+    assert not [p.name for p in kept.iterdir() if p.name.startswith("triage_repro")]
     argv = command.split()[1:]
     again = subprocess.run([sys.executable, "-c", "import sys; from suite.cli import main; sys.exit(main())", *argv],
                            cwd=kept, capture_output=True, text=True, timeout=600, check=False)
