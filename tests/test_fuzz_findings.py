@@ -238,6 +238,10 @@ def test_a_findings_report_quotes_what_its_reproduce_command_prints(tmp_path, cl
     # triage's standalone reproducer of a CHANGED verdict (the whole inputs written into it: 41 MB
     # for a ResNet-50 matmul) is not left in the finding by the campaign's runs of the command
     assert not [p.name for p in kept.iterdir() if p.name.startswith("triage_repro")]
+    # its small program (issue 63), as the report quotes it, judged wrong by its own triage command
+    small = json.loads((kept / "reproducer.json").read_text())
+    assert small["printed"].startswith("CHANGED on llvm: ") and small["command"] in report
+    assert "T.reads(" not in (kept / "reproducer_after.py").read_text()
     argv = command.split()[1:]
     again = subprocess.run([sys.executable, "-c", "import sys; from suite.cli import main; sys.exit(main())", *argv],
                            cwd=kept, capture_output=True, text=True, timeout=600, check=False)

@@ -506,12 +506,34 @@ class Campaign:
 
         found = shrink.shrink(combination.workload, combination.dtype, trace, line.outcome, line.message, judge,
                               self.options.shrink_tries)
+        started = time.monotonic()
+        # the program less what only MetaSchedule reads is another program: kept only where the
+        # report's own command judges it failing as the finding did
+        lean = shrink.bare(found.after)
+        candidates = [dataclasses.replace(found, after=lean, kept=[*found.kept, shrink.BARE])] if lean else []
+        for candidate in [*candidates, found]:
+            argv, printed = self._reproducer_printed(combination, candidate, where)
+            word = printed.split(" ")[0]
+            if candidate is found or (word in {o.value for o in Outcome if o.is_wrong}
+                                      and shrink.keeps(line.outcome, line.message, Outcome(word), "")):
+                found = candidate
+                break
+        reproducer = shrink.Reproducer(found, builds[0], findings.Reproduce(argv, printed).command, printed,
+                                       time.monotonic() - started)
+        write_own(where / "reproducer.json", json.dumps(reproducer.to_json(), indent=1))
+        return reproducer
+
+    def _reproducer_printed(self, combination: Combination, found: shrink.Shrunk, where: Path) -> tuple[list, str]:
+        """``found`` written in ``where`` (``reproducer_before.py``, ``reproducer_after.py``) and
+        the triage command on the two files run once: its argv and what it printed. On triage's
+        own inputs, else (they do not show a wrong result) on the small workload's, kept in
+        ``reproducer_inputs/``."""
+        shutil.rmtree(where / "reproducer_inputs", ignore_errors=True)  # an earlier candidate's
         write_own(where / "reproducer_before.py", found.before)
         write_own(where / "reproducer_after.py", found.after)
         argv = ["triage", "reproducer_before.py", "reproducer_after.py", "--target", combination.target.name]
         if self.options.thresholds is not None:
             argv += ["--thresholds", str(self.options.thresholds.absolute())]
-        started = time.monotonic()
         printed = findings.printed_by(argv, where, lambda: self.stopping)
         if printed is not None and printed.split(" ")[0] not in {o.value for o in Outcome if o.is_wrong}:
             made = shrink.workload(combination.workload, found.chain)  # triage's own inputs do not show it
@@ -528,10 +550,7 @@ class Campaign:
             printed = findings.printed_by(argv, where, lambda: self.stopping)
         if printed is None:
             raise pools.Stopping(pools.STOPPING)
-        reproducer = shrink.Reproducer(found, builds[0], findings.Reproduce(argv, printed).command, printed,
-                                       time.monotonic() - started)
-        write_own(where / "reproducer.json", json.dumps(reproducer.to_json(), indent=1))
-        return reproducer
+        return argv, printed
 
     def _reproduce_argv(self, combination: Combination, where: Path, has_trace: bool) -> list[str]:
         """The triage command (after ``tvm-suite``) that reproduces the finding in ``where``: its

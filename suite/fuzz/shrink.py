@@ -9,14 +9,21 @@ trace still finds them). The edits (:func:`edits`), each kept only where the pro
 
 - a fused stage dropped: an epilogue (the relu, the bias add after a conv2d or a matmul), or a
   producer whose output becomes an input of the stage after it;
-- a size made smaller: the reduction (K, a conv2d's input channels), the output channels or
-  columns, the output's rows or spatial extent, each to the smallest of 1, 2, 4, ... that still
-  fails (bisected over those sizes, as if failing were monotone in the size).
+- a size made smaller: the reduction (K, a conv2d's input channels and its kernel window), the
+  output channels or columns, the output's rows or spatial extent, a conv2d's strides and
+  dilation, each to the smallest of 1, 2, 4, ... that still fails (1 first, then bisected over
+  those sizes, as if failing were monotone in the size).
+
+The program kept is printed without its blocks' ``T.reads`` and ``T.writes`` where TVM's parser
+infers the same (:func:`tidied`: the same program); :func:`bare` makes another, less what only
+MetaSchedule reads, which the campaign keeps only where the report's own triage command judges it
+failing as the finding did.
 
 Each candidate's trace is first made one that replays on the smaller program
 (:func:`suite.fuzz.blame.replayable`, no build); one that no longer replays, or keeps no
 primitive, costs nothing. Then each primitive of the trace is dropped in turn on the small
-program, where builds are cheap (a trace 1-minimal on the workload need not be on it). Every
+program, where builds are cheap (a trace 1-minimal on the workload need not be on it); one whose
+drop lost the failure is not tried again after another goes. Every
 candidate is judged by ``judge``, the campaign's: the small before program
 and the scheduled one built and run by the campaign's worker children (the same TVM, environment
 and hooks), judged by triage's verdict against the float64 reference of the small chain; kept
@@ -25,10 +32,12 @@ where :func:`keeps` says it fails as the finding did.
 
 from __future__ import annotations
 
+import ast
 import copy
 import functools
 import json
 import math
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -187,8 +196,8 @@ def _dropped(chain: dict, n: int) -> dict | None:
 
 def _sizes(chain: dict) -> dict[str, int]:
     """The sizes of ``chain`` that can be made smaller, by name: its first step's (a matmul's
-    K, N and M; a conv2d's input and output channels and output height and width; another op's
-    output axes)."""
+    K, N and M; a conv2d's input and output channels, output height and width, and its kernel
+    window, strides and dilation; another op's output axes)."""
     first = chain["steps"][0]
     shapes = [chain["inputs"][i]["shape"] for kind, i in first["args"] if kind == "input"]
     out = _shapes(chain)[0]
@@ -196,10 +205,13 @@ def _sizes(chain: dict) -> dict[str, int]:
         return {"K": shapes[1][0], "N": shapes[1][1], "M": shapes[0][-2]}
     if first["op"] == "conv2d" and len(shapes) == 2:
         a = first["attrs"]
-        nhwc = a["data_layout"] == "NHWC"
+        nhwc, hwio = a["data_layout"] == "NHWC", a["kernel_layout"] == "HWIO"
         c = shapes[0][3] if nhwc else shapes[0][1]
         o, h, w = (out[3], out[1], out[2]) if nhwc else (out[1], out[2], out[3])
-        return {"input channels": c, "output channels": o, "height": h, "width": w}
+        kh, kw = shapes[1][:2] if hwio else shapes[1][2:]
+        return {"input channels": c, "output channels": o, "height": h, "width": w, "kernel height": kh,
+                "kernel width": kw, "stride height": a["strides"][0], "stride width": a["strides"][1],
+                "dilation height": a["dilation"][0], "dilation width": a["dilation"][1]}
     return {f"axis {n}": size for n, size in enumerate(out) if size > 1}
 
 
@@ -229,12 +241,19 @@ def _resized(chain: dict, name: str, size: int) -> dict | None:
             weight[2 if hwio else 1] = size
         elif name == "output channels":
             weight[3 if hwio else 0] = size
-        else:
-            axis = 0 if name == "height" else 1
+        else:  # a spatial size: the data's height or width made again for the output's
+            axis = 0 if name.endswith("height") else 1
+            out = old_shapes[0][(1 if nhwc else 2) + axis]
+            if name in ("height", "width"):
+                out = size
+            elif name.startswith("kernel "):
+                weight[(0 if hwio else 2) + axis] = size
+            else:  # a stride or a dilation
+                attrs["strides" if name.startswith("stride ") else "dilation"][axis] = size
             kernel = weight[axis] if hwio else weight[2 + axis]
             padding = attrs["padding"]
             pads = padding[axis] + padding[axis + 2] if len(padding) == 4 else 2 * padding[axis % len(padding)]
-            extent = (size - 1) * attrs["strides"][axis] + (kernel - 1) * attrs["dilation"][axis] + 1 - pads
+            extent = (out - 1) * attrs["strides"][axis] + (kernel - 1) * attrs["dilation"][axis] + 1 - pads
             if extent < 1:
                 return None
             data[(1 if nhwc else 2) + axis] = extent
@@ -350,6 +369,91 @@ class Shrunk:
                 "tried": [{"what": t.what, "outcome": t.outcome.value, "kept": t.kept} for t in self.tried]}
 
 
+#: A block's access regions (``T.reads``, ``T.writes``): TVM's parser infers them where they are not written.
+_ACCESS = re.compile(r"\s*T\.(reads|writes)\(.*\)\s*")
+_BLOCK_ATTRS = re.compile(r"\s*T\.sblock_attr\((.*)\)\s*")
+_FUNCTION_ATTRS = re.compile(r"\s*T\.func_attr\(.*\)\s*")
+
+
+def _without(script: str, pattern: re.Pattern, only=lambda found: True) -> str:
+    """``script`` less the lines ``pattern`` matches whole (and ``only`` accepts)."""
+    return "".join(line for line in script.splitlines(keepends=True)
+                   if not ((found := pattern.fullmatch(line.rstrip("\n"))) and only(found)))
+
+
+def _scheduling_notes(found: re.Match) -> bool:
+    """Whether a block's annotations are all MetaSchedule's own (``meta_schedule.tiling_structure``...)."""
+    try:
+        notes = ast.literal_eval(found.group(1))
+    except (ValueError, SyntaxError):
+        return False
+    return isinstance(notes, dict) and all(str(key).startswith("meta_schedule.") for key in notes)
+
+
+#: A block's spatial axis of extent 1 (``v_i0 = T.axis.spatial(T.int64(1), i0_2 + i0_3)``): always 0.
+_UNIT_AXIS = re.compile(r"(\s*)(\w+) = T\.axis\.spatial\((1|T\.int(?:32|64)\(1\)), .*\)\s*")
+
+
+def _unit_axes_bound(script: str) -> str:
+    """``script`` with each block's spatial axes of extent 1 left out, 0 written for them in the
+    block (a block needs no axis its extent-1 loops bind)."""
+    lines, made, bound = script.splitlines(keepends=True), [], []  # bound: (indent, name, zero) in force
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        bound = [b for b in bound if indent >= b[0]]
+        found = _UNIT_AXIS.fullmatch(line.rstrip("\n"))
+        if found:
+            zero = "0" if found.group(3) == "1" else found.group(3).replace("(1)", "(0)")
+            bound.append((len(found.group(1)), found.group(2), zero))
+            continue
+        for _, name, zero in bound:
+            line = re.sub(rf"\b{re.escape(name)}\b", zero, line)
+        made.append(line)
+    return "".join(made)
+
+
+def _parsed(script: str):
+    from suite import compat
+
+    return compat.tvm().script.from_source(script)
+
+
+def tidied(script: str) -> str:
+    """``script`` (TVMScript of a PrimFunc, as the suite prints it) less its blocks' ``T.reads``
+    and ``T.writes``, where TVM's parser infers the same regions from the rest: the same program
+    (structurally equal, checked here), in fewer lines. ``script`` as it is where it would not be."""
+    from suite.triage import tvmscript
+
+    lean = _without(script, _ACCESS)
+    if lean == script:
+        return script
+    try:
+        same = tvmscript.same_program(_parsed(script), _parsed(lean))
+    except Exception:  # any refusal of TVM's parser: the script as printed
+        return script
+    return lean if same else script
+
+
+#: What :func:`bare` leaves out, in words (a reproducer's ``kept``).
+BARE = "function attributes, MetaSchedule's block annotations and spatial axes of extent 1 left out"
+
+
+def bare(script: str) -> str | None:
+    """Another program than ``script``, to be judged: its function attributes (``T.func_attr``),
+    the block annotations only MetaSchedule reads and its blocks' spatial axes of extent 1 left
+    out, printed again by TVM and :func:`tidied`. None where there are none, or TVM's parser
+    refuses what is left."""
+    from suite.triage import tvmscript
+
+    lean = _unit_axes_bound(_without(_without(script, _FUNCTION_ATTRS), _BLOCK_ATTRS, _scheduling_notes))
+    if lean == script:
+        return None
+    try:
+        return tidied(tvmscript.script(_parsed(lean), "main"))
+    except Exception:  # any refusal of TVM's parser
+        return None
+
+
 def lines(script: str) -> int:
     """The lines of a TVMScript program, less blank lines and comments (the printer's imports)."""
     return sum(1 for line in script.splitlines() if line.strip() and not line.lstrip().startswith("#"))
@@ -408,7 +512,7 @@ def shrink(original, dtype: str, trace: list, outcome: Outcome, message: str, ju
         low, high = -1, len(ladder)  # ladder[high] fails (the size as it is), ladder[low] does not
         best = None
         while high - low > 1 and not cut:
-            middle = (low + high) // 2
+            middle = 0 if low == -1 else (low + high) // 2  # 1 first: most sizes go to 1, in one candidate
             words = f"{name} {size} -> {ladder[middle]}"
             found = attempt(words, _resized(chain, name, ladder[middle]))
             if found is not None:
@@ -420,9 +524,12 @@ def shrink(original, dtype: str, trace: list, outcome: Outcome, message: str, ju
             kept.append(words)
     # a trace 1-minimal on the workload need not be on the small program: a primitive more may go
     replays, changed, before = blame.replayable(prim_func(workload(original, chain), dtype)), True, len(trace[0])
+    needed = set()  # the primitives whose drop was judged and did not keep the failure: not tried again
     while changed and not cut:
         changed = False
         for n in reversed(blame.primitive_positions(trace)):
+            if json.dumps(trace[0][n]) in needed:
+                continue
             candidate = replays(blame.drop(trace, [n]))
             candidate = None if candidate is None else blame.unused_lookups_dropped(candidate)
             key = json.dumps([chain, candidate])
@@ -435,13 +542,14 @@ def shrink(original, dtype: str, trace: list, outcome: Outcome, message: str, ju
             if fails(f"{trace[0][n][0]} #{n} dropped from the trace", chain, candidate):
                 trace, changed = candidate, True
                 break
+            needed.add(json.dumps(trace[0][n]))
     if len(trace[0]) < before:
         kept.append(f"trace {before} -> {len(trace[0])} instructions")
     small = prim_func(workload(original, chain), dtype)
     sch = compat.schedule(small)
     compat.apply_trace(trace, sch)
-    return Shrunk(chain, trace, tvmscript.script(small, "main"), tvmscript.script(sch.mod["main"], "main"), kept,
-                  tried, time.monotonic() - started, not cut)
+    return Shrunk(chain, trace, tidied(tvmscript.script(small, "main")), tidied(tvmscript.script(sch.mod["main"], "main")),
+                  kept, tried, time.monotonic() - started, not cut)
 
 
 def shape_words(chain: dict) -> str:
