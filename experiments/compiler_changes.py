@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from suite import cache, compat
-from suite.core import execution, schedules, tuning, workloads
+from suite.core import execution, schedules, tuning_records, workloads
 from suite.core.combo import Combo
 from suite.errors import OrderNotApplicable
 from suite.targets import hexagon_qf, hvx_toolchain
@@ -248,7 +248,7 @@ def scheduled(combo: Combo):
     replayed for ``tuned``)."""
     records = combo.target.records_from
     if combo.order == "tuned":
-        found = tuning.records_target(records, combo.dtype, combo.workload.id)
+        found = tuning_records.records_target(records, combo.dtype, combo.workload.id)
         records = (found,) if found else records
     return schedules.apply(workloads.prim_func(combo.workload, combo.dtype), combo.order, combo.workload.id,
                            combo.dtype, records)

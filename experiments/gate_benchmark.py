@@ -204,14 +204,14 @@ class Step:
 
 
 def choose_combos(count: int, seed: int) -> list[tuple[str, str, str, str]]:
-    from suite.core import tuning, workloads
+    from suite.core import tuning_records, workloads
     from suite.core.combo import Combo
 
     found = []
     for workload in workloads.default_ids():
         for dtype in ("float32", "float16"):
             combo = Combo.resolve(workload, dtype, "llvm", "tuned")
-            if tuning.records_target(combo.target.records_from, dtype, workload):
+            if tuning_records.records_target(combo.target.records_from, dtype, workload):
                 found.append(combo.ids)
     rng = random.Random(seed)
     return sorted(rng.sample(found, min(count, len(found))))
@@ -223,10 +223,10 @@ HEXAGON = "hexagon-v68-qf"
 def choose_hexagon_combos(count: int, seed: int) -> list[tuple[str, str, str, str]]:
     """The seed conv2d and ResNet-50's conv2d workloads tuned for Hexagon in float16 (drawn with
     ``seed``), but the 224x224 stem, whose every emulated variant takes minutes."""
-    from suite.core import tuning, workloads
+    from suite.core import tuning_records, workloads
 
     found = [(w, "float16", HEXAGON, "tuned") for w in workloads.default_ids()
-             if "conv2d" in w and "224x224" not in w and tuning.records_target((HEXAGON,), "float16", w)]
+             if "conv2d" in w and "224x224" not in w and tuning_records.records_target((HEXAGON,), "float16", w)]
     chosen = sorted(random.Random(seed).sample(found, min(max(count - 1, 0), len(found))))
     return ([(workloads.SEED_ID, "float16", HEXAGON, "tuned")] if count else []) + chosen
 

@@ -43,7 +43,7 @@ CENSUS = ("with_hvx_fp", "packets", "instructions", "loads_after", "endloop_spli
 
 
 def _build(args) -> int:
-    from suite.core import schedules, tuning, workloads
+    from suite.core import schedules, tuning_records, workloads
     from suite.core.combo import Combo
     from suite.targets import hexagon, hvx_asm
 
@@ -59,7 +59,7 @@ def _build(args) -> int:
             where.mkdir(exist_ok=True)
             records = combo.target.records_from
             if order == "tuned":
-                found = tuning.records_target(records, "float16", workload_id)
+                found = tuning_records.records_target(records, "float16", workload_id)
                 if found is None:
                     print(f"{label}: no tuning record, skipped")
                     continue

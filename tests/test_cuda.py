@@ -5,7 +5,7 @@ committed GPU records replay) need no GPU and run everywhere."""
 import pytest
 
 from suite import compat
-from suite.core import measurement, peers, schedules, timing, tuning, workloads
+from suite.core import measurement, peers, schedules, timing, tuning_records, workloads
 from suite.core.combo import Combo
 from suite.core.record import Status
 from suite.errors import OrderNotApplicable
@@ -63,7 +63,7 @@ def test_dlight_binds_every_kind_of_resnet50_workload_to_gpu_threads():
 def test_committed_gpu_records_replay_on_installed_tvm():
     """Tensor-core (wmma) fp16 traces need TVM's tensor intrinsics registered; they are."""
     for workload_id, tensor_cores in ((SEED, True), ("resnet50.max_pool2d.112x112x64-k3s2", False)):
-        assert tuning.trace_path("cuda", "float16", workload_id).exists()
+        assert tuning_records.trace_path("cuda", "float16", workload_id).exists()
         func = workloads.prim_func(workloads.get(workload_id), "float16")
         text = schedules.apply(func, "tuned", workload_id, "float16", "cuda").script()
         assert "threadIdx.x" in text

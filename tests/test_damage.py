@@ -32,7 +32,7 @@ import pytest
 from asv_runs import WORKLOAD, plant, plant_file, qf_two_commit_results, two_commit_results
 from conftest import run_cli
 from suite import cache, cli, targets
-from suite.core import measurement, retimings, runstore, tuning, workloads
+from suite.core import measurement, retimings, runstore, tuning_records, workloads
 from suite.targets import hexagon, hvx_toolchain
 
 pytestmark = pytest.mark.slow
@@ -573,7 +573,7 @@ def test_damaged_default_thresholds(llvm_run, capsys, tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def records_copy(tmp_path_factory):
     where = tmp_path_factory.mktemp("records")
-    shutil.copytree(tuning.RECORDS_DIR / "llvm" / "float32", where / "llvm" / "float32")
+    shutil.copytree(tuning_records.RECORDS_DIR / "llvm" / "float32", where / "llvm" / "float32")
     return where
 
 

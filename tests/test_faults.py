@@ -71,11 +71,11 @@ def test_environment_paths_are_resolved_and_checked(tmp_path):
 def test_a_relative_records_path_reaches_asvs_processes(tmp_path):
     """`TVM_SUITE_TUNING_RECORDS=recs tvm-suite run ...` from the directory that holds recs/: asv's
     benchmark processes, which run elsewhere, read the same records (tuned measured, not skipped)."""
-    from suite.core import tuning
+    from suite.core import tuning_records
 
     records = tmp_path / "recs" / "llvm" / "float16" / "traces"
     records.mkdir(parents=True)
-    shutil.copy(tuning.trace_path("llvm", "float16", MEAN), records)
+    shutil.copy(tuning_records.trace_path("llvm", "float16", MEAN), records)
     done = run_in_process("run", "--quick", "--workloads", MEAN, "--dtypes", "float16", "--out", "asv",
                           env={"TVM_SUITE_TUNING_RECORDS": "recs", "HOME": str(tmp_path)}, cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
@@ -307,14 +307,14 @@ def test_report_out_inside_the_results_is_refused(tmp_path, runs):
 def test_two_tunings_of_one_record_meet_at_its_lock(tmp_path, monkeypatch):
     """Two `tune`s of one record, with different caches and two spellings of the records path,
     cannot both write: the lock lies beside the record."""
-    from suite.core import tuning
+    from suite.core import tuning_records
 
     records = tmp_path / "records"
     (tmp_path / "other").symlink_to(records)
-    monkeypatch.setenv(tuning.RECORDS_ENV, str(records))
-    with tuning.tuning_lock("llvm", "float32", MEAN):
+    monkeypatch.setenv(tuning_records.RECORDS_ENV, str(records))
+    with tuning_records.tuning_lock("llvm", "float32", MEAN):
         done = run_cli("tune", "--dtype", "float32", "--workload", MEAN, "--trials", "2",
-                       env={tuning.RECORDS_ENV: str(tmp_path / "other"), "TVM_SUITE_CACHE": str(tmp_path / "cache2")})
+                       env={tuning_records.RECORDS_ENV: str(tmp_path / "other"), "TVM_SUITE_CACHE": str(tmp_path / "cache2")})
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"busy     {MEAN} float32 llvm is being tuned by pid {os.getpid()} on " in done.stdout
     assert not (records / "llvm" / "float32" / "traces" / f"{MEAN}.json").exists()

@@ -276,7 +276,7 @@ def test_tune_leaves_the_committed_records_byte_identical(tmp_path_factory):
     """README's tour line, tune without --into-checkout: the record goes to the user's directory,
     which the tuned order then replays; the checkout's records are as they were, byte for byte.
     (The tuning is test_tuning's, made once per session.)"""
-    from suite.core import tuning
+    from suite.core import tuning_records
 
     done = tuned_into_home(tmp_path_factory)
     assert done["returncode"] == 0, done["stdout"][-3000:] + done["stderr"][-3000:]
@@ -288,10 +288,10 @@ def test_tune_leaves_the_committed_records_byte_identical(tmp_path_factory):
     assert record["trials"] == 4 and record["workload"] == MEAN
     assert committed_digests() == done["committed_before"]
     # the user's record is the one that replays now
-    env = {k: v for k, v in os.environ.items() if k not in (tuning.RECORDS_ENV, "XDG_DATA_HOME")}
+    env = {k: v for k, v in os.environ.items() if k not in (tuning_records.RECORDS_ENV, "XDG_DATA_HOME")}
     env["HOME"] = done["home"]
-    found = subprocess.run([sys.executable, "-c", "from suite.core import tuning; "
-                            f"print(tuning.trace_path('llvm', 'float32', {MEAN!r}))"],
+    found = subprocess.run([sys.executable, "-c", "from suite.core import tuning_records; "
+                            f"print(tuning_records.trace_path('llvm', 'float32', {MEAN!r}))"],
                            capture_output=True, text=True, env=env, check=True).stdout.strip()
     assert found == str(mine / f"{MEAN}.json")
 

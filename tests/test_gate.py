@@ -217,13 +217,13 @@ def test_a_failed_build_is_not_ready(cli, tmp_path):
     names it, the gate says NOT READY (exit 1) with the reason."""
     import json as _json
 
-    from suite.core import tuning
+    from suite.core import tuning_records
     from test_tuning import MATMUL, break_trace
 
     repo = tmp_path / "tvm"
     commits = two_commit_repo(repo)
     records = tmp_path / "records"
-    shutil.copytree(tuning.RECORDS_DIR / "llvm" / "float32" / "traces",
+    shutil.copytree(tuning_records.RECORDS_DIR / "llvm" / "float32" / "traces",
                     records / "llvm" / "float32" / "traces", ignore=shutil.ignore_patterns("seed*", "resnet50.c*",
                                                                                           "resnet50.max*"))
     out = tmp_path / "asv"
@@ -252,13 +252,13 @@ def slower_trace(path):
     tuning measured (6.7x the best), kept in tests/data."""
     import json as _json
 
-    from suite.core import tuning
+    from suite.core import tuning_records
 
     slowest = _json.loads((Path(__file__).parent / "data" / "llvm-float32-matmul_add.2048-1000.slowest-candidate.json").read_text())
     record = _json.loads(path.read_text())
     assert record["workload"] == slowest["workload"] and slowest["measured_s"] > 3 * record["best_measured_s"]
     record["trace"] = slowest["trace"]
-    record["trace_sha256"] = tuning.trace_digest(record["trace"])
+    record["trace_sha256"] = tuning_records.trace_digest(record["trace"])
     path.write_text(_json.dumps(record))
 
 
@@ -268,13 +268,13 @@ def test_remeasurement_confirms_a_real_slowdown_and_calls_noise_noisy(cli, tmp_p
     times both pairs again, interleaved: the first is confirmed, the second is noisy."""
     import json as _json
 
-    from suite.core import tuning
+    from suite.core import tuning_records
     from test_tuning import MATMUL
 
     repo = tmp_path / "tvm"
     commits = two_commit_repo(repo)
     records = tmp_path / "records" / "llvm" / "float32"
-    shutil.copytree(tuning.RECORDS_DIR / "llvm" / "float32", records,
+    shutil.copytree(tuning_records.RECORDS_DIR / "llvm" / "float32", records,
                     ignore=lambda d, names: [n for n in names if n.startswith(("seed", "resnet50.c", "resnet50.max"))])
     out = tmp_path / "asv"
     args = ("run", "--quick", "--workloads", MATMUL, "--dtypes", "float32", "--out", str(out), "--tvm-repo", str(repo))

@@ -10,7 +10,7 @@ import pytest
 
 from suite import cli as suite_cli
 from suite import compat, targets
-from suite.core import measurement, schedules, tuning, workloads
+from suite.core import measurement, output_check, schedules, tuning_records, workloads
 from suite.core.combo import Combo
 from suite.core.record import Status
 from suite.errors import OrderNotApplicable
@@ -23,7 +23,7 @@ MATMUL = "resnet50.matmul_add.2048-1000"
 #: What `tune` searches: MetaSchedule's candidate for it builds in seconds (the mean's first
 #: candidate is 66,000 lines of Hexagon assembly, minutes of LLVM each time it is built).
 POOL = "resnet50.max_pool2d.112x112x64-k3s2"
-COMMITTED = tuning.RECORDS_DIR
+COMMITTED = tuning_records.RECORDS_DIR
 needs_v68_qemu = pytest.mark.skipif(
     targets.get(QF).unavailable() is not None, reason=f"{targets.get(QF).unavailable()}")
 
@@ -31,7 +31,7 @@ needs_v68_qemu = pytest.mark.skipif(
 @pytest.fixture
 def records(tmp_path, monkeypatch):
     """An empty scratch records directory, for this process and the commands it starts."""
-    monkeypatch.setenv(tuning.RECORDS_ENV, str(tmp_path / "records"))
+    monkeypatch.setenv(tuning_records.RECORDS_ENV, str(tmp_path / "records"))
     return tmp_path / "records"
 
 
@@ -75,7 +75,7 @@ def test_replay_prefers_the_hexagon_record_and_falls_back_to_llvm(records):
     names = targets.get("hexagon-v68").records_from
     func = workloads.prim_func(workloads.get(wid), dtype)
     # None: a skip naming both, and the command that tunes for Hexagon.
-    assert tuning.records_target(names, dtype, wid) is None
+    assert tuning_records.records_target(names, dtype, wid) is None
     with pytest.raises(OrderNotApplicable, match=f"on {QF} or llvm .*tune --target {QF} "):
         schedules.apply(func, "tuned", wid, dtype, names)
     assert schedules.schedule_digest("tuned", wid, dtype, names) is None
@@ -83,16 +83,16 @@ def test_replay_prefers_the_hexagon_record_and_falls_back_to_llvm(records):
     source = json.loads((COMMITTED / "llvm" / dtype / "traces" / f"{wid}.json").read_text())
     (records / "llvm" / dtype / "traces").mkdir(parents=True)
     (records / "llvm" / dtype / "traces" / f"{wid}.json").write_text(json.dumps(source))
-    assert tuning.records_target(names, dtype, wid) == "llvm"
+    assert tuning_records.records_target(names, dtype, wid) == "llvm"
     llvm_key = Combo.resolve(wid, dtype, "hexagon-v68", "tuned").key["schedule"]
     assert llvm_key == schedules.schedule_digest("tuned", wid, dtype, "llvm") is not None
     # A Hexagon record wins, per workload, and changes the cache key.
     source["target"], source["measure"] = QF, "emulated"
-    path = tuning.trace_path(QF, dtype, wid)
+    path = tuning_records.trace_path(QF, dtype, wid)
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(source))
-    assert tuning.records_target(names, dtype, wid) == QF
-    assert tuning.records_target(names, dtype, MEAN) is None
+    assert tuning_records.records_target(names, dtype, wid) == QF
+    assert tuning_records.records_target(names, dtype, MEAN) is None
     assert Combo.resolve(wid, dtype, "hexagon-v68", "tuned").key["schedule"] not in (None, llvm_key)
     assert schedules.apply(func, "tuned", wid, dtype, names).script() != func.script()
 
@@ -103,7 +103,7 @@ def test_the_record_says_whose_trace_replayed(records):
     wid, dtype = MATMUL, "float32"
     source = (COMMITTED / "llvm" / dtype / "traces" / f"{wid}.json").read_text()
     for name in ("llvm", QF):
-        path = tuning.trace_path(name, dtype, wid)
+        path = tuning_records.trace_path(name, dtype, wid)
         path.parent.mkdir(parents=True)
         path.write_text(source if name == "llvm" else source.replace('"target": "llvm"', f'"target": "{QF}"'))
         record = measurement.measure(Combo.resolve(wid, dtype, "hexagon-v68", "tuned"))
@@ -116,7 +116,7 @@ def test_the_record_says_whose_trace_replayed(records):
 def test_committed_packet_records_count_every_candidate_that_ran():
     """A candidate's packets can pass 1e9 (scalar fp16 code runs billions): it ran, and the record
     counts it as measured, never among the failures (whose MetaSchedule seconds read 1e10)."""
-    found = [tuning.read_record(path)[1] for path in sorted(tuning.records_dir(QF, "float16").glob("traces/*.json"))]
+    found = [tuning_records.read_record(path)[1] for path in sorted(tuning_records.records_dir(QF, "float16").glob("traces/*.json"))]
     by_packets = [r for r in found if r["measure"] == "packets"]
     assert by_packets and {r["measure"] for r in found} <= {"packets", "emulated"}
     for record in by_packets:
@@ -133,7 +133,7 @@ def test_committed_packet_records_count_every_candidate_that_ran():
 
 def test_output_check_tells_wrong_from_rounded():
     ref = np.linspace(-2, 2, 64).reshape(1, 64)
-    check = tuning._output_check(lambda: ref)
+    check = output_check._output_check(lambda: ref)
     assert check(ref.astype(np.float16)) is None
     assert "non-finite" in check(np.full_like(ref, np.inf))
     assert "wrong output" in check(ref[:, ::-1])
@@ -148,7 +148,7 @@ def built_mean(dtype="float16"):
     workload = workloads.get(MEAN)
     func = workloads.prim_func(workload, dtype)
     schedule = compat.schedule(func.with_attr("global_symbol", "main"))
-    compat.apply_trace(tuning.read_record(COMMITTED / "llvm" / dtype / "traces" / f"{MEAN}.json")[1]["trace"],
+    compat.apply_trace(tuning_records.read_record(COMMITTED / "llvm" / dtype / "traces" / f"{MEAN}.json")[1]["trace"],
                        schedule)
     built = hexagon_tune.build_candidate(schedule.mod, None, mcpu="hexagonv68", mattr=target.mattr,
                                          llvm_options=target.llvm_options)
@@ -204,21 +204,21 @@ def test_tune_command_writes_a_hexagon_record_that_replays(cli, records):
     # without a name (TVM 0.27 s_tir/meta_schedule/logging.py formats every handler's name).
     # Never tuned for Hexagon: `tuned` replays llvm's record, which competes with the first tuning's
     # best (llvm's trace executes fewer packets than MetaSchedule's one candidate: it is kept).
-    llvm_record = tuning.trace_path("llvm", "float16", POOL)
+    llvm_record = tuning_records.trace_path("llvm", "float16", POOL)
     llvm_record.parent.mkdir(parents=True)
     shutil.copyfile(COMMITTED / "llvm" / "float16" / "traces" / f"{POOL}.json", llvm_record)
     replayed = measurement.measure(Combo.resolve(POOL, "float16", QF, "tuned"))
     assert replayed.ok and replayed.tuned_from == "llvm", replayed.reason
     done = cli("tune", "--target", QF, "--dtype", "float16", "--workload", POOL, "--trials", "1")
     assert done.returncode == 0, done.stdout + done.stderr
-    record = json.loads(tuning.trace_path(QF, "float16", POOL).read_text())
+    record = json.loads(tuning_records.trace_path(QF, "float16", POOL).read_text())
     assert record["target"] == QF and record["trials"] == 1 and record["trace"]
     assert record["measure"] == "packets" and "lower bound of a Hexagon's cycles" in record["measure_is"]
     assert record["best_packets"] > 1000 and record["best_emulated_s"] > 0 and "best_measured_s" not in record
     assert record["candidates_measured"] == len(record["candidates_packets"]) == len(record["candidates_emulated_s"])
     assert record["candidates_packets"] == sorted(record["candidates_packets"])
     assert record["tuned_on"]["target"] == QF
-    assert not (tuning.records_dir(QF, "float16") / "database").exists()  # traces only
+    assert not (tuning_records.records_dir(QF, "float16") / "database").exists()  # traces only
     from_llvm = record["previous_record"]
     assert from_llvm["target"] == "llvm" and from_llvm["measure"] == "latency"
     assert from_llvm["packets"] == replayed.counts["packets"]  # measured as the candidates are: the same count
@@ -226,7 +226,7 @@ def test_tune_command_writes_a_hexagon_record_that_replays(cli, records):
     assert from_llvm["kept"] is (from_llvm["packets"] < record["candidates_packets"][0])
     assert ("llvm's record kept" if from_llvm["kept"] else "llvm's record: ") in done.stdout
     # --skip-existing keeps a record tuned by packets ...
-    path = tuning.trace_path(QF, "float16", POOL)
+    path = tuning_records.trace_path(QF, "float16", POOL)
     kept = cli("tune", "--target", QF, "--dtype", "float16", "--workload", POOL, "--trials", "1", "--skip-existing")
     assert kept.returncode == 0 and f"kept     {POOL} (already tuned by packets)" in kept.stdout
     assert json.loads(path.read_text()) == record
@@ -236,7 +236,7 @@ def test_tune_command_writes_a_hexagon_record_that_replays(cli, records):
     llvm_record.unlink()
     as_written = [[], []]
     path.write_text(json.dumps({**record, "measure": "emulated", "trace": as_written,
-                                "trace_sha256": tuning.trace_digest(as_written)}))
+                                "trace_sha256": tuning_records.trace_digest(as_written)}))
     record = json.loads(path.read_text())
     default = measurement.measure(Combo.resolve(POOL, "float16", QF, "default"))
     assert default.ok, default.reason
@@ -254,7 +254,7 @@ def test_tune_command_writes_a_hexagon_record_that_replays(cli, records):
         assert second["trace"] == record["trace"] and "the record it replaces kept" in again.stdout
     else:
         assert second["trace"] != record["trace"] and "the record it replaces: " in again.stdout
-    assert tuning.trace_digest(second["trace"]) == second["trace_sha256"]
+    assert tuning_records.trace_digest(second["trace"]) == second["trace_sha256"]
     tuned = measurement.measure(Combo.resolve(POOL, "float16", QF, "tuned"))
     assert tuned.ok, tuned.reason
     assert tuned.tuned_from == QF and tuned.emulated_s > 0

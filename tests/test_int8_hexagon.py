@@ -9,7 +9,7 @@ import pytest
 from conftest import one_line, run_in_process
 
 from suite import targets
-from suite.core import execution, quantized, schedules, tuning, workloads
+from suite.core import dot_product, execution, quantized, schedules, tuning_records, workloads
 from suite.targets import hexagon
 from suite.targets.base import Output
 
@@ -30,18 +30,18 @@ def test_an_int8_record_replays_only_on_its_own_instruction_set(tmp_path, monkey
     # An llvm int8 record holds x86 dot products: a Hexagon target does not fall back to it as it
     # does for float records, so its `tuned` int8 order is a skip until Hexagon is tuned.
     record = {"workload": CONV, "dtype": "int8", "trace": [[], []]}
-    record["trace_sha256"] = tuning.trace_digest(record["trace"])
+    record["trace_sha256"] = tuning_records.trace_digest(record["trace"])
     for dtype in ("int8", "float16"):
-        path = tuning.record_path("llvm", dtype, CONV, tmp_path)
+        path = tuning_records.record_path("llvm", dtype, CONV, tmp_path)
         path.parent.mkdir(parents=True)
         path.write_text(json.dumps({**record, "dtype": dtype}))
-    monkeypatch.setenv(tuning.RECORDS_ENV, str(tmp_path))
+    monkeypatch.setenv(tuning_records.RECORDS_ENV, str(tmp_path))
     records = targets.get(QF).records_from
-    assert tuning.records_target(records, "float16", CONV) == "llvm"
-    assert tuning.records_target(records, "int8", CONV) is None
-    assert tuning.records_target("llvm", "int8", CONV) == "llvm"
-    with pytest.raises(tuning.NoTunedRecord, match=f"tvm-suite tune --target {QF} --dtype int8"):
-        tuning.replay(quantized.prim_func(workloads.get(CONV).chain), CONV, "int8", records)
+    assert tuning_records.records_target(records, "float16", CONV) == "llvm"
+    assert tuning_records.records_target(records, "int8", CONV) is None
+    assert tuning_records.records_target("llvm", "int8", CONV) == "llvm"
+    with pytest.raises(tuning_records.NoTunedRecord, match=f"tvm-suite tune --target {QF} --dtype int8"):
+        tuning_records.replay(quantized.prim_func(workloads.get(CONV).chain), CONV, "int8", records)
 
 
 @pytest.mark.slow
@@ -59,7 +59,7 @@ def test_an_int8_conv2d_on_hexagon_is_exact_against_the_oracle():
 
 
 def _committed_hexagon_int8():
-    return [tuning.read_record(p)[1] for p in sorted(tuning.records_dir(QF, "int8").glob("traces/*.json"))]
+    return [tuning_records.read_record(p)[1] for p in sorted(tuning_records.records_dir(QF, "int8").glob("traces/*.json"))]
 
 
 def test_every_committed_hexagon_int8_record_says_whether_vrmpy_ran():
@@ -73,8 +73,8 @@ def test_every_committed_hexagon_int8_record_says_whether_vrmpy_ran():
                                 and used["executed_count"] > 0), record["workload"]
         assert record["measure"] == "packets" and record["accumulator_trace_sha256"]
         chain = workloads.get(record["workload"]).chain
-        packable = tuning.pack_weights(quantized.prim_func(chain), chain, 32) is not None
-        assert (record.get("prologue") == tuning.PACK_WEIGHTS_32X4) == packable
+        packable = dot_product.pack_weights(quantized.prim_func(chain), chain, 32) is not None
+        assert (record.get("prologue") == dot_product.PACK_WEIGHTS_32X4) == packable
 
 
 @pytest.mark.slow

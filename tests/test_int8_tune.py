@@ -11,7 +11,7 @@ import pytest
 
 from conftest import one_line, run_in_process
 from suite import compat
-from suite.core import execution, quantized, tuning, workloads
+from suite.core import dot_product, execution, quantized, tuning, tuning_records, workloads
 from suite.reporting import thresholds
 from suite.targets import get as target
 from suite.targets import llvm
@@ -42,14 +42,14 @@ def test_int8_is_tuned_where_it_runs_and_unknown_dtypes_are_refused():
 
 def test_an_int8_record_without_a_trace_of_its_accumulator_is_a_skip_with_its_reason(tmp_path, monkeypatch):
     record = {"workload": MEAN, "dtype": "int8", "trace": [[], []]}
-    record["trace_sha256"] = tuning.trace_digest(record["trace"])
-    path = tuning.record_path("llvm", "int8", MEAN, tmp_path)
+    record["trace_sha256"] = tuning_records.trace_digest(record["trace"])
+    path = tuning_records.record_path("llvm", "int8", MEAN, tmp_path)
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(record))
-    monkeypatch.setenv(tuning.RECORDS_ENV, str(tmp_path))
+    monkeypatch.setenv(tuning_records.RECORDS_ENV, str(tmp_path))
     func = quantized.accumulator_func(workloads.get(MEAN).chain)
-    with pytest.raises(tuning.NoTunedRecord, match="no accumulator trace"):
-        tuning.replay(func, MEAN, "int8", "llvm", accumulator=True)
+    with pytest.raises(tuning_records.NoTunedRecord, match="no accumulator trace"):
+        tuning_records.replay(func, MEAN, "int8", "llvm", accumulator=True)
 
 
 def test_a_record_that_used_vnni_is_a_skip_on_a_cpu_without_it():
@@ -58,8 +58,8 @@ def test_a_record_that_used_vnni_is_a_skip_on_a_cpu_without_it():
         pytest.skip("no committed int8 record that used a dot-product intrinsic")
     record = used[0]
     func = quantized.prim_func(workloads.get(record["workload"]).chain)
-    with pytest.raises(tuning.NoTunedRecord, match="this CPU lacks avx512_vnni"):
-        tuning.replay(func, record["workload"], "int8", "llvm", cpu_flags=frozenset({"avx2", "avx512f", "avx512bw"}))
+    with pytest.raises(tuning_records.NoTunedRecord, match="this CPU lacks avx512_vnni"):
+        tuning_records.replay(func, record["workload"], "int8", "llvm", cpu_flags=frozenset({"avx2", "avx512f", "avx512bw"}))
 
 
 def _built(func, where):
@@ -97,7 +97,7 @@ def _packed_dot_product(intrinsic: str):
 def test_the_instruction_is_counted_in_a_real_build(tmp_path):
     # The default int8 kernel of the mean has no dot product: 0, not None (the disassembler ran).
     func = workloads.prim_func(workloads.get(MEAN), "int8")
-    assert tuning.instruction_count(_built(func, tmp_path), "vpdpbusd") == 0
+    assert dot_product.instruction_count(_built(func, tmp_path), "vpdpbusd") == 0
     if not VNNI_CPU:
         pytest.skip("this CPU has no avx512_vnni: a vpdpbusd kernel would not run here")
     # VNNI's intrinsic as the suite registers it for the installed TVM's LLVM: it builds, it is
@@ -106,13 +106,13 @@ def test_the_instruction_is_counted_in_a_real_build(tmp_path):
     (tmp_path / "dot").mkdir()
     built = execution.build(target("llvm"), func, tmp_path / "dot" / "kernel.so")
     assert built.failure is None, built.failure
-    assert tuning.instruction_count(built.path, "vpdpbusd") >= 1
+    assert dot_product.instruction_count(built.path, "vpdpbusd") >= 1
     ran = execution.run(built, [*inputs, Output((16, 32), "int32")], twin=False)
     assert (ran.output.astype(np.int64) == exact).all()
 
 
 def _committed_int8():
-    return [tuning.read_record(p)[1] for p in sorted(tuning.records_dir("llvm", "int8").glob("traces/*.json"))]
+    return [tuning_records.read_record(p)[1] for p in sorted(tuning_records.records_dir("llvm", "int8").glob("traces/*.json"))]
 
 
 def test_every_committed_int8_record_says_what_it_was_offered_and_used():
@@ -124,11 +124,11 @@ def test_every_committed_int8_record_says_what_it_was_offered_and_used():
         assert offered["intrinsic"] in ("dot_16x4_vnni", "dot_16x4_avx512", None), record["workload"]
         assert used["used"] == (used["trace_tensorizes"] and bool(used["instruction_count"])), record["workload"]
         assert record["candidates_refused"] == 0 or record["candidates_measured"] >= 1
-        assert record["accumulator_trace_sha256"] == tuning.trace_digest(record["accumulator_trace"])
+        assert record["accumulator_trace_sha256"] == tuning_records.trace_digest(record["accumulator_trace"])
         # Weights packed 16x4 exactly where a conv2d's or matmul's channels allow it and an intrinsic was offered.
         chain = workloads.get(record["workload"]).chain
-        packable = tuning.pack_weights(quantized.prim_func(chain), chain) is not None
-        assert (record.get("prologue") == tuning.PACK_WEIGHTS) == (packable and offered["intrinsic"] is not None)
+        packable = dot_product.pack_weights(quantized.prim_func(chain), chain) is not None
+        assert (record.get("prologue") == dot_product.PACK_WEIGHTS) == (packable and offered["intrinsic"] is not None)
 
 
 @pytest.mark.slow
@@ -138,8 +138,8 @@ def test_a_committed_tensorized_record_replays_with_vpdpbusd_and_exact(tmp_path)
         pytest.skip("no committed int8 record that used vpdpbusd, or no avx512_vnni on this CPU")
     record = min(used, key=lambda r: workloads.get(r["workload"]).flops)
     workload = workloads.get(record["workload"])
-    func = tuning.replay(workloads.prim_func(workload, "int8"), workload.id, "int8", "llvm")
-    assert tuning.instruction_count(_built(func, tmp_path), "vpdpbusd") == record["tensorized"]["instruction_count"]
+    func = tuning_records.replay(workloads.prim_func(workload, "int8"), workload.id, "int8", "llvm")
+    assert dot_product.instruction_count(_built(func, tmp_path), "vpdpbusd") == record["tensorized"]["instruction_count"]
     shown = run_in_process("measure", "--workload", workload.id, "--dtype", "int8", "--order", "tuned", "--json")
     assert shown.returncode == 0, shown.stderr[-2000:]
     metrics = json.loads(shown.stdout)["metrics"]
@@ -156,7 +156,7 @@ def _tune(flags, records):
 @pytest.mark.longest
 def test_a_cpu_without_dot_products_tunes_int8_without_an_intrinsic_and_says_so(tmp_path, monkeypatch):
     path = _tune(frozenset({"avx2", "fma"}), tmp_path)
-    record = tuning.read_record(path)[1]
+    record = tuning_records.read_record(path)[1]
     assert record["dot_product"] == {"intrinsic": None, "instruction": None, "chosen_by": "the flags given",
                                      "cpu_flags": ["avx2", "fma"],
                                      "reason": "the CPU has neither avx512_vnni nor avx512bw: no dot-product intrinsic"}
@@ -164,7 +164,7 @@ def test_a_cpu_without_dot_products_tunes_int8_without_an_intrinsic_and_says_so(
                                     "used": False}
     assert record["candidates_refused"] == 0 and record["candidates_checked"] >= 1
     # The record replays as the tuned order, kernel and accumulator, exact.
-    monkeypatch.setenv(tuning.RECORDS_ENV, str(tmp_path))
+    monkeypatch.setenv(tuning_records.RECORDS_ENV, str(tmp_path))
     shown = run_in_process("measure", "--workload", MEAN, "--dtype", "int8", "--order", "tuned", "--json")
     assert shown.returncode == 0, shown.stderr[-2000:]
     metrics = json.loads(shown.stdout)["metrics"]

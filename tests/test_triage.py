@@ -14,7 +14,7 @@ from conftest import made_once, run_cli, run_in_process
 
 from suite import compat, targets
 from suite.triage import tvmscript
-from suite.core import reference, tuning, workloads
+from suite.core import output_check, reference, tuning, workloads
 from suite.triage import inputs as triage_inputs
 from suite.targets import base
 from suite.triage import interp, verdict
@@ -869,7 +869,7 @@ def test_tune_runner_refuses_a_changed_candidate_and_times_a_good_one(tmp_path):
     prog = tvmscript.translate(funcs["matmul.py"], "matmul")
     arrays = triage_inputs.make(triage_inputs.parse(None), list(prog.params[:2]))
     exact = interp.evaluate(prog, arrays)
-    check = tuning.OutputCheck.of(exact.output, exact.magnitude, exact.k, "float32")
+    check = output_check.OutputCheck.of(exact.output, exact.magnitude, exact.k, "float32")
     try:
         runner = compat.checking_runner([arrays["A"], arrays["B"]], (32, 32), "float32", check)
         ms = compat.meta_schedule()
@@ -970,12 +970,12 @@ def test_inputs_from_a_file_and_ranges(cli, tmp_path):
 
 REFUSE_ALL = """
 from suite import targets
-from suite.core import reference, tuning, workloads
+from suite.core import output_check, reference, tuning, workloads
 from suite.errors import UserError
 w = workloads.get("seed.conv2d_nhwc_7x7s2")
 inputs = workloads.make_inputs(w, "float16")
 exact = reference.evaluate(w.chain, inputs)
-check = tuning.OutputCheck.of(exact + 1000.0, reference.evaluate_magnitude(w.chain, inputs), 147, "float16")
+check = output_check.OutputCheck.of(exact + 1000.0, reference.evaluate_magnitude(w.chain, inputs), 147, "float16")
 try:
     tuning.search(workloads.prim_func(w, "float16"), targets.get("llvm"), 2, inputs, w.output_shape, "float16",
                   check, "refuse-all")

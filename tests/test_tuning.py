@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import made_once
-from suite.core import measurement, schedules, timing, tuning, workloads
+from suite.core import measurement, schedules, timing, tuning_records, workloads
 from suite.core.combo import Combo
 from suite.core.record import Status
 from suite.errors import OrderNotApplicable
@@ -23,7 +23,7 @@ MEAN = "resnet50.mean.7x7x2048"
 
 def committed_digests() -> dict:
     """Each committed record file (and every other file there) by its sha256."""
-    root = tuning.RECORDS_DIR
+    root = tuning_records.RECORDS_DIR
     return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file()}
 
@@ -35,7 +35,7 @@ def tuned_into_home(tmp_path_factory) -> dict:
     that user's records. Its returncode, stdout and stderr, its HOME, and the committed records'
     digests before it (test_faults_output checks that it leaves them as they were)."""
     def make(home: Path) -> dict:
-        env = {k: v for k, v in os.environ.items() if k not in (tuning.RECORDS_ENV, "XDG_DATA_HOME")}
+        env = {k: v for k, v in os.environ.items() if k not in (tuning_records.RECORDS_ENV, "XDG_DATA_HOME")}
         env["HOME"] = str(home)
         before = committed_digests()
         done = subprocess.run([sys.executable, "-m", "suite.cli", "tune", "--dtype", "float32", "--workload", MEAN,
@@ -55,11 +55,11 @@ def users_records(home) -> Path:
 def records(tmp_path, monkeypatch):
     """A scratch records directory holding a copy of the committed fp32 matmul record (and no
     records of the user's)."""
-    committed = tuning.trace_path("llvm", "float32", MATMUL)
-    monkeypatch.delenv(tuning.RECORDS_ENV, raising=False)
+    committed = tuning_records.trace_path("llvm", "float32", MATMUL)
+    monkeypatch.delenv(tuning_records.RECORDS_ENV, raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    monkeypatch.setattr(tuning, "RECORDS_DIR", tmp_path / "records")
-    copy = tuning.trace_path("llvm", "float32", MATMUL)
+    monkeypatch.setattr(tuning_records, "RECORDS_DIR", tmp_path / "records")
+    copy = tuning_records.trace_path("llvm", "float32", MATMUL)
     copy.parent.mkdir(parents=True)
     shutil.copyfile(committed, copy)
     return copy
@@ -88,31 +88,31 @@ def test_missing_record_is_a_skip_with_the_command_to_make_it(records):
 def test_a_record_of_the_users_replays_in_place_of_the_committed_one(records, tmp_path):
     """The user's records (where `tune` writes) come first, per record; the committed one where
     the user has none; TVM_SUITE_TUNING_RECORDS in place of both."""
-    assert tuning.record_roots() == (tmp_path / "data" / "tvm-suite" / "tuning_records", tmp_path / "records")
-    assert tuning.trace_path("llvm", "float32", MATMUL) == records
+    assert tuning_records.record_roots() == (tmp_path / "data" / "tvm-suite" / "tuning_records", tmp_path / "records")
+    assert tuning_records.trace_path("llvm", "float32", MATMUL) == records
     committed_key = Combo.resolve(MATMUL, "float32", "llvm", "tuned").key["schedule"]
-    mine = tuning.record_path("llvm", "float32", MATMUL, tuning.user_records_root())
+    mine = tuning_records.record_path("llvm", "float32", MATMUL, tuning_records.user_records_root())
     mine.parent.mkdir(parents=True)
     slowest = json.loads((Path(__file__).parent / "data" / "llvm-float32-matmul_add.2048-1000.slowest-candidate.json")
                          .read_text())
     record = json.loads(records.read_text())
-    record["trace"], record["trace_sha256"] = slowest["trace"], tuning.trace_digest(slowest["trace"])
+    record["trace"], record["trace_sha256"] = slowest["trace"], tuning_records.trace_digest(slowest["trace"])
     mine.write_text(json.dumps(record))
-    assert tuning.trace_path("llvm", "float32", MATMUL) == mine
-    assert tuning.records_target("llvm", "float32", MATMUL) == "llvm"
+    assert tuning_records.trace_path("llvm", "float32", MATMUL) == mine
+    assert tuning_records.records_target("llvm", "float32", MATMUL) == "llvm"
     assert Combo.resolve(MATMUL, "float32", "llvm", "tuned").key["schedule"] not in (None, committed_key)
-    assert tuning.existing_measure("llvm", "float32", MATMUL) == "latency"
-    assert tuning.existing_measure("llvm", "float16", MATMUL, tuning.RECORDS_DIR) is None
+    assert tuning_records.existing_measure("llvm", "float32", MATMUL) == "latency"
+    assert tuning_records.existing_measure("llvm", "float16", MATMUL, tuning_records.RECORDS_DIR) is None
 
 
 def test_into_checkout_is_refused_where_it_would_not_be_read(tmp_path):
     from conftest import run_cli
 
     done = run_cli("tune", "--dtype", "float32", "--workload", "resnet50.mean.7x7x2048", "--trials", "2",
-                   "--into-checkout", env={tuning.RECORDS_ENV: str(tmp_path)})
+                   "--into-checkout", env={tuning_records.RECORDS_ENV: str(tmp_path)})
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stdout + done.stderr
     assert done.stderr.strip().splitlines() == [
-        f"tvm-suite: error: --into-checkout writes {tuning.RECORDS_DIR}, but {tuning.RECORDS_ENV}={tmp_path} is read "
+        f"tvm-suite: error: --into-checkout writes {tuning_records.RECORDS_DIR}, but {tuning_records.RECORDS_ENV}={tmp_path} is read "
         "in its place: unset it, or tune without --into-checkout"]
     assert not list(tmp_path.iterdir())
 
@@ -124,7 +124,7 @@ def break_trace(path):
     text = json.dumps(record["trace"]).replace('["matmul", "main"]', '["no_such_block", "main"]')
     assert text != json.dumps(record["trace"])
     record["trace"] = json.loads(text)
-    record["trace_sha256"] = tuning.trace_digest(record["trace"])
+    record["trace_sha256"] = tuning_records.trace_digest(record["trace"])
     path.write_text(json.dumps(record))
 
 
@@ -132,7 +132,7 @@ def test_a_trace_that_no_longer_applies_is_a_failure_not_a_skip(records):
     """A record exists but this TVM cannot replay it: news about this TVM, recorded as failed."""
     break_trace(records)
     func = workloads.prim_func(workloads.get(MATMUL), "float32")
-    with pytest.raises(tuning.TraceDoesNotApply, match="tuned trace does not apply"):
+    with pytest.raises(tuning_records.TraceDoesNotApply, match="tuned trace does not apply"):
         schedules.apply(func, "tuned", MATMUL, "float32", "llvm")
     record = measurement.measure(Combo.resolve(MATMUL, "float32", "llvm", "tuned"))
     assert record.status is Status.FAILED
@@ -154,18 +154,18 @@ def test_tune_command_stores_the_trace_and_every_candidates_measure(tmp_path_fac
 def test_a_record_another_process_is_tuning_is_left_to_it(cli, tmp_path, monkeypatch):
     """Two processes tuning one record would each write their best, and the last write wins, the
     worse schedule included: the second leaves it, says who holds it, and exits non-zero."""
-    monkeypatch.setenv(tuning.RECORDS_ENV, str(tmp_path / "records"))
-    with tuning.tuning_lock("llvm", "float32", "resnet50.mean.7x7x2048"):
+    monkeypatch.setenv(tuning_records.RECORDS_ENV, str(tmp_path / "records"))
+    with tuning_records.tuning_lock("llvm", "float32", "resnet50.mean.7x7x2048"):
         done = cli("tune", "--dtype", "float32", "--workload", "resnet50.mean.7x7x2048", "--trials", "4")
-        with pytest.raises(tuning.TuningInProgress, match=f"being tuned by pid {os.getpid()} on "):
-            with tuning.tuning_lock("llvm", "float32", "resnet50.mean.7x7x2048"):
+        with pytest.raises(tuning_records.TuningInProgress, match=f"being tuned by pid {os.getpid()} on "):
+            with tuning_records.tuning_lock("llvm", "float32", "resnet50.mean.7x7x2048"):
                 pass
     assert done.returncode == 2, done.stdout + done.stderr
     written = tmp_path / "records" / "llvm" / "float32" / "traces"
-    assert f"records go to {written}/ ({tuning.RECORDS_ENV}: " in done.stdout  # the directory the variable names
+    assert f"records go to {written}/ ({tuning_records.RECORDS_ENV}: " in done.stdout  # the directory the variable names
     assert f"busy     resnet50.mean.7x7x2048 float32 llvm is being tuned by pid {os.getpid()} on " in done.stdout
     assert "not tuned, another process was tuning them: resnet50.mean.7x7x2048;" in done.stderr
     assert "Traceback" not in done.stderr
-    assert not tuning.trace_path("llvm", "float32", "resnet50.mean.7x7x2048").exists()
-    with tuning.tuning_lock("llvm", "float32", "resnet50.mean.7x7x2048"):  # released with its holder
+    assert not tuning_records.trace_path("llvm", "float32", "resnet50.mean.7x7x2048").exists()
+    with tuning_records.tuning_lock("llvm", "float32", "resnet50.mean.7x7x2048"):  # released with its holder
         pass

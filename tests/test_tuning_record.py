@@ -1,4 +1,4 @@
-"""The tuning record as `tvm-suite tune` writes it (suite.core.tuning.TuningRecord): the fields of
+"""The tuning record as `tvm-suite tune` writes it (suite.core.tuning_records.TuningRecord): the fields of
 its measure, and the record it replaces where the measure compares them; no TVM, the search faked."""
 
 import json
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from suite import compat
-from suite.core import tuning
+from suite.core import tuning, tuning_records
 
 EVERY_MEASURE = {"workload", "dtype", "target", "tuned_on", "trials", "tuning_s", "measure", "measure_is",
                  "candidates_measured", "candidates_failed", "candidates_checked", "candidates_refused", "trace",
@@ -32,9 +32,9 @@ def written(tmp_path, measure: str, measured: list, previous=None, measure_previ
     check = types.SimpleNamespace(first_refusal="CHANGED: output[0]")
     logged = []
     record = tuning._record("wl", "float16", Target(measure), 16, logged.append, found, check, previous, tmp_path)
-    path = tuning.record_path("tgt", "float16", "wl", tmp_path)
+    path = tuning_records.record_path("tgt", "float16", "wl", tmp_path)
     assert str(path) in logged[-1]
-    assert tuning.read_record(path)[1] == record.to_json()  # its trace_sha256 is its trace's
+    assert tuning_records.read_record(path)[1] == record.to_json()  # its trace_sha256 is its trace's
     return record, json.loads(path.read_text())
 
 

@@ -33,7 +33,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from suite.core import tuning
+    from suite.core import tuning, tuning_records
     from suite.reporting import thresholds
 
     target = targets.get(args.target)
@@ -45,16 +45,17 @@ def run(args) -> int:
     if reason := target.unavailable():  # no GPU, tools missing: one line before any work
         raise UserError(f"{target.name} cannot be tuned here: {reason}")
     target.tuning_target()  # NotTunable (one line) before any work
-    into, whose = _tune_destination(tuning, args.into_checkout)
-    written = cache.ensure_dir(tuning.records_dir(target.name, args.dtype, into) / "traces", "the records directory")
+    into, whose = _tune_destination(tuning_records, args.into_checkout)
+    written = cache.ensure_dir(tuning_records.records_dir(target.name, args.dtype, into) / "traces",
+                               "the records directory")
     print(f"records go to {written}/ ({whose})", flush=True)
     tuned, busy, ended = [], [], []
     chosen = select_workloads(args.workloads)
     shown = Progress("tune", len(chosen))  # done/total and time left, on stderr beside MetaSchedule's output
     for wid in chosen:
         shown.update(shown.done, wid)
-        if args.skip_existing and (measure := tuning.existing_measure(target.name, args.dtype, wid,
-                                                                      into if args.into_checkout else None)):
+        if args.skip_existing and (measure := tuning_records.existing_measure(
+                target.name, args.dtype, wid, into if args.into_checkout else None)):
             if measure == target.tuning_measure:
                 print(f"kept     {wid} (already tuned by {measure})")
                 shown.step(wid)
@@ -62,7 +63,7 @@ def run(args) -> int:
             print(f"re-tune  {wid}: its record was tuned by {measure}, this target tunes by {target.tuning_measure}")
         try:
             tuning.tune(wid, args.dtype, target, args.trials, lam=bound.lam, limit=bound.max_fraction, root=into)
-        except tuning.TuningInProgress as err:  # the others are still worth tuning; said at the end
+        except tuning_records.TuningInProgress as err:  # the others are still worth tuning; said at the end
             print(f"busy     {err}")
             busy.append(wid)
             shown.step(wid)
@@ -96,22 +97,22 @@ def _tuning_targets(dtype: str) -> list[str]:
             and t.mode is not targets.Mode.COMPILE_ONLY]
 
 
-def _tune_destination(tuning, into_checkout: bool) -> tuple[Path, str]:
+def _tune_destination(tuning_records, into_checkout: bool) -> tuple[Path, str]:
     """(the records directory `tune` writes, whose records they are, in words): the user's own by
     default, the committed ones of this checkout with ``--into-checkout``."""
     from suite.asv_plumbing import config as asvconf
 
-    named = os.environ.get(tuning.RECORDS_ENV)
+    named = os.environ.get(tuning_records.RECORDS_ENV)
     if not into_checkout:
         if named:
-            return tuning.user_records_root(), (f"{tuning.RECORDS_ENV}: the `tuned` order reads them in place of "
-                                                "the committed records")
-        return tuning.user_records_root(), ("yours: the `tuned` order replays them in place of the committed ones "
-                                            f"in {tuning.RECORDS_DIR}; --into-checkout writes those")
+            return tuning_records.user_records_root(), (f"{tuning_records.RECORDS_ENV}: the `tuned` order reads them "
+                                                        "in place of the committed records")
+        return tuning_records.user_records_root(), ("yours: the `tuned` order replays them in place of the committed "
+                                                    f"ones in {tuning_records.RECORDS_DIR}; --into-checkout writes those")
     if asvconf.CHECKOUT is None:
         raise UserError(f"--into-checkout: this suite is installed, not run from a source checkout: "
-                        f"{tuning.RECORDS_DIR} is no committed file (tune without it writes your own records)")
+                        f"{tuning_records.RECORDS_DIR} is no committed file (tune without it writes your own records)")
     if named:
-        raise UserError(f"--into-checkout writes {tuning.RECORDS_DIR}, but {tuning.RECORDS_ENV}={named} is read in "
-                        "its place: unset it, or tune without --into-checkout")
-    return tuning.RECORDS_DIR, "the committed records of this checkout: review and commit them"
+        raise UserError(f"--into-checkout writes {tuning_records.RECORDS_DIR}, but {tuning_records.RECORDS_ENV}={named} "
+                        "is read in its place: unset it, or tune without --into-checkout")
+    return tuning_records.RECORDS_DIR, "the committed records of this checkout: review and commit them"

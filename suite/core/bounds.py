@@ -67,7 +67,7 @@ K_MAX = 4608 + 2. It covers any sweep of up to 1.59e9 elements.
 
 :class:`Bound` judges a whole output (:class:`Expected`: exact value, m, K) against the bound, its
 lambda and limit given as numbers: ``tvm-suite triage``'s verdicts (``suite.triage.verdict``) and
-tuning's check of every candidate (``suite.core.tuning.OutputCheck``) use it.
+tuning's check of every candidate (``suite.core.output_check.OutputCheck``) use it.
 """
 
 from __future__ import annotations

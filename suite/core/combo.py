@@ -36,6 +36,7 @@ _MEASURING_CODE = ("compat.py", "cache.py", "core/workloads.py", "core/models.py
                    "floats.py",
                    "core/reference.py",
                    "core/metrics.py", "core/bounds.py", "core/schedules.py", "core/tuning.py",
+                   "core/tuning_records.py", "core/dot_product.py", "core/output_check.py",
                    "core/execution.py", "core/measurement.py", "core/entries.py", "core/record.py", "targets/*.py",
                    "targets/*.c")
 

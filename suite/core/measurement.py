@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from suite import cache, compat, floats
-from suite.core import entries, execution, metrics, quantized, reference, runstore, schedules, tuning, workloads
+from suite.core import entries, execution, metrics, quantized, reference, runstore, schedules, tuning_records, workloads
 from suite.core.combo import SCHEMA, Combo
 from suite.core.entries import OUTPUT_FILE, TWIN_FILE
 
@@ -138,7 +138,7 @@ def build(combo: Combo, kernel_path: Path) -> BuiltKernel:
     tvm_version = compat.installed_version()
     tuned_from = None
     if order == "tuned":  # whose record replays: the first of the target's records_from with one
-        tuned_from = tuning.records_target(target.records_from, dtype, workload.id)
+        tuned_from = tuning_records.records_target(target.records_from, dtype, workload.id)
     started = time.perf_counter()
     try:
         func = schedules.apply(workloads.prim_func(workload, dtype), order, workload.id, dtype,

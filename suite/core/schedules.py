@@ -11,7 +11,7 @@ Other orders are applied with TVM's schedule primitives to the workload's *reduc
 - ``reduction-outer``: every reduction loop above every spatial loop, each group keeping its
   relative order.
 - ``tuned``: the committed MetaSchedule trace of (workload, dtype), replayed, from the first target
-  of the combination's ``records_from`` that has one (see :mod:`suite.core.tuning`); a missing
+  of the combination's ``records_from`` that has one (see :mod:`suite.core.tuning_records`); a missing
   trace is a skip, one that no longer applies a failure.
 - ``seed-tuned``: the seed conv2d only: the PrimFunc MetaSchedule produced on Hexagon in the
   seed issue, rebuilt primitive by primitive (it sums ``rx`` outermost, so its results differ).
@@ -25,7 +25,7 @@ An order that cannot be applied raises :class:`suite.errors.OrderNotApplicable` 
 from __future__ import annotations
 
 from suite import cache, compat
-from suite.core import tuning
+from suite.core import tuning_records
 from suite.core.workloads import SEED_ID
 from suite.errors import OrderNotApplicable, UserError
 
@@ -47,8 +47,10 @@ def schedule_digest(order: str, workload_id: str, dtype: str, records) -> str | 
     replays, of the first of ``records`` (a target name, or names in order of preference) with one."""
     if order != "tuned":
         return None
-    found = tuning.records_target(records, dtype, workload_id)
-    return cache.digest(tuning.read_record(tuning.trace_path(found, dtype, workload_id))[0]) if found else None
+    found = tuning_records.records_target(records, dtype, workload_id)
+    if not found:
+        return None
+    return cache.digest(tuning_records.read_record(tuning_records.trace_path(found, dtype, workload_id))[0])
 
 
 def check_order(order: str) -> str:
@@ -66,7 +68,7 @@ def apply(func, order: str, workload_id: str, dtype: str, records, accumulator: 
     if order == "default":
         return func
     if order == "tuned":
-        return tuning.replay(func, workload_id, dtype, records, accumulator)
+        return tuning_records.replay(func, workload_id, dtype, records, accumulator)
     if order in SEED_ONLY and workload_id != SEED_ID:
         raise OrderNotApplicable(f"{order} is the seed issue's schedule of {SEED_ID} only")
     steps = {"seed-swap": _seed_swap, "reduction-outer": _reduction_outer, "seed-tuned": _seed_tuned,

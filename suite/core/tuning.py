@@ -36,151 +36,32 @@ committed record of the same target, workload and dtype (:func:`record_roots`, :
 ``TVM_SUITE_TUNING_RECORDS`` names a directory read in place of both, and written by `tune`.
 """
 
+
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import re
 import shutil
-import socket
-import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-import filelock
 import numpy as np
 
 from suite import cache, children, compat
-from suite.core import bounds, execution, quantized, reference, workloads
-from suite.errors import ExitCode, OrderNotApplicable, UserError, first_line
+from suite.core import execution, quantized, reference, workloads
+from suite.core.dot_product import (PROLOGUES, Tensorized, accumulator_trace, instruction_count, intrinsic_lanes,
+                                    pack_weights, tensorizes)
+from suite.core.output_check import OutputCheck
+from suite.core.tuning_records import (DamagedRecord, TuningRecord, read_record, record_path, records_target,
+                                       trace_path, tuning_lock, user_records_root)
+from suite.errors import ExitCode, UserError, first_line
 from suite.targets.base import Output
 
-#: The committed records (the checkout's: only `tvm-suite tune --into-checkout` writes them);
-#: TVM_SUITE_TUNING_RECORDS names another directory of the same layout, read in their place and
-#: in place of the user's (:func:`record_roots`).
-RECORDS_DIR = Path(__file__).resolve().parent.parent / "tuning_records"
-RECORDS_ENV = "TVM_SUITE_TUNING_RECORDS"
 #: MetaSchedule's run_secs of a candidate whose build or run failed are 1e10 (a threshold for
 #: seconds only: the packets a Hexagon candidate executes can pass 1e9, so those are counted from
 #: the runner's own list).
 FAILED_RUN_S = 1e9
-#: What a record says its measure was, per the target's ``tuning_measure`` (records tuned for
-#: hexagon-v68-qf before it ranked by packets say "emulated": the emulator's CPU seconds).
-MEASURES = {
-    "latency": "seconds per call on the machine tuned on (MetaSchedule's runner)",
-    "packets": "packets the kernel call executed under qemu-hexagon (QEMU's counters; those of the "
-               "program TVM emitted, the qfloat model's own not counted): one packet issues per cycle "
-               "at best, so a lower bound of a Hexagon's cycles, not its latency; exact and the same "
-               "on every run. candidates_emulated_s: the emulator's CPU seconds of the same candidates",
-}
-
-
-class NoTunedRecord(OrderNotApplicable):
-    """No record for this combination: the ``tuned`` order does not apply (a skip)."""
-
-
-class TuningInProgress(UserError):
-    """Another process holds the record's tuning lock (:func:`tuning_lock`)."""
-
-
-class TraceDoesNotApply(RuntimeError):
-    """A record exists but its trace no longer replays on this TVM: a build failure of that TVM."""
-
-
-def user_records_root() -> Path:
-    """Where `tvm-suite tune` writes by default: ``TVM_SUITE_TUNING_RECORDS`` where set, else the
-    user's records, ``$XDG_DATA_HOME/tvm-suite/tuning_records`` (``~/.local/share/...``), beside the
-    committed ones and preferred to them."""
-    named = os.environ.get(RECORDS_ENV)
-    if named:
-        return Path(named)
-    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "tvm-suite" / "tuning_records"
-
-
-def record_roots() -> tuple[Path, ...]:
-    """The directories whose records replay, the preferred first: ``TVM_SUITE_TUNING_RECORDS``
-    alone where set (in place of the others); else the user's records, then the committed ones."""
-    if os.environ.get(RECORDS_ENV):
-        return (Path(os.environ[RECORDS_ENV]),)
-    return (user_records_root(), RECORDS_DIR)
-
-
-def records_dir(target_name: str, dtype: str, root: Path | None = None) -> Path:
-    """The records of (target, dtype) under ``root`` (default: ``TVM_SUITE_TUNING_RECORDS``, else
-    the committed records)."""
-    return Path(root or os.environ.get(RECORDS_ENV) or RECORDS_DIR) / target_name / dtype
-
-
-def record_path(target_name: str, dtype: str, workload_id: str, root: Path | None = None) -> Path:
-    """The record of (target, dtype, workload) under ``root`` (see :func:`records_dir`)."""
-    return records_dir(target_name, dtype, root) / "traces" / f"{workload_id}.json"
-
-
-def trace_path(target_name: str, dtype: str, workload_id: str) -> Path:
-    """The record of (target, dtype, workload) that replays: in the first of :func:`record_roots`
-    that has it (the user's before the committed); where none has it, where the committed one
-    would be (or ``TVM_SUITE_TUNING_RECORDS``'s)."""
-    for root in record_roots():
-        path = record_path(target_name, dtype, workload_id, root)
-        if path.exists():
-            return path
-    return record_path(target_name, dtype, workload_id)
-
-
-def _names(records) -> tuple[str, ...]:
-    return (records,) if isinstance(records, str) else tuple(records)
-
-
-def records_target(records, dtype: str, workload_id: str) -> str | None:
-    """Of the targets ``records`` (a name, or names in order of preference), the first with a
-    record of this workload and dtype; None when none has one. In int8 only those of the first
-    one's family (``llvm``, ``hexagon``: the name before its first ``-``): an int8 kernel is made of
-    its instruction set's dot products (vpdpbusd, vrmpy), which another family cannot build."""
-    names = _names(records)
-    if dtype in workloads.INTEGER_DTYPES:
-        names = tuple(name for name in names if _family(name) == _family(names[0]))
-    return next((name for name in names if trace_path(name, dtype, workload_id).exists()), None)
-
-
-def _family(target_name: str) -> str:
-    return target_name.split("-", 1)[0]
-
-
-class DamagedRecord(UserError):
-    """A committed tuning record that cannot be read (the message names the file)."""
-
-
-def read_record(path: Path) -> tuple[str, dict]:
-    """(text, record) of a tuning record file, checked: a JSON object naming its workload and dtype
-    as its path does, with a trace (a list). DamagedRecord naming the file otherwise: a damaged
-    record is the suite's data to repair, never a combination silently skipped."""
-    try:
-        text = Path(path).read_bytes().decode("utf-8")
-        record = json.loads(text)
-    except OSError as err:
-        raise DamagedRecord(f"tuning record {path}: unreadable ({err.strerror or err})") from None
-    except (UnicodeDecodeError, ValueError) as err:
-        raise DamagedRecord(f"tuning record {path}: not JSON ({str(err).splitlines()[0]})") from None
-    dtype, workload = Path(path).parents[1].name, Path(path).name.removesuffix(".json")
-    if (not isinstance(record, dict) or record.get("workload") != workload or record.get("dtype") != dtype
-            or not isinstance(record.get("trace"), list)):
-        raise DamagedRecord(f"tuning record {path}: not a record of {workload} {dtype} with a trace "
-                            "(restore it from git)")
-    if record.get("trace_sha256") != trace_digest(record["trace"]) or (
-            "accumulator_trace" in record
-            and record.get("accumulator_trace_sha256") != trace_digest(record["accumulator_trace"])):
-        raise DamagedRecord(f"tuning record {path}: its trace is not the one it was tuned with (trace_sha256 "
-                            "differs; restore it from git)")
-    return text, record
-
-
-def trace_digest(trace) -> str:
-    """The sha256 a record keeps of its trace (``trace_sha256``): a damaged trace, which might still
-    replay as another schedule, is refused instead of measured (or reported as TVM's failure)."""
-    return cache.bytes_digest(json.dumps(trace, sort_keys=True, separators=(",", ":")).encode())
 
 
 def _plain(value):
@@ -195,37 +76,6 @@ def _plain(value):
         return [_plain(item) for item in value]
     except TypeError:
         return str(value)
-
-
-@contextlib.contextmanager
-def tuning_lock(target_name: str, dtype: str, workload_id: str, root: Path | None = None):
-    """Held while one process tunes the record of (target, workload, dtype); TuningInProgress,
-    naming the holder, when another process holds it. Without it two processes tuning the same
-    record each write their best, and the last write wins even when it is the worse schedule. The
-    lock (filelock's flock, released when its holder dies) lies beside the record it protects
-    (``.<record>.lock`` in its directory, found through the directory's real path), so that any
-    two tunings of one record meet there, whatever their caches or their spelling of the path.
-    ``root``: the records directory written (default: :func:`user_records_root`)."""
-    path = record_path(target_name, dtype, workload_id, root or user_records_root())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    record = path.parent.resolve() / path.name
-    lock_path = record.parent / f".{record.name}.lock"
-    stamp = f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode()
-    lock = filelock.FileLock(lock_path, timeout=0,
-                             on_acquired=lambda fd: (os.ftruncate(fd, 0), os.pwrite(fd, stamp, 0)))
-    try:
-        lock.acquire()
-    except filelock.Timeout:
-        try:
-            holder = lock_path.read_text(errors="replace").strip() or "another process"
-        except OSError:
-            holder = "another process"
-        raise TuningInProgress(f"{workload_id} {dtype} {target_name} is being tuned by {holder} "
-                               f"(into {record})") from None
-    try:
-        yield
-    finally:
-        lock.release()
 
 
 def tune(workload_id: str, dtype: str, target, trials: int, *, lam: float, limit: float,
@@ -309,68 +159,6 @@ class Search:
     @property
     def best(self):
         return self.measured[0] if self.measured else None
-
-
-#: The fields of a tuning record that only one measure has (the others: every record).
-_BY_MEASURE = {"latency": ("candidates_s", "best_measured_s"),
-               "packets": ("candidates_packets", "candidates_emulated_s", "best_packets", "best_emulated_s",
-                           "previous_record")}
-
-
-@dataclass(frozen=True)
-class TuningRecord:
-    """What a tuning wrote (:func:`record_path`; read back by :func:`read_record`): what the search
-    ran and found, and the trace that replays. A field is the record's JSON key of the same name;
-    ``measure_is``, ``candidates_measured`` and ``trace_sha256`` follow from the fields."""
-
-    workload: str
-    dtype: str
-    target: str
-    tuned_on: dict  #: the TVM version and the target's identity
-    trials: int
-    tuning_s: float
-    measure: str  #: the target's ``tuning_measure``: "latency" or "packets" (a key of MEASURES)
-    candidates_failed: int
-    candidates_checked: int
-    candidates_refused: int
-    trace: list
-    #: measure "latency": every candidate's seconds, sorted, and the best (None: no candidate ran)
-    candidates_s: list | None = None
-    best_measured_s: float | None = None
-    #: measure "packets": every candidate's packets and emulated seconds, by packets, and those of the
-    #: trace kept (None: no candidate ran)
-    candidates_packets: list | None = None
-    candidates_emulated_s: list | None = None
-    best_packets: int | None = None
-    best_emulated_s: float | None = None
-    previous_record: dict | None = None  #: the record replaced, measured against the search's best
-    #: int8: the dot-product intrinsic offered (DotProductChoice's JSON; on llvm with the CPU flags
-    #: it was chosen by), and whether the kept kernel used it (:class:`Tensorized`'s JSON)
-    dot_product: dict | None = None
-    tensorized: dict | None = None
-    #: int8: what the kernel is made of before the trace applies (a :data:`PROLOGUES` name, or None: as it is)
-    prologue: str | None = None
-    #: int8: the kept trace as it applies to the kernel's accumulator (suite.core.quantized.
-    #: accumulator_func; :func:`accumulator_trace`), whose output matched the oracle bit for bit
-    accumulator_trace: list | None = None
-
-    @property
-    def candidates_measured(self) -> int:
-        return len(self.candidates_packets if self.measure == "packets" else self.candidates_s)
-
-    def to_json(self) -> dict:
-        """The record as written: the fields of its measure (``previous_record`` where one was
-        measured), with what follows from them."""
-        other = {name for measure, names in _BY_MEASURE.items() if measure != self.measure for name in names}
-        found = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in other}
-        for optional in ("previous_record", "dot_product", "prologue", "tensorized", "accumulator_trace"):
-            if found.get(optional) is None:
-                found.pop(optional, None)
-        found.update(measure_is=MEASURES[self.measure], candidates_measured=self.candidates_measured,
-                     trace_sha256=trace_digest(self.trace))
-        if self.accumulator_trace is not None:
-            found["accumulator_trace_sha256"] = trace_digest(self.accumulator_trace)
-        return found
 
 
 def search(func, target, trials: int, inputs, output_shape, dtype: str, check, label: str,
@@ -477,102 +265,6 @@ def _tune(workload_id: str, dtype: str, target, trials: int, lam: float, limit: 
         check.remove()
 
 
-#: The prologue of int8 records whose weights the tuned kernel first copies into blocks of 16 (x86)
-#: or 32 (HVX) output channels by 4 input channels (:func:`pack_weights`); a record names it under
-#: ``prologue``.
-PACK_WEIGHTS, PACK_WEIGHTS_32X4 = "pack_weights_16x4", "pack_weights_32x4"
-PROLOGUES = {16: PACK_WEIGHTS, 32: PACK_WEIGHTS_32X4}
-#: The output lanes of the dot-product intrinsics that are not 16 wide (x86's are): HVX's vrmpy.
-_WIDE_INTRINSICS = {"dot_32x4_u8i8i32_vrmpy": 32}
-
-
-def intrinsic_lanes(intrinsic: str | None) -> int:
-    """The output channels one call of the dot-product ``intrinsic`` computes (x86's: 16; vrmpy: 32)."""
-    return _WIDE_INTRINSICS.get(intrinsic, 16)
-
-
-def pack_weights(func, chain: dict, lanes: int = 16):
-    """``func`` (an int8 kernel of ``chain``, or its accumulator function) whose conv2d (NHWC, HWIO)
-    or matmul first copies its weights into blocks of ``lanes`` (16 or 32) output channels by 4 input
-    channels, the 4 contiguous (``[O/lanes, KH, KW, I/4, lanes, 4]``, a matmul's ``[N/lanes, K/4,
-    lanes, 4]``): the operand layout of the lanes x 4 dot-product intrinsics (the activations' 4
-    channels and the output's lanes lie contiguous in NHWC already). The copy is never inlined back
-    (``meta_schedule.inline_rule``). None where the chain has no such weights, or their channels are
-    not multiples of ``lanes`` and 4."""
-    found = quantized.plan(chain)
-    if found.weight is None or found.op not in ("conv2d", "matmul"):
-        return None
-    if found.op == "conv2d" and (found.attrs.get("data_layout"), found.attrs.get("kernel_layout")) != ("NHWC", "HWIO"):
-        return None
-    shape = [int(d) for d in chain["inputs"][found.weight]["shape"]]
-    if shape[-1] % lanes or shape[-2] % 4:
-        return None
-    schedule = compat.schedule(func)
-    block = schedule.get_sblock(found.op)
-    copy = schedule.cache_read(block, compat.block_read_names(schedule, block).index(f"input{found.weight}"), "global")
-    if found.op == "conv2d":
-        schedule.transform_layout(copy, ("write", 0),
-                                  lambda ry, rx, rc, o: (o // lanes, ry, rx, rc // 4, o % lanes, rc % 4))
-    else:
-        schedule.transform_layout(copy, ("write", 0), lambda k, n: (n // lanes, k // 4, n % lanes, k % 4))
-    schedule.annotate(copy, "meta_schedule.inline_rule", "disable")
-    return schedule.mod["main"]
-
-
-@dataclass(frozen=True)
-class Tensorized:
-    """Whether a kept int8 kernel used the dot-product intrinsic offered: ``trace_tensorizes``, its
-    trace has a Tensorize instruction; ``instruction``, the intrinsic's instruction, and
-    ``instruction_count``, how often it occurs in the kernel's disassembly (llvm-objdump; None:
-    none was offered, or no disassembler); on Hexagon ``executed_count``, how many times the
-    emulator executed it in one call on the workload's inputs (None elsewhere); ``used``: all."""
-
-    trace_tensorizes: bool
-    instruction: str | None
-    instruction_count: int | None
-    executed_count: int | None = None
-
-    @property
-    def used(self) -> bool:
-        executed = self.executed_count is None or self.executed_count > 0
-        return self.trace_tensorizes and bool(self.instruction_count) and executed
-
-    def to_json(self) -> dict:
-        found = {"trace_tensorizes": self.trace_tensorizes, "instruction": self.instruction,
-                 "instruction_count": self.instruction_count, "used": self.used}
-        return found if self.executed_count is None else {**found, "executed_count": self.executed_count}
-
-
-def instruction_count(kernel: Path, mnemonic: str) -> int | None:
-    """How many ``mnemonic`` instructions the disassembly of ``kernel`` (a shared library) holds;
-    None where no ``llvm-objdump`` (or ``objdump``) is installed."""
-    tool = shutil.which("llvm-objdump") or shutil.which("objdump")
-    if tool is None:
-        return None
-    text = subprocess.run([tool, "-d", "--no-show-raw-insn", str(kernel)], check=True, capture_output=True,
-                          text=True).stdout
-    return len(re.findall(rf"^\s*[0-9a-f]+:\s+(?:\{{\w+\}}\s*)?{re.escape(mnemonic)}\b", text, re.MULTILINE))
-
-
-def accumulator_trace(trace: list, accumulator_func) -> list:
-    """``trace`` (a kernel's, as JSON) as it applies to the kernel's accumulator function: every
-    instruction that applies there, in order, the others (those of the blocks after the
-    accumulator, and what depends on them) left out; as JSON, its decisions kept (renumbered: a
-    decision names its instruction by position, an instruction its inputs by name)."""
-    instructions, decisions = trace[0], {int(i): d for i, d in (trace[1] if len(trace) > 1 else [])}
-    kept: list[int] = []
-    for index in range(len(instructions)):
-        trying = kept + [index]
-        candidate = [[instructions[i] for i in trying],
-                     [[position, decisions[i]] for position, i in enumerate(trying) if i in decisions]]
-        try:
-            compat.apply_trace(candidate, compat.schedule(accumulator_func))
-        except Exception:  # an instruction of a block the accumulator has not, or of one left out
-            continue
-        kept = trying
-    return [[instructions[i] for i in kept], [[position, decisions[i]] for position, i in enumerate(kept) if i in decisions]]
-
-
 def _integer_facts(workload, target, found: Search, oracle, inputs, choice, cpu_flags, prologue, log) -> dict:
     """What an int8 record keeps beside its trace: the intrinsic offered, whether the kept kernel
     used it (its disassembly; on Hexagon also the instructions the emulator executed), and the
@@ -621,7 +313,7 @@ def _integer_facts(workload, target, found: Search, oracle, inputs, choice, cpu_
     if wrong:
         raise UserError(f"the kept int8 kernel of {workload.id}: {wrong:,} accumulator elements differ from the "
                         "exact oracle's (CHANGED): no record kept")
-    tensorized = Tensorized(_tensorizes(found.trace), choice.instruction, count, executed)
+    tensorized = Tensorized(tensorizes(found.trace), choice.instruction, count, executed)
     ran_count = f", {executed:,} executed" if executed is not None else ""
     log(f"{workload.id} int8: intrinsic {choice.intrinsic} ({choice.reason}), weights "
         f"{prologue.removeprefix('pack_weights_') + ' packed first' if prologue else 'as they are'}; "
@@ -669,16 +361,6 @@ class SearchEnded(UserError):
     that workload's failure; ``tune`` goes on with the others and names it at the end."""
 
     exit_status = ExitCode.NOT_READY
-
-
-def existing_measure(target_name: str, dtype: str, workload_id: str, root: Path | None = None) -> str | None:
-    """What the record of (target, workload, dtype) was tuned by (its ``measure``: "latency",
-    "packets", or "emulated" for Hexagon records ranked by the emulator's CPU seconds); None where
-    there is no record: the record that replays (:func:`trace_path`), or with ``root`` the one
-    there. A damaged record is an error naming it (DamagedRecord)."""
-    path = trace_path(target_name, dtype, workload_id) if root is None else record_path(
-        target_name, dtype, workload_id, root)
-    return read_record(path)[1].get("measure", "latency") if path.exists() else None
 
 
 def _previous_trace(target, dtype: str, workload_id: str) -> dict | None:
@@ -731,182 +413,6 @@ def _keep_logs(work_dir: Path, label: str) -> Path:
     shutil.copytree(work_dir / "logs", into, dirs_exist_ok=True)
     return into
 
-
-def _output_check(make_reference):
-    """``check(output) -> problem | None`` for runners that see outputs: wrong when not finite or
-    off the float64 reference (``make_reference()``, evaluated on first use) by more than 10% of
-    max|ref| anywhere, far beyond any rounding, qfloat's included: a candidate that computes
-    something else."""
-    found = []
-
-    def check(output) -> str | None:
-        if not found:
-            found.append(np.asarray(make_reference(), dtype=np.float64))
-        ref = found[0]
-        scale = float(np.max(np.abs(ref))) or 1.0
-        values = np.asarray(output, dtype=np.float64)
-        if values.shape != ref.shape:
-            return f"output shape {values.shape}, expected {ref.shape}"
-        if not np.all(np.isfinite(values)):
-            return f"{int(np.sum(~np.isfinite(values)))} non-finite outputs"
-        worst = float(np.max(np.abs(values - ref)))
-        if worst > 0.1 * scale:
-            return f"wrong output: max |out - float64| = {worst:.4g}, over 0.1 x max|ref| = {scale:.4g}"
-        return None
-
-    return check
-
-
-class OutputCheck:
-    """A candidate's output judged against the float64 reference, picklable (MetaSchedule runs it
-    in its runner's worker process): ``check(output)`` is None, or the problem, which the runner
-    raises as that candidate's failure. Each judgement is appended to ``checked.jsonl`` in the
-    check's directory, so the tuning process can count the checked and the refused.
-
-    On IEEE targets (llvm, cuda) the rule is ``tvm-suite triage``'s CHANGED: an element beyond the
-    rounding bound of any summation order (``suite.core.bounds.Bound``: ``limit`` x gamma~_K(lam) * m,
-    ``lam`` and ``limit`` the numbers of ``reports/thresholds.toml`` [bound], which the command loaded
-    and passes; without them, the file's defaults: lambda 9.4, limit 1). On the qfloat targets (``gross``),
-    whose arithmetic is not IEEE's, the bound does not apply, and the rule stays the one the
-    Hexagon runner has (:func:`_output_check`: not finite, or off by 10% of max|ref|)."""
-
-    def __init__(self, directory: str, k: int, dtype: str, gross: bool, lam: float, limit: float):
-        self.directory, self.k, self.dtype, self.gross = directory, k, dtype, gross
-        self.lam, self.limit = lam, limit
-
-    @classmethod
-    def of(cls, reference_value, magnitude, k: int, dtype: str, gross: bool = False,
-           lam: float = bounds.DEFAULT_LAMBDA, limit: float = 1.0) -> "OutputCheck":
-        directory = tempfile.mkdtemp(prefix="tvm-suite-check-")
-        floats = magnitude is not None  # an integer output has no bound: it must match exactly
-        np.save(Path(directory) / "reference.npy", np.asarray(reference_value, dtype=np.float64 if floats else None),
-                allow_pickle=False)
-        if floats:
-            np.save(Path(directory) / "magnitude.npy", np.asarray(magnitude, dtype=np.float64), allow_pickle=False)
-        return cls(directory, int(k), dtype, gross, float(lam), float(limit))
-
-    def _arrays(self):
-        found = _CHECK_ARRAYS.get(self.directory)
-        if found is None:
-            where = Path(self.directory)
-            magnitude = where / "magnitude.npy"
-            found = _CHECK_ARRAYS[self.directory] = (
-                np.load(where / "reference.npy", allow_pickle=False),
-                np.load(magnitude, allow_pickle=False) if magnitude.exists() else None)
-        return found
-
-    def __call__(self, output) -> str | None:
-        ref, magnitude = self._arrays()
-        problem = _output_check(lambda: ref)(output) if self.gross else self._beyond(np.asarray(output), ref, magnitude)
-        with open(Path(self.directory) / "checked.jsonl", "a") as log:
-            log.write(json.dumps({"problem": problem}) + "\n")
-        return problem
-
-    def _beyond(self, output, ref, magnitude) -> str | None:
-        if output.shape != ref.shape:
-            return f"output shape {output.shape}, expected {ref.shape}"
-        if magnitude is None:
-            wrong = output != ref
-            if not wrong.any():
-                return None
-            index = tuple(int(i) for i in np.unravel_index(int(np.argmax(wrong)), ref.shape))
-            return (f"CHANGED: output{list(index)} = {output[index].item()}, exact {ref[index].item()} "
-                    f"({int(wrong.sum()):,} of {ref.size:,} integer elements differ)")
-        bound = bounds.Bound(bounds.Expected(ref, magnitude, self.k, "output", self.dtype), self.lam, self.limit)
-        beyond = bound.beyond(output)
-        if not beyond.any():
-            return None
-        index = tuple(int(i) for i in np.unravel_index(int(np.argmax(beyond)), ref.shape))
-        return (f"CHANGED: output{list(index)} = {float(output[index]):.6g}, exact {float(ref[index]):.6g}, "
-                f"beyond the rounding bound {bound.of(index):.4g} of any summation order "
-                f"({int(beyond.sum()):,} of {ref.size:,} elements)")
-
-    def _checked(self) -> list:
-        try:
-            text = (Path(self.directory) / "checked.jsonl").read_text()
-        except OSError:
-            return []
-        return [json.loads(line)["problem"] for line in text.splitlines() if line.strip()]
-
-    def _refusals(self) -> list[str]:
-        return [problem for problem in self._checked() if problem]
-
-    @property
-    def checked(self) -> int:
-        """How many outputs were checked (candidates whose parameters are not the workload's, a
-        rewritten layout, run on random inputs unchecked)."""
-        return len(self._checked())
-
-    @property
-    def refused(self) -> int:
-        return len(self._refusals())
-
-    @property
-    def first_refusal(self) -> str | None:
-        found = self._refusals()
-        return found[0] if found else None
-
-    def remove(self) -> None:
-        shutil.rmtree(self.directory, ignore_errors=True)
-
-
-#: Reference arrays of the checks this process ran, by directory (a runner worker checks many candidates).
-_CHECK_ARRAYS: dict = {}
-
-
-def _tensorizes(trace) -> bool:
-    instructions = trace[0] if trace else []
-    return any(isinstance(inst, list) and inst and inst[0] == "Tensorize" for inst in instructions)
-
-
-def _tensor_intrinsics(trace) -> set[str]:
-    """The names of the tensor intrinsics a trace's Tensorize instructions use (their first attribute)."""
-    return {str(inst[2][0]) for inst in (trace[0] if trace else [])
-            if isinstance(inst, list) and inst and inst[0] == "Tensorize" and len(inst) > 2 and inst[2]}
-
-
-def replay(func, workload_id: str, dtype: str, records, accumulator: bool = False,
-           cpu_flags: frozenset[str] | None = None):
-    """``func`` scheduled by the committed trace of (workload, dtype) of the first of the targets
-    ``records`` (a name, or names in order of preference) that has one; ``accumulator``: ``func``
-    is an int8 kernel's accumulator function, scheduled by the record's ``accumulator_trace``.
-    A record whose kernel used a dot-product intrinsic this CPU (one with ``cpu_flags``; default:
-    this one) cannot run is a skip naming the features it lacks (NoTunedRecord)."""
-    names = _names(records)
-    found = records_target(names, dtype, workload_id)
-    record = read_record(trace_path(found, dtype, workload_id))[1] if found else None
-    if record is None:
-        how = (f"run `tvm-suite tune --target {names[0]} --dtype {dtype} --workload {workload_id}`"
-               if dtype in workloads.MEASURED_DTYPES else f"`tvm-suite tune` does not tune {dtype} yet")
-        raise NoTunedRecord(f"no tuned record for {workload_id} {dtype} on {' or '.join(names)} ({how})")
-    if (record.get("tensorized") or {}).get("used"):
-        from suite.targets import llvm
-
-        intrinsic = record["dot_product"]["intrinsic"]
-        if lacking := llvm.lacking_features(intrinsic, cpu_flags):
-            raise NoTunedRecord(f"the tuned record of {workload_id} {dtype} uses {intrinsic} "
-                                f"({record['dot_product']['instruction']}), and this CPU lacks {', '.join(lacking)} "
-                                f"(tune it here: `tvm-suite tune --dtype {dtype} --workload {workload_id}`)")
-    trace = record["trace"]
-    lanes = {name: lanes for lanes, name in PROLOGUES.items()}
-    if record.get("prologue") in lanes:
-        func = pack_weights(func, workloads.get(workload_id).chain, lanes[record["prologue"]])
-        if func is None:
-            raise TraceDoesNotApply(f"the record's prologue {record['prologue']} does not apply to {workload_id}")
-    elif record.get("prologue") is not None:
-        raise DamagedRecord(f"tuning record of {workload_id} {dtype}: unknown prologue {record['prologue']!r}")
-    if accumulator:
-        trace = record.get("accumulator_trace")
-        if trace is None:
-            raise NoTunedRecord(f"the tuned record of {workload_id} {dtype} has no accumulator trace (tune it again)")
-    schedule = compat.schedule(func)
-    if _tensorizes(trace):  # GPU fp16 traces use tensor cores (wmma), int8 ones x86's or HVX's dot products
-        compat.register_tensor_intrinsics(_tensor_intrinsics(trace))
-    try:
-        compat.apply_trace(trace, schedule)
-    except Exception as err:  # the trace no longer applies on this TVM: news about this TVM
-        raise TraceDoesNotApply(f"tuned trace does not apply: {first_line(err)}") from None
-    return schedule.mod["main"]
 
 
 if __name__ == "__main__":

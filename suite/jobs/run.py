@@ -21,7 +21,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from suite import cache, compat, git
-from suite.core import ahead, entries, measurement, peers, retimings, run_journal, runstore, timing, tuning
+from suite.core import ahead, entries, measurement, peers, retimings, run_journal, runstore, timing, tuning_records
 from suite.core.combo import Combo, Grid
 from suite.core.record import Kind, Record, Status
 from suite.errors import Interrupted, Skipped, UserError, raise_if_signalled
@@ -192,7 +192,7 @@ def run(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_commit=None, 
             f"  {c.label}: {warm.records[c].reason}" for c in failed)
     if own := own_records(warm.records):
         text += (f"\ntuned: {len(own)} combination(s) replayed your own tuning records "
-                 f"({tuning.user_records_root()}), not the committed ones")
+                 f"({tuning_records.user_records_root()}), not the committed ones")
     text += f"\nreport:  {report_dir / 'index.html'}\n{result.line()}"
     counts = _status_counts(warm.records)
     facts = {"commit": commit, "machine": machine, "results": str(out_dir / "results"),
@@ -291,12 +291,12 @@ def _verdict(out_dir: Path, commit: str, tvm_repo, thresholds, report_dir: Path)
 
 def own_records(records: dict) -> list:
     """The combinations of ``records`` whose ``tuned`` order replayed a record of the user's own
-    (tuning.user_records_root), not a committed one."""
+    (tuning_records.user_records_root), not a committed one."""
     own = []
     for combo, record in records.items():
         if combo.order == "tuned" and record.tuned_from:
-            path = tuning.trace_path(record.tuned_from, combo.dtype, combo.workload.id)
-            if tuning.RECORDS_DIR not in path.parents:
+            path = tuning_records.trace_path(record.tuned_from, combo.dtype, combo.workload.id)
+            if tuning_records.RECORDS_DIR not in path.parents:
                 own.append(combo)
     return own
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from suite import cache, floats, progress
-from suite.core import execution, measurement, reference, tuning, workloads
+from suite.core import execution, measurement, reference, tuning_records, workloads
 from suite.core.combo import Combo
 from suite.errors import Interrupted
 from suite.model import int8
@@ -126,7 +126,8 @@ def kernel_orders(plan: ModelCalls, setting: Setting) -> list[tuple]:
     found = []
     for workload in plan.unique_workloads():
         order = setting.order
-        if order == "tuned" and tuning.records_target(setting.target.records_from, setting.dtype, workload.id) is None:
+        if (order == "tuned"
+                and tuning_records.records_target(setting.target.records_from, setting.dtype, workload.id) is None):
             order = "default"
         found.append((workload, order))
     return found

@@ -243,7 +243,7 @@ def not_exact(values: dict) -> str | None:
 class IntrinsicUse:
     """Whether a tuned int8 kernel with a dot product (a conv2d or matmul) used the dot-product
     intrinsic its record's search offered, as the replayed record says (its ``dot_product`` and
-    ``tensorized``, :class:`suite.core.tuning.Tensorized`: the kernel's disassembly, and on Hexagon
+    ``tensorized``, :class:`suite.core.dot_product.Tensorized`: the kernel's disassembly, and on Hexagon
     the instructions the emulator executed, when it was tuned). One that did not is a finding the
     report shows (issue 61)."""
 
@@ -273,15 +273,15 @@ def intrinsic_use(workload_id: str, dtype: str, records_target: str | None) -> I
     """What the int8 record ``records_target`` replayed for ``workload_id`` says of its dot-product
     intrinsic; None where the row is no tuned int8 kernel with a dot product (a max pool or a mean
     has none to tensorize: its id names no conv2d or matmul)."""
-    from suite.core import tuning, workloads
+    from suite.core import tuning_records, workloads
 
     ops = workload_id.split(".")[1] if workload_id.count(".") >= 2 else ""
     if dtype not in workloads.INTEGER_DTYPES or not records_target or not ("conv2d" in ops or "matmul" in ops):
         return None
-    path = tuning.trace_path(records_target, dtype, workload_id)
+    path = tuning_records.trace_path(records_target, dtype, workload_id)
     if not path.exists():
         return IntrinsicUse(None, None, None, None, None, f"its record is not here ({path})")
-    _, record = tuning.read_record(path)
+    _, record = tuning_records.read_record(path)
     offered, found = record.get("dot_product") or {}, record.get("tensorized") or {}
     return IntrinsicUse(offered.get("intrinsic"), found.get("instruction") or offered.get("instruction"),
                         found.get("instruction_count"), found.get("executed_count"), bool(found.get("used")),

@@ -168,7 +168,7 @@ class Target(abc.ABC):
     @property
     def records_from(self) -> tuple[str, ...]:
         """The targets whose committed tuning records the ``tuned`` order replays, in order of
-        preference (see :func:`suite.core.tuning.records_target` for the choice per workload): its
+        preference (see :func:`suite.core.tuning_records.records_target` for the choice per workload): its
         own here; a target that replays others' declares its tuple (``records_from = (...)``)."""
         return (self.name,)
 
@@ -195,7 +195,7 @@ class Target(abc.ABC):
         problem | None`` for runners that see the output. Default: MetaSchedule's local runner on
         this machine, and the rules of the target's own kind; with a ``check`` and the inputs, the
         runner first runs each candidate on those inputs and refuses it (a runner error) when the
-        check finds its output wrong (:class:`suite.core.tuning.OutputCheck`)."""
+        check finds its output wrong (:class:`suite.core.output_check.OutputCheck`)."""
         options = {"builder": compat.local_builder()}
         if check is not None and inputs is not None:
             options["runner"] = compat.checking_runner(inputs, output_shape, dtype, check)

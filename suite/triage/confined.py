@@ -350,7 +350,7 @@ def _child_tune(scratch: Path, job: dict) -> None:
     """In the child: MetaSchedule's search for the before program, its best candidate written as
     TVMScript (``tuned.py``) and what it did (``result.json``)."""
     from suite import targets
-    from suite.core import tuning
+    from suite.core import output_check, tuning
     from suite.triage import tvmscript
 
     target = targets.get(job["target"])
@@ -359,8 +359,8 @@ def _child_tune(scratch: Path, job: dict) -> None:
     inputs = [np.load(scratch / f"input{n}.npy", allow_pickle=False) for n in range(job["inputs"])]
     magnitude = np.load(scratch / "magnitude.npy", allow_pickle=False) if job["magnitude"] else None
     shape, dtype = job["output"]
-    check = tuning.OutputCheck.of(np.load(scratch / "expected.npy", allow_pickle=False), magnitude, job["k"], dtype,
-                                  gross=target.ieee_twin, lam=job["lam"], limit=job["limit"])
+    check = output_check.OutputCheck.of(np.load(scratch / "expected.npy", allow_pickle=False), magnitude, job["k"],
+                                        dtype, gross=target.ieee_twin, lam=job["lam"], limit=job["limit"])
     try:
         found = tuning.search(before, target, job["trials"], inputs, tuple(shape), dtype, check,
                               f"triage-{target.name}-{dtype}")
