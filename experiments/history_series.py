@@ -23,7 +23,7 @@ from suite import git
 from suite.commands import common_args
 from suite.errors import UserError
 from suite.history import keep
-from suite.reporting import code_identity, gate, results, thresholds as thresholds_mod
+from suite.reporting import code_identity, gate, gate_result, results, thresholds as thresholds_mod
 
 
 def build_text(facts: dict, failed: bool) -> tuple[str, str]:
@@ -57,7 +57,8 @@ def judged_pairs(history, commits, th, remeasure) -> dict[str, dict]:
         result = gate.evaluate(history, at, before, th, remeasure)
         changes = code_identity.changes(history, before, at)
         found[at.label] = {"baseline": before.label, "verdict": result.verdict.name,
-                           "failing": [c.name.split(" vs ")[0] for c in result.checks if c.status is gate.Status.FAIL],
+                           "failing": [c.name.split(" vs ")[0] for c in result.checks
+                                       if c.status is gate_result.Status.FAIL],
                            "kernels_changed": [" ".join(s.ids) for s in changes.changed], "kernels_same": changes.same}
     return found
 

@@ -83,7 +83,7 @@ def test_what_is_no_little_endian_elf_is_refused(tmp_path, content):
 from histories import A, B, SAMPLES, SEED, TUNED, Builder  # noqa: E402
 from suite.reporting import code_identity, gate  # noqa: E402
 from suite.reporting import thresholds as limits  # noqa: E402
-from suite.reporting.gate import Status, Verdict  # noqa: E402
+from suite.reporting.gate_result import Status, Verdict  # noqa: E402
 
 CODE_A, CODE_B = "a" * 64, "b" * 64
 

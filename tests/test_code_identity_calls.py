@@ -16,9 +16,9 @@ import pytest
 
 from histories import A, B, C, SAMPLES, SEED, Builder
 from suite import cli
-from suite.reporting import code_identity, gate
+from suite.reporting import code_identity, gate, gate_result
 from suite.reporting import thresholds as limits
-from suite.reporting.gate import Status, Verdict
+from suite.reporting.gate_result import Status, Verdict
 from suite.reporting.rules import Slowness
 from suite.targets import elf
 
@@ -132,7 +132,7 @@ def never_called(series, timings):
     raise AssertionError("a kernel whose code is not known to have changed was timed again")
 
 
-def code_check(result) -> gate.Check:
+def code_check(result) -> gate_result.Check:
     return next(c for c in result.checks if c.name.startswith("kernel code vs"))
 
 

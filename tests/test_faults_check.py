@@ -327,7 +327,7 @@ def test_a_baseline_without_sealed_side_data_is_one_line(cli, runs, tmp_path, mo
     """A kept history whose baseline has asv's results but not the side data the gate judges on
     (a results/ copied without its runs/, a commit's directory gone, one without its seal): one
     line naming what is missing and how to get it, never a verdict on asv's results alone."""
-    from suite.reporting import gate
+    from suite.reporting import gate_checks
 
     _, repo, commits = runs
     kept = kept_history(runs, tmp_path / "tvm-main")
@@ -336,7 +336,7 @@ def test_a_baseline_without_sealed_side_data_is_one_line(cli, runs, tmp_path, mo
     if lacking == "runs/ not copied":
         shutil.rmtree(kept / "runs")
         words = (f"the kept history {kept} has results but no sealed side data of any commit other than the "
-                 f"candidate {commits[1][:10]}", gate.HOW_TO_KEEP)
+                 f"candidate {commits[1][:10]}", gate_checks.HOW_TO_KEEP)
     elif lacking == "the named baseline's side data":
         place(kept, commits[0]).bundle.unlink()
         args = ["--baseline", commits[0][:10]]

@@ -28,7 +28,7 @@ from conftest import check_fault_table
 from histories import A, B, MACHINE, SAMPLES, Builder
 from suite.core import retimings, runstore
 from suite.history import keep
-from suite.reporting import gate as gate_lib
+from suite.reporting import gate as gate_lib, gate_result
 from suite.reporting import results, rules
 from suite.reporting import thresholds as limits
 
@@ -298,6 +298,6 @@ def test_a_baseline_of_another_machine_says_latency_was_not_judged():
     history = planted({ids(0): (1.5, True)}).history()
     why = "the baseline's latency was measured on machine elsewhere; this is machine testbox"
     result = gate_lib.evaluate(history, history.commits[1], history.commits[0], limits.load(), latency_apart=why)
-    assert result.verdict is gate_lib.Verdict.READY
+    assert result.verdict is gate_result.Verdict.READY
     assert result.line() == (f"verdict: READY (latency not judged: the baseline was measured on another machine) "
                              f"for {B[:10]} against {A[:10]} -> exit 0")

@@ -16,9 +16,9 @@ from asv_runs import two_commit_repo, _git
 from conftest import made_once, run_in_process
 from histories import A, B, C, SEED, Builder
 from suite.core import quantized
-from suite.reporting import gate, report, results
+from suite.reporting import gate, gate_checks, gate_result, report, results
 from suite.reporting import thresholds as limits
-from suite.reporting.gate import Culprit, Status, Verdict
+from suite.reporting.gate_result import Culprit, Status, Verdict
 from test_report_agreement import agree, reported
 
 DEFAULTS = limits.load()
@@ -35,12 +35,12 @@ def exact(b: Builder, ids, commit, **changed) -> Builder:
     return b.values_at(ids, commit, **values).timing(ids, commit)
 
 
-def judge(history, commit=B) -> gate.GateResult:
+def judge(history, commit=B) -> gate_result.GateResult:
     return gate.evaluate_named(history, commit, DEFAULTS)
 
 
-def exactness(result: gate.GateResult) -> gate.Check:
-    return next(c for c in result.checks if c.name.startswith(gate.EXACTNESS))
+def exactness(result: gate_result.GateResult) -> gate_result.Check:
+    return next(c for c in result.checks if c.name.startswith(gate_checks.EXACTNESS))
 
 
 def blamed(history, baseline, candidate) -> list[tuple]:
@@ -68,7 +68,7 @@ def test_exact_int8_is_ready_and_no_ulp_or_bound_check_looks_at_it():
     # int8 alone: the float checks say so, not that values are missing
     for c in result.checks:
         if c.name.startswith(FLOAT_CHECKS):
-            assert (c.status, c.worst, c.details) == (Status.NOT_CHECKED, gate.ONLY_INTEGERS, ()), c
+            assert (c.status, c.worst, c.details) == (Status.NOT_CHECKED, gate_checks.ONLY_INTEGERS, ()), c
     # beside a float combination they judge it alone: no int8 row is listed, none "not checked"
     exact(b.accurate(SEED, A).accurate(SEED, B), MEAN, B)
     mixed = judge(b.history())
@@ -179,7 +179,7 @@ def test_real_int8_runs_are_ready_and_reported_exact(cli, int8_runs, tmp_path):
     checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
     assert checks[f"int8 exactness vs {commits[0][:10]}"]["worst"] == (
         f"4 of 4 bit-exact, none less exact than at {commits[0][:10]}")
-    assert checks["probabilistic bound fraction (lambda 9.4)"]["worst"] == gate.ONLY_INTEGERS
+    assert checks["probabilistic bound fraction (lambda 9.4)"]["worst"] == gate_checks.ONLY_INTEGERS
     facts = reported(cli, f"{out}/results", tmp_path / "report", status=0)
     assert {m: m in facts["summary_columns"] for m in ("exact_fraction", "accumulator_mismatches", "ulp_mean")} == {
         "exact_fraction": True, "accumulator_mismatches": True, "ulp_mean": False}
@@ -240,7 +240,7 @@ def test_a_real_kernel_that_drops_a_term_is_not_ready_and_the_report_names_it(cl
     done = cli("gate", "--results", str(results_dir), "--commit", commits[2], "--tvm-repo", repo, "--no-remeasure",
                "--json")
     assert done.returncode == 1
-    check = next(c for c in json.loads(done.stdout)["checks"] if c["name"].startswith(gate.EXACTNESS))
+    check = next(c for c in json.loads(done.stdout)["checks"] if c["name"].startswith(gate_checks.EXACTNESS))
     assert (check["status"], check["details"]) == ("FAIL", lines)
     assert [(c["workload"], c["order"], c["metric"]) for c in check["culprits"]] == [
         (MEAN[0], MEAN[3], m) for m in metrics]

@@ -5,9 +5,9 @@ measured is listed with its reason and never passes, the report shows them in it
 import math
 
 from histories import A, B, C, SEED, Builder
-from suite.reporting import gate, report
+from suite.reporting import gate, gate_checks, report
 from suite.reporting import thresholds as limits
-from suite.reporting.gate import Status, Verdict
+from suite.reporting.gate_result import Status, Verdict
 
 DEFAULTS = limits.load()
 FP32 = ("miniresnet", "float32", "llvm", "default")
@@ -111,7 +111,7 @@ def test_a_commit_measured_before_the_models_were_is_not_checked_never_missing()
     fine(b, FP32, C)
     before = gate.evaluate_named(b.history(), B, DEFAULTS)
     top1 = checks(before)["model top1_agreement float32"]
-    assert top1.status is Status.NOT_CHECKED and top1.worst == gate.NOT_YET_MEASURED
+    assert top1.status is Status.NOT_CHECKED and top1.worst == gate_checks.NOT_YET_MEASURED
     assert before.verdict is Verdict.READY
     at = checks(gate.evaluate_named(b.history(), C, DEFAULTS))["model top1_agreement float32"]
     assert at.status is Status.PASS
@@ -125,7 +125,7 @@ def test_a_commit_measured_before_the_models_were_is_not_checked_never_missing()
     b3.timing(SEED, A).timing(SEED, B).accurate(SEED, C).timing(SEED, C)
     ulp_before = {c.name: c for c in gate.evaluate_named(b3.history(), B, DEFAULTS).checks}
     assert (ulp_before["ulp_mean float16"].status, ulp_before["ulp_mean float16"].worst) == (
-        Status.NOT_CHECKED, gate.NOT_YET_MEASURED)
+        Status.NOT_CHECKED, gate_checks.NOT_YET_MEASURED)
 
 
 def test_the_report_has_a_model_table_and_leaves_models_out_of_the_kernels():

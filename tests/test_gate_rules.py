@@ -6,18 +6,18 @@ from markupsafe import escape
 
 from histories import A, B, C, QF_TUNED, SAMPLES, SEED, TUNED, Builder
 from suite.errors import ExitCode
-from suite.reporting import gate, report, rules
+from suite.reporting import gate, gate_checks, gate_result, report, rules
 from suite.reporting import thresholds as limits
-from suite.reporting.gate import Status, Verdict
+from suite.reporting.gate_result import Status, Verdict
 
 DEFAULTS = limits.load()
 
 
-def judge(history, commit=B, thresholds=DEFAULTS, baseline=None, remeasure=None) -> gate.GateResult:
+def judge(history, commit=B, thresholds=DEFAULTS, baseline=None, remeasure=None) -> gate_result.GateResult:
     return gate.evaluate_named(history, commit, thresholds, baseline, remeasure)
 
 
-def check(result, prefix) -> gate.Check:
+def check(result, prefix) -> gate_result.Check:
     return next(c for c in result.checks if c.name.startswith(prefix))
 
 
@@ -223,7 +223,7 @@ def test_results_without_samples_are_data_missing_never_a_ratio_of_medians():
     assert unkept.verdict is Verdict.DATA_MISSING and latency.status is Status.MISSING
     assert latency.details[0] == (f"no side data of {A[:10]} on testbox: /nonexistent/run/runs/testbox/{A}.zip is missing "
                                   "(timing samples, the values asv does not keep, records, build note)")
-    assert latency.details[-1] == gate.HOW_TO_KEEP and len(latency.details) == 3
+    assert latency.details[-1] == gate_checks.HOW_TO_KEEP and len(latency.details) == 3
     unkept = two_runs(2.0).unkept(A, B).history()
     assert report.pair_verdict(unkept, *unkept.commits, DEFAULTS).blamed == ()
 
@@ -467,7 +467,7 @@ def test_a_baseline_newer_than_the_candidate_is_said():
     b.accurate(SEED, C).timing(SEED, C)
     result = judge(b.history(), commit=B, baseline=C[:7])
     assert result.notes == (f"the baseline {C[:10]} comes after the candidate {B[:10]} in TVM's history",)
-    assert f"note: {result.notes[0]}" in gate.format_table(result, b.history())
+    assert f"note: {result.notes[0]}" in gate_result.format_table(result, b.history())
 
 
 # ----------------------------------------------------------------------------- thresholds

@@ -12,7 +12,7 @@ from markupsafe import escape
 
 from histories import A, B, C, QF_TUNED, SAMPLES, SEED, TUNED, Builder
 from suite.core import retimings
-from suite.reporting import gate, report, results
+from suite.reporting import gate, gate_result, report, results
 from suite.reporting import thresholds as limits
 
 DEFAULTS = limits.load()
@@ -130,7 +130,7 @@ def test_a_suspect_no_gate_timed_again_is_the_gates_no_verdict(cli, tmp_path):
     facts = reported(cli, results_dir, tmp_path / "report", status=2)
     assert facts["regressions"] == [] and "tvm-suite bisect" not in facts["html"]  # nothing to bisect: undecided
     [pair] = facts["pairs"]
-    assert pair["verdict"] == "UNDECIDED" and pair["words"] == gate.Verdict.UNDECIDED.words
+    assert pair["verdict"] == "UNDECIDED" and pair["words"] == gate_result.Verdict.UNDECIDED.words
     [suspect] = pair["blamed"]
     assert suspect["status"] == "UNDECIDED"
     assert suspect["words"] == f"suspect: {' '.join(SEED)}: 1.30x, p 0.004 (not timed again)"
@@ -149,7 +149,7 @@ def test_the_gates_confirmed_slowdown_is_the_reports(cli, tmp_path):
     gone = retimings.KeptSamples("the baseline's and candidate's kernels are gone from the cache")
     on_kept = gate.evaluate(history, history.resolve(B), history.resolve(A), DEFAULTS, lambda s, t: gone)
     line = next(c for c in on_kept.checks if c.name.startswith("latency vs")).details[0]
-    assert on_kept.verdict is gate.Verdict.NOT_READY and on_kept.newly_remeasured() == []
+    assert on_kept.verdict is gate_result.Verdict.NOT_READY and on_kept.newly_remeasured() == []
     assert line.startswith("confirmed: ") and "judged on the kept samples" in line
     facts = report.make_report(gate.with_remeasured(history, on_kept), on_kept, tmp_path / "made")
     assert str(escape(line)) in (tmp_path / "made" / "index.html").read_text().split('id="regressions"')[1]
@@ -158,7 +158,7 @@ def test_the_gates_confirmed_slowdown_is_the_reports(cli, tmp_path):
 
     confirmed = gate.evaluate(history, history.resolve(B), history.resolve(A), DEFAULTS, retimed(1.3))
     latency = next(c for c in confirmed.checks if c.name.startswith("latency vs"))
-    assert confirmed.verdict is gate.Verdict.NOT_READY and latency.details[0].startswith("confirmed: ")
+    assert confirmed.verdict is gate_result.Verdict.NOT_READY and latency.details[0].startswith("confirmed: ")
     results_dir = b.write(tmp_path / "run")
     retimings.keep_remeasured(tmp_path / "run", A, B, confirmed.newly_remeasured())  # as `tvm-suite gate` keeps it
     facts = reported(cli, results_dir, tmp_path / "report", status=1)

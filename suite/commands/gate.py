@@ -29,13 +29,13 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from suite.reporting import gate
+    from suite.reporting import gate_result
 
     history, result = judged(args, remeasure=None if args.no_remeasure else timing.remeasure)
     if not args.no_remeasure:  # --no-remeasure times nothing again: it writes nothing
         keep(history, result)
     status = result.verdict.exit_code
-    say(gate.format_table(result, history), status)  # for people: on stderr with --json
+    say(gate_result.format_table(result, history), status)  # for people: on stderr with --json
     if args.json:
         say_json(result.as_dict(), status)
     return status

@@ -32,7 +32,7 @@ REPEATS = 5
 #: timed against itself (experiments/retime_noise.py).
 RETIME_REPEATS = 15
 MIN_REPEAT_MS = 20
-#: The sides of a gate's re-measurement, in the order of its timings (suite.reporting.gate.Remeasure).
+#: The sides of a gate's re-measurement, in the order of its timings (suite.reporting.gate_result.Remeasure).
 SIDES = ("baseline", "candidate")
 
 

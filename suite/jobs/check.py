@@ -34,7 +34,7 @@ from suite.errors import Interrupted, UserError
 from suite.asv_plumbing import driver, releases, source_build
 from suite.history import commits as history
 from suite.jobs import run as main_job
-from suite.reporting import code_identity, gate, report, results
+from suite.reporting import code_identity, gate, gate_checks, gate_result, report, results
 from suite.reporting import thresholds as limits
 
 #: Rough costs on 2 cores, for the plan said before any work (measured: a wheel of about 100 MB
@@ -163,7 +163,7 @@ class KeptBaseline:
                 return cls(where, history, named or _in_clone(tvm, commit, kept_dir),
                            machine if machine in sealed else sealed[0])
         raise UserError(f"the kept history {kept_dir} has results but no sealed side data of {what} (runs/ beside "
-                        f"results/ in {where}): {gate.HOW_TO_KEEP}")
+                        f"results/ in {where}): {gate_checks.HOW_TO_KEEP}")
 
     def other_machine(self, out_results: Path, machine: str) -> str:
         """Why the baseline's latency is not compared with the candidate's, measured on ``machine``
@@ -343,7 +343,7 @@ def run(tvm_repo: Path, candidate_name: str, baseline_name: str | None, grid: Gr
         raise Interrupted.by(err, f"the check stopped while {phase}: {where}{verdict}; the same check again measures "
                                   "nothing: it gives the verdict and writes the report") from None
     text = "\n".join([measured.text, "", f"report: {out_dir / 'report' / 'index.html'}", "",
-                      gate.format_table(result, loaded)])
+                      gate_result.format_table(result, loaded)])
     facts = {**result.as_dict(), "report": str(out_dir / "report"), "plan": lines}
     if kept:
         facts["baseline_from"] = {"history": str(kept.where), "commit": kept.commit, "machine": kept.machine,

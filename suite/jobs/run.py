@@ -28,7 +28,7 @@ from suite.errors import Interrupted, Skipped, UserError, raise_if_signalled
 from suite.model import grid as model_grid
 from suite.asv_plumbing import dashboard, driver, releases
 from suite.progress import Progress, announce
-from suite.reporting import gate, report, results
+from suite.reporting import gate, gate_result, report, results
 from suite.reporting import thresholds as limits
 
 
@@ -270,7 +270,7 @@ def _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster, mac
     return warm, AsvRun(asv_status, asv_s, publish_status, archived, log_path, offline)
 
 
-def _verdict(out_dir: Path, commit: str, tvm_repo, thresholds, report_dir: Path) -> gate.GateResult:
+def _verdict(out_dir: Path, commit: str, tvm_repo, thresholds, report_dir: Path) -> gate_result.GateResult:
     """The gate's verdict on the commit just filed (suspects timed again, as `tvm-suite gate`
     does), kept, and the report that renders it."""
     announce("report")  # the gate's verdict, then the report that renders it
@@ -301,7 +301,7 @@ def own_records(records: dict) -> list:
     return own
 
 
-def keep_remeasured(history: results.History, result: gate.GateResult) -> None:
+def keep_remeasured(history: results.History, result: gate_result.GateResult) -> None:
     """Keep what the gate found by timing suspects again, so that the report and later gates give
     the same verdict on the same samples; where the directory cannot be written, say so (stderr)
     and go on: the verdict does not depend on it."""

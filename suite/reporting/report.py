@@ -1,6 +1,6 @@
 """``tvm-suite report``: a static HTML report (Jinja2, inline SVG, no network) and report.json.
 
-It renders a :class:`suite.reporting.gate.GateResult`, the verdict of the newest commit as the gate
+It renders a :class:`suite.reporting.gate_result.GateResult`, the verdict of the newest commit as the gate
 gives it, first; it computes no check and no mark of its own. Then, from the verified history
 (:mod:`suite.reporting.results`):
 
@@ -32,7 +32,8 @@ from suite import cache, outputs, tracked
 from suite.asv_plumbing.config import REPORTS
 from suite.errors import ExitCode, UserError
 from suite.reporting import results as res
-from suite.reporting import code_identity, gate, maps, rules
+from suite.reporting import code_identity, gate, gate_checks, maps, rules
+from suite.reporting.gate_result import Culprit, GateResult, Status, Verdict
 from suite.reporting.rules import match
 from suite.reporting.thresholds import Thresholds
 
@@ -73,9 +74,9 @@ class Blamed:
     on, word for word, with the combination and metric the line is about."""
 
     check: str  #: the gate's check, by its name
-    status: gate.Status  #: FAIL, or UNDECIDED: a latency suspect the gate would time again
+    status: Status  #: FAIL, or UNDECIDED: a latency suspect the gate would time again
     words: str  #: the gate's line
-    culprit: gate.Culprit
+    culprit: Culprit
 
     def as_dict(self) -> dict:
         return {"check": self.check, "status": self.status.value, "words": self.words, **self.culprit.as_dict()}
@@ -92,7 +93,7 @@ class PairVerdict:
     candidate: res.Commit
     #: None where the gate gives no verdict at all (a deterministic metric that moved under the
     #: same code: the suite's own bug, which ``line`` says)
-    verdict: gate.Verdict | None
+    verdict: Verdict | None
     line: str  #: the gate's verdict line (:meth:`GateResult.line`), or its one-line error
     blamed: tuple[Blamed, ...]
     missing: tuple[str, ...] = ()  #: "check: what is missing", of each DATA MISSING check
@@ -110,15 +111,15 @@ class PairVerdict:
                 "missing": list(self.missing), "not_checked": list(self.not_checked)}
 
 
-def said_of(result: gate.GateResult) -> PairVerdict:
+def said_of(result: GateResult) -> PairVerdict:
     """The report's words of a gate result: the gate's verdict, line and failing or undecided lines
     (each check's first ``failing`` details, with its culprits), nothing of its own."""
-    blamed = tuple(Blamed(c.name, gate.Status.UNDECIDED if culprit.undecided else gate.Status.FAIL, words, culprit)
-                   for c in result.checks if c.status in (gate.Status.FAIL, gate.Status.UNDECIDED)
+    blamed = tuple(Blamed(c.name, Status.UNDECIDED if culprit.undecided else Status.FAIL, words, culprit)
+                   for c in result.checks if c.status in (Status.FAIL, Status.UNDECIDED)
                    for words, culprit in zip(c.details[:c.failing], c.culprits))
     return PairVerdict(result.baseline, result.candidate, result.verdict, result.line(), blamed,
-                       tuple(f"{c.name}: {c.worst}" for c in result.checks if c.status is gate.Status.MISSING),
-                       tuple(f"{c.name}: {c.worst}" for c in result.checks if c.status is gate.Status.NOT_CHECKED))
+                       tuple(f"{c.name}: {c.worst}" for c in result.checks if c.status is Status.MISSING),
+                       tuple(f"{c.name}: {c.worst}" for c in result.checks if c.status is Status.NOT_CHECKED))
 
 
 def pair_verdict(history: res.History, baseline: res.Commit, candidate: res.Commit,
@@ -140,7 +141,7 @@ def _pair(history, baseline, candidate, thresholds, note: str) -> PairVerdict:
         return PairVerdict(baseline, candidate, None, f"no verdict: {err}", ())
 
 
-def series_verdicts(history: res.History, thresholds: Thresholds, result: gate.GateResult | None = None
+def series_verdicts(history: res.History, thresholds: Thresholds, result: GateResult | None = None
                     ) -> list[PairVerdict]:
     """The gate's verdict on each commit against the one before it with data (``[latency] baseline
     = "previous"``: a commit whose build failed is passed over, as the gate passes it over), oldest
@@ -183,9 +184,9 @@ def pair_facts(history: res.History, pair: PairVerdict) -> dict:
     for entry, b in zip(facts["blamed"], pair.blamed):
         s = b.culprit.series
         entry["bisect"] = (bisect_command(history.repo, base.hash, now.hash, s, b.culprit.metric)
-                           if b.status is gate.Status.FAIL and bisectable(b.culprit.metric) else None)
+                           if b.status is Status.FAIL and bisectable(b.culprit.metric) else None)
         entry["decide"] = (f"tvm-suite gate --results {history.results_dir} --commit {now.short} "
-                           f"--baseline {base.short}" if b.status is gate.Status.UNDECIDED else None)
+                           f"--baseline {base.short}" if b.status is Status.UNDECIDED else None)
         records = [history.kept(c.hash, s.machine).records.get(s.ids) for c in (base, now)]
         entry["records"] = records if s.order == "tuned" and any(records) else None
     return facts
@@ -222,7 +223,7 @@ def model_rows(history: res.History) -> list[dict]:
             continue  # not in this commit's grid
         measured = any(res.finite(v) for v in values.values())
         rows.append({**s.as_dict(), "model": s.workload, "values": values, "measured": measured,
-                     "reason": None if measured else gate.failure_reason(history, newest, s)})
+                     "reason": None if measured else gate_checks.failure_reason(history, newest, s)})
     return rows
 
 
@@ -423,7 +424,7 @@ def charts(history: res.History, marks: list[dict]) -> list[dict]:
 # ----------------------------------------------------------------------------- facts
 
 
-def compute(history: res.History, result: gate.GateResult) -> dict:
+def compute(history: res.History, result: GateResult) -> dict:
     """What the report shows (and report.json keeps): the gate's ``result`` on the newest commit,
     then the history, its pairs each as the gate judges it (:func:`series_verdicts`)."""
     thresholds = result.thresholds
@@ -452,10 +453,10 @@ def compute(history: res.History, result: gate.GateResult) -> dict:
         "divergence": _divergence_section(history, thresholds, result, marks),
         "pairs": pairs,
         #: how many pairs of each verdict, by its name as the gate says it (READY, NOT READY, NO VERDICT ...)
-        "pair_counts": {v.words.split(" (")[0]: sum(p["verdict"] == v.name for p in pairs) for v in gate.Verdict},
+        "pair_counts": {v.words.split(" (")[0]: sum(p["verdict"] == v.name for p in pairs) for v in Verdict},
         #: every line that fails the gate on a pair of the series, with its pair
         "regressions": [{**b, "baseline": p["baseline"], "candidate": p["candidate"]} for p in pairs
-                        for b in p["blamed"] if b["status"] == gate.Status.FAIL.value],
+                        for b in p["blamed"] if b["status"] == Status.FAIL.value],
         "code_changes": code_changes(history),
         # A published page names no path of this machine: the thresholds by their file's name.
         "thresholds": {**thresholds.as_dict(), "source": Path(thresholds.source).name},
@@ -472,7 +473,7 @@ def code_changes(history: res.History) -> list[dict]:
             for c in code_identity.per_commit(history)]
 
 
-def _gate_section(result: gate.GateResult) -> dict:
+def _gate_section(result: GateResult) -> dict:
     """The release gate's verdict, as `tvm-suite gate` gives it (the re-measurements a gate or run
     made included)."""
     verdict = result.verdict
@@ -483,7 +484,7 @@ def _gate_section(result: gate.GateResult) -> dict:
         "first_commit": result.first_commit,
         "notes": list(result.notes),
         #: how many checks of each status, in the gate's order of statuses: none hidden behind "passed"
-        "counts": {status.value: n for status in gate.Status
+        "counts": {status.value: n for status in Status
                    if (n := sum(c.status is status for c in result.checks))},
         "checks": [{**c.as_dict(), "failing": c.failing,
                     "noisy": any(d.startswith(("noisy", "records", "same code")) for d in c.details)}
@@ -495,15 +496,16 @@ def _failures(history: res.History) -> list[dict]:
     """Per commit, newest first, the combinations whose build or run failed, with the reason kept."""
     found = []
     for c in reversed(history.commits):
-        failed = gate.failed_combinations(history, c.hash)
+        failed = gate_checks.failed_combinations(history, c.hash)
         if failed:
             found.append({"commit": c.as_dict(), "combinations": [
-                {**series.as_dict(), "benchmarks": methods, "reason": gate.failure_reason(history, c.hash, series)}
+                {**series.as_dict(), "benchmarks": methods,
+                 "reason": gate_checks.failure_reason(history, c.hash, series)}
                 for series, methods in failed.items()]})
     return found
 
 
-def _divergence_section(history: res.History, thresholds: Thresholds, result: gate.GateResult,
+def _divergence_section(history: res.History, thresholds: Thresholds, result: GateResult,
                         marks: list[rules.Mark]) -> dict:
     """The divergence marks of every commit, the first divergent and last good commit, and the
     marks at the newest commit as the gate judged them."""
@@ -558,7 +560,7 @@ HEAT_METRICS = (("latency", "latency"), ("packets", "packets"), ("ulp_mean", "UL
 FAIL, UNDECIDED, BETTER, SAME_CODE = "fail", "undecided", "better", "same code"
 
 
-def judged_cells(history: res.History, result: gate.GateResult) -> dict[tuple[res.Series, str], str]:
+def judged_cells(history: res.History, result: GateResult) -> dict[tuple[res.Series, str], str]:
     """What the gate's ``result`` says of each (combination, metric) of :data:`HEAT_METRICS` and
     :data:`EXACTNESS_METRICS` at its pair: FAIL or UNDECIDED where one of its lines blames it (an
     int8 accumulator not bit-exact at a first commit too), SAME_CODE for the latency of a kernel
@@ -573,11 +575,11 @@ def judged_cells(history: res.History, result: gate.GateResult) -> dict[tuple[re
     for blamed in said_of(result).blamed:
         if blamed.culprit.metric in shown:
             cells[(blamed.culprit.series, blamed.culprit.metric)] = (
-                UNDECIDED if blamed.status is gate.Status.UNDECIDED else FAIL)
+                UNDECIDED if blamed.status is Status.UNDECIDED else FAIL)
     return cells
 
 
-def _compared_cells(history: res.History, result: gate.GateResult, heat: set, cells: dict) -> None:
+def _compared_cells(history: res.History, result: GateResult, heat: set, cells: dict) -> None:
     """The cells a gate's pair judges by comparing its two commits: same-code latency, and the heat
     map's deterministic metrics that went down."""
     before, after = result.baseline.hash, result.candidate.hash
@@ -590,7 +592,7 @@ def _compared_cells(history: res.History, result: gate.GateResult, heat: set, ce
                 cells[(series, metric)] = BETTER
 
 
-def heatmap(history: res.History, result: gate.GateResult, cells: dict) -> dict | None:
+def heatmap(history: res.History, result: GateResult, cells: dict) -> dict | None:
     """The gate's pair (its candidate against its baseline): workloads x (dtype, target, order), the
     ratios of latency (or packets) and of ULP mean side by side, each with what the gate says of it
     (``cells``: :func:`judged_cells`); None without a baseline."""
@@ -726,7 +728,7 @@ def write_report(out, html: str, facts: dict) -> None:
         os.chmod(out / name, 0o644)
 
 
-def make_report(history: res.History, result: gate.GateResult, out) -> dict:
+def make_report(history: res.History, result: GateResult, out) -> dict:
     """Write the report of ``history`` with the gate's ``result`` into ``out``; its facts."""
     check_out(Path(out), history.run_dir, history.results_dir)
     facts = compute(history, result)
