@@ -454,9 +454,9 @@ def culprits_of(checks) -> dict[tuple, str]:
 def report_agrees(history, before, at, th, result) -> str | None:
     """None where the report says of the pair what the gate said (verdict, line, and each failing
     or undecided line with its combination), else what differs."""
-    from suite.reporting import report
+    from suite.reporting import pair_verdicts
 
-    said, gave = report.pair_verdict(history, before, at, th), report.said_of(result)
+    said, gave = pair_verdicts.pair_verdict(history, before, at, th), pair_verdicts.said_of(result)
     for what in ("verdict", "line", "blamed"):
         if getattr(said, what) != getattr(gave, what):
             return f"{what}: the report says {getattr(said, what)!r}, the gate {getattr(gave, what)!r}"

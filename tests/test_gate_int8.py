@@ -16,7 +16,7 @@ from asv_runs import two_commit_repo, _git
 from conftest import made_once, run_in_process
 from histories import A, B, C, SEED, Builder
 from suite.core import quantized
-from suite.reporting import gate, gate_checks, gate_result, report, results
+from suite.reporting import gate, gate_checks, gate_result, pair_verdicts, report, report_figures, results
 from suite.reporting import thresholds as limits
 from suite.reporting.gate_result import Culprit, Status, Verdict
 from test_report_agreement import agree, reported
@@ -45,7 +45,7 @@ def exactness(result: gate_result.GateResult) -> gate_result.Check:
 
 def blamed(history, baseline, candidate) -> list[tuple]:
     """What the report says fails the pair: (check, words, culprit)."""
-    pair = report.pair_verdict(history, history.resolve(baseline), history.resolve(candidate), DEFAULTS)
+    pair = pair_verdicts.pair_verdict(history, history.resolve(baseline), history.resolve(candidate), DEFAULTS)
     return [(b.check, b.words, b.culprit) for b in pair.blamed]
 
 
@@ -90,8 +90,8 @@ def test_an_accumulator_not_bit_exact_is_not_ready_at_a_first_commit_too():
     facts = report.compute(first, result)
     (row,) = facts["summary"]
     assert row["not_exact"] == "accumulator not bit-exact in 3 elements"
-    assert row["judged"]["accumulator_mismatches"] == report.FAIL
-    assert [b.words for b in report.said_of(result).blamed] == [words]
+    assert row["judged"]["accumulator_mismatches"] == report_figures.FAIL
+    assert [b.words for b in pair_verdicts.said_of(result).blamed] == [words]
 
 
 @pytest.mark.parametrize("changed, metric, words", [
@@ -255,7 +255,7 @@ def test_a_real_kernel_that_drops_a_term_is_not_ready_and_the_report_names_it(cl
     (row,) = [r for r in facts["summary"] if (r["workload"], r["order"]) == MEAN[::3]]
     assert row["not_exact"] == f"accumulator not bit-exact in 512 elements; output {fraction:.4%} exact, up to " \
                                f"{steps:.0f} steps off"
-    assert row["judged"]["accumulator_mismatches"] == row["judged"]["exact_fraction"] == report.FAIL
+    assert row["judged"]["accumulator_mismatches"] == row["judged"]["exact_fraction"] == report_figures.FAIL
     html = facts["html"]
     assert 'id="int8-not-exact"' in html and str(escape(row["not_exact"])) in html
     assert html.count('class="not-exact"') == 2  # the row's mark, and the legend's

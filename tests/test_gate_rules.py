@@ -6,7 +6,7 @@ from markupsafe import escape
 
 from histories import A, B, C, QF_TUNED, SAMPLES, SEED, TUNED, Builder
 from suite.errors import ExitCode
-from suite.reporting import gate, gate_checks, gate_result, report, rules
+from suite.reporting import gate, gate_checks, gate_result, pair_verdicts, report, rules
 from suite.reporting import thresholds as limits
 from suite.reporting.gate_result import Status, Verdict
 
@@ -103,7 +103,7 @@ def test_a_small_step_of_changed_code_shows_only_when_timed_again():
     b = changed_code(1.05)
     b.kept_remeasure(A, B, caught.newly_remeasured())
     assert judge(b.history()).verdict is Verdict.NOT_READY
-    said = report.pair_verdict(b.history(), *b.history().commits, DEFAULTS)
+    said = pair_verdicts.pair_verdict(b.history(), *b.history().commits, DEFAULTS)
     assert [blamed.words.split(":")[0] for blamed in said.blamed] == ["confirmed"]
 
 
@@ -181,7 +181,7 @@ def test_changed_code_timed_again_and_not_slower_is_not_listed():
     b.kept_remeasure(A, B, result.newly_remeasured())
     again = judge(b.history(), remeasure=lambda s, t: pytest.fail("judged already"))
     assert check(again, "latency vs").worst == "none slower of 1"
-    assert report.pair_verdict(b.history(), *b.history().commits, DEFAULTS).blamed == ()
+    assert pair_verdicts.pair_verdict(b.history(), *b.history().commits, DEFAULTS).blamed == ()
 
 
 def test_changed_code_that_cannot_be_timed_again_passes_on_its_kept_samples():
@@ -225,7 +225,7 @@ def test_results_without_samples_are_data_missing_never_a_ratio_of_medians():
                                   "(timing samples, the values asv does not keep, records, build note)")
     assert latency.details[-1] == gate_checks.HOW_TO_KEEP and len(latency.details) == 3
     unkept = two_runs(2.0).unkept(A, B).history()
-    assert report.pair_verdict(unkept, *unkept.commits, DEFAULTS).blamed == ()
+    assert pair_verdicts.pair_verdict(unkept, *unkept.commits, DEFAULTS).blamed == ()
 
 
 def test_samples_that_cannot_reach_alpha_are_data_missing():
@@ -334,7 +334,7 @@ def test_a_latency_step_of_changed_records_is_records():
     result = judge(b.history(), remeasure=lambda s, t: pytest.fail("a records step is not timed again"))
     assert result.verdict is Verdict.READY
     assert check(result, "latency vs").details[0].startswith(f"records: {' '.join(TUNED)}: 1.50x")
-    assert report.pair_verdict(b.history(), *b.history().commits, DEFAULTS).blamed == ()  # no regression
+    assert pair_verdicts.pair_verdict(b.history(), *b.history().commits, DEFAULTS).blamed == ()  # no regression
 
 
 # ----------------------------------------------------------------------------- change checks

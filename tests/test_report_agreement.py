@@ -2,7 +2,7 @@
 culprits, the same words (issue 59, defect 6). Each history is built by tests/histories.py and filed
 on disk in milliseconds; the report is `tvm-suite report`, the gate `tvm-suite gate --commit C
 --baseline B --no-remeasure --json` on each pair (the report times nothing: a suspect no gate timed
-again is the gate's NO VERDICT in both), and :func:`suite.reporting.report.pair_verdict` says what
+again is the gate's NO VERDICT in both), and :func:`suite.reporting.pair_verdicts.pair_verdict` says what
 the report says of each pair."""
 
 import json
@@ -12,7 +12,7 @@ from markupsafe import escape
 
 from histories import A, B, C, QF_TUNED, SAMPLES, SEED, TUNED, Builder
 from suite.core import retimings
-from suite.reporting import gate, gate_result, report, results
+from suite.reporting import gate, gate_result, pair_verdicts, report, report_figures, results
 from suite.reporting import thresholds as limits
 
 DEFAULTS = limits.load()
@@ -69,7 +69,7 @@ def agree(cli, results_dir, facts: dict) -> None:
         assert [(b["check"], b["words"], {k: b[k] for k in NAMES}) for b in pair["blamed"]] == by_gate
         assert pair["not_checked"] == [f"{c['name']}: {c['worst']}" for c in said["checks"]
                                        if c["status"] == "NOT CHECKED"]
-        documented = report.pair_verdict(history, history.resolve(pair["baseline"]["hash"]),
+        documented = pair_verdicts.pair_verdict(history, history.resolve(pair["baseline"]["hash"]),
                                          history.resolve(pair["candidate"]["hash"]), DEFAULTS).as_dict()
         assert documented == {k: v for k, v in pair.items() if k != "blamed"} | {
             "blamed": [{k: v for k, v in b.items() if k not in ("bisect", "decide", "records")}
@@ -110,7 +110,7 @@ def test_a_persistent_small_packets_step_is_the_gates_regression(cli, tmp_path):
     assert [p["verdict"] for p in facts["pairs"]] == ["NOT_READY", "READY"]
     assert (step["check"], step["words"], step["metric"]) == (
         f"packets vs {A[:10]}", f"{' '.join(QF_TUNED)}: 1e+06 -> 1.02e+06 (1.02x)", "packets")
-    assert step["bisect"] == report.bisect_command(None, A, B, results.Series(*QF_TUNED, "testbox"), "packets")
+    assert step["bisect"] == pair_verdicts.bisect_command(None, A, B, results.Series(*QF_TUNED, "testbox"), "packets")
     assert str(escape(step["words"])) in facts["html"] and f"find the commit: <code>{step['bisect']}" in facts["html"]
     agree(cli, results_dir, facts)
 
@@ -230,7 +230,7 @@ def test_the_heat_map_colours_what_the_gate_says_never_same_code_noise(cli, tmp_
     facts = reported(cli, results_dir, tmp_path / "report", status=1)
     colours = re.findall(r'style="background: (#[0-9a-f]{6})" title="latency x([0-9.]+)', facts["html"])
     assert {ratio: colour for colour, ratio in colours} == {"1.400": "#eaeef2", "0.600": "#eaeef2",
-                                                                    "1.500": report.heat_color({"ratio": 1.5,
+                                                                    "1.500": report_figures.heat_color({"ratio": 1.5,
                                                                                                 "judged": "fail"})}
     cells = {(r["workload"], c["order"]): r["cells"][k]["latency"] for r in facts["heatmap"]["rows"]
              for k, c in enumerate(facts["heatmap"]["columns"]) if "latency" in r["cells"][k]}
@@ -239,7 +239,7 @@ def test_the_heat_map_colours_what_the_gate_says_never_same_code_noise(cli, tmp_
         (OTHER[0], "default"): (1.5, "fail")}
     spans = dict(re.findall(r'<span class="heat-([a-z-]+)" style="background: (#[0-9a-f]{6})" title="latency x[0-9]',
                             facts["html"]))  # the cells with a value
-    assert spans == {"same-code": "#eaeef2", "fail": report.heat_color(cells[(OTHER[0], "default")])}
+    assert spans == {"same-code": "#eaeef2", "fail": report_figures.heat_color(cells[(OTHER[0], "default")])}
     red, green, _ = (int(spans["fail"][k:k + 2], 16) for k in (1, 3, 5))
     assert red > 200 and green < 120  # red, as deep as a 1.5x step
     agree(cli, results_dir, facts)

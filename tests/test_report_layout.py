@@ -4,7 +4,7 @@ out, without a browser (test_report.py opens real reports in headless Chromium a
 import pytest
 
 from histories import A, B, C, SAMPLES, SEED, TUNED, Builder
-from suite.reporting import gate, report
+from suite.reporting import gate, report, report_figures
 from suite.reporting import thresholds as limits
 
 
@@ -26,7 +26,7 @@ def facts_and_html(b: Builder):
 
 def test_commit_labels_are_whole():
     history = three_commits().history()
-    chart = next(c for group in report.charts(history, []) for c in group["charts"] if c["metric"] == "latency")
+    chart = next(c for group in report_figures.charts(history, []) for c in group["charts"] if c["metric"] == "latency")
     assert chart["xticks"][-1]["label"] == "v0.27.0.post1"
 
 
@@ -34,7 +34,7 @@ def test_latency_is_drawn_on_a_log_scale():
     """tuned (0.5 ms) beside default (10 ms): a factor of 20, a third of the plot each way, not a
     line flat on the floor."""
     history = three_commits().history()
-    chart = next(c for group in report.charts(history, []) for c in group["charts"] if c["metric"] == "latency")
+    chart = next(c for group in report_figures.charts(history, []) for c in group["charts"] if c["metric"] == "latency")
     default, tuned = (next(line for line in chart["lines"] if line["label"].startswith(order)) for order in ("default",
                                                                                                               "tuned"))
     gap = tuned["points"][0]["y"] - default["points"][0]["y"]
