@@ -39,9 +39,11 @@ record = safe_import("suite.core.record")
 measurement = safe_import("suite.core.measurement")
 errors = safe_import("suite.errors")
 runstore = safe_import("suite.core.runstore")
+run_place = safe_import("suite.core.run_place")
 model_grid = safe_import("suite.model.grid")
 model_results = safe_import("suite.model.results")
-SUITE = None not in (children, entries, tracked, combo, record, measurement, errors, runstore, model_grid, model_results)
+SUITE = None not in (children, entries, tracked, combo, record, measurement, errors, runstore, run_place, model_grid,
+                     model_results)
 
 if SUITE:
     # asv imports this module in its benchmark server (launch_method forkserver), whose parent is
@@ -72,11 +74,11 @@ def _preloaded() -> tuple[dict, bool]:
     if not SUITE or sys.argv[1:2] != ["run_server"]:
         return {}, False
     try:
-        place = runstore.current()
+        place = run_place.current()
         if place is None:
             return {}, False
         found = {c.ids: (c, entries.cached(c)) for c in GRID.combos()}  # None: not cached, measured by its process
-        noted = runstore.read_own(place, runstore.BUILD, bytes) is not None
+        noted = runstore.read_own(place, run_place.BUILD, bytes) is not None
     except Exception:  # noqa: BLE001 - each benchmark process meets it again and fails as its own
         return {}, False
     gc.freeze()  # the forked processes' collections leave the server's objects alone (fewer pages copied)

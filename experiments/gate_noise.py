@@ -36,7 +36,7 @@ import time
 from suite import cache as suite_cache
 from suite import outputs
 from suite.commands.common_args import path
-from suite.core import runstore
+from suite.core import run_place
 from suite.errors import UserError
 from suite.reporting import gate, results, thresholds
 
@@ -148,7 +148,7 @@ def main(argv=None) -> int:
                 print(done.stdout[-2000:], done.stderr[-2000:])
                 return 1
             print(f"run {len(walls)}/{len(commits)}: {walls[-1]:.1f} s", flush=True)
-        shutil.rmtree(out / "asv" / runstore.RUNS / runstore.GATE, ignore_errors=True)
+        shutil.rmtree(out / "asv" / run_place.RUNS / run_place.GATE, ignore_errors=True)
         rows = [_gate_pair(out, repo, a, b, limits) for a, b in zip(commits[::2], commits[1::2])]
     finally:
         for h in hogs:

@@ -22,7 +22,7 @@ import shutil
 from pathlib import Path
 
 from suite import cache
-from suite.core import runstore
+from suite.core import run_place
 from suite.errors import UserError
 from suite.history import keep
 
@@ -116,8 +116,8 @@ def _matching(path: Path, pattern: str) -> list[Path]:
 
 def _refuse_inside(path, option: str, reading, kept_itself: bool) -> None:
     target = Path(path).expanduser().resolve()
-    read = {runstore.real_results(r): "results" for r in reading}
-    read.update({(results.parent / runstore.RUNS).resolve(): "runs" for results in list(read)})
+    read = {run_place.real_results(r): "results" for r in reading}
+    read.update({(results.parent / run_place.RUNS).resolve(): "runs" for results in list(read)})
     for directory in (target, *target.parents):
         kind = read.get(directory) or _kind(directory)
         if kind and not (kind == "kept" and kept_itself and directory == target):
@@ -129,9 +129,9 @@ def _refuse_inside(path, option: str, reading, kept_itself: bool) -> None:
 def _kind(directory: Path) -> str | None:
     """What ``directory`` is of a history: "results", "runs" (the side data), "kept", or None."""
     if (directory / "benchmarks.json").is_file() or (directory.name == "results"
-                                                      and (directory.parent / runstore.RUNS).is_dir()):
+                                                      and (directory.parent / run_place.RUNS).is_dir()):
         return "results"
-    if directory.name == runstore.RUNS and (directory.parent / "results").is_dir():
+    if directory.name == run_place.RUNS and (directory.parent / "results").is_dir():
         return "runs"
     if keep.is_kept(directory):  # its seal, or its mark where the seal is gone
         return "kept"

@@ -79,20 +79,20 @@ def qf_two_commit_results(tmp_path_factory):
 
 def place(run_dir: Path, commit: str):
     """Where the run kept ``commit``'s side data (the one machine of a test's runs)."""
-    from suite.core import runstore
+    from suite.core import run_place
 
     (machine,) = [p.name for p in (Path(run_dir) / "results").iterdir() if p.is_dir()]
-    return runstore.Place(Path(run_dir), machine, commit)
+    return run_place.Place(Path(run_dir), machine, commit)
 
 
 def loosen(where) -> None:
     """A commit's sealed side data back as the files its run wrote before sealing them (its bundle
-    removed): for tests, to change a file as a run would before ``runstore.seal``, or to leave the
+    removed): for tests, to change a file as a run would before ``run_bundle.seal``, or to leave the
     commit's side data without a seal. ``where``: a Place, or (run_dir, commit)."""
-    from suite.core import runstore
+    from suite.core import run_bundle
 
     where = place(*where) if isinstance(where, tuple) else where
-    for name, data in runstore.sealed_members(where).items():
+    for name, data in run_bundle.sealed_members(where).items():
         (where.dir / name).parent.mkdir(parents=True, exist_ok=True)
         (where.dir / name).write_bytes(data)
     where.bundle.unlink()
@@ -100,9 +100,9 @@ def loosen(where) -> None:
 
 def member(where, relative: str) -> bytes:
     """The bytes of one file a commit's bundle seals (verified)."""
-    from suite.core import runstore
+    from suite.core import run_bundle
 
-    return runstore.sealed_members(where)[relative]
+    return run_bundle.sealed_members(where)[relative]
 
 
 def tamper(where, relative: str, data: bytes) -> None:
@@ -131,7 +131,7 @@ def plant(run_dir: Path, commit: str, benchmark: str, ids: tuple, value: float |
     import hashlib
 
     from suite import tracked
-    from suite.core import runstore
+    from suite.core import run_bundle, run_place
     from suite.reporting import code_identity
 
     path = next(p for p in (run_dir / "results").glob("*/*.json")
@@ -144,7 +144,7 @@ def plant(run_dir: Path, commit: str, benchmark: str, ids: tuple, value: float |
     metric = tracked.BY_BENCHMARK[benchmark]  # an asv benchmark
     if place(run_dir, commit).bundle.exists():
         loosen(place(run_dir, commit))
-    kept = place(run_dir, commit).file(runstore.values_relative(f"{metric.module}.{metric.cls}", ids))
+    kept = place(run_dir, commit).file(run_place.values_relative(f"{metric.module}.{metric.cls}", ids))
     reported = json.loads(kept.read_text()) if kept.exists() else {}
     if value is None:  # a failed benchmark reports nothing
         reported.pop(metric.name, None)
@@ -152,10 +152,10 @@ def plant(run_dir: Path, commit: str, benchmark: str, ids: tuple, value: float |
         reported[metric.name] = value
     kept.parent.mkdir(parents=True, exist_ok=True)
     kept.write_text(json.dumps(reported))
-    code = place(run_dir, commit).file(runstore.relative("code", ids))
+    code = place(run_dir, commit).file(run_place.relative("code", ids))
     if metric.name in code_identity.DETERMINISTIC and code.exists():
         code.write_text(hashlib.sha256(f"{code.read_text()} {metric.name}={value}".encode()).hexdigest())
-    runstore.seal(place(run_dir, commit))
+    run_bundle.seal(place(run_dir, commit))
 
 
 def plant_samples(run_dir: Path, commit: str, ids: tuple, samples: list[float], tvm: str | None = None) -> None:
@@ -165,11 +165,11 @@ def plant_samples(run_dir: Path, commit: str, ids: tuple, samples: list[float], 
 
     import numpy as np
 
-    from suite.core import runstore
+    from suite.core import run_place
 
     if place(run_dir, commit).bundle.exists():
         loosen(place(run_dir, commit))
-    where = place(run_dir, commit).file(runstore.relative("timings", ids))
+    where = place(run_dir, commit).file(run_place.relative("timings", ids))
     kept = json.loads(where.read_text())
     before = float(np.median(kept["samples_s"]))
     kept["samples_s"] = list(samples)
@@ -177,7 +177,7 @@ def plant_samples(run_dir: Path, commit: str, ids: tuple, samples: list[float], 
         kept["tvm"] = tvm
     where.write_text(json.dumps(kept))
     latency = float(np.median(samples))
-    kept = place(run_dir, commit).file(runstore.values_relative("bench_latency.Throughput", ids))
+    kept = place(run_dir, commit).file(run_place.values_relative("bench_latency.Throughput", ids))
     reported = json.loads(kept.read_text())
     reported["gflops"] *= before / latency  # no asv benchmark (higher is better): kept beside the results only
     kept.write_text(json.dumps(reported))
@@ -188,11 +188,11 @@ def plant_file(run_dir: Path, commit: str, relative: str, text: str) -> None:
     """Replace one file a run kept for ``commit`` (``runs/<commit>/<relative>``) and seal the
     change, as a run that measured it would (a planted change, for tests; an unsealed change is
     damage, which readers refuse)."""
-    from suite.core import runstore
+    from suite.core import run_bundle
 
     if place(run_dir, commit).bundle.exists():
         loosen(place(run_dir, commit))
     where = place(run_dir, commit).file(relative)
     where.parent.mkdir(parents=True, exist_ok=True)
     where.write_text(text)
-    runstore.seal(place(run_dir, commit))
+    run_bundle.seal(place(run_dir, commit))

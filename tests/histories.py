@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 
 from suite import tracked
-from suite.core import runstore
+from suite.core import run_bundle, run_place, runstore
 from suite.reporting import results as res
 
 A, B, C = "a" * 40, "b" * 40, "c" * 40
@@ -102,11 +102,11 @@ class Builder:
         commits = tuple(res.Commit(h, 1_780_000_000_000 + i * 86_400_000, tuple(self.tags.get(h, ())))
                         for i, h in enumerate(self.commits))
         run_dir = Path("/nonexistent/run")
-        side = {(c, self.machine): runstore.SideData(c, True, runstore.Place(run_dir, self.machine, c).bundle,
+        side = {(c, self.machine): runstore.SideData(c, True, run_place.Place(run_dir, self.machine, c).bundle,
                                                      timings=s["timings"], records=s["records"],
                                                      failures=s["failures"], maps=s["maps"], code=s.get("code", {}),
                                                      build=s["build"])
-                if c not in self.without_side else runstore.SideData(c, False, runstore.Place(run_dir, self.machine, c).bundle)
+                if c not in self.without_side else runstore.SideData(c, False, run_place.Place(run_dir, self.machine, c).bundle)
                 for c, s in self.side.items()}
         values: dict = {}
         for commit in self.commits:
@@ -145,10 +145,10 @@ class Builder:
                 "env_vars": {}, "result_columns": res._ASV_COLUMNS, "results": entries, "durations": {},
                 "version": 2}))
             if commit not in self.without_side:
-                self._write_side(runstore.Place(Path(run_dir), self.machine, commit), by_metric)
+                self._write_side(run_place.Place(Path(run_dir), self.machine, commit), by_metric)
         return results
 
-    def _write_side(self, place: runstore.Place, by_metric: dict) -> None:
+    def _write_side(self, place: run_place.Place, by_metric: dict) -> None:
         kept = self.side[place.commit]
         reported: dict = {}
         for metric, per_series in by_metric.items():
@@ -156,15 +156,15 @@ class Builder:
             for series, value in per_series.items():
                 if value is not None:  # a failed benchmark class reports nothing
                     reported.setdefault((series.ids, f"{of.module}.{of.cls}"), {})[metric] = value
-        files = {runstore.values_relative(cls, ids): json.dumps(found) for (ids, cls), found in reported.items()}
-        files.update({runstore.relative("timings", ids): json.dumps(t.to_json()) for ids, t in kept["timings"].items()})
-        files.update({runstore.relative("records", ids): text for ids, text in kept["records"].items()})
-        files.update({runstore.relative("failures", ids): text for ids, text in kept["failures"].items()})
-        files.update({runstore.relative("code", ids): text for ids, text in kept.get("code", {}).items()})
+        files = {run_place.values_relative(cls, ids): json.dumps(found) for (ids, cls), found in reported.items()}
+        files.update({run_place.relative("timings", ids): json.dumps(t.to_json()) for ids, t in kept["timings"].items()})
+        files.update({run_place.relative("records", ids): text for ids, text in kept["records"].items()})
+        files.update({run_place.relative("failures", ids): text for ids, text in kept["failures"].items()})
+        files.update({run_place.relative("code", ids): text for ids, text in kept.get("code", {}).items()})
         if kept["build"] is not None:
-            files[runstore.BUILD] = json.dumps(kept["build"])
+            files[run_place.BUILD] = json.dumps(kept["build"])
         for relative, text in files.items():
             place.file(relative).parent.mkdir(parents=True, exist_ok=True)
             place.file(relative).write_text(text)
         place.dir.mkdir(parents=True, exist_ok=True)
-        runstore.seal(place)
+        run_bundle.seal(place)

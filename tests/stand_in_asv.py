@@ -5,7 +5,7 @@ installs or benchmarks: milliseconds, offline.
 ``machine`` and ``publish`` do nothing; ``setup`` makes the environment's interpreter; ``run``
 over ``HASHFILE:`` does what asv does with each commit it has not finished (``--skip-existing``):
 runs the benchmarks its results file lacks, each keeping side data where the run's context in this
-process's environment says (as asv's benchmark processes do: ``runstore.current()``, the grid of
+process's environment says (as asv's benchmark processes do: ``run_place.current()``, the grid of
 ``Grid.from_env()``), then writes the commit's results file once. With STOP_AT (a commit) in the
 environment it stops in that commit after its first benchmark, prints STOPPED and waits to be
 ended (a run interrupted there). Every call appends what it was told (the suite's and git's

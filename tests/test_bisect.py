@@ -75,7 +75,7 @@ def test_a_verdict_needs_measured_commits(tmp_path_factory, tmp_path):
 
     from asv_runs import WORKLOAD, place, plant, plant_file, two_commit_results
     from suite import tracked
-    from suite.core import runstore
+    from suite.core import run_place
     from suite.history import bisect
 
     results, repo, commits = two_commit_results(tmp_path_factory)
@@ -89,6 +89,6 @@ def test_a_verdict_needs_measured_commits(tmp_path_factory, tmp_path):
     assert f"asv find named {commits[1][:10]}, which has no ulp_mean" in answer.why
     assert f"measured: {commits[0][:10]}" in answer.why
     plant(run_dir, commits[0], metric.benchmark, ids, None)
-    plant_file(run_dir, commits[0], runstore.relative("failures", ids), "build failed: planted")
+    plant_file(run_dir, commits[0], run_place.relative("failures", ids), "build failed: planted")
     answer = bisect.judge(repo, run_dir, commits, commits[1], ids, metric, place(run_dir, commits[1]).machine)
     assert answer.measured_nothing and answer.why == "build failed: planted"

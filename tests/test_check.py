@@ -60,18 +60,18 @@ def check_copy(runs, where: Path, slower: tuple | None = None, factor: float = 3
     times the baseline's, and whose code identity is planted as changed (a suspect the gate times
     again, and calls noisy: both sides are one kernel)."""
     from asv_runs import place, plant_file, plant_samples
-    from suite.core import runstore
+    from suite.core import run_bundle
 
     results, _, commits = runs
     # what an earlier gate or report found speaks for other samples: not copied
     shutil.copytree(results.parent, where, ignore=shutil.ignore_patterns("env*", "html", "report", ".gate"))
-    baseline = runstore.sealed_members(place(where, commits[0]))
+    baseline = run_bundle.sealed_members(place(where, commits[0]))
     for name in sorted(n for n in baseline if n.startswith("timings/")):
         ids = tuple(Path(name).stem.rsplit(".", 3))  # <workload>.<dtype>.<target>.<order>
         samples = json.loads(baseline[name])["samples_s"]
         plant_samples(where, commits[1], ids, [s * (factor if ids == slower else 1.0) for s in samples])
     code = f"code/{'.'.join(slower)}.txt" if slower else None
-    if code and code in runstore.sealed_members(place(where, commits[1])):  # the same code is never timed again
+    if code and code in run_bundle.sealed_members(place(where, commits[1])):  # the same code is never timed again
         plant_file(where, commits[1], code, "v2:" + "f" * 64)  # the scheme of the kept identities
     return where
 
@@ -206,10 +206,10 @@ def plant_mark(run_dir: Path, commit: str, ratio: float) -> None:
     """A divergence mark of SEED_TUNED at ``commit``: its error ``ratio`` times default's, far
     beyond a reordering's noise (z 50), as a run would have filed it."""
     from asv_runs import member, place, plant, plant_file
-    from suite.core import runstore
+    from suite.core import run_place
 
     plant(run_dir, commit, ERROR_RATIO, SEED_TUNED, ratio)
-    relative = runstore.values_relative("bench_divergence.DivergenceFromDefault", SEED_TUNED)
+    relative = run_place.values_relative("bench_divergence.DivergenceFromDefault", SEED_TUNED)
     reported = json.loads(member(place(run_dir, commit), relative))
     plant_file(run_dir, commit, relative, json.dumps({**reported, "error_ratio_z": 50.0}))
 

@@ -25,7 +25,7 @@ import pytest
 
 from conftest import run_cli
 from suite import cache, compat
-from suite.core import entries, measurement, runstore, timing
+from suite.core import entries, measurement, run_place, runstore, timing
 from suite.core.combo import Combo
 from suite.core.record import Status
 from suite.errors import UserError
@@ -228,7 +228,7 @@ def test_a_run_on_the_cluster_times_latency_here(cluster, tmp_path, monkeypatch)
     targets = ["llvm"] + (["hexagon-v68-emu"] if not hexagon.missing_tools() else [])
     grid = Grid.of([MEAN], ["float16"], targets, ["default"])
     lines = []
-    place = runstore.Place(tmp_path / "run", "testbox", "0" * 40)
+    place = run_place.Place(tmp_path / "run", "testbox", "0" * 40)
     warm = run.warm_cache(grid, place, log=lines.append, cluster=cluster.address)
     assert any(line.startswith(f"cluster: {len(targets)} combinations to {cluster.address}") for line in lines)
     assert all(r.ok and r.measured_on for r in warm.records.values())  # measured by the workers

@@ -32,7 +32,7 @@ import pytest
 from asv_runs import WORKLOAD, plant, plant_file, qf_two_commit_results, two_commit_results
 from conftest import run_cli
 from suite import cache, cli, targets
-from suite.core import measurement, retimings, runstore, tuning_records, workloads
+from suite.core import measurement, retimings, run_place, tuning_records, workloads
 from suite.targets import hexagon, hvx_toolchain
 
 pytestmark = pytest.mark.slow
@@ -157,7 +157,7 @@ def llvm_run(tmp_path_factory):
     shutil.copytree(results.parent, base, ignore=shutil.ignore_patterns("env*"))
     ids = (WORKLOAD, "float16", "llvm", "tuned")
     plant(base, commits[1], "bench_accuracy.Accuracy.track_ulp_mean", ids, None)
-    plant_file(base, commits[1], runstore.relative("failures", ids), "seed failed: planted for the damage matrix")
+    plant_file(base, commits[1], run_place.relative("failures", ids), "seed failed: planted for the damage matrix")
     # a re-measurement a gate kept (the fixture's A/A pair had no suspect to time again)
     retimings.keep_remeasured(base, commits[0], commits[1], [
         {"ids": list(ids), "machine": "m", "verdict": "noisy", "remeasured": [[1.03, 0.01], [1.0, 0.5]],
@@ -194,7 +194,7 @@ def _run_files(run_dir: Path) -> list[str]:
     found = []
     for path in sorted(p for p in run_dir.rglob("*") if p.is_file()):
         found.append(path.relative_to(run_dir).as_posix())
-        if path.suffix == ".zip" and path.parent.parent.name == runstore.RUNS:
+        if path.suffix == ".zip" and path.parent.parent.name == run_place.RUNS:
             with zipfile.ZipFile(path) as bundle:
                 found += [f"{found[-1]}/{name}" for name in bundle.namelist()]
     return found

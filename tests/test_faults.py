@@ -139,10 +139,10 @@ def test_oversized_and_nested_files_are_malformed(tmp_path, runs):
     one_line(gate(target), victim, "nested too deep")
 
     target = copy("nested-side")  # a kept file nested deep and sealed as the run's own
-    from suite.core import runstore
+    from suite.core import run_bundle
 
     kept = place(target, commits[1])
-    timing = next(name for name in runstore.sealed_members(kept) if name.startswith("timings/"))
+    timing = next(name for name in run_bundle.sealed_members(kept) if name.startswith("timings/"))
     plant_file(target, commits[1], timing, "[" * 200_000 + "]" * 200_000)
     one_line(gate(target), kept.bundle / timing, "nested too deep")
 

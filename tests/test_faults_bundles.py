@@ -15,7 +15,7 @@ from asv_runs import loosen, member, tamper
 from conftest import check_fault_table, one_line
 from histories import A, B, MACHINE
 from suite import cache
-from suite.core import runstore
+from suite.core import run_bundle, run_place, runstore
 from test_faults_history import aa_history, gate, no_traceback
 
 FAULTS = {
@@ -65,17 +65,17 @@ def _rewrite(bundle: Path, entries) -> None:
             archive.writestr(info, data)
 
 
-def _older(place: runstore.Place) -> None:
+def _older(place: run_place.Place) -> None:
     """The commit's side data as an older suite sealed it: its files in its directory, beside them
     their manifest (sealed)."""
-    members = runstore.sealed_members(place)
+    members = run_bundle.sealed_members(place)
     loosen(place)
-    cache.write_sealed_json(place.dir / runstore.MANIFEST, {n: cache.bytes_digest(d) for n, d in members.items()})
+    cache.write_sealed_json(place.dir / run_place.MANIFEST, {n: cache.bytes_digest(d) for n, d in members.items()})
 
 
 @pytest.mark.filterwarnings("ignore:Duplicate name")  # the hostile bundle holds one
 def test_a_bundle_that_is_not_what_a_run_seals_is_one_line_naming_it(cli, run_dir):
-    place = runstore.Place(run_dir, MACHINE, B)
+    place = run_place.Place(run_dir, MACHINE, B)
     sealed = place.bundle.read_bytes()
     members = [(info, zipfile.ZipFile(place.bundle).read(info)) for info in zipfile.ZipFile(place.bundle).infolist()]
     name, data = members[-1][0].filename, members[-1][1]
@@ -107,9 +107,9 @@ def test_a_bundle_that_is_not_what_a_run_seals_is_one_line_naming_it(cli, run_di
 
 
 def test_a_member_changed_behind_the_seal_is_named(cli, run_dir):
-    place = runstore.Place(run_dir, MACHINE, B)
+    place = run_place.Place(run_dir, MACHINE, B)
     sealed = place.bundle.read_bytes()
-    timing = next(n for n in runstore.sealed_members(place) if n.startswith("timings/"))
+    timing = next(n for n in run_bundle.sealed_members(place) if n.startswith("timings/"))
     value = json.loads(member(place, timing))
 
     def refused(*words):
@@ -124,16 +124,16 @@ def test_a_member_changed_behind_the_seal_is_named(cli, run_dir):
         entries = [(i, archive.read(i)) for i in archive.infolist()]
     _rewrite(place.bundle, [(i, d) for i, d in entries if i.filename != timing])
     refused(place.bundle / timing, "missing")
-    _rewrite(place.bundle, [(i, d) for i, d in entries if i.filename != runstore.MANIFEST])
-    refused(place.bundle / runstore.MANIFEST, "damaged or missing")
+    _rewrite(place.bundle, [(i, d) for i, d in entries if i.filename != run_place.MANIFEST])
+    refused(place.bundle / run_place.MANIFEST, "damaged or missing")
     outside = {"../../escape.json": cache.bytes_digest(b"{}")}
-    tamper(place, runstore.MANIFEST, cache.sealed_text(outside).encode())
-    refused(place.bundle / runstore.MANIFEST, "outside the commit's side data")
+    tamper(place, run_place.MANIFEST, cache.sealed_text(outside).encode())
+    refused(place.bundle / run_place.MANIFEST, "outside the commit's side data")
 
 
 def test_a_file_beside_the_bundle_is_refused_unless_it_is_a_copy_of_a_member(cli, run_dir):
-    place = runstore.Place(run_dir, MACHINE, B)
-    timing = next(n for n in runstore.sealed_members(place) if n.startswith("timings/"))
+    place = run_place.Place(run_dir, MACHINE, B)
+    timing = next(n for n in run_bundle.sealed_members(place) if n.startswith("timings/"))
     copy = place.file(timing)
     copy.parent.mkdir(parents=True)
     copy.write_bytes(member(place, timing))  # an interrupted seal: the bundle written, its directory not removed
@@ -145,34 +145,34 @@ def test_a_file_beside_the_bundle_is_refused_unless_it_is_a_copy_of_a_member(cli
 def test_sealing_is_deterministic_and_adds_to_what_was_sealed(run_dir, tmp_path):
     from suite.history import keep
 
-    place = runstore.Place(run_dir, MACHINE, B)
+    place = run_place.Place(run_dir, MACHINE, B)
     sealed = place.bundle.read_bytes()
     loosen(place)
     os.utime(next(place.dir.rglob("*.json")), (0, 0))  # another date: no part of the bundle
-    runstore.seal(place)
+    run_bundle.seal(place)
     assert place.bundle.read_bytes() == sealed and not place.dir.exists()
     kept = keep.keep(run_dir, tmp_path / "kept", MACHINE)
     assert kept.copied == (A, B)
     again = keep.keep(run_dir, tmp_path / "kept", MACHINE)
     assert again.copied == () and again.already == (A, B)
     # asv measures one more combination of the sealed commit (--skip-existing): sealed with the others
-    more = runstore.relative("records", ("w.x", "float32", "llvm", "tuned"))
+    more = run_place.relative("records", ("w.x", "float32", "llvm", "tuned"))
     place.file(more).parent.mkdir(parents=True)
     place.file(more).write_text("llvm")
-    with pytest.raises(runstore.DamagedRunData, match="beside its sealed"):  # before its seal: refused, named
+    with pytest.raises(run_place.DamagedRunData, match="beside its sealed"):  # before its seal: refused, named
         runstore.load(place)
-    runstore.seal(place)
-    members = runstore.sealed_members(place)
-    assert members[more] == b"llvm" and set(members) - {more} == set(runstore.sealed_members(
-        runstore.Place(tmp_path / "kept", MACHINE, B)))
+    run_bundle.seal(place)
+    members = run_bundle.sealed_members(place)
+    assert members[more] == b"llvm" and set(members) - {more} == set(run_bundle.sealed_members(
+        run_place.Place(tmp_path / "kept", MACHINE, B)))
 
 
 def test_pack_turns_an_older_history_into_bundles_with_the_same_verdict(cli, run_dir):
     before = gate(cli, run_dir / "results", "--commit", B[:8])
     no_traceback(before, 0)
-    loaded = {c: runstore.load(runstore.Place(run_dir, MACHINE, c)) for c in (A, B)}
+    loaded = {c: runstore.load(run_place.Place(run_dir, MACHINE, c)) for c in (A, B)}
     for commit in (A, B):
-        _older(runstore.Place(run_dir, MACHINE, commit))
+        _older(run_place.Place(run_dir, MACHINE, commit))
     older = gate(cli, run_dir / "results", "--commit", B[:8])  # an older layout still loads
     assert older.stdout.replace(".zip", "") == before.stdout.replace(".zip", "")
     packed = cli("history", "--pack", str(run_dir))
@@ -180,7 +180,7 @@ def test_pack_turns_an_older_history_into_bundles_with_the_same_verdict(cli, run
     assert packed.stdout.startswith(f"packed {run_dir}: 2 commits sealed into one file each;"), packed.stdout
     assert sorted(p.name for p in (run_dir / "runs" / MACHINE).iterdir()) == [f"{A}.zip", f"{B}.zip"]
     for commit in (A, B):
-        after = runstore.load(runstore.Place(run_dir, MACHINE, commit))
+        after = runstore.load(run_place.Place(run_dir, MACHINE, commit))
         assert (after.values, after.timings, after.code) == (loaded[commit].values, loaded[commit].timings,
                                                              loaded[commit].code)
     assert gate(cli, run_dir / "results", "--commit", B[:8]).stdout == before.stdout
@@ -188,8 +188,8 @@ def test_pack_turns_an_older_history_into_bundles_with_the_same_verdict(cli, run
     no_traceback(again, 0)
     assert again.stdout.startswith(f"packed {run_dir}: 0 commits sealed"), again.stdout
     # interrupted while it removed a packed commit's directory: the copies left are removed by the next
-    place = runstore.Place(run_dir, MACHINE, B)
-    timing = next(n for n in runstore.sealed_members(place) if n.startswith("timings/"))
+    place = run_place.Place(run_dir, MACHINE, B)
+    timing = next(n for n in run_bundle.sealed_members(place) if n.startswith("timings/"))
     place.file(timing).parent.mkdir(parents=True)
     place.file(timing).write_bytes(member(place, timing))
     finished = cli("history", "--pack", str(run_dir))
@@ -197,23 +197,23 @@ def test_pack_turns_an_older_history_into_bundles_with_the_same_verdict(cli, run
     assert "left as they were" not in finished.stdout and not place.dir.exists(), finished.stdout
     # a commit's directory that is a link elsewhere: not packed (nor removed), and said
     elsewhere = run_dir.parent / "elsewhere"
-    members = runstore.sealed_members(place)
+    members = run_bundle.sealed_members(place)
     for name, data in members.items():
         (elsewhere / name).parent.mkdir(parents=True, exist_ok=True)
         (elsewhere / name).write_bytes(data)
-    cache.write_sealed_json(elsewhere / runstore.MANIFEST, {n: cache.bytes_digest(d) for n, d in members.items()})
+    cache.write_sealed_json(elsewhere / run_place.MANIFEST, {n: cache.bytes_digest(d) for n, d in members.items()})
     place.bundle.unlink()
     place.dir.symlink_to(elsewhere)
     linked = cli("history", "--pack", str(run_dir))
     no_traceback(linked, 0)
     assert "a link where a commit's directory lies" in linked.stdout and B[:12] in linked.stdout, linked.stdout
-    assert place.dir.is_symlink() and (elsewhere / runstore.MANIFEST).exists()
+    assert place.dir.is_symlink() and (elsewhere / run_place.MANIFEST).exists()
 
 
 def test_pack_refuses_damage_and_what_is_no_history(cli, run_dir, tmp_path):
     for commit in (A, B):
-        _older(runstore.Place(run_dir, MACHINE, commit))
-    place = runstore.Place(run_dir, MACHINE, B)
+        _older(run_place.Place(run_dir, MACHINE, commit))
+    place = run_place.Place(run_dir, MACHINE, B)
     notes = place.dir / "timings" / ".notes"  # a file of the user's, which the seal of old never covered
     notes.write_text("mine")
     one_line(cli("history", "--pack", str(run_dir)), notes, "not a file the run", "move it elsewhere")
@@ -243,11 +243,11 @@ def test_pack_refuses_damage_and_what_is_no_history(cli, run_dir, tmp_path):
     one_line(cli("history", "--pack", str(run_dir)), keep.SEAL, "missing")
 
 
-def _reseal(place: runstore.Place, name: str, data: bytes) -> None:
+def _reseal(place: run_place.Place, name: str, data: bytes) -> None:
     """Replace or add one member and seal the bundle again, as a forger would."""
-    members = runstore.sealed_members(place)
+    members = run_bundle.sealed_members(place)
     members[name] = data
-    runstore.write_bundle(place.bundle, members)
+    run_bundle.write_bundle(place.bundle, members)
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
@@ -256,9 +256,9 @@ def test_what_zipfile_and_numpy_fail_on_is_one_line_never_a_traceback(cli, run_d
 
     import numpy as np
 
-    place = runstore.Place(run_dir, MACHINE, B)
+    place = run_place.Place(run_dir, MACHINE, B)
     sealed = place.bundle.read_bytes()
-    timing = next(n for n in runstore.sealed_members(place) if n.startswith("timings/"))
+    timing = next(n for n in run_bundle.sealed_members(place) if n.startswith("timings/"))
     value = json.loads(member(place, timing))
     maps = "maps/" + ".".join(("seed.conv2d_nhwc_7x7s2", "float16", "llvm", "tuned")) + ".npz"
 

@@ -19,7 +19,7 @@ import pytest
 
 from asv_runs import loosen, member, place, plant_file, plant_samples, tamper, two_commit_repo
 from conftest import check_fault_table, one_line, run_cli, session_root
-from suite.core import runstore
+from suite.core import run_bundle, run_place
 from test_check import SEED_TUNED, candidate_out, check_copy, history_stand_in, kept_history, listing, run_check
 
 #: kind of fault -> the cases of it (the test functions below, by name)
@@ -55,7 +55,7 @@ def runs(tmp_path_factory):
 
 def _timing(run_dir: Path, commit: str, ids) -> dict:
     """The timing samples of ``ids`` the run of ``commit`` sealed."""
-    return json.loads(member(place(run_dir, commit), runstore.relative("timings", ids)))
+    return json.loads(member(place(run_dir, commit), run_place.relative("timings", ids)))
 
 
 # ----------------------------------------------------------------------------- a check rerun on damaged data
@@ -73,7 +73,7 @@ def test_a_rerun_over_a_damaged_file_is_one_line_before_any_work(cli, runs, tmp_
         victim.write_bytes(victim.read_bytes()[:100])
         words = ("corrupt asv result file", victim)
     elif damage == "damaged timing":
-        name = runstore.relative("timings", SEED_TUNED)
+        name = run_place.relative("timings", SEED_TUNED)
         tamper(place(out, commits[1]), name, member(place(out, commits[1]), name)[:-20])
         words = (place(out, commits[1]).bundle / name, f"damaged (not the file the run of {commits[1][:12]} kept)")
     else:
@@ -148,7 +148,7 @@ def _travelled(runs, tmp_path: Path) -> tuple[Path, Path]:
     timing = _timing(out, commits[0], SEED_TUNED)
     assert not Path(timing["kernel"]).is_absolute() and timing["kernel"].startswith("measure/"), timing
     timing["kernel"] = f"/home/first-machine/.cache/tvm-suite/{timing['kernel']}"
-    plant_file(out, commits[0], runstore.relative("timings", SEED_TUNED), json.dumps(timing))
+    plant_file(out, commits[0], run_place.relative("timings", SEED_TUNED), json.dumps(timing))
     cache = tmp_path / "elsewhere" / "cache"
     cache.mkdir()
     return out, cache
@@ -260,8 +260,8 @@ def test_no_kept_file_names_a_path_of_the_machine(cli, runs, tmp_path, monkeypat
         found = []
         for path in sorted(p for p in run_dir.rglob("*") if p.is_file()):
             # a commit's bundle is read member by member: its deflated bytes hide text
-            sealed = {f"/{name}": data for name, data in (runstore.sealed_members(
-                runstore.Place(run_dir, path.parent.name, path.stem)).items())} if path.suffix == ".zip" else \
+            sealed = {f"/{name}": data for name, data in (run_bundle.sealed_members(
+                run_place.Place(run_dir, path.parent.name, path.stem)).items())} if path.suffix == ".zip" else \
                 {"": path.read_bytes()}
             for name, data in sealed.items():
                 # the one path a kept file may name: the report's bisect commands, to be pasted on this
@@ -364,7 +364,7 @@ def test_a_damaged_kept_history_is_one_line_before_any_work(cli, runs, tmp_path,
         victim.write_bytes(victim.read_bytes()[:100])
         words = (victim, "unreadable asv results file")
     else:
-        name = runstore.relative("timings", SEED_TUNED)
+        name = run_place.relative("timings", SEED_TUNED)
         tamper(place(kept, commits[0]), name, member(place(kept, commits[0]), name)[:-20])
         words = (place(kept, commits[0]).bundle / name, f"damaged (not the file the run of {commits[0][:12]} kept)")
     calls = history_stand_in(monkeypatch)

@@ -26,7 +26,7 @@ import pytest
 
 from conftest import check_fault_table
 from histories import A, B, MACHINE, SAMPLES, Builder
-from suite.core import retimings, runstore
+from suite.core import retimings, run_place
 from suite.history import keep
 from suite.reporting import gate as gate_lib, gate_result
 from suite.reporting import results, rules
@@ -88,7 +88,7 @@ def gate(cli, results_dir, *args):
 
 
 def record_of(run_dir: Path) -> Path:
-    return run_dir / runstore.RUNS / runstore.GATE / f"{A}-{B}.json"
+    return run_dir / run_place.RUNS / run_place.GATE / f"{A}-{B}.json"
 
 
 def entries(path: Path) -> dict:
@@ -200,7 +200,7 @@ def test_the_kept_llvm_history_is_read_and_left_as_it_was(cli, tmp_path):
     same command again was NO VERDICT (120 suspects). Now it is READY twice, the record as kept."""
     kept = tmp_path / "tvm-main"
     shutil.copytree(ROOT / "reports" / "tvm-main", kept, symlinks=True)
-    record = next((kept / runstore.RUNS / runstore.GATE).glob("b3e249b7*-a2835e57*.json"))
+    record = next((kept / run_place.RUNS / run_place.GATE).glob("b3e249b7*-a2835e57*.json"))
     before = files(kept)
     assert len(entries(record)) == 128
     for _ in range(2):

@@ -25,7 +25,7 @@ from conftest import one_line as refused
 
 from asv_runs import loosen, member, tamper
 from histories import A, B, C, MACHINE, QF_TUNED, SAMPLES, SEED, Builder
-from suite.core import runstore
+from suite.core import run_bundle, run_place, runstore
 from suite.errors import UserError
 
 #: kind of fault -> the cases of it (the test functions below, by name)
@@ -157,8 +157,8 @@ def test_an_edited_latency_is_refused_through_a_link(cli, run_dir, tmp_path):
     link = tmp_path / "linked-results"
     link.symlink_to(run_dir / "results")
     asv_file = edit_asv(link, B, "bench_latency.Throughput.track_latency_median", lambda v: v * 37)
-    place = runstore.Place(run_dir, MACHINE, B)
-    kept = place.bundle / runstore.values_relative("bench_latency.Throughput", SEED)
+    place = run_place.Place(run_dir, MACHINE, B)
+    kept = place.bundle / run_place.values_relative("bench_latency.Throughput", SEED)
     line = one_line(gate(cli, link, "--commit", B[:8]), asv_file.resolve(), kept,
                     "is 0.7511, but", "says 0.0203", "asv's results and the run's side data disagree")
     assert str(link) not in line  # one real path, named as such
@@ -216,7 +216,7 @@ def test_one_commit_without_side_data_is_data_missing_too(cli, tmp_path):
     b.value("code_bytes", QF_TUNED, A, 4096.0).value("code_bytes", QF_TUNED, B, 4096.0)
     b.value("qfloat_arith", QF_TUNED, A, 86.0).value("qfloat_arith", QF_TUNED, B, 86.0)
     results = b.write(tmp_path / "asv")
-    assert not runstore.Place(tmp_path / "asv", MACHINE, A).sealed and runstore.Place(tmp_path / "asv", MACHINE, B).sealed
+    assert not run_place.Place(tmp_path / "asv", MACHINE, A).sealed and run_place.Place(tmp_path / "asv", MACHINE, B).sealed
     result = gate(cli, results, "--commit", B[:8])
     no_traceback(result, 2)
     assert result.stdout.rstrip().endswith(DATA_MISSING)
@@ -239,9 +239,9 @@ def test_asvs_null_against_a_sealed_value_is_a_disagreement(cli, run_dir, asv_sa
     benchmark reported: the two files disagree, exit 2, both named; never "failed: reason in the
     asv log" (NOT READY before), never skipped."""
     asv_file = edit_asv(run_dir / "results", B, "bench_accuracy.Accuracy.track_ulp_mean", lambda v: asv_says)
-    place = runstore.Place(run_dir, MACHINE, B)
-    kept = place.bundle / runstore.values_relative("bench_accuracy.Accuracy", SEED)
-    assert json.loads(member(place, runstore.values_relative("bench_accuracy.Accuracy", SEED)))["ulp_mean"] == 10.0
+    place = run_place.Place(run_dir, MACHINE, B)
+    kept = place.bundle / run_place.values_relative("bench_accuracy.Accuracy", SEED)
+    assert json.loads(member(place, run_place.values_relative("bench_accuracy.Accuracy", SEED)))["ulp_mean"] == 10.0
     line = one_line(gate(cli, run_dir / "results", "--commit", B[:8]), asv_file, kept, words, "says 10:",
                     "asv's results and the run's side data disagree")
     assert "reason in the asv log" not in line
@@ -358,9 +358,9 @@ def test_an_interrupted_history_keeps_what_asv_finished_sealed(cli, tmp_path, mo
     stopped = history(cli, repo, found, out)
     no_traceback(stopped, 130)
     assert stopped.stderr.strip().startswith("tvm-suite: interrupted (SIGINT): "), stopped.stderr
-    first, second = (runstore.Place(out, MACHINE, c.commit) for c in found)
+    first, second = (run_place.Place(out, MACHINE, c.commit) for c in found)
     assert runstore.load(first).values == KEPT
-    with pytest.raises(runstore.DamagedRunData, match="side data without its seal"):
+    with pytest.raises(run_place.DamagedRunData, match="side data without its seal"):
         runstore.load(second)
     use_stand_in_asv(monkeypatch)
     again = history(cli, repo, found, out)
@@ -380,7 +380,7 @@ def test_a_rerun_seals_what_an_earlier_run_finished_and_left_unsealed(cli, tmp_p
     out = tmp_path / "history"
     use_stand_in_asv(monkeypatch)
     no_traceback(history(cli, repo, found, out), 0)
-    first = runstore.Place(out, MACHINE, found[0].commit)
+    first = run_place.Place(out, MACHINE, found[0].commit)
     loosen(first)
     again = history(cli, repo, found, out)
     no_traceback(again, 0)
@@ -401,18 +401,18 @@ def test_a_commit_asv_has_not_finished_stays_unsealed(cli, tmp_path, monkeypatch
     use_stand_in_asv(monkeypatch)
     no_traceback(history(cli, repo, found, out), 0)
     for c in found:
-        loosen(runstore.Place(out, MACHINE, c.commit))
+        loosen(run_place.Place(out, MACHINE, c.commit))
     [results] = (out / "results" / MACHINE).glob(f"{found[1].commit[:8]}-*.json")
     data = json.loads(results.read_text())
     del data["results"]["bench_stand_in.Second.track_value"]
     results.write_text(json.dumps(data))
     assert commits.seal_finished(out, MACHINE, found, {}) == [found[0].commit]
-    with pytest.raises(runstore.DamagedRunData, match="side data without its seal"):
-        runstore.load(runstore.Place(out, MACHINE, found[1].commit))
+    with pytest.raises(run_place.DamagedRunData, match="side data without its seal"):
+        runstore.load(run_place.Place(out, MACHINE, found[1].commit))
     again = history(cli, repo, found, out)
     no_traceback(again, 0)
     assert note(again.stdout, found[1].commit) == ""  # asv ran what it lacked
-    runstore.load(runstore.Place(out, MACHINE, found[1].commit))
+    runstore.load(run_place.Place(out, MACHINE, found[1].commit))
 
 
 # ----------------------------------------------------------------------------- a kept history
@@ -420,13 +420,13 @@ def test_a_commit_asv_has_not_finished_stays_unsealed(cli, tmp_path, monkeypatch
 
 def with_maps(run_dir: Path) -> Path:
     """The A/A history with a difference map planted in B's side data, and sealed again."""
-    place = runstore.Place(run_dir, MACHINE, B)
+    place = run_place.Place(run_dir, MACHINE, B)
     loosen(place)
     maps = place.file("maps/" + ".".join(QF_TUNED) + ".npz")
     maps.parent.mkdir(parents=True)
     import numpy as np
     np.savez_compressed(maps, channels=np.ones(4), hw=np.ones((2, 2)))
-    runstore.seal(place)
+    run_bundle.seal(place)
     return run_dir
 
 
@@ -438,11 +438,11 @@ def test_a_kept_history_is_the_sealed_commits_less_their_maps_and_gives_the_same
     kept = keep.keep(run_dir, kept_dir, MACHINE)
     assert kept.copied == (A, B) and kept.already == () and kept.unsealed == () and kept.size > 0
     maps = "maps/" + ".".join(QF_TUNED) + ".npz"
-    assert maps in runstore.sealed_members(runstore.Place(run_dir, MACHINE, B))
-    assert maps not in runstore.sealed_members(runstore.Place(kept_dir, MACHINE, B))
+    assert maps in run_bundle.sealed_members(run_place.Place(run_dir, MACHINE, B))
+    assert maps not in run_bundle.sealed_members(run_place.Place(kept_dir, MACHINE, B))
     assert sorted(p.name for p in (kept_dir / "runs" / MACHINE).iterdir()) == [f"{A}.zip", f"{B}.zip"]
     for commit in (A, B):  # every file kept verifies against the digest its run sealed
-        side = runstore.load(runstore.Place(kept_dir, MACHINE, commit))
+        side = runstore.load(run_place.Place(kept_dir, MACHINE, commit))
         assert side.kept and side.maps == {} and side.timings
     real, kept_gate = gate(cli, run_dir / "results", "--commit", B[:8]), gate(cli, kept_dir / "results",
                                                                               "--commit", B[:8])
@@ -544,16 +544,16 @@ def test_a_build_installed_again_is_the_same_build(run_dir, tmp_path):
 def test_an_unsealed_or_damaged_commit_is_not_kept(run_dir, tmp_path):
     from suite.history import keep
 
-    loosen(runstore.Place(run_dir, MACHINE, A))  # a run that did not finish A
+    loosen(run_place.Place(run_dir, MACHINE, A))  # a run that did not finish A
     kept = keep.keep(run_dir, tmp_path / "kept", MACHINE)
     assert kept.copied == (B,) and kept.unsealed == (A,)
-    assert not runstore.Place(tmp_path / "kept", MACHINE, A).sealed
-    place = runstore.Place(run_dir, MACHINE, B)
-    timing = next(name for name in runstore.sealed_members(place) if name.startswith("timings/"))
+    assert not run_place.Place(tmp_path / "kept", MACHINE, A).sealed
+    place = run_place.Place(run_dir, MACHINE, B)
+    timing = next(name for name in run_bundle.sealed_members(place) if name.startswith("timings/"))
     tamper(place, timing, member(place, timing) + b" ")  # one byte more than its run sealed
-    with pytest.raises(runstore.DamagedRunData, match="damaged"):
+    with pytest.raises(run_place.DamagedRunData, match="damaged"):
         keep.keep(run_dir, tmp_path / "kept2", MACHINE)
-    assert not runstore.Place(tmp_path / "kept2", MACHINE, B).sealed
+    assert not run_place.Place(tmp_path / "kept2", MACHINE, B).sealed
 
 
 def test_history_keep_inside_its_own_out_is_refused_before_any_work(cli, tmp_path):

@@ -85,10 +85,10 @@ def tiny(tmp_path_factory):
             done.append({"returncode": result.returncode, "stdout": result.stdout, "stderr": result.stderr})
         # the same kernel at both commits: the newer one's samples made the older one's, so that no
         # latency suspect (noise of a busy machine) turns a later gate into no verdict
-        from suite.core import runstore
+        from suite.core import run_place
 
         for ids in (IDS, TUNED):
-            kept = member(place(out, commits[0]), runstore.relative("timings", ids))
+            kept = member(place(out, commits[0]), run_place.relative("timings", ids))
             plant_samples(out, commits[1], ids, json.loads(kept)["samples_s"])
         return [str(out), str(repo), commits, done[1]]
 
@@ -159,7 +159,7 @@ def test_bisect_json_is_pure(cli, tmp_path, monkeypatch):
     each of its three answers."""
     from suite.asv_plumbing import driver
     from suite.history import bisect, commits as history
-    from suite.core import runstore
+    from suite.core import run_bundle
 
     repo = tmp_path / "tvm"
     c0, c1 = two_commit_repo(repo)
@@ -175,7 +175,7 @@ def test_bisect_json_is_pure(cli, tmp_path, monkeypatch):
         return 0
 
     monkeypatch.setattr(driver, "asv", asv_find)
-    monkeypatch.setattr(runstore, "seal", lambda place: None)
+    monkeypatch.setattr(run_bundle, "seal", lambda place: None)
     args = ("bisect", "--tvm-repo", str(repo), "--range", f"{c0}..{c1}", "--workload", MEAN, "--dtype", "float32",
             "--metric", "ulp_mean", "--out", str(tmp_path / "out"), "--json")
     for answer, status, verdict in ((bisect.Answer(c1, c0, 1.0, 2.0, "2x", []), 0, "first bad commit"),
@@ -306,10 +306,10 @@ def test_report_exits_with_the_verdict_it_prints(tiny, tmp_path):
     ready = run_cli("report", "--results", str(out / "results"), "--out", str(tmp_path / "r0"), "--tvm-repo", str(repo))
     assert ready.returncode == 0, ready.stdout + ready.stderr
     assert ready.stdout.strip().splitlines()[-1].endswith("-> exit 0")
-    from suite.core import runstore
+    from suite.core import run_place
 
     # tuned failed to build (its reason kept): NOT READY; default's value gone too: DATA MISSING
-    plant_file(out, commits[1], runstore.relative("failures", TUNED), "build failed: planted")
+    plant_file(out, commits[1], run_place.relative("failures", TUNED), "build failed: planted")
     for ids, status, words in ((TUNED, 1, "NOT READY"), (IDS, 2, "DATA MISSING")):
         plant(out, commits[1], "bench_accuracy.Accuracy.track_ulp_mean", ids, None)
         done = run_cli("report", "--results", str(out / "results"), "--out", str(tmp_path / f"r{status}"),

@@ -9,7 +9,7 @@ import pytest
 
 from asv_runs import VACUOUS, WORKLOAD, loosen, member, place, plant_file, plant_samples, two_commit_repo, two_commit_results
 from conftest import read_only_copy
-from suite.core import runstore
+from suite.core import run_place
 
 pytestmark = pytest.mark.slow
 
@@ -95,7 +95,7 @@ def test_data_that_vouches_for_itself_is_refused(cli, runs, tmp_path, edit):
                 if p.name != "machine.json" and json.loads(p.read_text())["commit_hash"] == commits[1])
     data = json.loads(path.read_text())
     ids = (WORKLOAD, "float16", "llvm", "default")
-    timings = runstore.relative("timings", ids)
+    timings = run_place.relative("timings", ids)
     named = [path]
     if edit == "latency x100":
         data["results"]["bench_latency.Throughput.track_latency_median"][0][0] *= 100
@@ -286,12 +286,12 @@ def test_remeasurement_confirms_a_real_slowdown_and_calls_noise_noisy(cli, tmp_p
     assert ran.returncode == 1, ran.stdout + ran.stderr
     assert ran.stdout.strip().splitlines()[-1].startswith(f"verdict: NOT READY (a check failed) for {commits[1][:10]}")
     ids = (MATMUL, "float32", "llvm", "default")
-    samples_a = _json.loads(member(place(out, commits[0]), runstore.relative("timings", ids)))["samples_s"]
+    samples_a = _json.loads(member(place(out, commits[0]), run_place.relative("timings", ids)))["samples_s"]
     plant_samples(out, commits[1], ids, [3 * s for s in samples_a])
     # A latency step of a kernel whose code is the same is noise by construction, never timed again
     # (tests/test_code_identity.py): here the default kernel's code changed too, so that its step is
     # a suspect the gate must time again.
-    plant_file(out, commits[1], runstore.relative("code", ids), "f" * 64)
+    plant_file(out, commits[1], run_place.relative("code", ids), "f" * 64)
 
     without = gate(cli, out / "results", "--commit", commits[1], "--tvm-repo", str(repo), "--no-remeasure")
     assert without.returncode == 1, without.stdout + without.stderr
@@ -319,7 +319,7 @@ def test_remeasurement_confirms_a_real_slowdown_and_calls_noise_noisy(cli, tmp_p
     # A release history: each side's kernel was compiled by another TVM than the installed one. They
     # are re-timed in the installed runtime all the same, and the verdict says whose kernels they were.
     for commit in commits:
-        kept = _json.loads(member(place(out, commit), runstore.relative("timings", ids)))["samples_s"]
+        kept = _json.loads(member(place(out, commit), run_place.relative("timings", ids)))["samples_s"]
         plant_samples(out, commit, ids, kept, tvm=f"0.26.0-{commit[:10]}")
     release = gate(cli, out / "results", "--commit", commits[1], "--tvm-repo", str(repo))
     assert f"noisy: {MATMUL} float32 llvm default:" in release.stdout, release.stdout

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from suite import targets
-from suite.core import measurement, runstore
+from suite.core import measurement, run_bundle, run_place
 from suite.core.combo import Combo
 from suite.core.record import Kind, Status
 from suite.targets import hexagon
@@ -132,7 +132,7 @@ def test_run_on_emulated_target_records_emulated_time_and_no_failures(cli, tmp_p
     # HVX instructions have no worse direction: kept beside asv's results, not an asv benchmark
     assert "bench_codegen.HexagonCounts.track_hvx_instructions" not in results
     (bundle,) = (out / "runs").glob("*/*.zip")
-    kept = runstore.sealed_members(runstore.Place(out, bundle.parent.name, bundle.stem))
+    kept = run_bundle.sealed_members(run_place.Place(out, bundle.parent.name, bundle.stem))
     counts = kept[f"values/{SMALL[0]}.float16.hexagon-v68-emu.default/bench_codegen.HexagonCounts.json"]
     assert 0 <= json.loads(counts)["hvx_instructions"] <= packets * 4
 

@@ -19,7 +19,7 @@ import pytest
 from asv_runs import place, two_commit_repo
 from suite import cache
 from conftest import SUITE_BIN, eventually, run_in_process
-from suite.core import runstore
+from suite.core import run_bundle, runstore
 
 pytestmark = pytest.mark.slow
 
@@ -68,7 +68,7 @@ def _state(out, commit) -> dict:
     manifest, and whether the two agree (every latency asv recorded is the median of the kept samples)."""
     [results] = [p for p in (out / "results").glob(f"*/{commit[:8]}-*.json")]
     data = json.loads(results.read_text())
-    manifest = {name: cache.bytes_digest(data) for name, data in runstore.sealed_members(place(out, commit)).items()}
+    manifest = {name: cache.bytes_digest(data) for name, data in run_bundle.sealed_members(place(out, commit)).items()}
     kept = runstore.load(place(out, commit))  # every kept file is the one the run sealed
     latency = data["results"]["bench_latency.Throughput.track_latency_median"]
     for value, order in zip(latency[0], latency[1][3]):

@@ -122,7 +122,8 @@ def test_every_module_a_measurement_runs_is_in_its_cache_key():
         "      getattr(module, '__file__', None) and Path(module.__file__).resolve() not in covered)))\n")],
         capture_output=True, text=True, check=True).stdout.split()
     numberless = {"suite", "suite.core", "suite.errors", "suite.children", "suite.environ", "suite.progress",
-                  "suite.core.combo", "suite.core.runstore"}  # the key itself, paths, processes, side data
+                  "suite.core.combo", "suite.core.runstore", "suite.core.run_place",
+                  "suite.core.run_bundle"}  # the key itself, paths, processes, side data
     assert set(found) <= numberless, set(found) - numberless
 
 

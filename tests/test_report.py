@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from asv_runs import VACUOUS, WORKLOAD, member, place, plant, plant_file, two_commit_results
-from suite.core import runstore
+from suite.core import run_bundle
 
 pytestmark = pytest.mark.slow
 CHROMIUM = Path("/usr/bin/chromium")
@@ -69,16 +69,16 @@ def test_a_mark_that_appeared_says_how_to_find_its_commit(cli, runs, tmp_path):
     """A mark that appeared at a commit (its combination measured unmarked at the commit before)
     carries the bisect command between the two, in the history of marks and among the marks the
     gate judged (new); one marked since the first commit carries none."""
-    from suite.core import runstore
+    from suite.core import run_place
 
     results, repo, commits = runs
     run_dir = tmp_path / "asv"
     shutil.copytree(results.parent, run_dir, ignore=shutil.ignore_patterns("env*", "html", "report", ".gate"))
     ids = (WORKLOAD, "float16", "llvm", "tuned")
-    relative = runstore.values_relative("bench_divergence.DivergenceFromDefault", ids)
+    relative = run_place.values_relative("bench_divergence.DivergenceFromDefault", ids)
     reported = json.loads(member(place(run_dir, commits[0]), relative))
     plant_file(run_dir, commits[0], relative, json.dumps({**reported, "bias_shift": 0.0}))
-    plant_file(run_dir, commits[0], runstore.relative("code", ids), "f" * 64)  # another value: other code
+    plant_file(run_dir, commits[0], run_place.relative("code", ids), "f" * 64)  # another value: other code
     out = tmp_path / "report"
     result = cli("report", "--results", str(run_dir / "results"), "--out", str(out), "--tvm-repo", str(repo),
                  "--thresholds", str(llvm_marks_thresholds(tmp_path / "t.toml")))
@@ -113,7 +113,7 @@ def test_marks_name_first_divergent_commit(cli, runs, tmp_path):
     assert "First divergent commit" in html and f"https://github.com/apache/tvm/commit/{commits[0]}" in html
     assert 'class="mark"' in html
     # Where it diverges: the H x W heat map and the per-channel bars, exported beside the results.
-    assert f"maps/{WORKLOAD}.float16.llvm.tuned.npz" in runstore.sealed_members(place(results.parent, commits[1]))
+    assert f"maps/{WORKLOAD}.float16.llvm.tuned.npz" in run_bundle.sealed_members(place(results.parent, commits[1]))
     # Marked since the first commit: nothing to bisect, at either commit.
     assert not [m for m in d["marks"] if "bisect" in m] and "--metric bias_shift" not in html
     assert "marked at every commit that measured it: nothing to bisect" in html
@@ -250,7 +250,7 @@ def test_a_step_where_the_tuning_records_changed_is_not_blamed_on_tvm(cli, runs,
     and the report shows that note, no regression and no bisect."""
     import itertools
 
-    from suite.core import runstore
+    from suite.core import run_place
 
     results, repo, commits = runs
     run_dir = tmp_path / "asv"
@@ -271,7 +271,7 @@ def test_a_step_where_the_tuning_records_changed_is_not_blamed_on_tvm(cli, runs,
     [step] = regressions(1)  # TVM's step: [change.ulp_mean] fails the gate, in its words
     assert step["check"] == f"ulp_mean vs {commits[0][:10]}" and step["words"].endswith("(2.00x)")
     assert step["records"] == ["llvm", "llvm"] and "--metric ulp_mean" in step["bisect"]
-    plant_file(run_dir, commits[1], runstore.relative("records", ids), "hexagon-v68-qf")
+    plant_file(run_dir, commits[1], run_place.relative("records", ids), "hexagon-v68-qf")
     assert regressions(0) == []  # the suite's records: noted, never failed
     html = (tmp_path / "report" / "index.html").read_text()
     assert "hexagon-v68-qf&#39;s at v9.9.0: the suite&#39;s records changed, not TVM" in html

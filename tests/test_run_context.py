@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from suite import children
-from suite.core import runstore
+from suite.core import run_place, runstore
 from suite.core.combo import Grid
 from suite.history import commits
 
@@ -69,18 +69,18 @@ def told(out: Path, command: str) -> list[dict]:
 def test_a_context_round_trips_through_the_environment():
     git_config = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "submodule.3rdparty/dlpack.update",
                   "GIT_CONFIG_VALUE_0": "none"}
-    run = runstore.RunContext(Path("/runs/one"), MACHINE, "a" * 40, GRID.to_env())
-    history = runstore.RunContext(Path("/runs/two"), MACHINE, None, GRID.to_env(), git_config)
+    run = run_place.RunContext(Path("/runs/one"), MACHINE, "a" * 40, GRID.to_env())
+    history = run_place.RunContext(Path("/runs/two"), MACHINE, None, GRID.to_env(), git_config)
     for context in (run, history):
-        assert runstore.RunContext.from_env(context.to_env()) == context
+        assert run_place.RunContext.from_env(context.to_env()) == context
     assert Grid.from_env(run.to_env()) == GRID
     # In a history, asv names each benchmark process's commit; an absent one is written empty, so
     # that one the parent's environment had never reaches the child.
-    env = {runstore.COMMIT_ENV: "b" * 40, **history.to_env()}
-    assert runstore.RunContext.from_env(env).place is None
-    assert runstore.RunContext.from_env({**env, "ASV_COMMIT": "c" * 40}).place == runstore.Place(
+    env = {run_place.COMMIT_ENV: "b" * 40, **history.to_env()}
+    assert run_place.RunContext.from_env(env).place is None
+    assert run_place.RunContext.from_env({**env, "ASV_COMMIT": "c" * 40}).place == run_place.Place(
         Path("/runs/two"), MACHINE, "c" * 40)
-    assert runstore.RunContext.from_env({}) is None
+    assert run_place.RunContext.from_env({}) is None
 
 
 def test_history_leaves_its_own_environment_as_it_found_it(tmp_path, monkeypatch, capsys):
@@ -97,12 +97,12 @@ def test_history_leaves_its_own_environment_as_it_found_it(tmp_path, monkeypatch
                                   machine=MACHINE)
     assert dict(os.environ) == before
     assert summary.exit_status == 0, summary.text
-    context = {**GRID.to_env(), runstore.RUN_DIR_ENV: str(out.resolve()), runstore.MACHINE_ENV: MACHINE,
-               runstore.COMMIT_ENV: "", "GIT_CONFIG_COUNT": "0"}  # the stand-in for TVM has no submodules
+    context = {**GRID.to_env(), run_place.RUN_DIR_ENV: str(out.resolve()), run_place.MACHINE_ENV: MACHINE,
+               run_place.COMMIT_ENV: "", "GIT_CONFIG_COUNT": "0"}  # the stand-in for TVM has no submodules
     for env in told(out, "setup") + told(out, "run"):
         assert env.items() >= context.items(), env
     for env in told(out, "machine") + told(out, "publish"):
-        assert runstore.RUN_DIR_ENV not in env, env
+        assert run_place.RUN_DIR_ENV not in env, env
     for c in found:
-        kept = runstore.load(runstore.Place(out, MACHINE, c.commit))  # sealed, every file verified
+        kept = runstore.load(run_place.Place(out, MACHINE, c.commit))  # sealed, every file verified
         assert kept.kept and kept.values == KEPT

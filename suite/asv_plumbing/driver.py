@@ -22,7 +22,7 @@ from asv.benchmarks import Benchmarks
 
 from suite import cache, children
 from suite.asv_plumbing.config import BENCHMARKS, IMPORT_ROOT, read_conf
-from suite.core import run_journal, runstore
+from suite.core import run_journal, run_place
 from suite.errors import UserError
 from suite.asv_plumbing import dashboard
 from suite.progress import Progress
@@ -81,7 +81,7 @@ _BENCHMARK = re.compile(r"^(?:\.\.\.)?[\w.]*\.(?:track|time|mem|peakmem)_\w+")
 
 
 def asv(config: Path, *args: str, log: Path, phase: str | None = None,
-        context: runstore.RunContext | None = None) -> int:
+        context: run_place.RunContext | None = None) -> int:
     """Run ``asv ARGS`` with ``config`` in the directory of ``config`` (its paths are relative to
     it), its output appended to ``log``; with ``phase``, asv's own progress (its ``[ 12.50%]``
     lines) is shown on the terminal; with ``context``, asv and its benchmark processes are told the

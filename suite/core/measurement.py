@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from suite import cache, compat, floats
-from suite.core import entries, execution, metrics, quantized, reference, runstore, schedules, tuning_records, workloads
+from suite.core import entries, execution, metrics, quantized, reference, run_place, runstore, schedules, tuning_records, workloads
 from suite.core.combo import SCHEMA, Combo
 from suite.core.entries import OUTPUT_FILE, TWIN_FILE
 
@@ -65,7 +65,7 @@ def measure(combo: Combo, verify=()) -> Record:
     return record
 
 
-def note_tvm_build(place: runstore.Place | None = None) -> None:
+def note_tvm_build(place: run_place.Place | None = None) -> None:
     """Keep, beside the results of the running asv benchmark (or at ``place``: `tvm-suite run`, before
     asv), what its TVM was built with (its LLVM): the gate does not compare kernels of two LLVMs as
     if one compiler had built them; and this machine's CPU (its dot-product features, read now: an
@@ -314,8 +314,8 @@ def tracked_divergence(combo: Combo) -> dict:
     """The divergence from ``default`` that asv tracks; its maps are kept with the run for the
     report (see suite.core.runstore)."""
     result = divergence(combo, "default")
-    if (found := runstore.current()) is not None:
-        export_maps(combo, "default", found.file(runstore.relative("maps", combo.ids)))
+    if (found := run_place.current()) is not None:
+        export_maps(combo, "default", found.file(run_place.relative("maps", combo.ids)))
     return result
 
 

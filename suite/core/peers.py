@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from suite import cache
-from suite.core import runstore, workloads
+from suite.core import run_place, runstore, workloads
 from suite.errors import Skipped
 from suite.targets.cuda import gpu_info
 from suite.targets.llvm import host_cpu_model
@@ -225,7 +225,7 @@ def ratios_for_asv(combo, latency_s: float) -> dict:
     """This run's peer ratios of ``combo``: those its run keeps (see suite.core.runstore; `tvm-suite
     run` times both before asv runs, so asv's processes need not import torch), else taken now and
     kept there."""
-    found = runstore.current()
+    found = run_place.current()
     if found is not None and (kept := runstore.own_ratios(found, combo.ids)) is not None:
         return kept
     ratios = latency_ratios(combo, latency_s)
@@ -235,4 +235,4 @@ def ratios_for_asv(combo, latency_s: float) -> dict:
 
 
 def save_ratios(place, combo, ratios: dict) -> None:
-    cache.write_json(place.file(runstore.relative("peers", combo.ids)), ratios)
+    cache.write_json(place.file(run_place.relative("peers", combo.ids)), ratios)

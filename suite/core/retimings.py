@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from suite import cache
-from suite.core.runstore import GATE, MAX_FILE_BYTES, RUNS, DamagedRunData, check_commit
+from suite.core.run_place import GATE, MAX_FILE_BYTES, RUNS, DamagedRunData, check_commit
 
 
 class KeptSamples(str):

@@ -22,7 +22,8 @@ from pathlib import Path
 import filelock
 
 from suite import cache
-from suite.core.runstore import COMMIT, MACHINE, RUNS, Place, check_commit, check_machine, seal
+from suite.core.run_bundle import seal
+from suite.core.run_place import COMMIT, MACHINE, RUNS, Place, check_commit, check_machine
 from suite.errors import UserError
 
 

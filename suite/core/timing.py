@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from suite import cache, compat
-from suite.core import retimings, runstore, workloads
+from suite.core import retimings, run_place, runstore, workloads
 from suite.core.combo import Combo
 from suite.core.runstore import Timing
 from suite.errors import Skipped, UserError, first_line
@@ -94,14 +94,14 @@ def _rebuilt(ids, kept: Timing) -> tuple[Path | None, str]:
     return path, ""
 
 
-def save(place: runstore.Place, combo: Combo, timing: Timing) -> None:
-    cache.write_json(place.file(runstore.relative("timings", combo.ids)), timing.to_json())
+def save(place: run_place.Place, combo: Combo, timing: Timing) -> None:
+    cache.write_json(place.file(run_place.relative("timings", combo.ids)), timing.to_json())
 
 
 def for_asv(combo: Combo) -> Timing:
     """This run's timing of ``combo``: the one its run keeps (see suite.core.runstore), else taken
     now and kept there."""
-    found = runstore.current()
+    found = run_place.current()
     if found is not None and (kept := runstore.own_timing(found, combo.ids)) is not None:
         return kept
     timing = take(combo)

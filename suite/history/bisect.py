@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from suite import cache, git, targets, tracked
-from suite.core import run_journal, runstore
+from suite.core import run_bundle, run_journal, run_place
 from suite.core.combo import Grid
 from suite.errors import ExitCode, UserError
 from suite.asv_plumbing import driver, releases
@@ -97,7 +97,7 @@ def _bisect(repo, range_spec, ids, metric, out_dir, env_dir, thresholds, git_mir
                    log=ready.log, phase="asv run (the named pair)", context=ready.context)
         tested += [h for h in missing if h not in tested]
     for commit in tested:  # asv has completed them: seal what their runs kept, as readers require
-        runstore.seal(runstore.Place(out_dir, ready.machine, commit))
+        run_bundle.seal(run_place.Place(out_dir, ready.machine, commit))
     answer = judge(repo, out_dir, ordered, culprit, ids, metric, ready.machine, thresholds)
     answer.tested = tested
     if answer.measured_nothing:  # no verdict from nothing

@@ -18,7 +18,7 @@ from tabulate import tabulate
 from suite import cache, git
 from suite.asv_plumbing import config as asvconf, driver, releases, source_build
 from suite.core.combo import Grid
-from suite.core import run_journal, runstore
+from suite.core import run_bundle, run_journal, run_place
 from suite.errors import UserError
 
 
@@ -94,7 +94,7 @@ class Prepared:
     setup_s: float
     machine_args: list  #: what makes asv run and asv find file under the machine asked for
     machine: str  #: the machine the results are filed under
-    context: runstore.RunContext  #: what asv and its benchmark processes are told (driver.asv's context)
+    context: run_place.RunContext  #: what asv and its benchmark processes are told (driver.asv's context)
 
 
 def prepare(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, out_dir: Path, env_dir: Path | None = None,
@@ -120,7 +120,7 @@ def prepare(tvm_repo: Path, commits: list[HistoryCommit], grid: Grid, out_dir: P
     # Timings and difference maps go beside results/, per commit (asv gives each benchmark process
     # its ASV_COMMIT).
     machine = driver.machine_name(machine)
-    context = runstore.RunContext(out_dir.resolve(), machine, None, grid.to_env(),
+    context = run_place.RunContext(out_dir.resolve(), machine, None, grid.to_env(),
                                   no_submodules_env(repo, [c.commit for c in commits]))
     machine_args = driver.machine(config, log_path, machine)
     t0 = time.perf_counter()
@@ -210,11 +210,11 @@ def seal_finished(out_dir: Path, machine: str, commits: list[HistoryCommit], wri
     finishes it: asv --skip-existing runs only what its results file lacks."""
     sealed = []
     for c in commits:
-        place = runstore.Place(out_dir, machine, c.commit)
+        place = run_place.Place(out_dir, machine, c.commit)
         results = driver.finished_results(out_dir / "results", machine, c.commit)
         written = any(written_before.get(path) != path.stat().st_mtime_ns for path in results)
         if results and place.dir.is_dir() and (written or not place.sealed):
-            runstore.seal(place)
+            run_bundle.seal(place)
             sealed.append(c.commit)
     return sealed
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from suite import cache
-from suite.core import run_journal, runstore
+from suite.core import run_bundle, run_journal, run_place, runstore
 from suite.errors import UserError
 
 #: Side data a kept history leaves out.
@@ -96,7 +96,7 @@ def check_apart(run_dir: Path, kept_dir: Path, machine: str) -> None:
         raise UserError(f"--keep {kept_dir}: give a directory apart from the run's own ({run_dir})")
     if kept_dir.exists() and not kept_dir.is_dir():
         raise UserError(f"--keep {kept_dir}: not a directory")
-    _check_same_machine(run_dir, kept_dir, runstore.check_machine(machine))
+    _check_same_machine(run_dir, kept_dir, run_place.check_machine(machine))
     cache.ensure_dir(given, "--keep")  # before hours of builds
 
 
@@ -129,12 +129,12 @@ def keep(run_dir: Path, kept_dir: Path, machine: str) -> Kept:
     """Copy every commit of ``machine`` in ``run_dir`` whose side data is sealed into ``kept_dir``."""
     check_apart(run_dir, kept_dir, machine)
     run_dir, kept_dir = Path(run_dir).resolve(), Path(kept_dir).resolve()
-    machine = runstore.check_machine(machine)
+    machine = run_place.check_machine(machine)
     # an edit since the last keep is refused, never sealed again as kept; a file removed is taken from the run
     removed = verify(kept_dir, taking=True)
     for name in removed:
         if not _takeable(run_dir / name):
-            raise UserError(f"{kept_dir / name}: missing (sealed in {kept_dir / runstore.RUNS / SEAL}), and the run "
+            raise UserError(f"{kept_dir / name}: missing (sealed in {kept_dir / run_place.RUNS / SEAL}), and the run "
                             f"{run_dir} has no {name} to keep in its place: {_restore(kept_dir / name)}")
     source = run_dir / "results" / machine
     commits = sorted({_commit_of(p) for p in source.glob("*-*.json")})
@@ -158,7 +158,7 @@ def _keep_each(run_dir: Path, kept_dir: Path, machine: str, commits: list[str], 
     """Keep each commit: (copied, kept already, unsealed, whose TVM did not build)."""
     copied, already, unsealed, failed = [], [], [], []
     for commit in commits:
-        place = runstore.Place(run_dir, machine, commit)
+        place = run_place.Place(run_dir, machine, commit)
         if not place.sealed:
             if not place.dir.exists() and _build_failed(run_dir, machine, commit):
                 _keep_failed(run_dir, kept_dir, machine, commit)
@@ -178,7 +178,7 @@ def _keep_each(run_dir: Path, kept_dir: Path, machine: str, commits: list[str], 
 def _commit_of(results_file: Path) -> str:
     """The commit of an asv results file (its name has the hash's first 8 characters only)."""
     try:
-        return runstore.check_commit(json.loads(results_file.read_text()).get("commit_hash"), str(results_file))
+        return run_place.check_commit(json.loads(results_file.read_text()).get("commit_hash"), str(results_file))
     except (ValueError, AttributeError):
         raise UserError(f"{results_file}: damaged (not an asv results file)") from None
 
@@ -272,14 +272,14 @@ def _copy_missing(sources: list[tuple[Path, Path]]) -> None:
 def _keep_commit(run_dir: Path, kept_dir: Path, machine: str, commit: str) -> bool:
     """Copy one commit: its results, then its side data sealed in one bundle (less LEFT_OUT); False
     when it is kept already, the same."""
-    members = {name: data for name, data in runstore.sealed_members(runstore.Place(run_dir, machine, commit)).items()
+    members = {name: data for name, data in run_bundle.sealed_members(run_place.Place(run_dir, machine, commit)).items()
                if not name.startswith(LEFT_OUT)}
     results = _results_of(run_dir, machine, commit)
-    target = runstore.Place(kept_dir, machine, commit)
+    target = run_place.Place(kept_dir, machine, commit)
     if target.sealed or target.dir.exists():
         same_results = all(cache.file_digest(r) == cache.file_digest(kept_dir / "results" / machine / r.name)
                            for r in results if (kept_dir / "results" / machine / r.name).exists())
-        if same_results and runstore.sealed_members(target) == members:
+        if same_results and run_bundle.sealed_members(target) == members:
             return False
         raise UserError(f"{target.bundle} holds other data of commit {commit[:12]} (measured again?): keep the one "
                         f"you want: remove it and {kept_dir / 'results' / machine}/{commit[:8]}-*.json, then keep "
@@ -287,7 +287,7 @@ def _keep_commit(run_dir: Path, kept_dir: Path, machine: str, commit: str) -> bo
     for result in results:  # results first: a commit's side data without its results is never kept alone
         cache.write_file(kept_dir / "results" / machine / result.name,
                          lambda tmp, r=result: shutil.copyfile(r, tmp))
-    runstore.write_bundle(target.bundle, members)
+    run_bundle.write_bundle(target.bundle, members)
     return True
 
 
@@ -324,14 +324,14 @@ def seal(kept_dir: Path) -> None:
     leave the kept history's mark at its top where it has none (after the seal: an interrupted keep
     never leaves a mark without a seal)."""
     kept_dir = Path(kept_dir)
-    cache.write_sealed_json(kept_dir / runstore.RUNS / SEAL,
+    cache.write_sealed_json(kept_dir / run_place.RUNS / SEAL,
                             {name: cache.file_digest(kept_dir / name) for name in sorted(_beside(kept_dir))})
     mark = kept_dir / MARK
     if not mark.exists() and not mark.is_symlink():
         cache.write_json(mark, {"generated_by": "tvm-suite history --keep",
                                 "what": "a kept history: read it, never edit it; what lies beside its commits' "
-                                        f"side data is sealed in {runstore.RUNS}/{SEAL}, each commit's side data in "
-                                        f"its bundle, {runstore.RUNS}/<machine>/<commit>{runstore.BUNDLE}"})
+                                        f"side data is sealed in {run_place.RUNS}/{SEAL}, each commit's side data in "
+                                        f"its bundle, {run_place.RUNS}/<machine>/<commit>{run_place.BUNDLE}"})
 
 
 def signs(history_dir: Path) -> list[str]:
@@ -346,7 +346,7 @@ def signs(history_dir: Path) -> list[str]:
 
 def is_kept(directory: Path) -> bool:
     """Whether ``directory`` is a kept history: its seal there (a link too), or a sign of one (:func:`signs`)."""
-    seal_file = Path(directory) / runstore.RUNS / SEAL
+    seal_file = Path(directory) / run_place.RUNS / SEAL
     return seal_file.exists() or seal_file.is_symlink() or bool(signs(directory))
 
 
@@ -369,40 +369,40 @@ def verify(history_dir: Path, taking: bool = False) -> set[str]:
     (a keep), the sealed files removed are not refused but returned (names relative to it): the
     keep takes the run's in their place."""
     history_dir = Path(history_dir)
-    seal_file = history_dir / runstore.RUNS / SEAL
+    seal_file = history_dir / run_place.RUNS / SEAL
     if not seal_file.exists() and not seal_file.is_symlink():
         found = signs(history_dir)
         if found:
-            raise runstore.DamagedRunData(
+            raise run_place.DamagedRunData(
                 f"{seal_file}: missing, and {history_dir} is a kept history (it holds {found[0]}): without its seal "
                 f"nothing beside its commits can be verified; {_restore(seal_file)}, or keep its run into a new "
                 "directory (tvm-suite history ... --keep NEWDIR)")
         return set()
     sealed = cache.read_sealed_json(seal_file) if not seal_file.is_symlink() else None
     if not isinstance(sealed, dict) or not all(_sealable(k) and isinstance(v, str) for k, v in sealed.items()):
-        raise runstore.DamagedRunData(f"{seal_file}: damaged (not the seal `history --keep` wrote): "
+        raise run_place.DamagedRunData(f"{seal_file}: damaged (not the seal `history --keep` wrote): "
                                       f"{_restore(seal_file)}, or keep its run into a new directory "
                                       "(tvm-suite history ... --keep NEWDIR)")
     # a keep refuses what it finds changed: taking the run's file instead is a choice, said how
     keep_again = f"keep again from the run (tvm-suite history ... --keep {history_dir}), which copies the run's"
     for name in sorted(_beside(history_dir) - set(sealed)):
-        raise runstore.DamagedRunData(f"{history_dir / name}: not a file the kept history holds (added since it was "
+        raise run_place.DamagedRunData(f"{history_dir / name}: not a file the kept history holds (added since it was "
                                       f"kept; not in {seal_file}): remove it")
     removed = set()
     for name, digest in sorted(sealed.items()):
         target = history_dir / name
         if target.is_symlink():
-            raise runstore.DamagedRunData(f"{target}: a link, not the file the kept history sealed in {seal_file}: "
+            raise run_place.DamagedRunData(f"{target}: a link, not the file the kept history sealed in {seal_file}: "
                                           f"{_restore(target)}")
         found = cache.file_digest(target) if target.is_file() else None
         if found is None and taking and not target.exists():
             removed.add(name)
             continue
         if found is None:
-            raise runstore.DamagedRunData(f"{target}: missing (the kept history sealed it in {seal_file}): "
+            raise run_place.DamagedRunData(f"{target}: missing (the kept history sealed it in {seal_file}): "
                                           f"{_restore(target)}; or {keep_again} in its place and seals it")
         if found != digest:
-            raise runstore.DamagedRunData(f"{target}: edited or damaged since it was kept (not the file sealed in "
+            raise run_place.DamagedRunData(f"{target}: edited or damaged since it was kept (not the file sealed in "
                                           f"{seal_file}): {_restore(target)}; or, to take the run's instead, remove "
                                           f"it (only it) and {keep_again} and seals it")
     return removed
@@ -437,12 +437,12 @@ def pack(history_dir: Path) -> Packed:
     each verified before and replaced atomically; a kept history is verified first (an edit is
     never sealed again)."""
     history_dir = Path(history_dir)
-    if not (history_dir / runstore.RUNS).is_dir():
-        raise UserError(f"--pack {history_dir}: no {runstore.RUNS}/ there (not a run directory or a kept history)")
+    if not (history_dir / run_place.RUNS).is_dir():
+        raise UserError(f"--pack {history_dir}: no {run_place.RUNS}/ there (not a run directory or a kept history)")
     run_journal.check_idle(history_dir)
     import fcntl
 
-    fd = os.open(history_dir / runstore.RUNS, os.O_RDONLY | os.O_DIRECTORY)
+    fd = os.open(history_dir / run_place.RUNS, os.O_RDONLY | os.O_DIRECTORY)
     try:
         try:  # one pack at a time: released when fd is closed, however this process ends
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -457,29 +457,29 @@ def _pack(history_dir: Path) -> Packed:
     verify(history_dir)
     before = _count_files(history_dir)
     packed, unsealed = [], []
-    linked = [p.name for m in (history_dir / runstore.RUNS).iterdir() if m.is_dir() and not m.is_symlink()
-              for p in m.iterdir() if p.is_symlink() and runstore.COMMIT.fullmatch(p.name)]
-    for machine_dir in sorted(p for p in (history_dir / runstore.RUNS).iterdir()
-                              if p.is_dir() and not p.is_symlink() and runstore.MACHINE.fullmatch(p.name)):
+    linked = [p.name for m in (history_dir / run_place.RUNS).iterdir() if m.is_dir() and not m.is_symlink()
+              for p in m.iterdir() if p.is_symlink() and run_place.COMMIT.fullmatch(p.name)]
+    for machine_dir in sorted(p for p in (history_dir / run_place.RUNS).iterdir()
+                              if p.is_dir() and not p.is_symlink() and run_place.MACHINE.fullmatch(p.name)):
         for commit_dir in sorted(p for p in machine_dir.iterdir() if p.is_dir() and not p.is_symlink()
-                                 and runstore.COMMIT.fullmatch(p.name)):
-            place = runstore.Place(history_dir, machine_dir.name, commit_dir.name)
-            if place.bundle.exists() and not (commit_dir / runstore.MANIFEST).exists():
-                runstore.sealed_members(place)  # what an interrupted seal left: copies of members, verified
+                                 and run_place.COMMIT.fullmatch(p.name)):
+            place = run_place.Place(history_dir, machine_dir.name, commit_dir.name)
+            if place.bundle.exists() and not (commit_dir / run_place.MANIFEST).exists():
+                run_bundle.sealed_members(place)  # what an interrupted seal left: copies of members, verified
                 shutil.rmtree(commit_dir)
                 continue
-            if not (commit_dir / runstore.MANIFEST).exists():
+            if not (commit_dir / run_place.MANIFEST).exists():
                 unsealed.append(commit_dir.name)
                 continue
-            members = runstore.sealed_members(place)
+            members = run_bundle.sealed_members(place)
             # the directory is removed once packed: nothing in it but what its manifest seals
             others = sorted(p for p in commit_dir.rglob("*") if not p.is_dir() or p.is_symlink()
-                            if p.relative_to(commit_dir).as_posix() not in {*members, runstore.MANIFEST})
+                            if p.relative_to(commit_dir).as_posix() not in {*members, run_place.MANIFEST})
             if others:
                 raise UserError(f"{others[0]}: not a file the run of {commit_dir.name[:12]} sealed (not in its "
-                                f"{runstore.MANIFEST}), and packing removes the directory: move it elsewhere, then "
+                                f"{run_place.MANIFEST}), and packing removes the directory: move it elsewhere, then "
                                 "pack again")
-            runstore.write_bundle(place.bundle, members)
+            run_bundle.write_bundle(place.bundle, members)
             shutil.rmtree(commit_dir)
             packed.append(commit_dir.name)
     return Packed(tuple(packed), tuple(unsealed), before, _count_files(history_dir), tuple(sorted(linked)))

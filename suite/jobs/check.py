@@ -28,7 +28,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from suite import cache, tracked
-from suite.core import runstore, timing
+from suite.core import run_bundle, run_place, timing
 from suite.core.combo import Grid
 from suite.errors import Interrupted, UserError
 from suite.asv_plumbing import driver, releases, source_build
@@ -271,7 +271,7 @@ def _stopped_measuring(out_dir: Path, sides: list[Side], before: dict) -> str:
         for path, stamp in now.items():
             if before[side.commit].get(path) != stamp:
                 try:
-                    runstore.seal(runstore.Place(out_dir, path.parent.name, side.commit))
+                    run_bundle.seal(run_place.Place(out_dir, path.parent.name, side.commit))
                 except (OSError, UserError):
                     pass  # left unsealed, the next check refuses its side data, naming it
     if not kept:

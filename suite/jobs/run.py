@@ -21,7 +21,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from suite import cache, compat, git
-from suite.core import ahead, entries, measurement, peers, retimings, run_journal, runstore, timing, tuning_records
+from suite.core import ahead, entries, measurement, peers, retimings, run_journal, run_place, timing, tuning_records
 from suite.core.combo import Combo, Grid
 from suite.core.record import Kind, Record, Status
 from suite.errors import Interrupted, Skipped, UserError, raise_if_signalled
@@ -92,7 +92,7 @@ class MeasurePhase:
     model_s: float = 0.0  #: the whole-model settings (suite.model.grid), from the cache where kept
 
 
-def warm_cache(grid: Grid, place: runstore.Place, log=print, cluster: str | None = None) -> MeasurePhase:
+def warm_cache(grid: Grid, place: run_place.Place, log=print, cluster: str | None = None) -> MeasurePhase:
     """Measure every combination once (one TVM import instead of hundreds), time every native one
     afresh into the run's timing store at ``place`` (asv's latency benchmarks read it), and the
     PyTorch peer of each on its target's peer device, where PyTorch is installed.
@@ -246,7 +246,7 @@ def _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster, mac
                 "--show-stderr"]
         announce("asv run")
         # the grid and the staging directory, told to asv's benchmark processes alone
-        context = runstore.RunContext(pending.staging, machine, commit, grid.to_env())
+        context = run_place.RunContext(pending.staging, machine, commit, grid.to_env())
         asv_status = driver.asv(config, *args, *driver.quick_args(quick), log=log_path, phase="asv run",
                                 context=context)
         asv_s = time.perf_counter() - t0

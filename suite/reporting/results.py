@@ -39,7 +39,7 @@ from pathlib import Path
 
 from suite import git, tracked
 from suite.asv_plumbing import config as asvconf
-from suite.core import retimings, run_journal, runstore
+from suite.core import retimings, run_journal, run_place, runstore
 from suite.core.combo import PARAM_NAMES
 from suite.errors import UserError
 from suite.history import keep
@@ -110,12 +110,12 @@ class History:
 
     @property
     def run_dir(self) -> Path:
-        return runstore.of_results(self.results_dir)
+        return run_place.of_results(self.results_dir)
 
     def kept(self, commit_hash: str, machine: str) -> runstore.SideData:
         """What the run of ``commit_hash`` on ``machine`` kept (``kept`` False: nothing)."""
         return (self.side.get((commit_hash, machine))
-                or runstore.SideData(commit_hash, False, self.run_dir / runstore.RUNS / machine / commit_hash))
+                or runstore.SideData(commit_hash, False, self.run_dir / run_place.RUNS / machine / commit_hash))
 
     def unkept(self, commit_hash: str) -> tuple[runstore.SideData, ...]:
         """Where ``commit_hash`` has asv's results but no side data (results of a plain `asv run`,
@@ -218,7 +218,7 @@ _ASV_COLUMNS = ["result", "params", "version", "started_at", "duration", "stats_
 _MACHINE_FIELDS = {"machine": _text, "os": _text, "arch": _text, "cpu": _text, "num_cpu": _text, "ram": _text,
                    "version": lambda v: v == 1}
 _RESULT_FIELDS = {
-    "commit_hash": lambda v: isinstance(v, str) and runstore.COMMIT.fullmatch(v) is not None,
+    "commit_hash": lambda v: isinstance(v, str) and run_place.COMMIT.fullmatch(v) is not None,
     "env_name": _text, "date": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)),
     "params": _texts, "python": _text, "requirements": lambda v: isinstance(v, dict), "env_vars": _texts,
     "result_columns": lambda v: v == _ASV_COLUMNS,
@@ -340,8 +340,8 @@ def load(results_dir, tvm_repo=None) -> History:
     through a symbolic link is read, with its side data, as the real directory it points to."""
     if not Path(results_dir).is_dir():
         raise ResultsError(f"results directory {results_dir} does not exist")
-    results_dir = runstore.real_results(results_dir)
-    run_dir = runstore.of_results(results_dir)
+    results_dir = run_place.real_results(results_dir)
+    run_dir = run_place.of_results(results_dir)
     recovered = tuple(run_journal.recover(run_dir))  # refuses a run in progress
     try:
         return _load(results_dir, tvm_repo, run_dir, recovered)
@@ -359,7 +359,7 @@ def _load(results_dir: Path, tvm_repo, run_dir: Path, recovered: tuple[str, ...]
     loaded, files, machines = _read_results(results_dir)
     values, asv_dates, sources = _values(loaded)
     hashes = sorted(asv_dates.keys() | {r.commit_hash for _m, r, _p in loaded})
-    side = {(r.commit_hash, m): runstore.load(runstore.Place(run_dir, m, r.commit_hash)) for m, r, _p in loaded}
+    side = {(r.commit_hash, m): runstore.load(run_place.Place(run_dir, m, r.commit_hash)) for m, r, _p in loaded}
     _verify(values, side, sources)
     _add_kept_values(values, side)
     commits, note, commit_url, repo = _commits(results_dir, tvm_repo, hashes, asv_dates)
@@ -405,7 +405,7 @@ def _verify(values, side: dict, sources: dict) -> None:
                     continue
                 where = f"{sources[commit, series.machine]}: {metric.benchmark} of {' '.join(series.ids)}"
                 reported = kept.values.get((series.ids, benchmark_class), {}).get(name)
-                kept_file = _Lazy(kept.file, runstore.values_relative, benchmark_class, series.ids)
+                kept_file = _Lazy(kept.file, run_place.values_relative, benchmark_class, series.ids)
                 if not finite(value):
                     if reported is not None and (value is None or finite(reported)):
                         asv_says = "null (asv's mark of a failed benchmark)" if value is None else "NaN (skipped)"
@@ -419,7 +419,7 @@ def _verify(values, side: dict, sources: dict) -> None:
                     raise ResultsError(f"{where} is {value:.6g}, but {kept_file} says {reported:.6g}: asv's results "
                                        "and the run's side data disagree")
                 samples = kept.timings.get(series.ids)
-                timings_file = _Lazy(kept.file, runstore.relative, "timings", series.ids)
+                timings_file = _Lazy(kept.file, run_place.relative, "timings", series.ids)
                 if name == "latency" and samples is None:  # a run keeps the samples of every latency it reports
                     raise ResultsError(f"{where} is {value:.6g}, but the run of {commit[:12]} kept no timing samples "
                                        f"({timings_file}): asv's latency and the run's side data disagree")
