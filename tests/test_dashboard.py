@@ -21,7 +21,7 @@ import pytest
 from asv_runs import WORKLOAD, two_commit_repo
 from conftest import run_cli
 
-from suite.asv_plumbing import dashboard
+from suite.asv_plumbing import dashboard, npm_assets
 
 pytestmark = pytest.mark.slow
 
@@ -42,7 +42,7 @@ ASV_ERROR = "One or more external (JavaScript) dependencies of airspeed velocity
 def _run(out, repo, commit, base, assets):
     return run_cli("run", "--quick", "--workloads", WORKLOAD, "--dtypes", "float16", "--orders", "default",
                    "--out", str(out), "--tvm-repo", str(repo), "--tvm-commit", commit,
-                   env={"HOME": str(base), dashboard.ASSETS_ENV: str(assets)})
+                   env={"HOME": str(base), npm_assets.ASSETS_ENV: str(assets)})
 
 
 @pytest.fixture(scope="module")
@@ -56,16 +56,16 @@ def published(tmp_path_factory):
     (base / "none").mkdir()
     without = _run(out, repo, commits[0], base, base / "none")
     shutil.copytree(out / "html", base / "asv-html")
-    served = _run(out, repo, commits[1], base, os.environ[dashboard.ASSETS_ENV])
+    served = _run(out, repo, commits[1], base, os.environ[npm_assets.ASSETS_ENV])
     return {"base": base, "out": out, "repo": repo, "without": without, "with": served}
 
 
 @pytest.fixture(scope="module")
 def libraries():
-    _, problem = dashboard.obtain(dashboard.PACKAGES, network=False)
+    _, problem = npm_assets.obtain(npm_assets.PACKAGES, network=False)
     if problem:
         pytest.skip(f"asv's dashboard libraries are not here ({problem}); .ci/run fetches them")
-    return Path(os.environ[dashboard.ASSETS_ENV])
+    return Path(os.environ[npm_assets.ASSETS_ENV])
 
 
 def _html_line(stdout):
@@ -78,16 +78,16 @@ def test_without_the_libraries_a_run_publishes_and_says_in_one_line_how_to_serve
     assert "Traceback" not in result.stdout + result.stderr
     line = _html_line(result.stdout)
     assert line.startswith(f"asv's own HTML: {published['out'] / 'html' / 'index.html'} needs a network: ")
-    for package in dashboard.PACKAGES:
+    for package in npm_assets.PACKAGES:
         assert package.label in line
-    assert f"{dashboard.ASSETS_ENV}=DIR" in line and "--fetch-into DIR" in line
+    assert f"{npm_assets.ASSETS_ENV}=DIR" in line and "--fetch-into DIR" in line
     assert "the registry is not asked" in line  # a named directory: the network is never used
     # asv.log travels with the run directory (docs/run.md): the places the libraries were looked for
     # are named there by their variables, never by a path of this machine
     from suite import cache
 
     log = (published["out"] / "asv.log").read_text()
-    assert f"are not in ${dashboard.ASSETS_ENV} or $TVM_SUITE_CACHE/asv-assets" in log, log
+    assert f"are not in ${npm_assets.ASSETS_ENV} or $TVM_SUITE_CACHE/asv-assets" in log, log
     assert str(published["base"]) not in log and str(cache.root()) not in log, log
     kept = published["base"] / "asv-html"
     assert "https://code.jquery.com/jquery-3.3.1.min.js" in (kept / "index.html").read_text()
@@ -110,7 +110,7 @@ def test_a_run_serves_asv_libraries_from_the_html_directory_with_integrity_recom
     page = (html / "index.html").read_text()
     assert "cdn" not in page and "code.jquery.com" not in page
     served = json.loads((html / "vendor" / "assets.json").read_text())
-    assert sorted(s["url"] for s in served) == sorted(dashboard.ASSETS)
+    assert sorted(s["url"] for s in served) == sorted(npm_assets.ASSETS)
     for s in served:
         data = (html / s["path"]).read_bytes()
         assert s["integrity"] == _sri(data) and f'integrity="{s["integrity"]}"' in page
@@ -133,20 +133,20 @@ def test_a_plain_asv_publish_is_made_offline_by_the_module(published, libraries,
     empty.mkdir()
     publish = subprocess.run([sys.executable, "-m", "asv", "--config", str(published["out"] / "asv.installed.json"),
                               "publish", "--html-dir", str(html)], capture_output=True, text=True,
-                             env={**os.environ, dashboard.ASSETS_ENV: str(empty)})
+                             env={**os.environ, npm_assets.ASSETS_ENV: str(empty)})
     assert publish.returncode == 0, publish.stdout + publish.stderr
     assert f"tvm-suite: {html / 'index.html'} needs a network: " in publish.stdout + publish.stderr
     asv_page = (html / "index.html").read_bytes()
     assert b"https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.min.js" in asv_page
     module = [sys.executable, "-m", "suite.asv_plumbing.dashboard", str(html)]
 
-    missing = subprocess.run(module, capture_output=True, text=True, env={**os.environ, dashboard.ASSETS_ENV: str(empty)})
+    missing = subprocess.run(module, capture_output=True, text=True, env={**os.environ, npm_assets.ASSETS_ENV: str(empty)})
     assert missing.returncode == 2 and missing.stdout == ""
     assert missing.stderr.count("\n") == 1 and "needs a network" in missing.stderr, missing.stderr
     assert (html / "index.html").read_bytes() == asv_page and not (html / "vendor").exists()
 
     modules = tmp_path / "node_modules"
-    for package in dashboard.PACKAGES:
+    for package in npm_assets.PACKAGES:
         tarball = libraries / package.tarball
         if tarball.is_file():
             with tarfile.open(tarball) as archive:  # package/<path> -> node_modules/<name>/<path>
@@ -156,7 +156,7 @@ def test_a_plain_asv_publish_is_made_offline_by_the_module(published, libraries,
                     target.write_bytes(archive.extractfile(member).read())
         else:
             shutil.copytree(libraries / package.name, modules / package.name)
-    env = {**os.environ, dashboard.ASSETS_ENV: str(modules)}
+    env = {**os.environ, npm_assets.ASSETS_ENV: str(modules)}
     made = subprocess.run(module, capture_output=True, text=True, env=env)
     assert made.returncode == 0, made.stderr
     lines = made.stdout.splitlines()

@@ -365,7 +365,7 @@ def test_root_asv_publishes_offline_apart_from_run(tiny, tmp_path):
     """README's asv at the root, in a copy of the repository whose ./tvm links to the stand-in clone:
     `tvm-suite run` at its default --out first, then `asv run -E tvm-suite:same` and `asv publish`
     at the root; asv's pages work offline, and neither wrote over the other's results or pages."""
-    from suite.asv_plumbing import dashboard
+    from suite.asv_plumbing import dashboard, npm_assets
     from test_docs import repository_copy
 
     _, repo, commits, _ = tiny
@@ -387,7 +387,7 @@ def test_root_asv_publishes_offline_apart_from_run(tiny, tmp_path):
     root = copy / ".asv" / "root"
     assert [p.name[:8] for p in (root / "results").glob("*/*.json") if p.name != "machine.json"] == [commits[0][:8]]
     assert {name: _tree_digest(copy / ".asv" / name) for name in ("results", "html")} == runs
-    _, problem = dashboard.obtain(dashboard.PACKAGES, network=False)
+    _, problem = npm_assets.obtain(npm_assets.PACKAGES, network=False)
     if problem:  # the session has no libraries at hand (no network is used): said in one line
         assert "tvm-suite: .asv/root/html/index.html needs a network: " in said, said[-3000:]
         pytest.skip(f"asv's dashboard libraries are not here ({problem})")
