@@ -22,7 +22,7 @@ def digest_after(path: Path, edit) -> str:
 
 
 def test_python_comments_and_docstrings_keep_the_digest_code_changes_it(tmp_path):
-    for source in (CORE / "measurement.py", TARGETS / "hvx_rewrite.py"):
+    for source in (CORE / "measurement.py", TARGETS / "hvx_stubs.py"):
         path = copy(source, tmp_path / source.stem)
         original = cache.source_digest(path)
         assert original is not None and original != cache.file_digest(path)
@@ -74,7 +74,7 @@ def test_other_files_are_their_bytes(tmp_path):
 def test_a_kept_digest_is_used_only_while_the_file_is_unchanged(tmp_path):
     """Digests of code are kept in the cache by the file's size, mtime and inode (parsing the suite
     costs a good part of a second per process); an edit, even of the same size, is seen."""
-    path = copy(TARGETS / "hvx_rewrite.py", tmp_path)
+    path = copy(TARGETS / "hvx_stubs.py", tmp_path)
     text = path.read_text()
     old = time.time() - 60
     os.utime(path, (old, old))

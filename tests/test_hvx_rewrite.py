@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from suite import compat, targets
-from suite.targets import hexagon, hvx_asm, hvx_rewrite as hr, hvx_toolchain, qfloat as q
+from suite.targets import hexagon, hvx_asm, hvx_rewrite as hr, hvx_stubs, hvx_toolchain, qfloat as q
 from test_qfloat import needs_qemu
 
 DATA = Path(__file__).with_name("data")
@@ -77,7 +77,7 @@ def test_rewritten_packet_structure():
     assert result.new_reads == 1 and result.emptied == 1
     assert "vmem(r1+#0) = v3\n" in result.text            # the .new consumer reads the register
     assert "\t\tnop\n\t} :endloop0" in result.text         # an emptied loop end keeps its packet
-    assert "call qfm_vmpy_qf16_hf" in result.text and hr.STUB_SECTION in result.text
+    assert "call qfm_vmpy_qf16_hf" in result.text and hvx_stubs.STUB_SECTION in result.text
 
 
 # ----------------------------------------------------------------------------- packets on qemu
@@ -175,7 +175,7 @@ def test_register_pressure_on_qemu(tmp_path, model):
     result = hr.rewrite((DATA / "hvx_pressure.s").read_text(), MODELS[model]())
     assert result.vector == (3 if model == "vector" else 0) and result.loads_after == 1
     if model == "vector":
-        assert hr.SPILL in result.text and hr.VSAVE in result.text
+        assert hvx_stubs.SPILL in result.text and hvx_stubs.VSAVE in result.text
     rng = np.random.default_rng(11)
     inp = np.float16(rng.uniform(-3, 3, (32, 64))).view(np.uint16)
     inp[[5, 7, 9]] = q.vmpy_qf16_hf(inp[[3, 4, 6]], inp[[8, 12, 13]])      # qf16 operands

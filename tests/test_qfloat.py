@@ -20,7 +20,7 @@ import pytest
 from qfloat_oracle import ORACLE
 from fractions import Fraction
 
-from suite.targets import hvx_rewrite, hvx_toolchain, ieee_twin, qfloat as q
+from suite.targets import hvx_stubs, hvx_toolchain, ieee_twin, qfloat as q
 
 LANES = 100_032                      # operands per instruction (a multiple of 64)
 ORACLE_LANES = 4_000
@@ -88,7 +88,7 @@ FACES = {"qfloat": ("", lambda name: q.INSTRUCTIONS[name][0], False),
          "qfloat-vector": ("vec:", lambda name: q.INSTRUCTIONS[name][0], False),
          "ieee-vector": ("ieee:vec:", lambda name: ieee_twin.INSTRUCTIONS[name], True)}
 #: The faces each instruction has: the vector model computes the forms fp16 code executes most.
-FACES_OF = {name: [face for face in FACES if "vector" not in face or name in hvx_rewrite.VECTOR_FORMS]
+FACES_OF = {name: [face for face in FACES if "vector" not in face or name in hvx_stubs.VECTOR_FORMS]
             for name in q.INSTRUCTIONS}
 _AS_IEEE = {"qf16": "hf", "qf32": "sf", "qf32:pair": "sf"}
 

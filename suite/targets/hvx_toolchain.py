@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 from suite import cache, compat
-from suite.targets import hexagon, hvx_asm, hvx_rewrite
+from suite.targets import hexagon, hvx_asm, hvx_plan, hvx_rewrite, hvx_stubs
 from suite.targets.hvx_asm import object_padding, strip_comment, vector_regs
-from suite.targets.hvx_rewrite import (CALLEE_SAVED, VECTOR_ENTRIES, VECTOR_FORMS, VectorModelRegisters, rewrite,
-                                       spill_source)
+from suite.targets.hvx_rewrite import rewrite
+from suite.targets.hvx_stubs import CALLEE_SAVED, VECTOR_ENTRIES, VECTOR_FORMS, VectorModelRegisters, spill_source
 
 #: The model the rewritten code calls: hvx_model.c (entry points, scratch memory, which arithmetic),
 #: qfloat_model.c (qfloat) and ieee_model.c (its IEEE twin, see suite.targets.ieee_twin), one lane at a
@@ -27,7 +27,8 @@ from suite.targets.hvx_rewrite import (CALLEE_SAVED, VECTOR_ENTRIES, VECTOR_FORM
 MODEL_SOURCES = tuple(Path(__file__).with_name(name) for name in ("hvx_model.c", "qfloat_model.c", "ieee_model.c"))
 VECTOR_SOURCE = Path(__file__).with_name("vector_model.c")
 #: The rewriter's own code: what the rewritten kernel and the checks of the model object follow.
-REWRITER = (Path(hvx_asm.__file__), Path(hvx_rewrite.__file__), Path(__file__))
+REWRITER = (Path(hvx_asm.__file__), Path(hvx_stubs.__file__), Path(hvx_plan.__file__), Path(hvx_rewrite.__file__),
+            Path(__file__))
 #: The vector model without LLVM's machine scheduler: its order is the source's (see
 #: vector_model.c), which keeps few vector registers alive, and every one a stub must keep aside
 #: costs a register move, or a spill when no register is free.
