@@ -13,7 +13,7 @@ import pytest
 from conftest import made_once, run_cli, run_in_process
 
 from suite import compat, targets
-from suite.triage import tvmscript
+from suite.triage import spelling, tvmscript
 from suite.core import output_check, reference, tuning, workloads
 from suite.triage import inputs as triage_inputs
 from suite.targets import base
@@ -445,13 +445,13 @@ def test_modernize_rewrites_line_for_line():
     text = ('@tvm.script.ir_module\nclass M:\n    @T.prim_func\n    def f(a: T.Buffer[(2, T.int64(3)), "int8"]):\n'
             '        T.func_attr({"tir.noalias": True})\n        with T.block("x"):\n            pass\n'
             '    @T.prim_func(private=True)\n    def g(): pass\n')
-    out = tvmscript.modernize(text, rules)
+    out = spelling.modernize(text, rules)
     assert out.count("\n") == text.count("\n")
     assert "@I.ir_module" in out and '@T.prim_func(s_tir=True)' in out and "@T.prim_func(private=True, s_tir=True)" in out
     assert 'T.Buffer((2, T.int64(3)), "int8")' in out and 'T.sblock("x")' in out and '"tirx.noalias"' in out
     schedule = "sch = tvm.tir.Schedule(mod)\nb = sch.get_block('C')\n"
     rules["schedule"] = [(r"\btvm\.tir\.Schedule\b", "tvm.s_tir.Schedule"), (r"\.get_block\(", ".get_sblock(")]
-    assert tvmscript.modernize_schedule(schedule, rules) == "sch = tvm.s_tir.Schedule(mod)\nb = sch.get_sblock('C')\n"
+    assert spelling.modernize_schedule(schedule, rules) == "sch = tvm.s_tir.Schedule(mod)\nb = sch.get_sblock('C')\n"
 
 
 def readme_seed_modules(tmp_path):

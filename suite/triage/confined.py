@@ -328,11 +328,11 @@ def _child_read(scratch: Path, job: dict) -> None:
 def _after(job: dict, name: str, before):
     """The after program of a read job: the PrimFunc of the same name (or the one named, or the
     only one) of a file, BEFORE after a JSON trace, or what a schedule made."""
-    from suite.triage import tvmscript
+    from suite.triage import traces, tvmscript
 
     path, shown = Path(job["after"]), Path(job["shown_after"])
     if job["after_kind"] == "trace":
-        return tvmscript.apply_trace(before, tvmscript.read_trace(path), path)
+        return traces.apply_trace(before, traces.read_trace(path), path)
     try:
         funcs, _ = tvmscript.parse_file(path)
     except UserError as err:

@@ -115,16 +115,16 @@ def _failure(path: Path, status: dict) -> str:
 def _child(before: Path, func: str, path: Path, status_path: Path, out_path: Path) -> None:
     """In the child: read BEFORE, run the schedule, write the scheduled PrimFunc's TVMScript and
     how it went (``status.json``: ok, error with message and line, or exit with code and line)."""
-    from suite.triage import tvmscript
+    from suite.triage import traces, tvmscript
 
     funcs, facts = tvmscript.parse_file(before)
     name, program = tvmscript.pick(funcs, func, before)
     try:
-        scheduled = tvmscript.schedule_here(program, name, path, facts["modules"])
-    except tvmscript.ScheduleFailed as err:
+        scheduled = traces.schedule_here(program, name, path, facts["modules"])
+    except traces.ScheduleFailed as err:
         status = {"status": "error", "message": err.message, "line": err.line}
     except SystemExit as err:
-        status = {"status": "exit", "code": repr(err.code), "line": tvmscript.script_line(err, str(path))}
+        status = {"status": "exit", "code": repr(err.code), "line": traces.script_line(err, str(path))}
     else:
         out_path.write_text(tvmscript.script(scheduled, name), encoding="utf-8")
         status = {"status": "ok"}

@@ -2,9 +2,9 @@
 
 Part of the compat layer with :mod:`suite.compat` (every TVM object here comes through it; no
 other module touches TVM): TVMScript text as reports paste it, in the installed release's
-spelling or the older one (:func:`modernize`), parsed to PrimFuncs; schedules and MetaSchedule
-traces applied to them; and a PrimFunc translated into the suite's own representation
-(:mod:`suite.triage.ir`) that the interpreter evaluates without TVM.
+spelling or the older one (:mod:`suite.triage.spelling`), parsed to PrimFuncs; schedules and
+MetaSchedule traces applied to them (:mod:`suite.triage.traces`); and a PrimFunc translated into
+the suite's own representation (:mod:`suite.triage.ir`) that the interpreter evaluates without TVM.
 
 TIR's classes moved between releases (0.27: buffers are variables with a ``BufferType``, loads
 are ``TensorLoad`` with a ``source``, arithmetic lives in ``tvm.ir.prim``, parameters are the
@@ -15,13 +15,13 @@ class name and read through the attribute each release has. Checked on 0.27.0.po
 from __future__ import annotations
 
 import ast
-import json
 import re
 from pathlib import Path
 
 from suite import compat
 from suite.errors import UserError, first_line
 from suite.triage import ir, script_check
+from suite.triage.spelling import modernize, spelling_rules
 
 
 class NotTVMScript(UserError):
@@ -30,95 +30,6 @@ class NotTVMScript(UserError):
 
 class Unsupported(UserError):
     """A construct the triage interpreter does not evaluate (one line, naming it)."""
-
-
-# ----------------------------------------------------------------------------- older spelling
-# What reports of 2022-2024 wrote, and what the installed TVM calls it. Each rule applies only
-# where the installed TVM lacks the old name and has the new one (see spelling_rules()).
-
-#: (regex, replacement, the name the installed T must lack, the name it must have)
-_SCRIPT_RENAMES = (
-    (r"\bT\.block\(", "T.sblock(", "block", "sblock"),
-    (r"\bT\.block_attr\(", "T.sblock_attr(", "block_attr", "sblock_attr"),
-)
-_SCHEDULE_RENAMES = (
-    (r"\btvm\.tir\.Schedule\b", "tvm.s_tir.Schedule"),
-    (r"\btvm\.tir\.schedule\.", "tvm.s_tir.schedule."),
-    (r"\btvm\.meta_schedule\b", "tvm.s_tir.meta_schedule"),
-    (r"\btvm\.tir\.", "tvm.tirx."),
-    (r"\.get_block\(", ".get_sblock("),
-    (r"^(\s*)from tvm import tir\s*$", r"\1from tvm import tirx as tir"),
-    (r"\btir\.Schedule\b", "s_tir.Schedule"),
-)
-
-
-def spelling_rules() -> dict:
-    """Which rewrites the installed TVM needs: ``script`` (regex, replacement) pairs for
-    TVMScript, ``schedule`` pairs for schedule scripts, and ``s_tir``: whether ``T.prim_func``
-    takes ``s_tir=True`` (0.27: functions with blocks must say so)."""
-    parser = compat.tvm().script.parser.tirx
-    script = [(old, new) for old, new, gone, present in _SCRIPT_RENAMES
-              if not hasattr(parser, gone) and hasattr(parser, present)]
-    noalias = compat.tir().__name__.endswith("tirx")
-    if noalias:
-        script.append((r"([\"'])tir\.noalias\1", r'\1tirx.noalias\1'))
-    has_sblock = hasattr(compat.schedule_namespace().Schedule, "get_sblock")
-    schedule = [(old, new) for old, new in _SCHEDULE_RENAMES
-                if has_sblock or "sblock" not in new and "s_tir" not in new]
-    return {"script": script, "schedule": schedule, "s_tir": "s_tir" in _prim_func_parameters()}
-
-
-def _prim_func_parameters() -> tuple[str, ...]:
-    import inspect
-
-    return tuple(inspect.signature(compat.tvm().script.parser.tirx.prim_func).parameters)
-
-
-def modernize(text: str, rules: dict) -> str:
-    """TVMScript of any spelling the rules know, in the installed release's, line for line (line
-    numbers stay those of the file, for error messages):
-
-    - ``T.Buffer[(shape), "dtype"]`` (2022-2023) becomes ``T.Buffer((shape), "dtype")``;
-    - the renames of ``rules["script"]`` (``T.block`` -> ``T.sblock``, ``"tir.noalias"`` ->
-      ``"tirx.noalias"``...);
-    - ``@T.prim_func`` gains ``s_tir=True`` where ``rules["s_tir"]`` says the installed TVM needs it
-      for functions with blocks (harmless for those without);
-    - ``@tvm.script.ir_module`` becomes ``@I.ir_module``.
-    """
-    text = _subscripts_to_calls(text, r"\b(?:T|tir)\.Buffer\[")
-    for old, new in rules["script"]:
-        text = re.sub(old, new, text)
-    text = re.sub(r"@tvm\.script\.ir_module\b", "@I.ir_module", text)
-    if rules["s_tir"]:
-        text = re.sub(r"@(T|tir)\.prim_func\b(?!\s*\()", r"@\1.prim_func(s_tir=True)", text)
-        text = re.sub(r"@(T|tir)\.prim_func\(((?:(?!s_tir)[^)\n])*)\)",
-                      lambda m: f"@{m.group(1)}.prim_func({m.group(2) + ', ' if m.group(2).strip() else ''}s_tir=True)",
-                      text)
-    return text
-
-
-def modernize_schedule(text: str, rules: dict) -> str:
-    """A schedule script (``tvm.tir.Schedule``, ``sch.get_block``...) in the installed spelling."""
-    for old, new in rules["schedule"]:
-        text = re.sub(old, new, text, flags=re.MULTILINE)
-    return text
-
-
-def _subscripts_to_calls(text: str, opening: str) -> str:
-    """``X[...]`` -> ``X(...)`` for every match of ``opening`` (which ends with the ``[``)."""
-    out, position = [], 0
-    for match in re.finditer(opening, text):
-        if match.start() < position:
-            continue
-        depth, end = 1, match.end()
-        while end < len(text) and depth:
-            depth += {"[": 1, "(": 1, "{": 1, "]": -1, ")": -1, "}": -1}.get(text[end], 0)
-            end += 1
-        if depth:  # unbalanced: leave it to the parser to say where
-            break
-        out += [text[position:match.end() - 1], "(", text[match.end():end - 1], ")"]
-        position = end
-    return "".join(out) + text[position:]
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -251,59 +162,6 @@ def pick(funcs: dict, name: str | None, path: Path) -> tuple[str, object]:
 # ----------------------------------------------------------------------------- schedules and traces
 
 
-class ScheduleFailed(Exception):
-    """A schedule script that raised: its message (one line) and its line in the script."""
-
-    def __init__(self, message: str, line: int | None):
-        super().__init__(message)
-        self.message, self.line = message, line
-
-
-def schedule_here(func, name: str, path: Path, module_names=()) -> object:
-    """``func`` after a schedule script, run in this process: only the child process of
-    :mod:`suite.triage.schedule` calls this (a schedule is Python, and its exit must not be
-    triage's). The script is Python calling schedule primitives on ``sch`` (a ``Schedule`` of a
-    module holding ``func`` under ``name``), as reports write it: it may create ``sch`` itself
-    from ``mod`` (``sch = tvm.tir.Schedule(mod)``), or define ``apply_trace(sch)`` (the form
-    MetaSchedule prints its traces in). Returns the PrimFunc; ScheduleFailed where it raises."""
-    text = modernize_schedule(read_text(path, "schedule"), spelling_rules())
-    try:
-        code = compile(text, str(path), "exec")
-    except SyntaxError as err:
-        raise ScheduleFailed(f"not Python: {err.msg}", err.lineno) from None
-    tvm = compat.tvm()
-    named = re.findall(r"func_name\s*=\s*[\"']([^\"']+)[\"']", text)
-    key = "main" if named and all(n == "main" for n in named) else name
-    module = tvm.IRModule({key: func})
-    sch = compat.schedule_namespace().Schedule(module)
-    if hasattr(sch, "work_on"):  # get_sblock("name") without func_name finds it
-        sch.work_on(key)
-    namespace = {"__name__": "__triage_schedule__", "tvm": tvm, "mod": module, "sch": sch,
-                 "T": tvm.script.parser.tirx, "tir": compat.tir(), "s_tir": compat.schedule_namespace(),
-                 **{module_name: module for module_name in module_names}}
-    schedule_class = compat.schedule_namespace().Schedule
-    try:
-        exec(code, namespace)  # the user's own schedule, as they would run it (in the child process)
-        made = namespace.get("sch")
-        if not isinstance(made, schedule_class):
-            made = next((v for v in namespace.values() if isinstance(v, schedule_class)), sch)
-        if made is sch and callable(namespace.get("apply_trace")):
-            namespace["apply_trace"](sch)
-    except Exception as err:
-        raise ScheduleFailed(first_line(err), script_line(err, str(path))) from None
-    return _function_of(made.mod, key)
-
-
-def script_line(err: BaseException, filename: str) -> int | None:
-    """The last line of the script ``filename`` in ``err``'s traceback."""
-    tb, line = err.__traceback__, None
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename == filename:
-            line = tb.tb_lineno
-        tb = tb.tb_next
-    return line
-
-
 def same_program(before, after) -> bool:
     """Whether two PrimFuncs are the same program: structurally equal, the names of variables
     and the function's symbol aside."""
@@ -315,73 +173,6 @@ def same_program(before, after) -> bool:
         equal = tvm_ffi.structural_equal
     plain = [f.without_attr("global_symbol") if hasattr(f, "without_attr") else f for f in (before, after)]
     return bool(equal(*plain, map_free_vars=True))
-
-
-def _function_of(module, key: str):
-    tir = compat.tir()
-    funcs = [(gv.name_hint, f) for gv, f in module.functions.items() if isinstance(f, tir.PrimFunc)]
-    for name, func in funcs:
-        if name == key:
-            return func
-    return funcs[0][1]
-
-
-def read_trace(path: Path):
-    """A MetaSchedule trace in JSON: the trace itself (``[instructions, decisions]``), a suite
-    tuning record (``{"trace": ...}``) or a line of MetaSchedule's database
-    (``[workload, [trace, run_secs, ...]]``). JSON only: a trace printed as Python is Python, and
-    runs only as a schedule (``--schedule``, in the sandbox)."""
-    text = read_text(path, "trace")
-    try:
-        value = json.loads(text)
-    except RecursionError:
-        raise NotTVMScript(f"{path}: JSON nested deeper than Python's json reads: not a trace") from None
-    except ValueError:
-        first = text.strip().splitlines()[0] if text.strip() else ""
-        try:
-            value = json.loads(first)  # a database file: one record per line
-        except (ValueError, RecursionError):
-            raise NotTVMScript(f"{path}: not JSON: --trace reads a MetaSchedule trace in JSON only; a trace printed "
-                               "as Python is Python: give it as --schedule FILE (it runs in the sandbox)") from None
-    if isinstance(value, dict) and isinstance(value.get("trace"), list):
-        return value["trace"]
-    if (isinstance(value, list) and len(value) == 2 and isinstance(value[0], int) and isinstance(value[1], list)
-            and value[1] and isinstance(value[1][0], list)):
-        return value[1][0]
-    if isinstance(value, list) and len(value) == 2 and all(isinstance(part, list) for part in value):
-        return value
-    raise NotTVMScript(f"{path}: JSON, but not a MetaSchedule trace ([instructions, decisions]), a database "
-                       "record or a suite tuning record")
-
-
-def apply_trace(func, trace, path: Path):
-    """``func`` after a JSON trace (its ``get_sblock`` names the function ``main``). Its
-    annotations are checked against the allowed keys (:func:`suite.triage.script_check.key_allowed`)
-    before it applies, and the program it made after."""
-    _check_trace_keys(trace, path)
-    sch = compat.schedule(func)
-    try:
-        compat.apply_trace(trace, sch)
-    except Exception as err:
-        raise UserError(f"{path}: the trace does not apply to the before program: {first_line(err)}") from None
-    after = sch.mod["main"]
-    script_check.check_keys(python_tree(script(after, "main"), path, "TVMScript"), path)
-    return after
-
-
-def _check_trace_keys(trace, path: Path) -> None:
-    """Every ``Annotate`` of a JSON trace names an allowed key (one line naming the instruction)."""
-    instructions = trace[0] if isinstance(trace, list) and trace and isinstance(trace[0], list) else []
-    for number, instruction in enumerate(instructions, 1):
-        if not (isinstance(instruction, list) and instruction and instruction[0] in ("Annotate", "Unannotate")):
-            continue
-        attrs = instruction[2] if len(instruction) > 2 and isinstance(instruction[2], list) else []
-        key = attrs[0] if attrs else None
-        if not isinstance(key, str):
-            raise UserError(f"{path}: instruction {number} ({instruction[0]}) names no key: not a trace triage reads")
-        if not script_check.key_allowed(key):
-            raise script_check.Refused(f"{path}: instruction {number} ({instruction[0]}): "
-                                       f"{script_check.key_words(key)}; triage refuses it")
 
 
 def check_printed(text: str, what: str) -> str:
