@@ -416,11 +416,16 @@ def meta_schedule():
 
 
 def apply_trace(trace_json, sch) -> None:
-    """Replay a JSON trace (plain lists, as committed) on a schedule.
+    """Replay a JSON trace (plain lists, as committed) on a schedule, the tensor intrinsics its
+    ``Tensorize`` instructions name registered first (:func:`register_tensor_intrinsics`).
 
     Traces recorded with 0.27 carry TIR nodes (a ``TransformLayout``'s IndexMap) as JSON
     graphs in 0.27's node schema; they are rewritten to the running release's first.
     """
+    named = {str(inst[2][0]) for inst in (trace_json[0] if trace_json else [])
+             if isinstance(inst, list) and inst[:1] == ["Tensorize"] and len(inst) > 2 and inst[2]}
+    if named:
+        register_tensor_intrinsics(named)
     schedule_namespace().Trace.apply_json_to_schedule(_local_node_graphs(trace_json), sch)
 
 
@@ -728,16 +733,17 @@ def dot_product_space(intrinsic: str | None, kind: str = "llvm"):
     return ms.space_generator.PostOrderApply(sch_rules=sch_rules, postprocs=processors, mutator_probs=kind)
 
 
-def design_space(func, target, kind: str) -> list:
+def design_space(func, target, kind: str, intrinsic: str | None = None) -> list:
     """MetaSchedule's design space of ``func`` for the TVM ``target``, with the rules of targets of
-    ``kind`` (:func:`tuning_space`): each space's trace as JSON, its sampling decisions dropped.
+    ``kind`` (:func:`dot_product_space`: with ``intrinsic``, the tiling that tensorizes with it
+    first): each space's trace as JSON, its sampling decisions dropped.
     Slow once per process (0.27's TuneContext imports every tensor intrinsic, here the fast way:
     :func:`_register_tvm_tensor_intrinsics`): callers keep the result."""
     ms = meta_schedule()
     _register_tvm_tensor_intrinsics()
     module = tvm().IRModule({"main": func.with_attr("global_symbol", "main")})
-    context = ms.TuneContext(mod=module, target=target, space_generator=tuning_space(kind), task_name="fuzz",
-                             num_threads=1)
+    context = ms.TuneContext(mod=module, target=target, space_generator=dot_product_space(intrinsic, kind),
+                             task_name="fuzz", num_threads=1)
     return [[_trace_plain(space.trace.as_json(remove_postproc=True))[0], []]
             for space in context.generate_design_space()]
 
@@ -756,17 +762,21 @@ def _trace_plain(value):
         return str(value)
 
 
-def sample_schedule(func, space: list, seed: int, kind: str) -> list | None:
+def sample_schedule(func, space: list, seed: int, kind: str, intrinsic: str | None = None,
+                    prepare=None) -> list | None:
     """One schedule of a design space (:func:`design_space`), as MetaSchedule's search samples one:
-    the space's trace replayed with every sampling instruction deciding anew from ``seed``, then
-    the postprocessors of targets of ``kind`` applied in order; the schedule's JSON trace
-    (postprocessing included, decisions included: it replays as it is), or None where a
-    postprocessor rejects it (tuning drops such a candidate and samples another)."""
+    ``prepare(schedule)`` first where given (its steps in the trace), the space's trace replayed
+    with every sampling instruction deciding anew from ``seed``, then the postprocessors of that
+    space (:func:`dot_product_space`) applied in order; the schedule's JSON trace (postprocessing
+    included, decisions included: it replays as it is), or None where a postprocessor rejects it
+    (tuning drops such a candidate and samples another)."""
     ms = meta_schedule()
     module = tvm().IRModule({"main": func.with_attr("global_symbol", "main")})
     sch = schedule_namespace().Schedule(module, seed=seed, error_render_level="detail")
+    if prepare is not None:
+        prepare(sch)
     schedule_namespace().Trace.apply_json_to_schedule(space, sch)
-    for postproc in ms.Postproc.create(kind):
+    for postproc in dot_product_space(intrinsic, kind).postprocs if intrinsic else ms.Postproc.create(kind):
         if not postproc.apply(sch):
             return None
     return _trace_plain(sch.trace.as_json())

@@ -37,15 +37,21 @@ def pack_weights(func, chain: dict, lanes: int = 16):
     channels and the output's lanes lie contiguous in NHWC already). The copy is never inlined back
     (``meta_schedule.inline_rule``). None where the chain has no such weights, or their channels are
     not multiples of ``lanes`` and 4."""
+    schedule = compat.schedule(func)
+    return schedule.mod["main"] if pack_weights_in(schedule, chain, lanes) else None
+
+
+def pack_weights_in(schedule, chain: dict, lanes: int = 16) -> bool:
+    """:func:`pack_weights` done in ``schedule`` (a schedule of such a kernel), so that its trace
+    holds the packing (a fuzz trace replays on the unpacked kernel); whether the weights allow it."""
     found = quantized.plan(chain)
     if found.weight is None or found.op not in ("conv2d", "matmul"):
-        return None
+        return False
     if found.op == "conv2d" and (found.attrs.get("data_layout"), found.attrs.get("kernel_layout")) != ("NHWC", "HWIO"):
-        return None
+        return False
     shape = [int(d) for d in chain["inputs"][found.weight]["shape"]]
     if shape[-1] % lanes or shape[-2] % 4:
-        return None
-    schedule = compat.schedule(func)
+        return False
     block = schedule.get_sblock(found.op)
     copy = schedule.cache_read(block, compat.block_read_names(schedule, block).index(f"input{found.weight}"), "global")
     if found.op == "conv2d":
@@ -54,7 +60,7 @@ def pack_weights(func, chain: dict, lanes: int = 16):
     else:
         schedule.transform_layout(copy, ("write", 0), lambda k, n: (n // lanes, k // 4, n % lanes, k % 4))
     schedule.annotate(copy, "meta_schedule.inline_rule", "disable")
-    return schedule.mod["main"]
+    return True
 
 
 @dataclass(frozen=True)

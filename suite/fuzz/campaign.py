@@ -284,14 +284,17 @@ class Campaign:
                         made = time.perf_counter()
                         spaces = sampling.design_space(combination.workload, combination.dtype, combination.target)
                         raise_if_signalled()  # after design-space generation
-                        self.log(f"{combination.label}: {len(spaces)} design spaces in "
-                                 f"{time.perf_counter() - made:.1f} s")
+                        offered = (f", tiled for {spaces.intrinsic} first ({spaces.reason})" if spaces.intrinsic
+                                   else f" ({spaces.reason})" if spaces.reason else "")
+                        self.log(f"{combination.label}: {len(spaces.traces)} design spaces in "
+                                 f"{time.perf_counter() - made:.1f} s{offered}")
                     index = int(name) if kind == "trace" else (plant_number % opts.traces if opts.traces else None)
                     if index is not None:  # else a plant in the unscheduled function
                         trace, resampled = sampling.sample(combination.workload, combination.dtype,
                                                            combination.target, spaces, opts.seed, index)
                         raise_if_signalled()  # after sampling: before its schedule goes to a worker
-                        schedule = dataclasses.replace(schedule, trace=trace, resampled=resampled, trace_index=index)
+                        schedule = dataclasses.replace(schedule, trace=trace, resampled=resampled, trace_index=index,
+                                                       tensorized=sampling.tensorized(spaces, trace))
                     if kind == "plant":
                         schedule = dataclasses.replace(schedule, planted=name.split("#")[0], expected=plant.EXPECTED)
                 running.add(threads.submit(self._one, pool, combination, journal, schedule))

@@ -57,6 +57,7 @@ _LINE_FIELDS = {
     "trace": (False, lambda v: v is None or isinstance(v, list)), "resampled": (False, _whole),
     "trace_index": (False, lambda v: v is None or _whole(v)), "planted": (False, _text),
     "expected": (False, _text), "planted_in": (False, _text),
+    "tensorized": (False, lambda v: isinstance(v, list) and all(map(_text, v))),
     "finding": (False, lambda v: isinstance(v, dict) and set(v) == {"dir", "key"} and all(map(_text, v.values()))),
 }
 
@@ -83,6 +84,9 @@ class Schedule:
     planted: str | None = None  #: a plant's kind
     expected: str | None = None  #: what a plant should be judged
     planted_in: str | None = None  #: "default": the sampled trace had nothing of the plant's kind
+    #: The tensor intrinsics the sampled trace tensorizes with (empty: none), where its design space
+    #: offered one (int8: :mod:`suite.fuzz.sampling`); None elsewhere.
+    tensorized: list[str] | None = None
 
     @property
     def label(self) -> str:
@@ -127,7 +131,8 @@ class JournalLine(Schedule):
             written.update(summary=self.summary, first_wrong=self.first_wrong)
         if self.resampled is not None:
             written.update(trace=self.trace, resampled=self.resampled, trace_index=self.trace_index)
-        for name, value in (("planted", self.planted), ("expected", self.expected), ("planted_in", self.planted_in)):
+        for name, value in (("planted", self.planted), ("expected", self.expected), ("planted_in", self.planted_in),
+                            ("tensorized", self.tensorized if self.trace is not None else None)):
             if value is not None:
                 written[name] = value
         if self.finding is not None:

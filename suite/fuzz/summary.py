@@ -85,6 +85,10 @@ class Summary:
     #: Unmodified schedules judged CHANGED, UNDEFINED or SHIFTED: named orders, sampled traces.
     wrong_orders: int = 0
     wrong_traces: int = 0
+    #: Sampled traces whose design space offered a dot-product intrinsic (int8), and of those the
+    #: ones that tensorized with it.
+    traces_offered_intrinsic: int = 0
+    traces_tensorized: int = 0
 
     @property
     def compiler_fault(self) -> bool:
@@ -108,6 +112,8 @@ class Summary:
             "judged_per_hour": self.judged_per_hour, "stopped": self.stopped, "exit_status": int(self.exit_status),
             "unmodified_wrong": {"orders": self.wrong_orders, "traces": self.wrong_traces},
             "compiler_fault": self.compiler_fault,
+            "tensorized": {"traces_offered_intrinsic": self.traces_offered_intrinsic,
+                           "traces_tensorized": self.traces_tensorized},
         }
         if self.thresholds is not None:
             found["thresholds"] = self.thresholds
@@ -148,6 +154,9 @@ class Summary:
             lines.append(f"false CHANGED on unmodified schedules: {self.false_changed} of {self.unmodified_judged}"
                          + (f" (95% upper bound {bound:.3f})" if bound is not None else "")
                          + f"; SHIFTED (suspect, kept as findings): {self.unmodified_shifted}")
+        if self.traces_offered_intrinsic:
+            lines.append(f"sampled traces tensorized: {self.traces_tensorized} of {self.traces_offered_intrinsic} "
+                         "sampled from a design space offering a dot-product intrinsic (int8)")
         rate = self.judged_per_hour
         lines.append(f"{self.judged_this_run} judged in {self.seconds:.0f} s"
                      + (f" ({rate:.0f} per hour)" if rate else "")
@@ -195,4 +204,6 @@ def summarize(lines: list[JournalLine], combinations: list, elapsed_s: float, ju
         judged_per_hour=round(judged_now * 3600 / elapsed_s, 1) if elapsed_s > 0 and judged_now else None,
         stopped=stopped, exit_status=status,
         wrong_orders=sum(1 for line in unmodified if line.kind == "order" and line.outcome.is_wrong),
-        wrong_traces=sum(1 for line in unmodified if line.kind == "trace" and line.outcome.is_wrong))
+        wrong_traces=sum(1 for line in unmodified if line.kind == "trace" and line.outcome.is_wrong),
+        traces_offered_intrinsic=sum(1 for line in lines if line.kind == "trace" and line.tensorized is not None),
+        traces_tensorized=sum(1 for line in lines if line.kind == "trace" and line.tensorized))
