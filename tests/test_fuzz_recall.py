@@ -121,8 +121,7 @@ def test_the_init_bug_loses_a_split_reductions_init_in_both_forms_the_pass_meets
     init block of a split reduction is taken out (the first plant looked for T.init() alone, which
     no sampled schedule keeps: 0 of 6 affected), as is a hand-split block's T.init(); an unsplit
     reduction keeps its init."""
-    sys.path.insert(0, str(ROOT / "experiments"))
-    import compiler_changes
+    from experiments import compiler_changes
 
     edit = compiler_changes.LOWERING_BUGS["init-skipped-after-split"].edit
     lost = edit(DECOMPOSED)
