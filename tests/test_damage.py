@@ -33,6 +33,8 @@ from asv_runs import WORKLOAD, plant, plant_file, qf_two_commit_results, two_com
 from conftest import run_cli
 from suite import cache, cli, targets
 from suite.core import measurement, retimings, run_place, tuning_records, workloads
+from suite.core import entries as measure_entries
+from suite.core.combo import Combo
 from suite.targets import hexagon, hvx_toolchain
 
 pytestmark = pytest.mark.slow
@@ -343,10 +345,24 @@ MATMUL = "resnet50.matmul_add.2048-1000"
 COMBOS = {"llvm": (MATMUL, "float16", "llvm", "tuned"), "qf": (MATMUL, "float16", "hexagon-v68-qf", "tuned")}
 #: The kinds only a target with an emulator and the IEEE twin has; every other kind is damaged through
 #: the llvm combination (the same code reads it for every target).
-#: The damages after which the HVX model is built again and compared (the others are checked to be
-#: seen as damage: test_damaged_cache_files_are_computed_again).
-MODEL_REBUILT_AFTER = ("deleted", "directory")
-QFLOAT_MODEL_FILES = ("hvx_model.o", "vector_registers.json")
+#: The kinds whose files are read through one lookup that computes them again whatever the damage
+#: (a sealed record or manifest, a digest per file: one code path): the computation again is proven
+#: after a case's first damage and after its first file's TYPE_CHANGES; every other damage need only
+#: be seen by that lookup (_seen_as_damaged), as the measurement sees it before computing again.
+#: (The model kinds alike, in _damaged_model_entries.)
+SEEN_BY_LOOKUP = ("measure", "entry", "key", "divergence", "catalog")
+#: The damages that change what lies at a file's place (nothing, a directory): code paths of their own.
+TYPE_CHANGES = ("deleted", "directory")
+#: The files of an entry its reader asks the cache for (cache.load_entry): suite.targets.hvx_toolchain's
+#: model, suite.targets.hexagon's harness and emulations, the float64 reference, the divergence, a
+#: model's catalog of workloads.
+ENTRY_READS = {"qfloat-model/*/*": ("hvx_model.o", "vector_registers.json"), "hexagon-harness/*/*": ("harness.o",),
+               "hexagon-run/*/*": ("output.npy", "run.json"), "reference/*/*": measurement.REFERENCE_FILES,
+               "divergence/*/*": ("divergence.json", "maps.npz"), "catalog/*/*": ("workloads.json",),
+               # suite.model's calls, weights, runs of an input, attributions and float64 logits
+               "model-calls/*/*": ("calls.json",), "model-weights/*/*": ("weights.npz",),
+               "model-input/*/*": ("logits.npy", "run.json"), "model-attribution/*/*": ("sums.npz", "run.json"),
+               "model-float64/*/*": ("logits.npy", "run.json")}
 QF_ONLY = ("measure/*/ieee_twin.npy", "measure/*/kernel.*", "hexagon-run/*/*", "hexagon-harness/*/*",
            "qfloat-model/*/*")
 
@@ -399,8 +415,7 @@ def _cache_cases():
     return cases
 
 
-@pytest.mark.longest
-@pytest.mark.parametrize("pattern,combo", _cache_cases())
+@pytest.mark.parametrize("pattern,combo", _cache_cases())  # 1-10 CPU-s each: no longer among the longest
 def test_damaged_cache_files_are_computed_again(own_cache, capsys, pattern, combo):
     if combo == "qf" and (reason := targets.get("hexagon-v68-qf").unavailable()):
         pytest.skip(reason)
@@ -409,7 +424,7 @@ def test_damaged_cache_files_are_computed_again(own_cache, capsys, pattern, comb
     ids = COMBOS[combo]
     against = () if pattern.startswith("catalog") else ("--against", "default")
     clean = measured(capsys, ids, *against)
-    listed = run(capsys, "list", "--model", "resnet18", "--json")[1]
+    listed = run(capsys, "list", "--model", "resnet18", "--json")[1] if CACHE_FILES[pattern] == "catalog" else None
     entry = _entry_of(own_cache, pattern, ids, capsys)
     files = sorted(p for p in entry.rglob("*") if p.is_file() and fnmatch.fnmatch(
         p.relative_to(own_cache).as_posix(), pattern))
@@ -417,14 +432,13 @@ def test_damaged_cache_files_are_computed_again(own_cache, capsys, pattern, comb
     entries = sorted({victim.parent for victim in files})
     clean_read = _read_as_measured(own_cache, pattern, ids, entries)
     measured_again = set()
+    seen_by_lookup = CACHE_FILES[pattern] in SEEN_BY_LOOKUP
     def same_as_clean(name, how):
-        if pattern == "qfloat-model/*/*" and name in measured_again and how not in MODEL_REBUILT_AFTER:
-            # The model's rebuild (8 clang calls, 2.6 CPU-s) is one code path whatever the damage:
-            # proven after each file's first damage and after those that change the file's type;
-            # every other damage need only be seen, as the build sees it before rebuilding.
-            assert cache.load_entry(entries[0], QFLOAT_MODEL_FILES) is None, (name, how)
+        # measured again once (an HVX model's rebuild alone is 8 clang calls, 2.6 CPU-s; an emulation, seconds)
+        if seen_by_lookup and measured_again and not (name == files[0].name and how in TYPE_CHANGES):
+            assert _seen_as_damaged(pattern, ids, entries, name), (name, how)
             return
-        if clean_read is not None and name in measured_again:  # read as the measurement reads it: made again
+        if clean_read is not None and measured_again:  # read as the measurement reads it: made again
             assert _read_as_measured(own_cache, pattern, ids, entries) == clean_read, (name, how)
             return
         measured_again.add(name)
@@ -436,15 +450,17 @@ def test_damaged_cache_files_are_computed_again(own_cache, capsys, pattern, comb
             assert measured_in_a_process(ids, *against) == clean, (name, how)
         else:
             assert measured(capsys, ids, *against) == clean, (name, how)
-    _each_damage(files, same_as_clean)
+    # what the lookup sees damaged, it saw whole before the damage
+    _each_damage(files, same_as_clean, (lambda name: not _seen_as_damaged(pattern, ids, entries, name))
+                 if seen_by_lookup else None)
 
 
 def _read_as_measured(cache: Path, pattern: str, ids, entries: list[Path]):
     """What a measurement of ``ids`` reads from ``entries`` (the cache entries of ``pattern``'s kind
     it uses), read by the function it calls, where that is cheap beside the measurement made again
     (its kernel built and emulated again); None for the other kinds. A damaged entry is made again
-    there, as in the measurement: each damage to these kinds is read so, the measurement made again
-    after each file's first damage (test_damaged_cache_files_are_computed_again)."""
+    there, as in the measurement: the damages that change a file's type are read so, the measurement
+    made again after the first damage (test_damaged_cache_files_are_computed_again, SEEN_BY_LOOKUP)."""
     target = targets.get(ids[2])
     if pattern == "reference/*/*":  # the float64 reference (and magnitude) the outputs are scored against
         workload = workloads.get(ids[0])
@@ -466,18 +482,36 @@ def _read_as_measured(cache: Path, pattern: str, ids, entries: list[Path]):
     return None
 
 
-def _each_damage(files: list[Path], check) -> None:
+def _each_damage(files: list[Path], check, intact=None) -> None:
     """Every damage to every file, then ``check(name, how)``. Files of one name in several entries
     of a kind (the qfloat and the IEEE twin emulation) are damaged together: each damage is read
-    again at once."""
+    again at once. Each damage is made to the entries as they were (every file of them put back:
+    what was computed again may differ in a timing, and its record or manifest with it; where
+    given, ``intact(name)`` holds of them then), and so they are left."""
+    places = sorted({victim.parent for victim in files})
+    was = {path: path.read_bytes() for place in places for path in place.iterdir() if path.is_file()}
     for name in sorted({victim.name for victim in files}):
         victims = [victim for victim in files if victim.name == name]
-        originals = [victim.read_bytes() for victim in victims]
         for how in DAMAGES + tuple(json_damages(victims[0])):
-            for victim, original in zip(victims, originals):
-                _restore(victim, original)  # each damage to the file as it was (a part nothing rereads stays so)
+            for path, data in was.items():
+                _restore(path, data)
+            assert intact is None or intact(name), (name, how)
+            for victim in victims:
                 (damage_json if how.startswith("wrong") else damage)(victim, how)
             check(name, how)
+    for path, data in was.items():
+        _restore(path, data)
+
+
+def _seen_as_damaged(pattern: str, ids, entries: list[Path], name: str) -> bool:
+    """Whether the lookup through which the measurement of ``ids`` reads the files of ``pattern``
+    sees ``name`` damaged in each of ``entries`` (and so computes them again)."""
+    kind = CACHE_FILES[pattern]
+    if kind == "measure":  # the combination's record, and the part named checked against it
+        return measure_entries.cached(Combo.resolve(*ids), verify=(name,)) is None
+    if kind == "key":  # the digests of the suite's code, kept sealed
+        return cache.read_sealed_json(entries[0] / name) is None
+    return all(cache.load_entry(entry, ENTRY_READS[pattern]) is None for entry in entries)
 
 
 def _model_numbers(capsys) -> list:
@@ -486,15 +520,22 @@ def _model_numbers(capsys) -> list:
     return [{k: v for k, v in r.items() if k != "seconds_per_input"} for r in json.loads(out)["results"]]
 
 
-def _damaged_model_entries(cache: Path, capsys, pattern: str) -> None:
+def _damaged_model_entries(own_cache: Path, capsys, pattern: str) -> None:
     """Every file of a model entry kind, each damage: the model's next run gives the same numbers
     (a damaged entry is never read: computed again, said in one line)."""
     clean = _model_numbers(capsys)
-    files = sorted(p for p in cache.glob(pattern) if p.is_file() and "miniresnet" in p.parent.name)
+    files = sorted(p for p in own_cache.glob(pattern) if p.is_file() and "miniresnet" in p.parent.name)
     assert files, f"no {pattern} for miniresnet"
+    entries = sorted({victim.parent for victim in files})
+    ran_again = []
     def same_as_clean(name, how):
+        if ran_again and not (name == files[0].name and how in TYPE_CHANGES):  # see SEEN_BY_LOOKUP
+            assert all(cache.load_entry(entry, ENTRY_READS[pattern]) is None for entry in entries), (name, how)
+            return
+        ran_again.append((name, how))
         assert _model_numbers(capsys) == clean, (name, how)
-    _each_damage(files, same_as_clean)
+    _each_damage(files, same_as_clean, lambda name: all(cache.load_entry(entry, ENTRY_READS[pattern]) is not None
+                                                        for entry in entries))
 
 
 def _restore(path: Path, data: bytes) -> None:
