@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import SUITE_BIN, eventually
@@ -122,6 +123,65 @@ def test_the_guilty_pass_is_the_last_whose_removal_makes_the_output_right():
         ("tirx.VectorizeLoop", "switched off", Outcome.EQUIVALENT), ("tirx.UnrollLoop", "left out", Outcome.CHANGED),
         ("Vectorize #8", "dropped", Outcome.REORDERED)]
     assert json.loads(json.dumps(found.to_json()))["guilty_pass"] == "tirx.VectorizeLoop"
+
+
+#: An imperfect split's guard: the block of element i runs where ``i < 10`` (as the workloads spell it: int64).
+GUARDED = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((T.int64(10),), "float32"), B: T.Buffer((T.int64(10),), "float32")):
+    for i_0, i_1 in T.grid(T.int64(3), T.int64(4)):
+        with T.sblock("B"):
+            v = T.axis.spatial(T.int64(10), i_0 * T.int64(4) + i_1)
+            T.where(i_0 * T.int64(4) + i_1 < T.int64(10))
+            B[v] = A[v] + T.float32(1)
+"""
+
+
+def test_a_pass_the_build_cannot_do_without_is_named_by_running_the_lowering_pass_by_pass(monkeypatch):
+    """The split-guard bug planted in s_tir.LowerOpaqueBlock (left out, the build fails): no pass
+    left out makes the output right, and the pipeline bisected names the pass, from the one element
+    its output no longer writes; on the clean TVM no pass is named, and the words say where the
+    interpreter stopped reading the pipeline."""
+    from experiments import compiler_changes
+    from suite import compat
+    from suite.fuzz import bisection
+
+    tvm = compat.tvm()
+    func = tvm.script.from_source(GUARDED)
+
+    def bisected():
+        stages = []
+        with bisection.recording(stages):
+            compat.build(func, tvm.target.Target("llvm"))
+        return bisection.bisect(stages, [np.arange(10, dtype="float32")])
+
+    clean = bisected()
+    assert clean.guilty_pass is None and clean.evaluable >= 1
+    assert clean.stopped.startswith("it stops at tirx.FlattenBuffer's output")
+    place = compat.schedule_namespace().transform
+    real = place.LowerOpaqueBlock
+    monkeypatch.setattr(place, "LowerOpaqueBlock",
+                        lambda *a, **k: compiler_changes.faulty_pass("split-guard-off-by-one", real, *a, **k))
+
+    def judge(extra):
+        if extra.get("disabled_pass") == ["s_tir.LowerOpaqueBlock"]:
+            return Outcome.BUILD_FAILED, "Check failed: opaque blocks left"
+        return Outcome.UNDEFINED, ""
+
+    found = blame.attribute(Outcome.UNDEFINED, None, ["s_tir.LowerOpaqueBlock", "tirx.FlattenBuffer"], judge, {},
+                            bisected)
+    assert (found.guilty_pass, found.found_by) == ("s_tir.LowerOpaqueBlock", "bisected")
+    assert found.bisection.difference == ("B[9] written by its input, never written by its output: "
+                                          "1 of 10 elements differ")
+    assert "TVM's pass s_tir.LowerOpaqueBlock is the one whose output computes something else" in found.words()
+    assert found.key == "UNDEFINED: pass s_tir.LowerOpaqueBlock, primitive no single primitive"
+    assert bisection.Bisection.from_json(json.loads(json.dumps(found.bisection.to_json()))) == found.bisection
+    unfinished = bisection.Bisection(None, 0, 0, "no answer in 120 s", "", [], "the schedule")
+    assert unfinished.words() == "the lowering of the schedule was not bisected (no answer in 120 s)"
+    # a pass whose removal makes the output right is named so, with no bisection
+    left_out = blame.attribute(Outcome.UNDEFINED, None, ["tirx.FlattenBuffer"], lambda extra: (Outcome.EQUIVALENT, ""),
+                               {}, lambda: pytest.fail("bisected where a pass left out made the output right"))
+    assert (left_out.guilty_pass, left_out.found_by, left_out.bisection) == ("tirx.FlattenBuffer", "left out", None)
 
 
 # ----------------------------------------------------------------------------- a real lowering bug

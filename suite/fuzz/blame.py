@@ -1,7 +1,9 @@
 """A finding made small and attributed (issue 63): its trace delta-debugged (:func:`minimise`) while
 it still fails the same way, then the lowering pass and the schedule primitive to blame
-(:func:`attribute`): the pass of TVM's lowering whose removal makes the output right, and the
-instruction of the minimised trace whose removal does.
+(:func:`attribute`): the pass of TVM's lowering whose removal makes the output right (where no
+pass the build can do without does, the pass the pipeline run pass by pass shows changing what the
+program computes: :mod:`suite.fuzz.bisection`), and the instruction of the minimised trace whose
+removal does.
 
 Every step is judged by a callback of the campaign's (``fails``, ``judge``), which builds and runs
 the schedule with the campaign's worker children: the same TVM, the same environment and hooks as
@@ -19,6 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from suite.fuzz.bisection import Bisection
 from suite.fuzz.outcome import Outcome
 
 #: Instructions that look things up or sample: never the primitive a finding is blamed on.
@@ -179,6 +182,17 @@ class Blame:
     primitive_block: str | None  #: the block it acts on, where it names one
     passes_run: list[str]
     tried: list[Tried]
+    #: the pipeline run pass by pass, where no pass taken out made the output right (None: not run)
+    bisection: Bisection | None = None
+
+    @property
+    def found_by(self) -> str | None:
+        """How the guilty pass was found: "left out" (its removal makes the output right),
+        "bisected" (:mod:`suite.fuzz.bisection`), or None where none was."""
+        if self.guilty_pass is None:
+            return None
+        return "bisected" if self.bisection is not None and self.bisection.guilty_pass == self.guilty_pass \
+            else "left out"
 
     @property
     def key(self) -> str:
@@ -189,14 +203,19 @@ class Blame:
     def to_json(self) -> dict:
         return {"verdict": self.verdict.value, "guilty_pass": self.guilty_pass,
                 "guilty_primitive": self.guilty_primitive, "primitive_block": self.primitive_block,
-                "passes_run": self.passes_run,
+                "found_by": self.found_by, "passes_run": self.passes_run,
                 "tried": [{"what": t.what, "how": t.how, "outcome": t.outcome.value, "message": t.message}
-                          for t in self.tried]}
+                          for t in self.tried],
+                "bisection": None if self.bisection is None else self.bisection.to_json()}
 
     def words(self) -> str:
         """The blame in a sentence for the report."""
-        named = (f"the output is right with TVM's pass {self.guilty_pass} taken out" if self.guilty_pass
-                 else "no single lowering pass taken out makes the output right")
+        if self.found_by == "left out":
+            named = f"the output is right with TVM's pass {self.guilty_pass} taken out"
+        else:
+            named = "no single lowering pass taken out makes the output right"
+            if self.bisection is not None:
+                named += "; " + self.bisection.words()
         primitive = (f"and with the trace's {self.guilty_primitive}"
                      + (f" on block {self.primitive_block}" if self.primitive_block else "") + " dropped"
                      if self.guilty_primitive else "and no single primitive of the trace dropped makes it right")
@@ -222,13 +241,16 @@ Judge = Callable[[dict], "tuple[Outcome, str]"]
 
 
 def attribute(verdict: Outcome, trace: list | None, passes: list[str], judge: Judge,
-              switches: dict) -> Blame:
+              switches: dict, bisect: Callable[[], Bisection] | None = None) -> Blame:
     """Which lowering pass, and which primitive of ``trace`` (the minimised one), the finding of
     ``verdict`` is to blame on. Each pass of ``passes`` (those TVM ran for it, in order) is taken
     out in turn (``disabled_pass``); one the build needs (the build fails without it) and that
     ``switches`` names (:data:`suite.compat.PASS_SWITCHES`) is run again with its option that
     makes it do no work. The guilty pass is the last whose removal makes the output right (one
-    before it may only have made the faulty pass's input: a loop it vectorizes). Then each
+    before it may only have made the faulty pass's input: a loop it vectorizes). Where none does
+    (a pass the build cannot run without), ``bisect`` (the finding's lowering run pass by pass:
+    :func:`suite.fuzz.bisection.bisect`) names the pass whose output computes something else than
+    its input, or none. Then each
     primitive of the trace is dropped in turn, the last first (with what depends on it), until one
     whose removal makes the output right."""
     tried, guilty = [], None
@@ -240,6 +262,9 @@ def attribute(verdict: Outcome, trace: list | None, passes: list[str], judge: Ju
             tried.append(Tried(name, "switched off", outcome, message))
         if right(outcome):
             guilty = name  # the last such: an earlier one may only make the faulty pass's input
+    bisection = bisect() if guilty is None and bisect is not None else None
+    if bisection is not None:
+        guilty = bisection.guilty_pass
     primitive = block = None
     if trace is not None:
         blocks = {}
@@ -256,7 +281,7 @@ def attribute(verdict: Outcome, trace: list | None, passes: list[str], judge: Ju
                 primitive = kind
                 block = next((blocks[i] for i in flat_values(inputs) if isinstance(i, str) and i in blocks), None)
                 break
-    return Blame(verdict, guilty, primitive, block, list(passes), tried)
+    return Blame(verdict, guilty, primitive, block, list(passes), tried, bisection)
 
 
 def report_words(verdict: Outcome, reduced: Minimised | None, blamed: Blame | None) -> str:

@@ -48,7 +48,7 @@ from suite.core import quantized, reference, schedules, workloads
 from suite.core.bounds import Expected
 from suite.core.combo import select_workloads
 from suite.errors import UserError, raise_if_signalled
-from suite.fuzz import EMULATED_TIMEOUT_S, NATIVE_TIMEOUT_S, blame, findings, plant, sampling, shrink
+from suite.fuzz import EMULATED_TIMEOUT_S, NATIVE_TIMEOUT_S, bisection, blame, findings, plant, sampling, shrink
 from suite.fuzz import pool as pools
 from suite.fuzz.directory import (FINDINGS_DIR, JOURNAL, LOCK, OWN_MARK, SUMMARY, WORK_DIR, CampaignLock,
                                   check_own_files, make_own_dir, old_lock_dir, safe_name, shown, touch_own,
@@ -449,16 +449,19 @@ class Campaign:
             raise UserError(f"{last.dir}: not the files the campaign's worker writes ({err}); no finding of it") from None
         finally:
             shutil.rmtree(last.dir, ignore_errors=True)
+        shrunk = self._shrunk(pool, combination, line, minimised, where) if minimised is not None else None
         blamed = None
         if line.outcome.is_wrong and isinstance(passes, list) and all(isinstance(p, str) for p in passes):
-            blamed = blame.attribute(line.outcome, minimised, passes, judge, compat.PASS_SWITCHES)
+            # the pipeline bisected on the reproducer where there is one: interpreted in milliseconds
+            small = kept if shrunk is None else {"chain": shrunk.shrunk.chain, "trace": shrunk.shrunk.trace}
+            blamed = blame.attribute(line.outcome, minimised, passes, judge, compat.PASS_SWITCHES,
+                                     lambda: self._bisected(pool, combination, small, line.id))
             write_own(where / "blame.json", json.dumps(
                 {**blamed.to_json(), "original_instructions": len(line.trace[0]) if line.trace else None,
                  "minimised_instructions": reduced.instructions if reduced else None,
                  "minimising_builds": reduced.tries if reduced else 0,
                  "one_minimal": reduced.complete if reduced else None,
                  "reproduce_checks": check.runs if reduced else 0}, indent=1))
-        shrunk = self._shrunk(pool, combination, line, minimised, where) if minimised is not None else None
         key = findings.dedup_key(line.outcome, line.name, line.message, blamed)
         if printed is None and line.outcome.is_wrong:  # a crash or a hang would only crash or hang again
             printed = findings.printed_by(argv, where, lambda: self.stopping)
@@ -467,6 +470,25 @@ class Campaign:
         write_own(where / "report.md", findings.report(combination, line, key, findings.Reproduce(argv, printed))
                    + blame.report_words(line.outcome, reduced, blamed) + shrink.report_words(shrunk))
         return Finding(own, key)
+
+    def _bisected(self, pool, combination: Combination, request: dict, name: str) -> bisection.Bisection:
+        """The finding's schedule (``request``) lowered pass by pass by a worker, each program
+        evaluated by the triage interpreter (:func:`suite.fuzz.bisection.bisect`)."""
+        if self.stopping:
+            raise pools.Stopping(pools.STOPPING)
+        answer = self._ask(pool, combination, {**request, "bisect": True}, "", f"{name}|bisect", bisection.TIMEOUT_S)
+        found = answer.dir / "bisection.json"
+        try:
+            if answer.failure is not None or not (found.exists() or found.is_symlink()):
+                failure = answer.failure.message if answer.failure is not None else "it wrote none"
+                on = "the finding's reproducer" if "chain" in request else "the finding's schedule"
+                return bisection.Bisection(None, 0, 0, f"the worker bisected nothing: {failure}", "", [], on)
+            return bisection.Bisection.from_json(json.loads(sandbox.read_back(found)))
+        except (OSError, ValueError) as err:
+            raise UserError(f"{found}: not the bisection the campaign's worker writes ({err}); "
+                            "no finding of it") from None
+        finally:
+            shutil.rmtree(answer.dir, ignore_errors=True)
 
     def _shrunk(self, pool, combination: Combination, line: JournalLine, trace: list,
                 where: Path) -> shrink.Reproducer | None:

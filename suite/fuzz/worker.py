@@ -232,7 +232,7 @@ def _serve(request: dict) -> Answer:
     from suite.core import execution, workloads
     from suite.core.record import Status
     from suite.errors import Skipped, first_line
-    from suite.fuzz import plant
+    from suite.fuzz import bisection, plant
     from suite.targets.base import Output
     from suite.triage import filled, tvmscript
 
@@ -256,7 +256,9 @@ def _serve(request: dict) -> Answer:
         funcs, _ = tvmscript.parse_file(where / "after.py")
         func = tvmscript.pick(funcs, "main", where / "after.py")[1]
     seen = [] if request.get("passes") else None  # the lowering passes TVM runs, for blame (suite.fuzz.blame)
-    with compat.lowering(request.get("disabled_pass", ()), seen, request.get("switched_off", ())):
+    stages = [] if request.get("bisect") else None  # the program after each of them (suite.fuzz.bisection)
+    with compat.lowering(request.get("disabled_pass", ()), seen, request.get("switched_off", ())), \
+            bisection.recording(stages) if stages is not None else contextlib.nullcontext():
         built = execution.build(target, func, _kernel_path(where, target), order)
     if seen is not None:
         (where / "passes.json").write_text(json.dumps(seen))
@@ -264,6 +266,11 @@ def _serve(request: dict) -> Answer:
         if built.failure.status is Status.SKIPPED:
             return Answer.failed(Outcome.SKIPPED, built.failure.message)
         return _internal(where, built.failure.cause) or Answer.failed(Outcome.BUILD_FAILED, built.failure.message)
+    if stages is not None:  # the pipeline bisected on the workload's inputs instead of a run
+        found = bisection.bisect(stages, workloads.make_inputs(workload, request["dtype"]),
+                                 "the finding's reproducer" if request.get("chain") else "the finding's schedule")
+        (where / "bisection.json").write_text(json.dumps(found.to_json()))
+        return Answer(compile_s=built.compile_s)
     arguments = [*workloads.make_inputs(workload, request["dtype"]),
                  Output(tuple(workload.output_shape), workloads.output_dtype(request["dtype"]))]
     # a qfloat target's IEEE twin runs too: the verdict tells qfloat's own rounding (ARITHMETIC)
