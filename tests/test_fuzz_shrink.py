@@ -51,17 +51,17 @@ class _Judge:
 
 
 def test_a_finding_is_shrunk_to_a_small_program_that_still_fails(tmp_path):
-    """Under a VectorizeLoop whose last lane reads its neighbour's index, the matmul's trace is
-    CHANGED; shrunk, the program keeps the bias add alone (the matmul dropped, its trace made to
-    find the add by name), on fewer than 1,000 columns, in a TVMScript of at most 15 lines, and
-    the small program is judged CHANGED again, while the clean TVM computes it right. ~25 s."""
+    """Under a VectorizeLoop whose last lane reads its neighbour's index, the matmul's trace (a
+    CHANGED finding there: docs/fuzz-recall.md; not built here, the shrinking is what is tested)
+    shrunk: the program keeps the bias add alone (the matmul dropped, its trace made to find the
+    add by name), on fewer than 1,000 columns, in a TVMScript of at most 15 lines, and the small
+    program is judged CHANGED again, while the clean TVM computes it right. ~16 s."""
     from experiments import compiler_changes
 
     bug = _Judge(tmp_path / "bug", {**os.environ, **compiler_changes.lowering_bug_env(
         "vector-lane-loads-neighbour", tmp_path / "hook")})
     matmul = workloads.get(MATMUL)
     try:
-        assert bug.outcome(matmul.chain, TRACE) is Outcome.CHANGED
         judged = []
 
         def judge(chain, trace):
