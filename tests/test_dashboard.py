@@ -237,9 +237,10 @@ def test_the_dashboard_renders_in_headless_chromium_with_the_network_blocked(pub
     ticks = [float(t) for t in re.findall(r'class="flot-tick-label tickLabel"[^>]*>([-0-9.e+]+)</div>', main)]
     values = _values(published["out"], GRAPH)
     assert len(values) == 2 and len(ticks) >= 3, (values, ticks)
-    # the axis spans the data, labelled in milliseconds (asv's time axis takes the unit that fits)
-    ms = [1000 * v for v in values]
-    assert min(ticks) <= min(ms) and max(ms) <= max(ticks) <= 2 * max(ms), (ms, ticks)
+    # the axis spans the data, labelled in the unit that fits it (asv's time axis): milliseconds,
+    # or seconds where a loaded machine made the seed's latency a second or more
+    assert any(min(ticks) <= min(v) and max(v) <= max(ticks) <= 2 * max(v)
+               for v in ([1000 * x for x in values], values)), (values, ticks)
     assert "Uncaught" not in log, log[-2000:]
 
     # the benchmark list, sorted by value, descending (stupidtable)
