@@ -108,14 +108,51 @@ def member(where, relative: str) -> bytes:
 def tamper(where, relative: str, data: bytes) -> None:
     """Replace one member of a commit's bundle behind its seal (its manifest kept): damage, or an
     edit, that every reader must refuse."""
+    entries = bundle_entries(where.bundle)
+    entries[relative] = data
+    write_entries(where.bundle, entries)
+
+
+def bundle_entries(bundle: Path) -> dict:
+    """What a bundle holds as its readers find it, not verified: its manifest.json and each file
+    (of its tar in today's layout; a zip member each in an older suite's), by name."""
+    import io
+    import tarfile
     import zipfile
 
-    with zipfile.ZipFile(where.bundle) as archive:
-        members = {info.filename: archive.read(info) for info in archive.infolist()}
-    members[relative] = data
-    with zipfile.ZipFile(where.bundle, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, content in members.items():
-            archive.writestr(name, content)
+    from suite.core import run_bundle
+
+    with zipfile.ZipFile(bundle) as archive:
+        entries = {info.filename: archive.read(info) for info in archive.infolist()}
+    if run_bundle.tarred(bundle):
+        with tarfile.open(fileobj=io.BytesIO(entries.pop(run_bundle.TAR))) as tar:
+            entries.update({info.name: tar.extractfile(info).read() for info in tar.getmembers()})
+    return entries
+
+
+def write_entries(bundle: Path, entries: dict, tarred: bool | None = None) -> None:
+    """Write ``bundle`` anew from ``entries`` (name -> bytes, or None for a directory entry), behind
+    its seal, as a hostile hand would: in its own layout, or today's (``tarred``) or an older
+    suite's (one zip member per file)."""
+    import io
+    import tarfile
+    import zipfile
+
+    from suite.core import run_bundle, run_place
+
+    tarred = run_bundle.tarred(bundle) if tarred is None else tarred
+    members = {n: d for n, d in entries.items() if not tarred or n != run_place.MANIFEST}
+    if tarred:
+        out = io.BytesIO()
+        with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for name, data in members.items():
+                info = tarfile.TarInfo(name)
+                info.type, info.size = (tarfile.DIRTYPE, 0) if data is None else (tarfile.REGTYPE, len(data))
+                tar.addfile(info, None if data is None else io.BytesIO(data))
+        members = {**{n: d for n, d in entries.items() if n == run_place.MANIFEST}, run_bundle.TAR: out.getvalue()}
+    with zipfile.ZipFile(bundle, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(f"{name}/" if data is None else name, data or b"")
 
 
 def plant(run_dir: Path, commit: str, benchmark: str, ids: tuple, value: float | None) -> None:

@@ -23,13 +23,13 @@ import json
 import os
 import re
 import shutil
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from asv_runs import WORKLOAD, plant, plant_file, qf_two_commit_results, two_commit_results
+from asv_runs import (WORKLOAD, bundle_entries, plant, plant_file, qf_two_commit_results, two_commit_results,
+                      write_entries)
 from conftest import run_cli
 from suite import cache, cli, targets
 from suite.core import measurement, retimings, run_place, tuning_records, workloads
@@ -197,8 +197,7 @@ def _run_files(run_dir: Path) -> list[str]:
     for path in sorted(p for p in run_dir.rglob("*") if p.is_file()):
         found.append(path.relative_to(run_dir).as_posix())
         if path.suffix == ".zip" and path.parent.parent.name == run_place.RUNS:
-            with zipfile.ZipFile(path) as bundle:
-                found += [f"{found[-1]}/{name}" for name in bundle.namelist()]
+            found += [f"{found[-1]}/{name}" for name in bundle_entries(path)]
     return found
 
 
@@ -207,18 +206,15 @@ def _damage_member(victim: Path, how: str, damage_file) -> None:
     damages a file: the member read out, damaged, and written back in its place (the manifest kept)."""
     bundle = next(p for p in victim.parents if p.suffix == ".zip")
     name = victim.relative_to(bundle).as_posix()
-    with zipfile.ZipFile(bundle) as archive:
-        members = {info.filename: archive.read(info) for info in archive.infolist()}
+    members = bundle_entries(bundle)
     out = bundle.parent / f".{victim.name}.out"
     out.write_bytes(members.pop(name))
     damage_file(out, how)
     if out.is_dir():
-        members[f"{name}/"] = b""
+        members[name] = None
     elif out.exists():
         members[name] = out.read_bytes()
-    with zipfile.ZipFile(bundle, "w", zipfile.ZIP_DEFLATED) as archive:
-        for member, data in members.items():
-            archive.writestr(member, data)
+    write_entries(bundle, members)
     shutil.rmtree(out) if out.is_dir() else out.unlink(missing_ok=True)
 
 
@@ -235,8 +231,8 @@ def test_damaged_run_files(llvm_run, undamaged, capsys, tmp_path, pattern, how):
     relative = _candidate_file(base, pattern, commits[1])
     member = ".zip/" in relative
     if how == "fields" and member:
-        with zipfile.ZipFile(base / (relative.partition(".zip/")[0] + ".zip")) as bundle:
-            (tmp_path / "member.json").write_bytes(bundle.read(relative.partition(".zip/")[2]))
+        bundle = bundle_entries(base / (relative.partition(".zip/")[0] + ".zip"))
+        (tmp_path / "member.json").write_bytes(bundle[relative.partition(".zip/")[2]])
     kinds = [how] if how != "fields" else json_damages(tmp_path / "member.json" if member else base / relative)
     for one in kinds:
         copy = tmp_path / f"run-{kinds.index(one)}"

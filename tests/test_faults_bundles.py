@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from asv_runs import loosen, member, tamper
+from asv_runs import bundle_entries, loosen, member, tamper, write_entries
 from conftest import check_fault_table, one_line
 from histories import A, B, MACHINE
 from suite import cache
@@ -28,7 +28,13 @@ FAULTS = {
     "(exit 1 reads as NOT READY), a hang or gigabytes of memory": [
         "test_what_zipfile_and_numpy_fail_on_is_one_line_never_a_traceback"],
     "a member edited, added or removed behind the bundle's seal, or the seal itself missing or naming a path "
-    "outside the commit: one line naming the member": ["test_a_member_changed_behind_the_seal_is_named"],
+    "outside the commit, in today's layout (one tar) and an older suite's (a zip member per file): one line naming "
+    "the member": ["test_a_member_changed_behind_the_seal_is_named"],
+    "a bundle's tar holding what a seal never writes (a link, a hard link, a directory, a device, a FIFO, an "
+    "absolute or `..` name, a name twice, a PAX header that renames a file, of another record or global, a member "
+    "over 64 MiB, members over the bundle's limits of bytes or count, a truncated tar, one with half its end, a tar "
+    "bomb declaring 512 MiB): one line naming it, exit 2, nothing written to disk": [
+        "test_a_tar_that_is_not_what_a_seal_writes_is_one_line_naming_it"],
     "a file beside a sealed bundle that is not in it (written after the seal) is refused; the copies an "
     "interrupted seal leaves of its own members are not": [
         "test_a_file_beside_the_bundle_is_refused_unless_it_is_a_copy_of_a_member"],
@@ -38,7 +44,9 @@ FAULTS = {
     "`history --pack` of an older suite's history: every commit verified before it is packed (a damaged file "
     "refused, naming it, that commit left as it was), the same verdict after, a second pack a no-op; a "
     "directory that is no history, or a kept history whose seal is broken, refused before any work; what an "
-    "interrupted pack left beside a bundle (copies of its members) removed by the next; --pack with --keep "
+    "interrupted pack left beside a bundle (copies of its members) removed by the next; an older suite's bundle "
+    "(a zip member per file) sealed again as one tar, verified first (a damaged one left as it was and said, exit "
+    "2), a file of another name left alone; --pack with --keep "
     "refused; a file the old seal did not cover (a dotfile) refused, never removed; a second pack while one is "
     "under way refused in one line; a link where a commit's directory lies "
     "left as it was and said": [
@@ -108,27 +116,127 @@ def test_a_bundle_that_is_not_what_a_run_seals_is_one_line_naming_it(cli, run_di
 
 def test_a_member_changed_behind_the_seal_is_named(cli, run_dir):
     place = run_place.Place(run_dir, MACHINE, B)
-    sealed = place.bundle.read_bytes()
     timing = next(n for n in run_bundle.sealed_members(place) if n.startswith("timings/"))
     value = json.loads(member(place, timing))
+    for tarred in (True, False):
+        entries = bundle_entries(place.bundle)
+        write_entries(place.bundle, entries, tarred)
+        sealed = place.bundle.read_bytes()
 
-    def refused(*words):
-        one_line(gate(cli, run_dir / "results", "--commit", B[:8]), *words)
-        place.bundle.write_bytes(sealed)
+        def refused(*words):
+            one_line(gate(cli, run_dir / "results", "--commit", B[:8]), *words)
+            place.bundle.write_bytes(sealed)
 
-    tamper(place, timing, json.dumps({**value, "samples_s": [s / 2 for s in value["samples_s"]]}).encode())
-    refused(place.bundle / timing, f"damaged (not the file the run of {B[:12]} kept)")
-    tamper(place, "timings/extra.float32.llvm.default.json", member(place, timing))
-    refused(place.bundle / "timings/extra.float32.llvm.default.json", "not in its manifest")
-    with zipfile.ZipFile(place.bundle) as archive:
-        entries = [(i, archive.read(i)) for i in archive.infolist()]
-    _rewrite(place.bundle, [(i, d) for i, d in entries if i.filename != timing])
-    refused(place.bundle / timing, "missing")
-    _rewrite(place.bundle, [(i, d) for i, d in entries if i.filename != run_place.MANIFEST])
-    refused(place.bundle / run_place.MANIFEST, "damaged or missing")
-    outside = {"../../escape.json": cache.bytes_digest(b"{}")}
-    tamper(place, run_place.MANIFEST, cache.sealed_text(outside).encode())
-    refused(place.bundle / run_place.MANIFEST, "outside the commit's side data")
+        tamper(place, timing, json.dumps({**value, "samples_s": [s / 2 for s in value["samples_s"]]}).encode())
+        refused(place.bundle / timing, f"damaged (not the file the run of {B[:12]} kept)")
+        tamper(place, "timings/extra.float32.llvm.default.json", member(place, timing))
+        refused(place.bundle / "timings/extra.float32.llvm.default.json", "not in its manifest")
+        write_entries(place.bundle, {n: d for n, d in entries.items() if n != timing})
+        refused(place.bundle / timing, "missing")
+        write_entries(place.bundle, {n: d for n, d in entries.items() if n != run_place.MANIFEST}, tarred)
+        refused(place.bundle / run_place.MANIFEST, "damaged or missing")
+        outside = {"../../escape.json": cache.bytes_digest(b"{}")}
+        tamper(place, run_place.MANIFEST, cache.sealed_text(outside).encode())
+        refused(place.bundle / run_place.MANIFEST, "outside the commit's side data")
+    no_traceback(gate(cli, run_dir / "results", "--commit", B[:8]), 0)  # an older suite's layout reads as today's
+
+
+def _tar(entries, end: bool = True) -> bytes:
+    """A tar of (TarInfo, bytes or None: its header alone) as a hostile hand would write it, with
+    or without its end."""
+    import io
+    import tarfile
+
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for info, data in entries:
+            if data is None:
+                out.write(info.tobuf(tarfile.PAX_FORMAT))
+            else:
+                tar.addfile(info, io.BytesIO(data) if info.isreg() else None)
+        if not end:
+            return out.getvalue()
+    return out.getvalue()
+
+
+def test_a_tar_that_is_not_what_a_seal_writes_is_one_line_naming_it(cli, run_dir, monkeypatch):
+    import io
+    import tarfile
+
+    place = run_place.Place(run_dir, MACHINE, B)
+    sealed, files = place.bundle.read_bytes(), sorted(p for p in run_dir.rglob("*"))
+    entries = bundle_entries(place.bundle)
+    manifest = entries.pop(run_place.MANIFEST)
+    timing = next(n for n in entries if n.startswith("timings/"))
+    where = place.bundle / run_bundle.TAR
+
+    def info(name, kind=tarfile.REGTYPE, size=None, **fields):
+        made = tarfile.TarInfo(name)
+        made.type, made.size = kind, len(entries[timing]) if size is None else size
+        for key, value in fields.items():
+            setattr(made, key, value)
+        return made
+
+    def files_and(*extra, without=()):
+        return [*((info(n, size=len(d)), d) for n, d in entries.items() if n not in without), *extra]
+
+    def bundle_of(tar: bytes) -> None:
+        with zipfile.ZipFile(place.bundle, "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr(run_place.MANIFEST, manifest)
+            archive.writestr(run_bundle.TAR, tar)
+
+    def bomb() -> None:  # members.tar declaring 512 MiB: refused before a byte of it is inflated
+        bundle_of(run_bundle.tar_of(entries))
+        data = bytearray(place.bundle.read_bytes())
+        for at in (data.rfind(b"PK\x03\x04") + 22, data.rfind(b"PK\x01\x02") + 24):
+            data[at:at + 4] = (512 << 20).to_bytes(4, "little")
+        place.bundle.write_bytes(bytes(data))
+
+    def global_header() -> bytes:
+        out = io.BytesIO()
+        with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT, pax_headers={"path": "x"}) as tar:
+            for made, data in files_and():
+                tar.addfile(made, io.BytesIO(data))
+        return out.getvalue()
+
+    legit = run_bundle.tar_of(entries)
+    link = {"linkname": "/etc/passwd", "size": 0}
+    cases = {
+        "a link": (_tar(files_and((info(timing, tarfile.SYMTYPE, **link), b""), without={timing})),
+                   place.bundle / timing, "a link, not a file"),
+        "a hard link": (_tar(files_and((info(timing, tarfile.LNKTYPE, **link), b""), without={timing})),
+                        place.bundle / timing, "a hard link"),
+        "a directory": (_tar(files_and((info("timings", tarfile.DIRTYPE, size=0), b""))),
+                        place.bundle / "timings", "a directory entry"),
+        "a device": (_tar(files_and((info("dev", tarfile.CHRTYPE, size=0), b""))), place.bundle / "dev", "a device"),
+        "a FIFO": (_tar(files_and((info("fifo", tarfile.FIFOTYPE, size=0), b""))), place.bundle / "fifo", "a FIFO"),
+        "an absolute name": (_tar(files_and((info("/etc/x"), entries[timing]))), where, "outside the commit"),
+        "a .. name": (_tar(files_and((info("../../x"), entries[timing]))), where, "outside the commit"),
+        "a name twice": (_tar(files_and((info(timing), entries[timing]))), place.bundle / timing, "twice"),
+        "a PAX renaming": (_tar([*files_and(without={timing}), (info(timing, pax_headers={
+            "path": "timings/else.json"}), entries[timing])]), timing, "a PAX header that renames it"),
+        "a PAX of another record": (_tar([*files_and(without={timing}), (info(timing, pax_headers={
+            "linkpath": "x"}), entries[timing])]), where, "a PAX header of linkpath"),
+        "a PAX global header": (global_header(), place.bundle, "a PAX global header"),
+        "a member of 65 MiB": (_tar([*files_and(), (info("timings/big.json", size=65 << 20), None)]),
+                               place.bundle / "timings/big.json", "at most 64 MiB"),
+        "truncated": (legit[: len(legit) // 2], where, "truncated"),
+        "half its end": (_tar(files_and(), end=False) + bytes(512), where, "truncated"),
+        "a bomb": (None, place.bundle, "more than 256 MiB"),
+    }
+    for tar, named, words in cases.values():
+        bomb() if tar is None else bundle_of(tar)
+        one_line(gate(cli, run_dir / "results", "--commit", B[:8]), named, words)
+    with monkeypatch.context() as limits:  # the limits of bytes and of members in all, as small as a test's bundle
+        limits.setattr(run_bundle, "MAX_BUNDLE_BYTES", sum(map(len, entries.values())) - 1)
+        bundle_of(legit)
+        one_line(gate(cli, run_dir / "results", "--commit", B[:8]), where, "more than")
+        limits.undo()
+        limits.setattr(run_bundle, "MAX_MEMBERS", len(entries) - 1)
+        one_line(gate(cli, run_dir / "results", "--commit", B[:8]), where, f"over {len(entries) - 1} members")
+    assert sorted(p for p in run_dir.rglob("*")) == files  # nothing extracted
+    place.bundle.write_bytes(sealed)
+    no_traceback(gate(cli, run_dir / "results", "--commit", B[:8]), 0)
 
 
 def test_a_file_beside_the_bundle_is_refused_unless_it_is_a_copy_of_a_member(cli, run_dir):
@@ -186,7 +294,29 @@ def test_pack_turns_an_older_history_into_bundles_with_the_same_verdict(cli, run
     assert gate(cli, run_dir / "results", "--commit", B[:8]).stdout == before.stdout
     again = cli("history", "--pack", str(run_dir))
     no_traceback(again, 0)
-    assert again.stdout.startswith(f"packed {run_dir}: 0 commits sealed"), again.stdout
+    assert again.stdout.startswith(f"packed {run_dir}: 0 commits sealed into one file each; 0 bundles"), again.stdout
+    # bundles of an older suite (a zip member per file): sealed again as one tar each, a damaged one left
+    for commit in (A, B):
+        bundle = run_place.Place(run_dir, MACHINE, commit).bundle
+        write_entries(bundle, bundle_entries(bundle), tarred=False)
+    damaged = run_place.Place(run_dir, MACHINE, B)
+    timing = next(n for n in run_bundle.sealed_members(damaged) if n.startswith("timings/"))
+    original = member(damaged, timing)
+    tamper(damaged, timing, b"{}")
+    left, mine = damaged.bundle.read_bytes(), damaged.bundle.parent / "notes.txt"
+    mine.write_text("mine")
+    said = cli("history", "--pack", str(run_dir))
+    assert said.returncode == 2 and "Traceback" not in said.stderr, said
+    assert "0 commits sealed into one file each; 1 bundles" in said.stdout, said.stdout
+    assert f"left as it was (damaged): {damaged.bundle / timing}: damaged" in said.stdout, said.stdout
+    assert damaged.bundle.read_bytes() == left and mine.read_text() == "mine"
+    assert run_bundle.tarred(run_place.Place(run_dir, MACHINE, A).bundle)
+    tamper(damaged, timing, original)  # mended: as it was sealed
+    for commit in (A, B):  # the older layout and today's: the same data
+        after = runstore.load(run_place.Place(run_dir, MACHINE, commit))
+        assert (after.values, after.timings, after.code) == (loaded[commit].values, loaded[commit].timings,
+                                                             loaded[commit].code)
+    mine.unlink()
     # interrupted while it removed a packed commit's directory: the copies left are removed by the next
     place = run_place.Place(run_dir, MACHINE, B)
     timing = next(n for n in run_bundle.sealed_members(place) if n.startswith("timings/"))
@@ -284,7 +414,8 @@ def test_what_zipfile_and_numpy_fail_on_is_one_line_never_a_traceback(cli, run_d
         place.bundle.write_bytes(bytes(data))
 
     cases = {
-        "a name starting with a NUL": (lambda: place.bundle.write_bytes(sealed.replace(timing.encode(), b"\0" + timing.encode()[1:])),
+        "a name starting with a NUL": (lambda: place.bundle.write_bytes(sealed.replace(
+            run_bundle.TAR.encode(), b"\0" + run_bundle.TAR.encode()[1:])),
                                        "damaged"),
         "an LZMA member of bad options": (lzma_member, "damaged"),
         "30 members of 63 MiB of zeros": (lambda: _rewrite(place.bundle, [

@@ -39,8 +39,9 @@ def run(args) -> int:
     if args.pack is not None:
         if args.keep is not None:
             raise UserError("--pack measures nothing: it takes no --keep (pack DIR, then keep into it)")
-        print(keep.pack(args.pack).text(args.pack))
-        return ExitCode.OK
+        packed = keep.pack(args.pack)
+        print(packed.text(args.pack))
+        return ExitCode.NO_VERDICT if packed.damaged else ExitCode.OK
     if args.tvm_repo is None:
         raise UserError("--tvm-repo is required to measure commits (a clone of apache/tvm)")
     common_args.check_history_outputs(args)

@@ -1,13 +1,17 @@
-"""The seal of a run's side data: a commit's bundle (``runs/<machine>/<commit>.zip``, its sealed
-``manifest.json`` inside) written atomically, the same bytes for the same files (:func:`seal`,
-:func:`write_bundle`), and read back verified member by member, or the directory of files an older
-suite sealed (:func:`sealed_files`); anything else is DamagedRunData naming it."""
+"""The seal of a run's side data: a commit's bundle (``runs/<machine>/<commit>.zip``: its sealed
+``manifest.json`` and one deflated ``members.tar`` holding every file) written atomically, the same
+bytes for the same files (:func:`seal`, :func:`write_bundle`), and read back verified member by
+member, or the layouts an older suite sealed (one zip member per file; a directory of files and its
+manifest) (:func:`sealed_files`); anything else is DamagedRunData naming it. A bundle's tar is
+parsed here, never extracted: only regular files of a run's names, at most the sizes a run keeps."""
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import stat
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -81,16 +85,18 @@ def _bundle_members(bundle: Path, commit: str) -> dict[str, bytes]:
             names = [info.filename for info in infos]
             if len(infos) > MAX_MEMBERS or len(set(names)) != len(names):
                 raise DamagedRunData(f"{bundle}: damaged ({len(infos)} members, not the bundle a run seals)")
+            tarred = sorted(names) == [MANIFEST, TAR]
             for info in infos:
                 if not info.filename.strip("/"):
                     raise DamagedRunData(f"{bundle}: damaged (a member without a name)")
                 if info.filename.endswith("/"):
                     raise DamagedRunData(f"{bundle / info.filename.rstrip('/')}: a directory entry, not a file a run "
                                          "keeps")
-                if info.file_size > MAX_FILE_BYTES:
+                if info.file_size > MAX_FILE_BYTES and not (tarred and info.filename == TAR):
                     raise DamagedRunData(f"{bundle / info.filename}: not a file a run keeps "
                                          f"(at most {MAX_FILE_BYTES >> 20} MiB)")
-            if sum(info.file_size for info in infos) > MAX_BUNDLE_BYTES:
+            # a tar's headers are its own: checked again, without them, as it is read (a bomb declares its size)
+            if sum(info.file_size for info in infos) > MAX_BUNDLE_BYTES + (_TAR_HEADERS if tarred else 0):
                 raise DamagedRunData(f"{bundle}: damaged (its members hold more than {MAX_BUNDLE_BYTES >> 20} MiB, "
                                      "not the side data of a run)")
             members = {info.filename: archive.read(info) for info in infos}
@@ -108,6 +114,8 @@ def _bundle_members(bundle: Path, commit: str) -> dict[str, bytes]:
     except ValueError:
         raise DamagedRunData(f"{bundle / MANIFEST}: damaged or missing (the bundle's seal); run that commit "
                              "again") from None
+    if tarred and set(manifest) != {TAR}:  # an older suite's bundle of one file named so is one zip member
+        members = _tar_members(members[TAR], bundle)
     for extra in sorted(set(members) - set(manifest)):
         raise DamagedRunData(f"{bundle / extra}: not a file the run of {commit[:12]} kept (not in its manifest)")
     for name, digest in manifest.items():
@@ -170,20 +178,135 @@ def seal(place: Place) -> None:
 
 
 def write_bundle(target: Path, members: dict[str, bytes]) -> None:
-    """Write ``members`` (name -> bytes) and their sealed manifest as one zip archive, atomically:
-    the same members give the same bytes (sorted, no dates, one mode)."""
+    """Write ``members`` (name -> bytes) as one zip archive, atomically: their sealed manifest and
+    one tar of them all (each member deflated alone, its header and name outweighed the data), the
+    same members giving the same bytes (sorted, no dates, one mode, no owner)."""
     manifest = {name: cache.bytes_digest(data) for name, data in sorted(members.items())}
     _manifest(manifest, target)
 
     def write(tmp):
         with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
-            for name, data in [(MANIFEST, cache.sealed_text(manifest).encode()), *sorted(members.items())]:
+            for name, data in [(MANIFEST, cache.sealed_text(manifest).encode()), (TAR, tar_of(members))]:
                 info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
                 info.compress_type, info.external_attr = zipfile.ZIP_DEFLATED, 0o644 << 16
                 archive.writestr(info, data)
 
     target.parent.mkdir(parents=True, exist_ok=True)
     cache.write_file(target, write)
+
+
+def tar_of(members: dict[str, bytes]) -> bytes:
+    """``members`` as one uncompressed POSIX tar: sorted, regular files only, mode 0644, mtime 0,
+    no owner (a name longer than 100 bytes goes in a PAX ``path`` record that extends it)."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        for name, data in sorted(members.items()):
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode, info.uname, info.gname = len(data), 0, 0o644, "", ""
+            archive.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+#: The tar of a bundle's members, in today's layout.
+TAR = "members.tar"
+#: The most a tar adds to its members' bytes (a PAX record, two headers and padding each, its end).
+_TAR_HEADERS = MAX_MEMBERS * 4 * tarfile.BLOCKSIZE + tarfile.RECORDSIZE
+_TAR_KINDS = {tarfile.SYMTYPE: "a link", tarfile.LNKTYPE: "a hard link", tarfile.DIRTYPE: "a directory entry",
+              tarfile.CHRTYPE: "a device", tarfile.BLKTYPE: "a device", tarfile.FIFOTYPE: "a FIFO",
+              tarfile.XGLTYPE: "a PAX global header (it renames what follows)"}
+
+
+def _tar_members(data: bytes, bundle: Path) -> dict[str, bytes]:
+    """The files of a bundle's tar by name, parsed block by block (never extracted): regular files
+    of a run's names only, each at most MAX_FILE_BYTES, in all at most MAX_BUNDLE_BYTES and
+    MAX_MEMBERS; a PAX header may only extend the name of the file it precedes. Its files are
+    named as the bundle's members (``bundle/name``), what is wrong with the tar as ``bundle/members.tar``."""
+    where = bundle / TAR
+    members, at, total, long_name = {}, 0, 0, None
+    while True:
+        header = data[at:at + tarfile.BLOCKSIZE]
+        if len(header) < tarfile.BLOCKSIZE:
+            raise DamagedRunData(f"{where}: damaged (truncated: it ends before the end of the archive)")
+        if header == tarfile.NUL * tarfile.BLOCKSIZE:
+            if long_name is not None or data[at:].strip(tarfile.NUL) or len(data) - at < 2 * tarfile.BLOCKSIZE:
+                raise DamagedRunData(f"{where}: damaged (truncated: it ends before the end of the archive)")
+            return members
+        try:
+            checksum, size = int(header[148:156].strip(b"\0 ") or b"x", 8), int(header[124:136].strip(b"\0 "), 8)
+        except ValueError:
+            raise DamagedRunData(f"{where}: damaged (a tar header at byte {at} that is not one)") from None
+        if checksum not in tarfile.calc_chksums(header):
+            raise DamagedRunData(f"{where}: damaged (a tar header at byte {at} that is not one: its checksum)")
+        kind, field = header[156:157], header[:100].split(b"\0", 1)[0]
+        if header[345:500].strip(b"\0"):
+            field = header[345:500].split(b"\0", 1)[0] + b"/" + field
+        pax, field = kind == tarfile.XHDTYPE and long_name is None, field.decode("utf-8", "replace")
+        name = long_name if long_name is not None else field
+        if not pax:
+            if long_name is not None and not long_name.startswith(field):
+                raise DamagedRunData(f"{bundle / field}: a PAX header that renames it ({long_name!r}), not what a "
+                                     "seal writes")
+            if not name or ".." in name.split("/") or name.startswith("/") or "\\" in name or "\0" in name:
+                raise DamagedRunData(f"{where}: names {name!r}, outside the commit's side data")
+        if size > MAX_FILE_BYTES:
+            raise DamagedRunData(f"{where if pax else bundle / name}: not a file a run keeps "
+                                 f"(at most {MAX_FILE_BYTES >> 20} MiB)")
+        total += size
+        if total > MAX_BUNDLE_BYTES:
+            raise DamagedRunData(f"{where}: damaged (its members hold more than {MAX_BUNDLE_BYTES >> 20} MiB, "
+                                 "not the side data of a run)")
+        body = data[at + tarfile.BLOCKSIZE:at + tarfile.BLOCKSIZE + size]
+        if len(body) < size:
+            raise DamagedRunData(f"{where}: damaged (truncated: the archive ends inside {name!r})")
+        at += tarfile.BLOCKSIZE + -(-size // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE
+        if pax:
+            long_name = _pax_path(body, where)
+            continue
+        long_name = None
+        if kind not in (tarfile.REGTYPE, tarfile.AREGTYPE):
+            raise DamagedRunData(f"{bundle / name}: {_TAR_KINDS.get(kind, f'a tar entry of type {kind!r}')}, "
+                                 "not a file a run keeps")
+        if name in members:
+            raise DamagedRunData(f"{bundle / name}: in the archive twice, not the bundle a run seals")
+        if len(members) >= MAX_MEMBERS:
+            raise DamagedRunData(f"{where}: damaged (over {MAX_MEMBERS} members, not the bundle a run seals)")
+        members[name] = body
+
+
+def _pax_path(body: bytes, where: Path) -> str:
+    """The name a PAX header gives the file after it: its only record, ``path``."""
+    records, at = {}, 0
+    try:
+        while at < len(body):
+            length = int(body[at:body.index(b" ", at)])
+            key, _, value = body[body.index(b" ", at) + 1:at + length - 1].partition(b"=")
+            records[key.decode()], at = value.decode(), at + length
+    except (ValueError, UnicodeDecodeError):
+        raise DamagedRunData(f"{where}: damaged (a PAX header that is not one)") from None
+    if set(records) != {"path"}:
+        raise DamagedRunData(f"{where}: a PAX header of {', '.join(sorted(records)) or 'nothing'}, not what a seal "
+                             "writes (it names a file's path only)")
+    return records["path"]
+
+
+def tarred(bundle: Path) -> bool:
+    """Whether ``bundle`` is of today's layout (its manifest and one tar), not verified: False for
+    bytes that are no zip archive (its readers name what is wrong)."""
+    try:
+        with zipfile.ZipFile(bundle) as archive:
+            return sorted(archive.namelist()) == [MANIFEST, TAR]
+    except Exception:  # noqa: BLE001  zipfile fails on hostile bytes in many ways
+        return False
+
+
+def read_member(bundle: Path, name: str) -> bytes | None:
+    """Inside a run: the bytes of one member of a bundle, not verified (its readers verify it
+    whole after the run); None where it holds none of that name."""
+    with zipfile.ZipFile(bundle) as archive:
+        names = archive.namelist()
+        if sorted(names) == [MANIFEST, TAR] and name != TAR:
+            return _tar_members(archive.read(TAR), bundle).get(name)
+        return archive.read(name) if name in names else None
 
 
 def sealed_members(place: Place) -> dict[str, bytes] | None:

@@ -14,14 +14,14 @@ several machines, or output directories, merge without a clash).
 - ``build.json``: what the commit's TVM was built with (its LLVM, see ``suite.compat.llvm_build``).
 
 A complete run seals them (:func:`suite.core.run_bundle.seal`) into the commit's bundle: a zip
-archive of those files and ``manifest.json`` (the sha256 of every other member, sealed itself),
+archive of ``manifest.json`` (the sha256 of every file, sealed itself) and one tar of those files,
 written atomically, the same bytes for the same files (members sorted, no dates), after which the
 directory is removed. asv may measure more of a commit later (``--skip-existing``): its new files
 are sealed with those of the bundle into a new one. :func:`load` reads a commit's bundle whole and
 verified: a member missing, damaged or not in the manifest, a file beside the bundle that is not in
 it, a damaged archive, or side data without a seal is an error naming it, never a number. Side data
-sealed by older suites, a directory of files with its ``manifest.json``, loads the same way;
-``tvm-suite history --pack`` seals such a history into bundles.
+sealed by older suites, a directory of files with its ``manifest.json`` or a zip member per file,
+loads the same way; ``tvm-suite history --pack`` seals such a history into today's bundles.
 
 asv benchmark processes find their run through ``TVM_SUITE_RUN_DIR`` and their machine through
 ``TVM_SUITE_MACHINE``, and their commit through asv's own ``ASV_COMMIT`` (else ``TVM_SUITE_COMMIT``,
@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from suite import cache
-from suite.core.run_bundle import check_regular, parse_json, sealed_files
+from suite.core.run_bundle import check_regular, parse_json, read_member, sealed_files
 from suite.core.run_place import (BUILD, KINDS, MAX_MAP_BYTES, DamagedRunData, Place, current, relative,
                                   values_relative)
 from suite.targets import elf
@@ -304,8 +304,9 @@ def _own(place: Place, relative_path: str) -> bytes | None:
         return None
     check_regular(place.bundle, "where the run sealed a file")
     try:
-        with zipfile.ZipFile(place.bundle) as archive:
-            return archive.read(relative_path) if relative_path in archive.namelist() else None
+        return read_member(place.bundle, relative_path)
+    except DamagedRunData:
+        raise
     except Exception as err:  # noqa: BLE001  zipfile fails on hostile bytes in many ways
         raise DamagedRunData(f"{place.bundle}: damaged ({type(err).__name__}: {str(err)[:200]})") from None
 

@@ -410,18 +410,23 @@ def verify(history_dir: Path, taking: bool = False) -> set[str]:
 
 @dataclass(frozen=True)
 class Packed:
-    """What :func:`pack` did: the commits sealed into bundles, and those left as they were (side
-    data without a seal: a run that did not finish)."""
+    """What :func:`pack` did: the commits sealed into bundles (from directories, or from bundles of
+    one zip member per file), and those left as they were (side data without a seal: a run that did
+    not finish; a link; a bundle found damaged, with what is wrong)."""
 
     packed: tuple[str, ...]
     unsealed: tuple[str, ...]
     files_before: int
     files_after: int
     linked: tuple[str, ...] = ()
+    repacked: tuple[str, ...] = ()
+    damaged: tuple[str, ...] = ()
 
     def text(self, history_dir: Path) -> str:
         lines = [f"packed {history_dir}: {len(self.packed)} commits sealed into one file each; "
+                 f"{len(self.repacked)} bundles of one member per file into one tar each; "
                  f"{self.files_before} files before, {self.files_after} now"]
+        lines += [f"left as it was (damaged): {line}" for line in self.damaged]
         if self.unsealed:
             lines.append(f"left as they were (side data without a seal: a run that did not finish): "
                          f"{', '.join(c[:12] for c in self.unsealed)}")
@@ -433,9 +438,9 @@ class Packed:
 
 def pack(history_dir: Path) -> Packed:
     """Seal the side data of every commit of ``history_dir`` (a kept history, or a run directory)
-    that an older suite kept as a directory of files and its manifest into one bundle per commit,
-    each verified before and replaced atomically; a kept history is verified first (an edit is
-    never sealed again)."""
+    that an older suite kept as a directory of files and its manifest, or as a bundle of one zip
+    member per file, into one bundle per commit of today's layout, each verified before and replaced
+    atomically; a kept history is verified first (an edit is never sealed again)."""
     history_dir = Path(history_dir)
     if not (history_dir / run_place.RUNS).is_dir():
         raise UserError(f"--pack {history_dir}: no {run_place.RUNS}/ there (not a run directory or a kept history)")
@@ -456,7 +461,7 @@ def pack(history_dir: Path) -> Packed:
 def _pack(history_dir: Path) -> Packed:
     verify(history_dir)
     before = _count_files(history_dir)
-    packed, unsealed = [], []
+    packed, unsealed, repacked, damaged = [], [], [], []
     linked = [p.name for m in (history_dir / run_place.RUNS).iterdir() if m.is_dir() and not m.is_symlink()
               for p in m.iterdir() if p.is_symlink() and run_place.COMMIT.fullmatch(p.name)]
     for machine_dir in sorted(p for p in (history_dir / run_place.RUNS).iterdir()
@@ -482,7 +487,34 @@ def _pack(history_dir: Path) -> Packed:
             run_bundle.write_bundle(place.bundle, members)
             shutil.rmtree(commit_dir)
             packed.append(commit_dir.name)
-    return Packed(tuple(packed), tuple(unsealed), before, _count_files(history_dir), tuple(sorted(linked)))
+        repacked += _repack(machine_dir, damaged, linked)
+    return Packed(tuple(packed), tuple(unsealed), before, _count_files(history_dir), tuple(sorted(linked)),
+                  tuple(repacked), tuple(damaged))
+
+
+def _repack(machine_dir: Path, damaged: list, linked: list) -> list[str]:
+    """Seal again each bundle of ``machine_dir`` an older suite wrote (one zip member per file) in
+    today's layout, verified first: a damaged one is left as it was and said (in ``damaged``), a
+    link too (in ``linked``); a bundle of today's layout, and every other file, is not touched."""
+    repacked = []
+    for bundle in sorted(machine_dir.glob(f"*{run_place.BUNDLE}")):
+        commit = bundle.name[:-len(run_place.BUNDLE)]
+        if not run_place.COMMIT.fullmatch(commit):
+            continue
+        if bundle.is_symlink():
+            linked.append(commit)
+            continue
+        place = run_place.Place(machine_dir.parent.parent, machine_dir.name, commit)
+        try:
+            if run_bundle.tarred(bundle) or place.dir.exists():
+                continue  # today's layout; or a directory beside it, left as it was (unsealed) by the loop above
+            members = run_bundle.sealed_members(place)
+        except run_place.DamagedRunData as err:
+            damaged.append(str(err))
+            continue
+        run_bundle.write_bundle(bundle, members)
+        repacked.append(commit)
+    return repacked
 
 
 def _count_files(directory: Path) -> int:
