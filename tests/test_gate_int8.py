@@ -140,6 +140,74 @@ def test_results_without_int8_say_so():
         Status.NOT_CHECKED, "no int8 combination measured at this commit (int8 runs where --dtypes names it)")
 
 
+MODEL = ("miniresnet", "int8", "llvm", "default")
+
+
+def int8_model(b: Builder, commit, **changed) -> Builder:
+    """The int8 model setting at ``commit`` as a suite before ``model_integer_differing`` and
+    ``model_rmse`` gave it (``changed``: what a later one adds), beside a float kernel with samples."""
+    values = {"model_rmse_ratio": 1.0, "model_rmse_ratio_fp32": 31.0, "model_max_abs_error": 0.41,
+              "model_top1_agreement": 0.875, "model_top5_agreement": 1.0, **changed}
+    return b.values_at(MODEL, commit, **values).accurate(SEED, commit).timing(SEED, commit)
+
+
+@pytest.mark.parametrize("differing", [3.0, 0.0])
+def test_a_whole_int8_model_unlike_the_integer_pipeline_is_not_ready_as_a_kernel_is(differing):
+    """bench_model's model_integer_differing by the per-PrimFunc rule: any element unlike the exact
+    integer pipeline's is NOT READY, judged at the candidate alone, so a baseline measured before
+    the metric existed (none there) is no gap; the report's model table shows it and the RMSE."""
+    b = int8_model(Builder(), A)
+    int8_model(b, B, model_rmse=0.052, model_integer_differing=differing)
+    history = b.history()
+    result = judge(history)
+    check = exactness(result)
+    assert check.limit == ("accumulator bit-exact; exact fraction not lower, max step error not higher; a whole "
+                           "model's outputs as the exact integer pipeline's")
+    facts = report.compute(history, result)
+    (row,) = [r for r in facts["models"] if r["dtype"] == "int8"]
+    assert row["values"]["model_rmse"] == 0.052 and row["values"]["model_integer_differing"] == differing
+    html = report.render_html(facts, history, facts["divergence"]["marks"])
+    assert "<td>0.052</td>" in html
+    if differing:
+        words = f"{where(MODEL)}: model not exact: 3 uint8 elements differ from the exact integer pipeline"
+        assert result.verdict is Verdict.NOT_READY
+        assert (check.status, check.worst, check.details) == (
+            Status.FAIL, f"1 of 1 not bit-exact or less exact than at {A[:10]}", (words,))
+        assert check.culprits == (Culprit(b.series(MODEL), "model_integer_differing"),)
+        assert blamed(history, A, B) == [(check.name, words, check.culprits[0])]
+        assert '<strong class="not-exact">NOT EXACT</strong>:\n      3 elements differ' in html
+    else:
+        assert result.verdict is Verdict.READY
+        assert (check.status, check.worst) == (Status.PASS, f"1 of 1 bit-exact, none less exact than at {A[:10]}")
+        assert '<td class="l">exact</td>' in html
+    # a first commit is judged by the same rule
+    first = gate.evaluate(history, history.resolve(B), None, DEFAULTS)
+    assert exactness(first).status is (Status.FAIL if differing else Status.PASS)
+
+
+def test_an_int8_model_measured_before_the_integer_pipeline_existed_is_not_checked_one_that_lost_it_missing():
+    """No commit has model_integer_differing (a suite before it): not a pass, and no gap; the
+    model table's integer cell is empty, not "exact". Where an earlier commit has it and the
+    candidate's model was measured without it, DATA MISSING (tests/test_faults_history.py's rule)."""
+    b = int8_model(int8_model(Builder(), A), B)
+    history = b.history()
+    result = judge(history)
+    assert result.verdict is Verdict.READY
+    assert (exactness(result).status, exactness(result).worst) == (Status.NOT_CHECKED,
+                                                                   "no int8 combination at any commit")
+    html = report.render_html(report.compute(history, result), history, [])
+    table = html[html.index('id="models-table"'):]
+    table = table[:table.index("</table>")]
+    assert '<th class="l">integer</th>' in table and table.count('<td class="l">–</td>') == 1
+    assert '<td class="l">exact</td>' not in table and "NOT EXACT" not in table
+    # measured at A, and B's run of the model lost it: DATA MISSING, as any metric that vanishes
+    lost = judge(int8_model(b, A, model_integer_differing=0.0).history())
+    check = exactness(lost)
+    assert lost.verdict is Verdict.DATA_MISSING and check.status is Status.MISSING
+    assert (check.worst, check.details) == ("1 measured without model_integer_differing, "
+                                            "which an earlier commit has", (f"missing: {where(MODEL)}",))
+
+
 # ----------------------------------------------------------------------------- real runs
 
 WORKLOADS = f"{MEAN[0]},{POOL[0]}"

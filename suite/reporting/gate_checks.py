@@ -144,6 +144,8 @@ def model_check(history: res.History, commit: str, limit, multi: bool) -> Check:
 
 #: The check of int8 against its exact integer oracle (suite.core.quantized; docs/int8.md).
 EXACTNESS = "int8 exactness"
+#: A whole int8 model's elements unlike the exact integer pipeline's (bench_model.ModelInteger).
+MODEL_DIFFERING = "model_integer_differing"
 #: Where no commit measured a float dtype: what the ULP and bound checks say (int8 rows never reach
 #: them: int8 is judged by EXACTNESS).
 ONLY_INTEGERS = "int8 alone at every commit: no ULP or bound"
@@ -167,8 +169,12 @@ def exactness_check(history: res.History, candidate: res.Commit, baseline: res.C
     too); against ``baseline``, an exact fraction lower or a max step error higher than there fails,
     whichever records the tuned order replayed (an exact kernel is exact in every schedule). An
     output not exact at a first commit, and accumulators whose exact value leaves int32 (the
-    inputs', compared with the wrap), are information. int8 is measured only where ``--dtypes``
-    names it: a commit without it is NOT CHECKED, never DATA MISSING."""
+    inputs', compared with the wrap), are information. A whole int8 model is judged by the same
+    rule, at the candidate alone: any element of its calls' outputs unlike the exact integer
+    pipeline's (:data:`MODEL_DIFFERING`) fails, so a baseline measured before that metric existed
+    changes nothing; a model measured without it where an earlier commit has it is DATA MISSING.
+    int8 is measured only where ``--dtypes`` names it: a commit without it is NOT CHECKED, never
+    DATA MISSING."""
     compared = baseline is not None and baseline.hash != candidate.hash
     name = f"{EXACTNESS} vs {baseline.label}" if compared else EXACTNESS
     limit = ("accumulator bit-exact; exact fraction not lower, max step error not higher" if compared
@@ -179,8 +185,20 @@ def exactness_check(history: res.History, candidate: res.Commit, baseline: res.C
         return history.value(metric, s, commit.hash)
 
     measured = [s for s in series if res.finite(value("accumulator_mismatches", s, candidate))]
-    if not measured:
-        at_all = any(res.finite(value("accumulator_mismatches", s, c)) for s in series for c in history.commits)
+    models = [s for s in series if res.finite(value(MODEL_DIFFERING, s, candidate))]
+    if models:
+        limit += "; a whole model's outputs as the exact integer pipeline's"
+    # a model measured at the candidate without the metric an earlier commit has: lost, as in _no_values_check
+    earlier = history.commits[:history.index(candidate.hash)]
+    model_metrics = [m.name for m in tracked.METRICS if m.module == "bench_model"]
+    lost = [s for s in series if s not in models and any(res.finite(value(m, s, candidate)) for m in model_metrics)
+            and any(res.finite(value(MODEL_DIFFERING, s, c)) for c in earlier)]
+    if lost:
+        return missing_check(name, limit, f"{len(lost)} measured without {MODEL_DIFFERING}, "
+                                          "which an earlier commit has", history, [candidate], lost, multi)
+    if not measured and not models:
+        at_all = any(res.finite(value(m, s, c)) for m in ("accumulator_mismatches", MODEL_DIFFERING) for s in series
+                     for c in history.commits)
         return Check(name, limit, Status.NOT_CHECKED,
                      "no int8 combination measured at this commit (int8 runs where --dtypes names it)" if at_all
                      else "no int8 combination at any commit")
@@ -215,12 +233,18 @@ def exactness_check(history: res.History, candidate: res.Commit, baseline: res.C
         if res.finite(wrapped) and wrapped > 0:
             notes.append(f"wrapped: {where(s, multi)}: the exact value of {wrapped:.0f} accumulator elements leaves "
                          "int32 (the inputs'): compared with its wrap")
+    for s in models:
+        differing = value(MODEL_DIFFERING, s, candidate)
+        if differing > 0:
+            failing.append((f"{where(s, multi)}: model not exact: {differing:.0f} uint8 elements differ from the exact "
+                            "integer pipeline", Culprit(s, MODEL_DIFFERING)))
     culprits = dict.fromkeys(c.series for _, c in failing)
+    judged = len(measured) + len(models)
     than = f" than at {baseline.label}" if compared else ""
     if failing:
-        worst = f"{len(culprits)} of {len(measured)} not bit-exact{' or less exact' + than if compared else ''}"
+        worst = f"{len(culprits)} of {judged} not bit-exact{' or less exact' + than if compared else ''}"
     else:
-        worst = f"{len(measured)} of {len(measured)} bit-exact" + (f", none less exact{than}" if compared else "")
+        worst = f"{judged} of {judged} bit-exact" + (f", none less exact{than}" if compared else "")
     return Check(name, limit, Status.FAIL if failing else Status.PASS, worst, tuple(line for line, _ in failing),
                  tuple(notes), failing=len(failing), culprits=tuple(c for _, c in failing))
 
