@@ -911,6 +911,7 @@ def one_line_error(done, *fragments):
         assert fragment in lines[0], lines[0]
 
 
+@pytest.mark.longest  # of the fast loop: 20.7 s at load 8, its 6 refusals of a file each read in a sandbox
 def test_bad_input_is_one_line_and_exit_2(cli, tmp_path):
     matmul = str(CASES / "matmul.py")
     one_line_error(cli("triage", str(tmp_path / "missing.py"), matmul), "missing.py does not exist")
