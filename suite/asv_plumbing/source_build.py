@@ -16,7 +16,8 @@ LLVM (``TVM_SUITE_LLVM_CONFIG``, else the newest ``llvm-config-N`` on the PATH):
 ``cmake/utils/FindLLVM.cmake`` refuses LLVM older than 15. Debian 12 has 14 (its default), 15, 16
 and 19 in bookworm, and 22 in bookworm-security (``llvm-22-dev``); the apache-tvm 0.27 wheel is
 built with LLVM 22 too (``target.llvm_version_major``), linked statically, so even 22 is not the
-wheel's LLVM, and results of the two are not compared silently (``suite.core.runstore.builds``).
+wheel's LLVM, and results of the two are not compared silently (the gate says where two builds'
+LLVMs differ: ``suite.reporting.gate.other_llvm``).
 """
 
 from __future__ import annotations
