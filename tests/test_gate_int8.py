@@ -245,8 +245,9 @@ def test_real_int8_runs_are_ready_and_reported_exact(cli, int8_runs, tmp_path):
                "--json")
     assert done.returncode == 0, done.stdout + done.stderr
     checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
+    # the 4 kernels and the whole model (miniresnet int8 against its exact integer pipeline)
     assert checks[f"int8 exactness vs {commits[0][:10]}"]["worst"] == (
-        f"4 of 4 bit-exact, none less exact than at {commits[0][:10]}")
+        f"5 of 5 bit-exact, none less exact than at {commits[0][:10]}")
     assert checks["probabilistic bound fraction (lambda 9.4)"]["worst"] == gate_checks.ONLY_INTEGERS
     facts = reported(cli, f"{out}/results", tmp_path / "report", status=0)
     assert {m: m in facts["summary_columns"] for m in ("exact_fraction", "accumulator_mismatches", "ulp_mean")} == {
@@ -305,16 +306,23 @@ def test_a_real_kernel_that_drops_a_term_is_not_ready_and_the_report_names_it(cl
              f"{where(MEAN)}: exact fraction 1 -> {fraction:.6g}",
              f"{where(MEAN)}: max step error 0 -> {steps:.0f} output steps"]
     metrics = ["accumulator_mismatches", "exact_fraction", "max_step_error"]
+    # the whole model built with that TVM (its mean too) is no longer the exact integer pipeline's
+    (model,) = [s for s in history.series() if s.ids == ("miniresnet", "int8", "llvm", "default")]
+    differing = history.value("model_integer_differing", model, commits[2])
+    assert differing > 0
+    lines.append(f"miniresnet int8 llvm default: model not exact: {differing:.0f} uint8 elements differ from the "
+                 "exact integer pipeline")
+    metrics.append("model_integer_differing")
     done = cli("gate", "--results", str(results_dir), "--commit", commits[2], "--tvm-repo", repo, "--no-remeasure",
                "--json")
     assert done.returncode == 1
     check = next(c for c in json.loads(done.stdout)["checks"] if c["name"].startswith(gate_checks.EXACTNESS))
     assert (check["status"], check["details"]) == ("FAIL", lines)
     assert [(c["workload"], c["order"], c["metric"]) for c in check["culprits"]] == [
-        (MEAN[0], MEAN[3], m) for m in metrics]
+        *((MEAN[0], MEAN[3], m) for m in metrics[:3]), (model.workload, model.order, metrics[3])]
     # a first commit with that kernel fails too
     first = gate.evaluate(history, history.resolve(commits[2]), None, DEFAULTS)
-    assert first.verdict is Verdict.NOT_READY and exactness(first).details == (lines[0],)
+    assert first.verdict is Verdict.NOT_READY and exactness(first).details == (lines[0], lines[3])
     # the report: the same lines of the same pair, its row marked, named above the table
     facts = reported(cli, results_dir, tmp_path / "report", status=1)
     agree(cli, results_dir, facts)
@@ -326,4 +334,5 @@ def test_a_real_kernel_that_drops_a_term_is_not_ready_and_the_report_names_it(cl
     assert row["judged"]["accumulator_mismatches"] == row["judged"]["exact_fraction"] == report_figures.FAIL
     html = facts["html"]
     assert 'id="int8-not-exact"' in html and str(escape(row["not_exact"])) in html
-    assert html.count('class="not-exact"') == 2  # the row's mark, and the legend's
+    # the row's mark, the legend's, and the whole model's in the model table
+    assert html.count('class="not-exact"') == 3 and f"{differing:,.0f} elements differ" in html
