@@ -61,8 +61,14 @@ def _run(args) -> int:
     from suite.core import measurement
     from suite.core.combo import Combo
     from suite.model import accuracy, calls, grid
+    from suite.model.settings import (
+        BASELINE_TARGET,
+        Setting,
+        kernel_orders,
+        settings_to_run,
+    )
 
-    target, llvm = targets.get(args.target), targets.get(accuracy.BASELINE_TARGET)
+    target, llvm = targets.get(args.target), targets.get(BASELINE_TARGET)
     if reason := target.unavailable():
         print(f"model_cost: {reason}", file=sys.stderr)
         return 2
@@ -70,9 +76,9 @@ def _run(args) -> int:
     for model in args.models:
         plan = calls.model_calls(model)
         for order in args.orders:
-            setting = accuracy.Setting(args.dtype, target, order)
+            setting = Setting(args.dtype, target, order)
             if args.measure_calls:
-                for workload, used in accuracy.kernel_orders(plan, setting):
+                for workload, used in kernel_orders(plan, setting):
                     measurement.measure(Combo(workload, args.dtype, target, used))
             estimate, how = grid.estimate_s(plan, setting, args.inputs)
             row = {"model": model, "dtype": args.dtype, "target": args.target, "order": order,
@@ -81,7 +87,7 @@ def _run(args) -> int:
                 rows.append({**row, "status": "skipped", "reason": f"estimated {estimate:,.0f} s over the budget "
                                                                    f"{args.budget_s:,.0f} s"})
                 continue
-            settings = accuracy.settings_to_run([args.dtype], [target], [order], llvm)
+            settings = settings_to_run([args.dtype], [target], [order], llvm)
             started = time.perf_counter()
             found, _ = accuracy.evaluate(plan, settings, args.inputs)
             wall = time.perf_counter() - started

@@ -19,13 +19,15 @@ import time
 
 import numpy as np
 import pytest
-
 from conftest import SUITE_BIN, check_fault_table, one_line, run_experiment
+
 from suite import cache, targets
 from suite.core import execution, measurement
 from suite.core.record import Record, Status
 from suite.model import accuracy as model_accuracy
 from suite.model import calls as model_calls
+from suite.model import chain as model_chain
+from suite.model import settings as model_settings
 from suite.model import store as model_store
 
 MODEL = "miniresnet"
@@ -190,7 +192,7 @@ def test_a_call_that_does_not_run_leaves_the_setting_not_measured(cli, monkeypat
     """The sixth call's kernel fails on the second input: the setting is not measured (the first
     input's logits stand for nothing), the reason names the call."""
     llvm = targets.get("llvm")
-    model_accuracy.kernels(model_calls.model_calls(MODEL), model_accuracy.Setting("float32", llvm, "default"))
+    model_settings.kernels(model_calls.model_calls(MODEL), model_settings.Setting("float32", llvm, "default"))
     real, runs = execution.run, []  # the kernels measured first: the planted failure is never cached
 
     def run(built, arguments, timed=False, twin=True):
@@ -211,7 +213,7 @@ def test_a_call_that_does_not_run_leaves_the_setting_not_measured(cli, monkeypat
 
 
 def test_non_finite_logits_are_counted_and_agree_on_nothing(cli, monkeypatch, unkept):
-    real = model_accuracy.run_call
+    real = model_chain.run_call
 
     def nan_in_one_class(built, call, inputs, dtype, **tally):
         output = real(built, call, inputs, dtype, **tally)
@@ -220,7 +222,7 @@ def test_non_finite_logits_are_counted_and_agree_on_nothing(cli, monkeypatch, un
             output[0, 3] = np.nan
         return output
 
-    monkeypatch.setattr(model_accuracy, "run_call", nan_in_one_class)
+    monkeypatch.setattr(model_chain, "run_call", nan_in_one_class)
     done = model(cli, "--dtypes", "float32", "--orders", "default", "--inputs", "2", "--json")
     assert done.returncode == 0, done.stderr
     m = result(json.loads(done.stdout))["metrics"]
@@ -297,8 +299,8 @@ def _entry(which: str):
     plan = model_calls.model_calls(MODEL)
     if which == "weights":
         return model_store.weights_entry(plan)
-    setting = model_accuracy.Setting("float32", targets.get("llvm"), "default")
-    store = model_store.InputStore(plan, setting.ids, model_accuracy.setting_key(plan, setting), 10)
+    setting = model_settings.Setting("float32", targets.get("llvm"), "default")
+    store = model_store.InputStore(plan, setting.ids, model_settings.setting_key(plan, setting), 10)
     return store.where("model-input", int(which))
 
 

@@ -15,11 +15,13 @@ import pytest
 from suite import targets, tracked
 from suite.model import accuracy as model_accuracy
 from suite.model import calls as model_calls
+from suite.model import chain as model_chain
 from suite.model import grid as model_grid
+from suite.model import settings as model_settings
 from suite.model import store as model_store
 from suite.model import weights as model_weights
-from suite.model.accuracy import Setting
 from suite.model.results import Apart, SettingResult, Status
+from suite.model.settings import Setting
 
 MODEL = "miniresnet"
 
@@ -31,7 +33,7 @@ def plan():
 
 def evaluate(plan, dtypes=("float32",), orders=("default",), count=3, attribute=False):
     llvm = targets.get("llvm")
-    return model_accuracy.evaluate(plan, model_accuracy.settings_to_run(list(dtypes), [llvm], list(orders), llvm),
+    return model_accuracy.evaluate(plan, model_settings.settings_to_run(list(dtypes), [llvm], list(orders), llvm),
                                    count, attribute=attribute)
 
 
@@ -75,8 +77,8 @@ def test_the_chained_kernels_are_tvms_whole_model_bit_for_bit(plan):
     _, _, fused = workloads.fuse(models.graph(MODEL, "float32"))
     vm = relax.VirtualMachine(tvm.compile(fused, target=llvm.tvm_target()), tvm.cpu())
     whole = vm["main"](*[tvm.runtime.tensor(a) for a in (image, *params)]).numpy()
-    kernels = model_accuracy.kernels(plan, Setting("float32", llvm, "default"))
-    chained = model_accuracy.target_forward(plan, kernels, image, params, "float32")
+    kernels = model_settings.kernels(plan, Setting("float32", llvm, "default"))
+    chained = model_chain.target_forward(plan, kernels, image, params, "float32")
     np.testing.assert_array_equal(chained, whole)
 
 
@@ -88,7 +90,7 @@ def test_weights_and_images_are_seeded_and_of_a_sane_scale(plan):
     colours = np.array([p.mean(axis=(0, 1, 2)) for p in pictures])  # as ImageNet-normalized photographs:
     assert np.all(np.abs(colours) < 2) and colours.std(axis=0).min() > 0.1  # each image its own colour cast
     assert all(0.3 < p.std(axis=(0, 1, 2)).min() and p.std(axis=(0, 1, 2)).max() < 2 for p in pictures)
-    outputs = [model_accuracy.forward(plan, image, first) for image in pictures]
+    outputs = [model_chain.forward(plan, image, first) for image in pictures]
     for call in plan.calls[:-1]:  # batch norm folded: every activation of order 1
         spread = np.std([o[call.index] for o in outputs])
         assert 0.1 < spread < 3, (call.workload.id, spread)
@@ -100,13 +102,13 @@ def test_weights_and_images_are_seeded_and_of_a_sane_scale(plan):
 def test_a_float64_placement_has_no_error(plan):
     params = model_weights.weights(plan)
     image = model_weights.images(plan, 1)[0]
-    exact = model_accuracy.forward(plan, image, params)
+    exact = model_chain.forward(plan, image, params)
     for call in plan.calls:
-        placed = model_accuracy.forward(plan, image, params, call.index, exact,
+        placed = model_chain.forward(plan, image, params, call.index, exact,
                                         replaced={call.index: exact[call.index]})
         np.testing.assert_array_equal(placed[-1], exact[-1])
     zero = {c.index: np.zeros_like(exact[c.index]) for c in plan.calls}
-    np.testing.assert_array_equal(model_accuracy.forward(plan, image, params, local_errors=zero)[-1], exact[-1])
+    np.testing.assert_array_equal(model_chain.forward(plan, image, params, local_errors=zero)[-1], exact[-1])
 
 
 def test_fp32_llvm_is_close_to_float64_but_not_exact(fp32_attributed):
@@ -137,13 +139,13 @@ def test_the_attribution_of_a_real_run_adds_up(fp32_attributed):
 def test_a_planted_wrong_kernel_is_ranked_first(plan, monkeypatch, unkept):
     """A kernel off by 1e-3 on every element of call 4 (a mid-model convolution): the attribution
     puts it first, with almost all of the error, and its local error stands out."""
-    real = model_accuracy.run_call
+    real = model_chain.run_call
 
     def planted(built, call, inputs, dtype, **tally):
         output = real(built, call, inputs, dtype, **tally)
         return output + np.asarray(1e-3, dtype) if call.index == 4 else output
 
-    monkeypatch.setattr(model_accuracy, "run_call", planted)
+    monkeypatch.setattr(model_chain, "run_call", planted)
     a = result(evaluate(plan, count=2, attribute=True)[0]).attribution
     first = a.calls[0]
     assert first.index == 4 and first.only_share > 0.9 and first.without_share > 0.9
@@ -154,7 +156,7 @@ def test_the_call_whose_tuned_kernel_differs_is_named_against_default(plan, monk
     """The seed's question: tuned and default give other logits; which call's kernel makes the
     difference? Call 5's kernel, planted to be off by 1e-3 in ``tuned`` only, gets all of it; every
     call whose two kernels agree gets exactly 0."""
-    real_kernels, real_run = model_accuracy.kernels, model_accuracy.run_call
+    real_kernels, real_run = model_settings.kernels, model_chain.run_call
     tuned = set()
 
     def kernels(plan_, setting):
@@ -168,8 +170,8 @@ def test_the_call_whose_tuned_kernel_differs_is_named_against_default(plan, monk
         output = real_run(built, call, inputs, dtype, **tally)
         return output + np.asarray(1e-3, dtype) if call.index == 5 and id(built) in tuned else output
 
-    monkeypatch.setattr(model_accuracy, "kernels", kernels)
-    monkeypatch.setattr(model_accuracy, "run_call", planted)
+    monkeypatch.setattr(model_settings, "kernels", kernels)
+    monkeypatch.setattr(model_chain, "run_call", planted)
     found, _ = evaluate(plan, orders=("default", "tuned"), count=2, attribute=True)
     apart = result(found, order="tuned").attribution.vs_default
     assert apart.total_mse > 0 and apart.sum_share == pytest.approx(1, abs=0.1)
@@ -251,7 +253,7 @@ def test_the_model_runs_on_the_executed_qfloat_model(plan):
     if reason := hexagon.unavailable():
         pytest.skip(reason)
     llvm = targets.get("llvm")
-    found, _ = model_accuracy.evaluate(plan, model_accuracy.settings_to_run(["float16"], [hexagon], ["default"], llvm),
+    found, _ = model_accuracy.evaluate(plan, model_settings.settings_to_run(["float16"], [hexagon], ["default"], llvm),
                                        1)
     r = result(found, "float16", "hexagon-v68-qf")
     assert r.measured, r

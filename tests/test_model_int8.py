@@ -15,8 +15,10 @@ from suite import targets
 from suite.core import quantized
 from suite.model import accuracy as model_accuracy
 from suite.model import calls as model_calls
+from suite.model import chain as model_chain
 from suite.model import grid as model_grid
 from suite.model import int8
+from suite.model import settings as model_settings
 from suite.model import store as model_store
 from suite.model import weights as model_weights
 from suite.model.results import CallId
@@ -127,9 +129,9 @@ def test_the_quantization_is_calibrated_once_and_its_integers_meet_in_one_scale(
     adds call 5's signed output, zero point 128, to a relu's, 0); the stem pads with the image's
     zero point; the integer pipeline's dequantized logits near the float model's."""
     params = model_store.weights(plan)
-    model = int8.quantize(plan, params, model_accuracy.forward)
-    again = int8.quantize(plan, params, model_accuracy.forward)
-    assert model.key() == again.key() and int8.quantized_model(plan, model_accuracy.forward).key() == model.key()
+    model = int8.quantize(plan, params, model_chain.forward)
+    again = int8.quantize(plan, params, model_chain.forward)
+    assert model.key() == again.key() and int8.quantized_model(plan, model_chain.forward).key() == model.key()
     plans = model.plans
     assert plans[5].zero_point == 128 and plans[6].zero_point == -128 and plans[6].residual is not None
     assert plans[0].pad == model.image.zero_point > 0 and all(p.pad == 0 for p in plans[1:])
@@ -137,7 +139,7 @@ def test_the_quantization_is_calibrated_once_and_its_integers_meet_in_one_scale(
     assert model.params[0].dtype == np.int8 and model.params[1].dtype == np.int32
     errors, agree = [], 0
     for image in model_weights.images(plan, 16):
-        exact = model_accuracy.forward(plan, image, params)[-1]
+        exact = model_chain.forward(plan, image, params)[-1]
         logits = model.logits.real(int8.integer_forward(plan, model, model.image.quantize(image))[-1])
         errors.append(logits - exact)
         agree += int(np.argmax(logits) == np.argmax(exact))
@@ -148,7 +150,7 @@ def test_the_quantization_is_calibrated_once_and_its_integers_meet_in_one_scale(
 def test_a_wrong_int8_kernel_is_named_where_it_first_differs(plan, monkeypatch, unkept):
     """Call 4's kernel planted to be one step off in one element: the chain is not exact, call 4 is
     the first call that differs (one element per input), and the calls after it differ through it."""
-    real = model_accuracy.run_call
+    real = model_chain.run_call
 
     def planted(built, call, inputs, dtype, **tally):
         output = real(built, call, inputs, dtype, **tally)
@@ -157,9 +159,9 @@ def test_a_wrong_int8_kernel_is_named_where_it_first_differs(plan, monkeypatch, 
             output.flat[0] ^= 1
         return output
 
-    monkeypatch.setattr(model_accuracy, "run_call", planted)
+    monkeypatch.setattr(model_chain, "run_call", planted)
     llvm = targets.get("llvm")
-    found, _ = model_accuracy.evaluate(plan, model_accuracy.settings_to_run(["int8"], [llvm], ["default"], llvm), 2)
+    found, _ = model_accuracy.evaluate(plan, model_settings.settings_to_run(["int8"], [llvm], ["default"], llvm), 2)
     exactness = found.result("int8", "llvm", "default").exactness
     assert not exactness.exact and not found.integer_exact
     assert exactness.first_call == CallId(4, plan.calls[4].workload.id) and exactness.first_call_differing == 2
@@ -170,7 +172,7 @@ def test_the_quantized_kernel_takes_the_calibrated_plan(plan):
     """The kernel's requantize and zero point are the plan's (suite.core.quantized with a plan given):
     the oracle with another offset gives another output."""
     call = plan.calls[6]
-    model = int8.quantized_model(plan, model_accuracy.forward)
+    model = int8.quantized_model(plan, model_chain.forward)
     found = model.plans[6]
     rng = np.random.default_rng(0)
     inputs = [rng.integers(0, 256, size=item["shape"], dtype=np.uint8) for item in call.workload.chain["inputs"]]

@@ -12,6 +12,7 @@ from suite.errors import ExitCode, UserError
 from suite.model import accuracy, calls, int8
 from suite.model.accuracy import MODEL_DTYPES, MODEL_ORDERS
 from suite.model.results import ModelResult
+from suite.model.settings import BASELINE_TARGET, settings_to_run
 from suite.reporting import report
 from suite.targets.base import Mode
 
@@ -62,11 +63,11 @@ def run(args) -> int:
     orders = [_model_order(o) for o in dict.fromkeys(args.orders)]
     if args.out:
         _check_out(args.out)
-    baseline = _runnable(targets.get(accuracy.BASELINE_TARGET))
+    baseline = _runnable(targets.get(BASELINE_TARGET))
     plan = calls.model_calls(args.model)
     if any(d in workloads.INTEGER_DTYPES for d in dtypes):
         int8.check_quantizable(plan)
-    settings = accuracy.settings_to_run(dtypes, chosen, orders, baseline)
+    settings = settings_to_run(dtypes, chosen, orders, baseline)
     found, logits = accuracy.evaluate(plan, settings, args.inputs, attribute=args.attribute, twin=not args.no_twin)
     status = ExitCode.OK if found.requested_measured and found.integer_exact else ExitCode.NOT_READY
     if args.out:

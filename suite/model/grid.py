@@ -33,6 +33,12 @@ from suite.core.combo import Combo, Grid
 from suite.errors import UserError
 from suite.model import accuracy, calls, int8
 from suite.model.results import ModelResult, SettingResult
+from suite.model.settings import (
+    BASELINE_TARGET,
+    Setting,
+    kernel_orders,
+    settings_to_run,
+)
 from suite.targets.base import Mode
 
 ENV = {"models": "TVM_SUITE_MODELS", "inputs": "TVM_SUITE_MODEL_INPUTS", "budget_s": "TVM_SUITE_MODEL_BUDGET_S"}
@@ -94,13 +100,13 @@ def _number(environ, axis: str, default, kind, low, high):
     return value
 
 
-def estimate_s(plan, setting: accuracy.Setting, inputs: int) -> tuple[float, str]:
+def estimate_s(plan, setting: Setting, inputs: int) -> tuple[float, str]:
     """Emulated seconds ``inputs`` inputs of ``setting`` would take, and how that was estimated:
     each call at its PrimFunc's measured emulated seconds (the measurement cache's, where kept;
     else by its FLOPs at :data:`FALLBACK_S_PER_GFLOP`), twice where the IEEE twin reruns it."""
     per_input, measured = 0.0, 0
     kept = {}
-    for workload, order in accuracy.kernel_orders(plan, setting):
+    for workload, order in kernel_orders(plan, setting):
         record = entries.cached(Combo(workload, setting.dtype, setting.target, order))
         kept[workload.id] = record
     for call in plan.calls:
@@ -122,9 +128,9 @@ def plan_settings(grid: ModelGrid, model: str) -> tuple[object, list, dict]:
     settings skipped with their reason (a dtype the target or the model does not take, emulated
     ones over the budget)."""
     plan = calls.model_calls(model)
-    llvm = targets.get(accuracy.BASELINE_TARGET)
+    llvm = targets.get(BASELINE_TARGET)
     chosen = [targets.get(t) for t in grid.targets]
-    settings = accuracy.settings_to_run(grid.dtypes, chosen, grid.orders, llvm)
+    settings = settings_to_run(grid.dtypes, chosen, grid.orders, llvm)
     skipped, unquantizable = {}, None
     if any(d in workloads.INTEGER_DTYPES for d in grid.dtypes):
         try:

@@ -140,7 +140,7 @@ def _from_json(plan: ModelCalls, about: dict, params: tuple) -> QuantizedModel:
 
 def quantize(plan: ModelCalls, params64: list[np.ndarray], forward64) -> QuantizedModel:
     """The model's quantization, calibrated on the calibration images: ``forward64(plan, image,
-    params)`` is every call's float64 output (:func:`suite.model.accuracy.forward`, the module above)."""
+    params)`` is every call's float64 output (:func:`suite.model.chain.forward`, the module above)."""
     low, high = np.inf, -np.inf  # the image's least and largest value, and each call's output's
     largest, magnitude = np.full(len(plan.calls), -np.inf), np.zeros(len(plan.calls))
     for index in range(CALIBRATION_FIRST, CALIBRATION_FIRST + CALIBRATION_IMAGES):  # one image's outputs at a time

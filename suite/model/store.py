@@ -40,8 +40,8 @@ from suite.model import weights as model_weights
 RECIPE = 1
 #: The suite's code that determines the weights, the images, the float64 chain and the metrics'
 #: raw material (besides each kernel's measurement key), by its path under ``suite/``.
-_CODE = ("model/weights.py", "model/calls.py", "model/accuracy.py", "model/store.py", "model/int8.py",
-         "core/reference.py")
+_CODE = ("model/weights.py", "model/calls.py", "model/accuracy.py", "model/settings.py", "model/chain.py",
+         "model/scoring.py", "model/store.py", "model/int8.py", "core/reference.py")
 
 
 def _code() -> dict:
@@ -130,7 +130,7 @@ class InputRun:
 
 @dataclass(frozen=True)
 class InputShares:
-    """One input's attribution sums (:func:`suite.model.accuracy.attribute_one`): per call, the squared
+    """One input's attribution sums (:func:`suite.model.chain.attribute_one`): per call, the squared
     logits error with only it on the target (``only``), with all but it (``all_but``), its squared
     local error and that error's elements; the squared logits error of every local error added
     (``injected``); the logits of each call's "only" placement (calls x classes); the logits' elements."""
