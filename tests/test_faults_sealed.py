@@ -60,14 +60,14 @@ def _judged_campaign(out):
     (the six named orders and one trace), each judged REORDERED."""
     from suite import targets
     from suite.core import schedules
-    from suite.fuzz import campaign, directory
+    from suite.fuzz import combinations, directory
     from suite.fuzz.journal import Journal
     from suite.reporting import thresholds
 
     out.mkdir()
     (out / directory.OWN_MARK).touch()
     journal = Journal(out / directory.JOURNAL)
-    judged_by = campaign.judged_by(thresholds.load(None), targets.get("llvm"))
+    judged_by = combinations.judged_by(thresholds.load(None), targets.get("llvm"))
     for kind, name in [("order", order) for order in schedules.ORDERS] + [("trace", "0")]:
         journal.append({"id": f"{SEED_CONV}|float32|llvm|seed0|{kind}:{name}", "seed": 0, "judged_by": judged_by,
                         "workload": SEED_CONV, "dtype": "float32", "target": "llvm", "kind": kind, "name": name,

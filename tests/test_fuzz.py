@@ -11,7 +11,8 @@ import pytest
 from suite import targets
 from suite.core import workloads
 from suite.errors import UserError
-from suite.fuzz import campaign, plant, sampling
+from suite.fuzz import plant, sampling
+from suite.fuzz.combinations import Combination, expected_output
 from suite.fuzz.outcome import VERDICTS, Answer, Outcome
 from suite.fuzz.summary import OUTCOMES, upper_bound_95
 from suite.fuzz.worker import Worker
@@ -84,8 +85,8 @@ def test_a_planted_swapped_index_is_judged_changed(tmp_path):
     the worker child, judged against the float64 reference."""
     from suite.core import workloads
 
-    combination = campaign.Combination(workloads.seed_workload(), "float32", None)
-    combination.expected = campaign._expected(combination)
+    combination = Combination(workloads.seed_workload(), "float32", None)
+    combination.expected = expected_output(combination)
     worker = Worker(tmp_path / "work", scratch=tmp_path)  # the requests' directories are its to write
     try:
         base = {"workload": combination.workload.id, "dtype": "float32", "target": "llvm", "order": "default"}

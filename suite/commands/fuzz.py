@@ -71,11 +71,11 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from suite.fuzz import campaign, directory
+    from suite.fuzz import campaign, combinations, directory
 
     outputs.check_apart(args.out, "--out")
     made = not (args.out.exists() or args.out.is_symlink())
-    options = campaign.Options(workloads=args.workloads, dtypes=args.dtypes, targets=args.targets, traces=args.traces,
+    options = combinations.Options(workloads=args.workloads, dtypes=args.dtypes, targets=args.targets, traces=args.traces,
                                seed=args.seed, minutes=args.minutes, out=args.out, plant=args.plant,
                                timeout_s=args.trace_timeout, cluster=args.cluster, thresholds=args.thresholds)
     try:

@@ -69,7 +69,7 @@ class Schedule:
 
     id: str
     seed: int
-    judged_by: str  #: :func:`suite.fuzz.campaign.judged_by`: what its verdict depends on besides the schedule
+    judged_by: str  #: :func:`suite.fuzz.combinations.judged_by`: what its verdict depends on besides the schedule
     workload: str
     dtype: str
     target: str

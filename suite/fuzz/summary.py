@@ -168,7 +168,7 @@ class Summary:
 def summarize(lines: list[JournalLine], combinations: list, elapsed_s: float, judged_now: int,
               stopped: str | None) -> Summary:
     """The summary of a campaign's journal ``lines``; each of its ``combinations`` (the campaign's
-    :class:`suite.fuzz.campaign.Combination`) has a row of the table, judged or not."""
+    :class:`suite.fuzz.combinations.Combination`) has a row of the table, judged or not."""
     table = {}
     for c in combinations:
         table[c.label] = dict.fromkeys(OUTCOMES, 0)
