@@ -19,7 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from suite import cache, compat
+from suite import cache
+from suite.compat import build as compat_build
+from suite.compat import release
+from suite.compat import schedules as compat_schedules
 from suite.core import execution, schedules, tuning_records, workloads
 from suite.core.combo import Combo
 from suite.errors import OrderNotApplicable
@@ -39,7 +42,7 @@ class Change:
     intent: str
     words: str
     #: TVM pass configuration for the build, by the option's name without its namespace prefix
-    #: (``tir.`` before 0.27, ``tirx.`` from it: :func:`suite.compat.pass_config`)
+    #: (``tir.`` before 0.27, ``tirx.`` from it: :func:`suite.compat.build.pass_config`)
     config: dict = field(default_factory=dict)
     #: a rewrite of the scheduled PrimFunc: (func) -> func, raising NotApplicable
     rewrite: Callable | None = None
@@ -81,7 +84,7 @@ def _reduction_swapped(innermost: bool):
     reordering pass would make)."""
 
     def rewrite(func):
-        sch = compat.schedule(func)
+        sch = compat_schedules.schedule(func)
         try:
             block = schedules.reduction_block(sch)
         except OrderNotApplicable as err:
@@ -92,7 +95,7 @@ def _reduction_swapped(innermost: bool):
         for outer, inner in (reversed(nested) if innermost else nested):
             try:
                 sch.reorder(inner, outer)
-            except compat.schedule_error():
+            except compat_schedules.schedule_error():
                 continue
             return sch.mod["main"]
         raise NotApplicable("no two reduction loops of extent above 1 that TVM lets swap")
@@ -199,15 +202,15 @@ class _AssemblyEdited:
 
 
 def _emitted_assembly(target, func) -> str:
-    module = compat.build(func, target.tvm_target())
+    module = compat_build.build(func, target.tvm_target())
     with tempfile.TemporaryDirectory() as tmp:
         place = Path(tmp) / "kernel.s"
-        compat.write_module_file(module, place, "s")
+        compat_build.write_module_file(module, place, "s")
         return place.read_text()
 
 
 def _parsed(text: str):
-    return compat.tvm().script.from_source(text)
+    return release.tvm().script.from_source(text)
 
 
 CHANGES = {change.name: change for change in (
@@ -263,8 +266,8 @@ def build(combo: Combo, change: Change, path: Path) -> execution.Built:
     func = scheduled(combo)
     if change.rewrite is not None:
         func = change.rewrite(func)
-    tvm = compat.tvm()
-    with tvm.transform.PassContext(opt_level=2, config=compat.pass_config(change.config)):
+    tvm = release.tvm()
+    with tvm.transform.PassContext(opt_level=2, config=compat_build.pass_config(change.config)):
         if change.assembly is not None:
             target = _AssemblyEdited(target, change.assembly(_emitted_assembly(target, target.prepare(func, combo.order))))
         return execution.build(target, func, path, combo.order)
@@ -344,7 +347,7 @@ def faulty_pass(name: str, real: Callable, *args, **kwargs):
     """The pass lowering bug ``name`` (:data:`LOWERING_BUGS`) puts where TVM's factory ``real``
     (called with ``args``) would have made its own: named as TVM's, it edits what it is given and
     runs TVM's pass on the edit."""
-    tvm = compat.tvm()
+    tvm = release.tvm()
     bug = LOWERING_BUGS[name]
     inner = real(*args, **kwargs)
     if args and args[0] is False:  # the pass told not to do its work (VectorizeLoop(False)): nor its fault

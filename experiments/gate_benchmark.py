@@ -63,8 +63,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # compiler_changes beside this script
 
-from suite import cache, compat, outputs  # noqa: E402
+from suite import cache, outputs  # noqa: E402
 from suite.commands import common_args  # noqa: E402
+from suite.compat import release  # noqa: E402
 from suite.errors import Terminated, UserError, signals_raise  # noqa: E402
 
 #: Samples per commit's timing, as a run takes them (suite.core.timing.REPEATS).
@@ -274,6 +275,7 @@ def build_variant(journal: Journal, kernels: Path, ids, change) -> Variant | str
     """The variant's kernel (built once; a rerun finds it by its journal line and code identity),
     or why there is none (the change has nothing to change here, or TVM refused the build)."""
     import compiler_changes
+
     from suite.core import execution, measurement, metrics, reference, workloads
     from suite.core.combo import Combo
     from suite.targets import elf
@@ -406,7 +408,7 @@ def history_of(change: str, series: list[Series], commits: int, journal: Journal
             key = res.Series(*s.ids, machine=MACHINE)
             if not emulated(s.ids):  # emulated: packets, among its values
                 samples = timing_of(journal, change, i, variant, loaded)
-                timings[s.ids] = runstore.Timing(tuple(samples), str(variant.path), compat.build_id())
+                timings[s.ids] = runstore.Timing(tuple(samples), str(variant.path), release.build_id())
                 values.setdefault("latency", {}).setdefault(key, {})[h] = float(np.median(samples))
             code[s.ids] = variant.code
             records[s.ids] = s.ids[2] if emulated(s.ids) else "llvm"
@@ -422,7 +424,7 @@ def history_of(change: str, series: list[Series], commits: int, journal: Journal
 
 def _build_note() -> dict:
     """What a run keeps of the TVM that built its kernels (suite.core.measurement.note_tvm_build)."""
-    return {"tvm": compat.installed_version(), "build_id": compat.build_id(), "llvm": compat.llvm_build()}
+    return {"tvm": release.installed_version(), "build_id": release.build_id(), "llvm": release.llvm_build()}
 
 
 # ----------------------------------------------------------------------------- detectors
@@ -636,8 +638,8 @@ def machine_facts() -> dict:
     flags = next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
                   if line.startswith("flags")), [])
     return {"cpu": model, "cores_online": os.cpu_count(), "cores_allowed": len(os.sched_getaffinity(0)),
-            "avx512f": "avx512f" in flags, "load_average": list(os.getloadavg()), "tvm": compat.build_id(),
-            "llvm": compat.llvm_build()}
+            "avx512f": "avx512f" in flags, "load_average": list(os.getloadavg()), "tvm": release.build_id(),
+            "llvm": release.llvm_build()}
 
 
 def say(text: str) -> None:
@@ -646,6 +648,7 @@ def say(text: str) -> None:
 
 def measure(args, journal: Journal) -> dict:
     import compiler_changes
+
     from suite.reporting import thresholds as thresholds_mod
 
     th = thresholds_mod.load(args.thresholds)
@@ -930,7 +933,7 @@ def run(args) -> int:
         cache.write_json(args.out / MARK, outputs.marked({}, WRITER))
     result = args.out / RESULT
     options = {k: v for k, v in vars(args).items() if k in ("combos", "hexagon_combos", "commits", "rounds", "seed", "changes")}
-    options["tvm"] = compat.build_id()
+    options["tvm"] = release.build_id()
     facts = machine_facts()
     journal = Journal(args.out / JOURNAL, options)
     try:

@@ -9,7 +9,7 @@ Neither changes a result.
 import os
 import time
 
-from suite import compat
+from suite.compat import release
 from suite.core import measurement
 
 SLOW = set(filter(None, os.environ.get("TVM_SUITE_TEST_SLOW", "").split("|")))
@@ -27,4 +27,4 @@ def _slow_build(combo, kernel_path):
 
 measurement._unpaused_build, measurement.build = _build, _slow_build
 if FAKE_BUILD:
-    compat.build_id = lambda: FAKE_BUILD
+    release.build_id = lambda: FAKE_BUILD

@@ -22,9 +22,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import run_cli
-from suite import cache, compat
+
+from suite import cache
+from suite.compat import build, release
 from suite.core import entries, measurement, run_place, runstore, timing
 from suite.core.combo import Combo
 from suite.core.record import Status
@@ -236,7 +237,7 @@ def test_a_run_on_the_cluster_times_latency_here(cluster, tmp_path, monkeypatch)
     assert native.target.name == "llvm"
     kept = runstore.own_timing(place, native.ids)
     # timed here, its kernel named by its place in the cache (a run directory names no path of its machine)
-    assert kept.tvm == compat.build_id() and kept.kernel == f"measure/{native.entry.name}/kernel.so"
+    assert kept.tvm == release.build_id() and kept.kernel == f"measure/{native.entry.name}/kernel.so"
 
 
 @needs_dask
@@ -314,7 +315,7 @@ def test_a_worker_of_another_tvm_build_is_refused(tmp_path, monkeypatch, dask_cl
         other.close()
     message = str(err.value)
     assert "\n" not in message
-    assert f"runs TVM build 0.27.0-0123456789, this machine {compat.build_id()}" in message
+    assert f"runs TVM build 0.27.0-0123456789, this machine {release.build_id()}" in message
 
 
 @needs_dask
@@ -379,7 +380,7 @@ def test_a_task_refuses_another_build_and_declines_another_cache_key():
 
     combo = Combo.resolve(*GRID[0])
     refused = cluster.measure_task(combo.ids, {**combo.key, "tvm": "0.1.0-0000000000"}, llvm.this_cpu(), False)
-    assert f"runs TVM build {compat.build_id()}, the client 0.1.0-0000000000" in refused["refused"]
+    assert f"runs TVM build {release.build_id()}, the client 0.1.0-0000000000" in refused["refused"]
     declined = cluster.measure_task(combo.ids, {**combo.key, "schedule": "0" * 16}, llvm.this_cpu(), False)
     assert "computes another cache key (schedule differ)" in declined["declined"]
 
@@ -393,4 +394,4 @@ def test_building_for_another_cpu_targets_it_and_keys_the_cache_on_it():
         assert there.target.tvm_target().attrs["mcpu"] == "skylake"
         assert there.key["target"] == {"target": "llvm", "cpu": "Intel(R) Core(TM) i7-6700 CPU @ 3.40GHz"}
     assert there.entry != here.entry and Combo.resolve(*GRID[0]).entry == here.entry
-    assert llvm.can_run(compat.host_cpu()) is None
+    assert llvm.can_run(build.host_cpu()) is None

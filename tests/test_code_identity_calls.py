@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from histories import SAMPLES, SEED, A, B, Builder, C
 
-from histories import A, B, C, SAMPLES, SEED, Builder
 from suite import cli
 from suite.reporting import code_identity, gate, gate_result
 from suite.reporting import thresholds as limits
@@ -85,7 +85,8 @@ def test_two_tvm_builds_of_a_kernel_have_one_identity(tmp_path):
     """The seed conv2d as the llvm target builds it (its tuned order calls TVM's workspace
     allocator through the pointers TVM's runtime fills by name), built twice in two directories,
     and once more linked with debug information, a random build id and another work directory."""
-    from suite import compat, targets
+    from suite import targets
+    from suite.compat import build
     from suite.core import execution, schedules, workloads
 
     llvm, workload = targets.get("llvm"), workloads.seed_workload()
@@ -99,7 +100,7 @@ def test_two_tvm_builds_of_a_kernel_have_one_identity(tmp_path):
     relinked = tmp_path / "three" / "k.so"
     (tmp_path / "work").mkdir()
     relinked.parent.mkdir()
-    compat.build(llvm.prepare(func, "tuned"), llvm.tvm_target()).export_library(
+    build.build(llvm.prepare(func, "tuned"), llvm.tvm_target()).export_library(
         str(relinked), options=["-g", "-Wl,--build-id=uuid"], workspace_dir=str(tmp_path / "work"))
     assert relinked.read_bytes() != paths[0].read_bytes()
     identities = {elf.code_digest(path) for path in [*paths, relinked]}

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from suite import compat, targets
-from suite.targets import hexagon, hvx_asm, hvx_rewrite as hr, hvx_toolchain
 from test_hvx_rewrite import INT16_ADD_SHAPE, _elementwise, int16_add_kernel
 from test_qfloat import needs_qemu
+
+from suite import targets
+from suite.compat import build
+from suite.targets import hexagon, hvx_asm, hvx_toolchain
+from suite.targets import hvx_rewrite as hr
 
 COUNTED_KERNEL = Path(__file__).with_name("data") / "counted_kernel.s"
 #: Worked out by hand from the comments of counted_kernel.s: 4 packets before the loop, 9 per
@@ -87,9 +89,9 @@ def _substitute_integer(asm):
 def test_tvm_kernel_counts_as_the_program_tvm_emitted(tmp_path, kind, shape, dtype):
     func, n_inputs = _elementwise(kind, shape, dtype)
     target = targets.get("hexagon-v68")
-    module = compat.build(func, target.tvm_target())
-    compat.write_module_file(module, tmp_path / "k.s", "s")
-    compat.write_module_file(module, tmp_path / "k.o", "o")
+    module = build.build(func, target.tvm_target())
+    build.write_module_file(module, tmp_path / "k.s", "s")
+    build.write_module_file(module, tmp_path / "k.o", "o")
     asm = (tmp_path / "k.s").read_text()
     assert hvx_asm.census(asm)
     # The oracle: the same packets with integer instructions in place of the floating-point ones,

@@ -4,7 +4,8 @@ committed GPU records replay) need no GPU and run everywhere."""
 
 import pytest
 
-from suite import compat
+from suite.compat import build
+from suite.compat import schedules as compat_schedules
 from suite.core import measurement, peers, schedules, timing, tuning_records, workloads
 from suite.core.combo import Combo
 from suite.core.record import Status
@@ -47,14 +48,14 @@ def test_cpu_loop_orders_are_skips_on_cuda():
 @pytest.mark.slow
 def test_dlight_binds_every_kind_of_resnet50_workload_to_gpu_threads():
     """One workload of each kind (the operator chain names the kind; dlight picks its rule by it)."""
-    target = compat.make_target(SM90)
+    target = build.make_target(SM90)
     kinds = {}
     for workload in workloads.catalog("resnet50"):
         kinds.setdefault(workload.id.split(".")[1], workload)
     assert len(kinds) >= 5, sorted(kinds)
     for workload in kinds.values():
         for dtype in ("float16", "float32"):
-            scheduled = compat.dlight_default_schedule(workloads.prim_func(workload, dtype), target)
+            scheduled = compat_schedules.dlight_default_schedule(workloads.prim_func(workload, dtype), target)
             text = scheduled.script()
             assert "threadIdx.x" in text and "blockIdx.x" in text, (workload.id, dtype)
 

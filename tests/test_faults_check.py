@@ -16,11 +16,27 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from asv_runs import loosen, member, place, plant_file, plant_samples, tamper, two_commit_repo
+from asv_runs import (
+    loosen,
+    member,
+    place,
+    plant_file,
+    plant_samples,
+    tamper,
+    two_commit_repo,
+)
 from conftest import check_fault_table, one_line, run_cli, session_root
+from test_check import (
+    SEED_TUNED,
+    candidate_out,
+    check_copy,
+    history_stand_in,
+    kept_history,
+    listing,
+    run_check,
+)
+
 from suite.core import run_bundle, run_place
-from test_check import SEED_TUNED, candidate_out, check_copy, history_stand_in, kept_history, listing, run_check
 
 #: kind of fault -> the cases of it (the test functions below, by name)
 FAULTS = {
@@ -91,8 +107,8 @@ def test_a_rerun_over_a_damaged_file_is_one_line_before_any_work(cli, runs, tmp_
 def test_an_empty_name_is_an_error_never_the_default(tmp_path):
     """`check --baseline ''` picked the default baseline (the newest release before the candidate):
     an empty name is an error, one line, exit 2, before anything is written; so is an empty candidate."""
-    from suite.jobs import check
     from suite.errors import UserError
+    from suite.jobs import check
 
     repo = tmp_path / "tvm"
     commits = two_commit_repo(repo)
@@ -159,7 +175,7 @@ def test_a_copied_history_rebuilds_a_kernel_gone_from_the_cache(cli, runs, tmp_p
     """On a machine whose cache never held the kernels (the same TVM and suite installed), a
     suspect is timed again on kernels rebuilt from the kept build facts, and the verdict says so
     (it was "kernel ... gone from the cache": NO VERDICT)."""
-    from suite import compat
+    from suite.compat import release
 
     _, _, commits = runs
     out, cache = _travelled(runs, tmp_path)
@@ -171,7 +187,7 @@ def test_a_copied_history_rebuilds_a_kernel_gone_from_the_cache(cli, runs, tmp_p
                  if "seed.conv2d_nhwc_7x7s2 float16 llvm tuned:" in line)
     assert noisy.strip().startswith("noisy: seed.conv2d_nhwc_7x7s2 float16 llvm tuned: 3.00x, p 0.004; re-measured ")
     assert noisy.endswith(f"(the baseline's and the candidate's kernels were gone from the cache: rebuilt from the "
-                          f"kept build facts (TVM {compat.build_id()}))"), noisy
+                          f"kept build facts (TVM {release.build_id()}))"), noisy
     assert done.stdout.rstrip().endswith(f"verdict: READY for v9.9.0 against {commits[0][:10]} -> exit 0")
     name = _timing(out, commits[1], SEED_TUNED)["kernel"]
     assert (cache / name).is_file()  # rebuilt into this machine's cache, by the name the timing keeps
@@ -184,7 +200,7 @@ def test_a_copied_history_judges_on_the_kept_samples_where_it_cannot_rebuild(cli
     """Kernels another TVM built (a release's wheel), gone from the cache: this machine cannot
     rebuild them, so the suspect is judged on its kept samples, and the line says so: slower by the
     rule there, NOT READY (not NO VERDICT); nothing is kept as a re-measurement."""
-    from suite import compat
+    from suite.compat import release
 
     _, _, commits = runs
     out, cache = _travelled(runs, tmp_path)
@@ -197,7 +213,7 @@ def test_a_copied_history_judges_on_the_kept_samples_where_it_cannot_rebuild(cli
     assert "Traceback" not in done.stderr
     judged = (f"  confirmed: seed.conv2d_nhwc_7x7s2 float16 llvm tuned: 3.00x, p 0.004 (judged on the kept "
               f"samples: the baseline's and the candidate's kernels are gone from the cache and cannot be rebuilt "
-              f"here: built by TVM 0.26.0-0000000000, the installed TVM is {compat.build_id()})")
+              f"here: built by TVM 0.26.0-0000000000, the installed TVM is {release.build_id()})")
     assert judged in done.stdout.splitlines(), done.stdout
     latency = next(line for line in done.stdout.splitlines() if line.startswith("latency vs "))
     assert latency.rstrip().endswith("FAIL") and "1 slower" in latency, latency
@@ -215,7 +231,7 @@ def test_a_copied_history_times_a_kernel_of_the_same_code_where_its_own_is_gone(
     commits kept (another build of the same code: on TVM's main branch most commits generate every
     kernel alike): that kernel is timed for both sides, and the line says so."""
     from suite import cache as suite_cache_module
-    from suite import compat
+    from suite.compat import release
 
     _, _, commits = runs
     out, cache = _travelled(runs, tmp_path)
@@ -240,7 +256,7 @@ def test_a_copied_history_times_a_kernel_of_the_same_code_where_its_own_is_gone(
     assert noisy.strip().startswith("noisy: seed.conv2d_nhwc_7x7s2 float16 llvm tuned: 3.00x, p 0.004; re-measured ")
     assert noisy.endswith("(the baseline's and the candidate's kernels were gone from the cache: a kernel of the same "
                           "code (its code identity) in this cache timed instead; kernels of 0.26.0-0000000000 re-timed "
-                          f"in the runtime of {compat.build_id()})"), noisy
+                          f"in the runtime of {release.build_id()})"), noisy
     assert sorted((cache / "measure").iterdir()) == stand_ins  # none built
 
 

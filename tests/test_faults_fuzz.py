@@ -10,7 +10,6 @@ import time
 
 import filelock
 import pytest
-
 from conftest import SUITE_BIN, check_fault_table, eventually, one_line, run_cli
 
 FAULTS = {
@@ -174,7 +173,7 @@ def test_cluster_worker_of_another_build_is_refused(tmp_path):
     pytest.importorskip("distributed")
     from test_cluster import Cluster
 
-    from suite import compat
+    from suite.compat import release
 
     other = Cluster(tmp_path, workers=1, env={"TVM_SUITE_TEST_FAKE_BUILD": "0.27.0-0123456789"})
     try:
@@ -183,7 +182,7 @@ def test_cluster_worker_of_another_build_is_refused(tmp_path):
     finally:
         other.close()
     line = _one_line_exit_2(done)
-    assert f"runs TVM build 0.27.0-0123456789, this machine {compat.build_id()}" in line
+    assert f"runs TVM build 0.27.0-0123456789, this machine {release.build_id()}" in line
     assert not (tmp_path / "o" / "journal.jsonl").exists()
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import SUITE_BIN, eventually
+
 from suite.fuzz import blame
 from suite.fuzz.outcome import Outcome
 
@@ -143,22 +143,22 @@ def test_a_pass_the_build_cannot_do_without_is_named_by_running_the_lowering_pas
     its output no longer writes; on the clean TVM no pass is named, and the words say where the
     interpreter stopped reading the pipeline."""
     from experiments import compiler_changes
-    from suite import compat
+    from suite.compat import build, release
     from suite.fuzz import bisection
 
-    tvm = compat.tvm()
+    tvm = release.tvm()
     func = tvm.script.from_source(GUARDED)
 
     def bisected():
         stages = []
         with bisection.recording(stages):
-            compat.build(func, tvm.target.Target("llvm"))
+            build.build(func, tvm.target.Target("llvm"))
         return bisection.bisect(stages, [np.arange(10, dtype="float32")])
 
     clean = bisected()
     assert clean.guilty_pass is None and clean.evaluable >= 1
     assert clean.stopped.startswith("it stops at tirx.FlattenBuffer's output")
-    place = compat.schedule_namespace().transform
+    place = release.schedule_namespace().transform
     real = place.LowerOpaqueBlock
     monkeypatch.setattr(place, "LowerOpaqueBlock",
                         lambda *a, **k: compiler_changes.faulty_pass("split-guard-off-by-one", real, *a, **k))

@@ -10,16 +10,24 @@ import json
 import shutil
 
 import pytest
-from markupsafe import escape
-
-from asv_runs import two_commit_repo, _git
+from asv_runs import _git, two_commit_repo
 from conftest import made_once, run_in_process
-from histories import A, B, C, SEED, Builder
+from histories import SEED, A, B, Builder, C
+from markupsafe import escape
+from test_report_agreement import agree, reported
+
 from suite.core import quantized
-from suite.reporting import gate, gate_checks, gate_result, pair_verdicts, report, report_figures, results
+from suite.reporting import (
+    gate,
+    gate_checks,
+    gate_result,
+    pair_verdicts,
+    report,
+    report_figures,
+    results,
+)
 from suite.reporting import thresholds as limits
 from suite.reporting.gate_result import Culprit, Status, Verdict
-from test_report_agreement import agree, reported
 
 DEFAULTS = limits.load()
 MEAN = ("resnet18.mean.7x7x512", "int8", "llvm", "default")
@@ -260,12 +268,12 @@ def test_real_int8_runs_are_ready_and_reported_exact(cli, int8_runs, tmp_path):
 def sum_dropping_a_term(monkeypatch):
     """int8's sums (the mean's accumulator) leave out the first term of every window: a wrong
     kernel, as a TVM that lost one term of a reduction would build."""
-    from suite import compat
+    from suite.compat import release
 
     kept = quantized._te_sum
 
     def dropping(te, x, attrs, shape):
-        tir = compat.tir()
+        tir = release.tir()
 
         class OneTermLess:  # tvm.te, but for its sum
             def __getattr__(self, name):

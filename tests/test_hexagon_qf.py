@@ -105,12 +105,12 @@ class _ObjectOfAnother:
 @needs_v68_qemu
 @pytest.mark.slow
 def test_an_object_that_is_not_its_assemblys_is_emitted_again(tmp_path):
-    from suite import compat
+    from suite.compat import build
     from suite.targets import hvx_asm, hvx_toolchain
 
     target = targets.get("hexagon-v68-qf")
     matmul = workloads.get("resnet50.matmul_add.2048-1000")  # half a second an emission; a mean takes 10
-    built = [compat.build(target.prepare(workloads.prim_func(matmul, dtype), "default"), target.tvm_target())
+    built = [build.build(target.prepare(workloads.prim_func(matmul, dtype), "default"), target.tvm_target())
              for dtype in ("float16", "float32")]
     asm = hvx_toolchain.emit_object_and_assembly(_ObjectOfAnother(*built, times=1), tmp_path / "kernel.o")
     assert asm == (tmp_path / "kernel.s").read_text()

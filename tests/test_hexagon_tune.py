@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from suite import cli as suite_cli
-from suite import compat, targets
+from suite import targets
+from suite.compat import metaschedule, relax, release
+from suite.compat import schedules as compat_schedules
 from suite.core import measurement, output_check, schedules, tuning_records, workloads
 from suite.core.combo import Combo
 from suite.core.record import Status
@@ -65,7 +67,7 @@ def test_tuning_target_is_tvms_hexagon_kind_with_the_suites_llvm_options():
         pytest.skip(targets.get(QF).unavailable())
     target = targets.get(QF).tuning_target()
     assert target.kind.name == "hexagon"
-    spec = compat.attr_to_python(target.export()["llvm-options"])
+    spec = relax.attr_to_python(target.export()["llvm-options"])
     assert sorted(spec) == sorted(targets.get(QF).llvm_options)
     assert int(target.export()["num-cores"]) == 4
 
@@ -147,8 +149,8 @@ def built_mean(dtype="float16"):
     target = targets.get(QF)
     workload = workloads.get(MEAN)
     func = workloads.prim_func(workload, dtype)
-    schedule = compat.schedule(func.with_attr("global_symbol", "main"))
-    compat.apply_trace(tuning_records.read_record(COMMITTED / "llvm" / dtype / "traces" / f"{MEAN}.json")[1]["trace"],
+    schedule = compat_schedules.schedule(func.with_attr("global_symbol", "main"))
+    compat_schedules.apply_trace(tuning_records.read_record(COMMITTED / "llvm" / dtype / "traces" / f"{MEAN}.json")[1]["trace"],
                        schedule)
     built = hexagon_tune.build_candidate(schedule.mod, None, mcpu="hexagonv68", mattr=target.mattr,
                                          llvm_options=target.llvm_options)
@@ -156,7 +158,7 @@ def built_mean(dtype="float16"):
 
 
 def runner_input(elf, workload, dtype="float16"):
-    ms = compat.meta_schedule()
+    ms = release.meta_schedule()
     args = [ms.arg_info.TensorInfo(dtype, list(shape)) for shape in [*workload.input_shapes, workload.output_shape]]
     return ms.runner.RunnerInput(str(elf), "cpu", args)
 
@@ -169,7 +171,7 @@ def test_runner_returns_packets_and_failures_are_runner_errors(tmp_path):
     lines = []
     measure = hexagon_tune.EmulatorMeasure(("qemu-hexagon", "-cpu", "v68"), inputs, workload.output_shape,
                                            "float16", check=lambda output: None, log=lines.append)
-    runner = compat.custom_runner(measure)
+    runner = metaschedule.custom_runner(measure)
     (result,) = [f.result() for f in runner.run([runner_input(elf, workload)])]
     assert result.error_msg is None
     (packets,) = [float(s) for s in result.run_secs]
@@ -181,7 +183,7 @@ def test_runner_returns_packets_and_failures_are_runner_errors(tmp_path):
     assert [p for p, _ in measure.measured] == [packets, packets] and 0 < measure.measured[0][1] < 60
     assert lines and "packets executed" in lines[0] and "not hardware latency" in lines[0]
     # Inputs drawn from MetaSchedule's argument list when the workload's are not given.
-    (result,) = [f.result() for f in compat.custom_runner(hexagon_tune.EmulatorMeasure(
+    (result,) = [f.result() for f in metaschedule.custom_runner(hexagon_tune.EmulatorMeasure(
         ("qemu-hexagon", "-cpu", "v68"), log=lines.append)).run([runner_input(elf, workload)])]
     assert result.error_msg is None and float(result.run_secs[0]) > 0
     # A wrong output, and an artifact that does not run, are that candidate's errors.

@@ -10,10 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from suite import compat, targets
-from suite.targets import hexagon, hvx_asm, hvx_rewrite as hr, hvx_stubs, hvx_toolchain, qfloat as q
 from test_qfloat import needs_qemu
+
+from suite import targets
+from suite.compat import build, release
+from suite.compat import schedules as compat_schedules
+from suite.targets import hexagon, hvx_asm, hvx_stubs, hvx_toolchain
+from suite.targets import hvx_rewrite as hr
+from suite.targets import qfloat as q
 
 DATA = Path(__file__).with_name("data")
 SNIPPET_DRIVER = Path(__file__).with_name("hvx_snippet_driver.c")
@@ -244,7 +248,7 @@ def test_liveness_follows_branches_written_extended(target):
 
 
 def _elementwise(kind, shape, dtype):
-    te = compat.te()
+    te = release.te()
     names = {"mul": 2, "add": 2, "fma": 3, "add_relu": 2}
     ph = [te.placeholder(shape, dtype, name=n) for n in "ABD"[: names[kind]]]
     A, B = ph[0], ph[1]
@@ -256,10 +260,10 @@ def _elementwise(kind, shape, dtype):
         D = ph[2]
         C = te.compute(shape, lambda *i: A(*i) * B(*i) + D(*i) * A(*i), name="C")
     else:
-        zero = compat.tir().const(0, dtype)
+        zero = release.tir().const(0, dtype)
         C = te.compute(shape, lambda *i: te.max(A(*i) + B(*i), zero), name="C")
-    sch = compat.schedule(te.create_prim_func([*ph, C]))
-    block = compat.get_block(sch, "C")
+    sch = compat_schedules.schedule(te.create_prim_func([*ph, C]))
+    block = compat_schedules.get_block(sch, "C")
     lanes = 64 if dtype == "float16" else 32
     _, inner = sch.split(sch.get_loops(block)[-1], factors=[None, lanes])
     sch.vectorize(inner)
@@ -287,8 +291,8 @@ KERNELS = {
 def test_tvm_kernel_matches_model(kind, tmp_path):
     shape, dtype, forms, predict = KERNELS[kind]
     func, n_inputs = _elementwise(kind, shape, dtype)
-    module = compat.build(func, targets.get("hexagon-v68").tvm_target())
-    compat.write_module_file(module, tmp_path / "k.s", "s")
+    module = build.build(func, targets.get("hexagon-v68").tvm_target())
+    build.write_module_file(module, tmp_path / "k.s", "s")
     asm = (tmp_path / "k.s").read_text()
     assert dict(hvx_asm.census(asm)) == forms            # the instruction sequence the prediction follows
     stats = hvx_toolchain.build_qfloat_elf(asm, tmp_path / "k.elf")
@@ -316,8 +320,8 @@ def test_same_kernel_gives_the_same_elf_in_any_working_directory(tmp_path, monke
     """The emulation cache is keyed by the ELF's bytes: a kernel that two TVM commits generate
     alike must link to the same ELF, though asv builds each in another temporary directory."""
     func, _ = _elementwise("add", (4, 64), "float16")
-    module = compat.build(func, targets.get("hexagon-v68").tvm_target())
-    compat.write_module_file(module, tmp_path / "k.s", "s")
+    module = build.build(func, targets.get("hexagon-v68").tvm_target())
+    build.write_module_file(module, tmp_path / "k.s", "s")
     asm = (tmp_path / "k.s").read_text()
     assert '.file\t1 "."' in asm                 # the line table names the working directory
     elves = []
@@ -430,16 +434,16 @@ INT16_ADD_SHAPE = (4, 128)
 def int16_add_kernel(where):
     """A vectorized int16 add (no HVX floating point) built for v68: its assembly ``k.s`` and
     TVM's object ``k.o`` in ``where``; returns the assembly."""
-    te = compat.te()
+    te = release.te()
     A = te.placeholder(INT16_ADD_SHAPE, "int16", name="A")
     B = te.placeholder(INT16_ADD_SHAPE, "int16", name="B")
     C = te.compute(INT16_ADD_SHAPE, lambda i, j: A[i, j] + B[i, j], name="C")
-    sch = compat.schedule(te.create_prim_func([A, B, C]))
-    _, inner = sch.split(sch.get_loops(compat.get_block(sch, "C"))[-1], factors=[None, 64])
+    sch = compat_schedules.schedule(te.create_prim_func([A, B, C]))
+    _, inner = sch.split(sch.get_loops(compat_schedules.get_block(sch, "C"))[-1], factors=[None, 64])
     sch.vectorize(inner)
-    module = compat.build(sch.mod["main"], targets.get("hexagon-v68").tvm_target())
-    compat.write_module_file(module, where / "k.s", "s")
-    compat.write_module_file(module, where / "k.o", "o")
+    module = build.build(sch.mod["main"], targets.get("hexagon-v68").tvm_target())
+    build.write_module_file(module, where / "k.s", "s")
+    build.write_module_file(module, where / "k.o", "o")
     return (where / "k.s").read_text()
 
 
@@ -495,8 +499,8 @@ def test_seed_tuned_conv2d_runs_exactly_as_predicted(tmp_path):
     w = workloads.get("seed.conv2d_nhwc_7x7s2")
     func = schedules.apply(workloads.prim_func(w, "float16"), "seed-tuned", w.id, "float16",
                            "hexagon-v68")
-    module = compat.build(func, targets.get("hexagon-v68").tvm_target())
-    compat.write_module_file(module, tmp_path / "k.s", "s")
+    module = build.build(func, targets.get("hexagon-v68").tvm_target())
+    build.write_module_file(module, tmp_path / "k.s", "s")
     asm = (tmp_path / "k.s").read_text()
     stats = hvx_toolchain.build_qfloat_elf(asm, tmp_path / "k.elf")
     assert stats["rewritten"] == {"vmpy(hf,hf)->qf16": 42, "vadd(qf16,qf16)->qf16": 40,

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from suite import compat, targets
-from suite.targets import hexagon, hvx_toolchain, ieee_twin as tw, qfloat as q
 from test_hvx_rewrite import KERNELS, _elementwise, _link
 from test_qfloat import needs_qemu
+
+from suite import targets
+from suite.compat import build, release, schedules
+from suite.targets import hexagon, hvx_toolchain
+from suite.targets import ieee_twin as tw
+from suite.targets import qfloat as q
 
 
 def _one(fn, *args):
@@ -161,8 +164,8 @@ def test_tvm_kernel_under_both_models(kind, tmp_path):
     face, with the twin as numpy's own float16 arithmetic computes it."""
     shape, dtype, _forms, predict = KERNELS[kind]
     func, n_inputs = _elementwise(kind, shape, dtype)
-    module = compat.build(func, targets.get("hexagon-v68").tvm_target())
-    compat.write_module_file(module, tmp_path / "k.s", "s")
+    module = build.build(func, targets.get("hexagon-v68").tvm_target())
+    build.write_module_file(module, tmp_path / "k.s", "s")
     hvx_toolchain.build_qfloat_elf((tmp_path / "k.s").read_text(), tmp_path / "k.elf")
     rng = np.random.default_rng(7)
     inputs = [np.float16(rng.uniform(-3, 3, shape)) for _ in range(n_inputs)]
@@ -181,16 +184,16 @@ def test_tvm_kernel_under_both_models(kind, tmp_path):
 def test_kernel_without_hvx_fp_is_the_same_under_both_models(tmp_path):
     """A TVM kernel with no HVX floating point (int16, vectorized) never calls the model: the two
     runs give the same bytes. An ELF without the model refuses the twin, naming why."""
-    te = compat.te()
+    te = release.te()
     shape = (4, 128)
     A = te.placeholder(shape, "int16", name="A")
     B = te.placeholder(shape, "int16", name="B")
     C = te.compute(shape, lambda i, j: A[i, j] * B[i, j], name="C")
-    sch = compat.schedule(te.create_prim_func([A, B, C]))
-    _, inner = sch.split(sch.get_loops(compat.get_block(sch, "C"))[-1], factors=[None, 64])
+    sch = schedules.schedule(te.create_prim_func([A, B, C]))
+    _, inner = sch.split(sch.get_loops(schedules.get_block(sch, "C"))[-1], factors=[None, 64])
     sch.vectorize(inner)
-    module = compat.build(sch.mod["main"], targets.get("hexagon-v68").tvm_target())
-    compat.write_module_file(module, tmp_path / "k.s", "s")
+    module = build.build(sch.mod["main"], targets.get("hexagon-v68").tvm_target())
+    build.write_module_file(module, tmp_path / "k.s", "s")
     asm = (tmp_path / "k.s").read_text()
     assert hvx_toolchain.build_qfloat_elf(asm, tmp_path / "k.elf")["instructions"] == 0
     rng = np.random.default_rng(4)

@@ -150,7 +150,7 @@ def test_fuzz_int8_samples_the_tensorized_space_tune_searches(cli, tmp_path):
     dot-product intrinsic first (VNNI here), the weights packed into its 16x4 blocks by the trace
     itself, so that it replays on the unpacked kernel; a tensorized trace is judged exactly
     (EQUIVALENT: bit for bit the oracle's), and the journal says per trace what it tensorized with."""
-    from suite import compat
+    from suite.compat import intrinsics
     from suite.targets import llvm
 
     choice = llvm.dot_product_intrinsic()
@@ -159,11 +159,11 @@ def test_fuzz_int8_samples_the_tensorized_space_tune_searches(cli, tmp_path):
     done = cli("fuzz", "--workloads", "miniresnet.conv2d_add.8x8x16-k3s1-16", "--dtypes", "int8", "--traces", "1",
                "--out", tmp_path / "o", "--json")
     assert done.returncode == 0, done.stderr
-    assert f"tiled for {compat.dot_product_intrinsic_name(choice.intrinsic)} first ({choice.reason})" in done.stderr
+    assert f"tiled for {intrinsics.dot_product_intrinsic_name(choice.intrinsic)} first ({choice.reason})" in done.stderr
     assert json.loads(done.stdout)["tensorized"] == {"traces_offered_intrinsic": 1, "traces_tensorized": 1}
     (trace,) = [line for line in journal(tmp_path / "o") if line["kind"] == "trace"]
     assert trace["outcome"] == "EQUIVALENT" and "bit for bit" in trace["summary"]
-    assert trace["tensorized"] == [compat.dot_product_intrinsic_name(choice.intrinsic)]
+    assert trace["tensorized"] == [intrinsics.dot_product_intrinsic_name(choice.intrinsic)]
     assert [inst[0] for inst in trace["trace"][0][1:4]] == ["CacheRead", "TransformLayout", "Annotate"]  # the packing
 
 

@@ -8,10 +8,17 @@ import shutil
 
 import numpy as np
 import pytest
-
 from conftest import one_line, run_in_process
-from suite import compat
-from suite.core import dot_product, execution, quantized, tuning, tuning_records, workloads
+
+from suite.compat import intrinsics, release, schedules
+from suite.core import (
+    dot_product,
+    execution,
+    quantized,
+    tuning,
+    tuning_records,
+    workloads,
+)
 from suite.reporting import thresholds
 from suite.targets import get as target
 from suite.targets import llvm
@@ -71,13 +78,13 @@ def _built(func, where):
 def _packed_dot_product(intrinsic: str):
     """A uint8 x int8 -> int32 matmul (16x64 by 64x32) whose weights lie in 16x4 blocks, its inner
     16x4 tensorized with ``intrinsic``: (function, its exact output)."""
-    te = compat.te()
+    te = release.te()
     a = te.placeholder((16, 64), "uint8", name="a")
     b = te.placeholder((2, 16, 16, 4), "int8", name="b")
     k = te.reduce_axis((0, 64), "k")
     c = te.compute((16, 32), lambda i, j: te.sum(
         a[i, k].astype("int32") * b[j // 16, k // 4, j % 16, k % 4].astype("int32"), axis=k), name="c")
-    schedule = compat.schedule(te.create_prim_func([a, b, c]))
+    schedule = schedules.schedule(te.create_prim_func([a, b, c]))
     block = schedule.get_sblock("c")
     i, j, kk = schedule.get_loops(block)
     jo, ji = schedule.split(j, [None, 16])
@@ -102,7 +109,7 @@ def test_the_instruction_is_counted_in_a_real_build(tmp_path):
         pytest.skip("this CPU has no avx512_vnni: a vpdpbusd kernel would not run here")
     # VNNI's intrinsic as the suite registers it for the installed TVM's LLVM: it builds, it is
     # vpdpbusd in the code, and it is exact.
-    func, inputs, exact = _packed_dot_product(compat.dot_product_intrinsic_name("dot_16x4_vnni"))
+    func, inputs, exact = _packed_dot_product(intrinsics.dot_product_intrinsic_name("dot_16x4_vnni"))
     (tmp_path / "dot").mkdir()
     built = execution.build(target("llvm"), func, tmp_path / "dot" / "kernel.so")
     assert built.failure is None, built.failure

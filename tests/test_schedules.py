@@ -11,7 +11,7 @@ import pytest
 import tvm
 from tvm.script import tirx as T
 
-from suite import compat
+from suite.compat import schedules as compat_schedules
 from suite.core import measurement, metrics, schedules, workloads
 from suite.core.combo import Combo
 from suite.core.record import Status
@@ -128,7 +128,7 @@ def same_attrs(func):
 
 def reduction_loops(func):
     """(extents, kinds) of the loops around the reduction block of ``func``, outer to inner."""
-    sch = compat.schedule(func)
+    sch = compat_schedules.schedule(func)
     block = schedules.reduction_block(sch)
     loops = schedules.loop_kinds(sch, block)
     return [int(sch.get(loop).extent) for loop, _ in loops], "".join(kind for _, kind in loops)
@@ -136,8 +136,8 @@ def reduction_loops(func):
 
 def inline_padding(func):
     """The TE seed's zero-padding copy `pad_temp` folded into the conv2d (absent in the issue)."""
-    sch = compat.schedule(func)
-    sch.compute_inline(compat.get_block(sch, "pad_temp"))
+    sch = compat_schedules.schedule(func)
+    sch.compute_inline(compat_schedules.get_block(sch, "pad_temp"))
     return sch.mod["main"]
 
 
@@ -176,7 +176,7 @@ def test_seed_swap_is_the_issues_reorder():
 
 
 def _loops_of(func):
-    sch = compat.schedule(func)
+    sch = compat_schedules.schedule(func)
     return [sch.get(loop) for loop in sch.get_loops(schedules.reduction_block(sch))]
 
 

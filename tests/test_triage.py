@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 from conftest import made_once, run_cli, run_in_process
 
-from suite import compat, targets
-from suite.triage import spelling, tvmscript
+from suite import targets
+from suite.compat import build, metaschedule, release, schedules
 from suite.core import output_check, reference, tuning, workloads
-from suite.triage import inputs as triage_inputs
-from suite.targets import base
-from suite.triage import interp, verdict
-from suite.triage.report import Report, TargetOutcome
 from suite.core.record import Status
+from suite.targets import base
+from suite.triage import inputs as triage_inputs
+from suite.triage import interp, spelling, tvmscript, verdict
+from suite.triage.report import Report, TargetOutcome
 
 CASES = Path(__file__).parent / "data" / "triage"
 TRIAGE_PAGE = Path(__file__).parent.parent / "docs" / "triage.md"
@@ -482,7 +482,7 @@ def test_what_tvm_prints_after_a_schedule_reads_back_as_checked_tvmscript(tmp_pa
     funcs = {n: next(iter(tvmscript.parse_file(CASES / n)[0].values())) for n in ("matmul.py", "rowsum.py")}
 
     def loops(sch, block):
-        return sch.get_loops(compat.get_block(sch, block))
+        return sch.get_loops(schedules.get_block(sch, block))
 
     def split_reorder_parallel(sch):
         i, j, _ = loops(sch, "C")
@@ -498,7 +498,7 @@ def test_what_tvm_prints_after_a_schedule_reads_back_as_checked_tvmscript(tmp_pa
         sch.annotate(i, "pragma_auto_unroll_max_step", 64)
 
     def caches(sch):
-        block = compat.get_block(sch, "C")
+        block = schedules.get_block(sch, "C")
         local = sch.cache_write(block, 0, "local")
         shared = sch.cache_read(block, 0, "shared")
         i, j, _ = sch.get_loops(block)
@@ -513,18 +513,18 @@ def test_what_tvm_prints_after_a_schedule_reads_back_as_checked_tvmscript(tmp_pa
     def decompose_and_predicate(sch):
         i, j, k = loops(sch, "C")
         sch.split(j, factors=[3, None])
-        sch.decompose_reduction(compat.get_block(sch, "C"), k)
+        sch.decompose_reduction(schedules.get_block(sch, "C"), k)
 
     def bind_and_layout(sch):
         i, j, _ = loops(sch, "C")
         sch.bind(i, "blockIdx.x")
         sch.bind(j, "threadIdx.x")
-        sch.transform_layout(compat.get_block(sch, "C"), ("write", 0), lambda a, b: (b, a))
+        sch.transform_layout(schedules.get_block(sch, "C"), ("write", 0), lambda a, b: (b, a))
 
     for name, apply in (("matmul.py", split_reorder_parallel), ("matmul.py", vectorize_annotate),
                         ("matmul.py", caches), ("rowsum.py", rfactor), ("matmul.py", decompose_and_predicate),
                         ("matmul.py", bind_and_layout)):
-        sch = compat.schedule(funcs[name])
+        sch = schedules.schedule(funcs[name])
         apply(sch)
         printed = tmp_path / f"{apply.__name__}.py"
         printed.write_text(tvmscript.script(sch.mod["main"], "f"))
@@ -871,13 +871,13 @@ def test_tune_runner_refuses_a_changed_candidate_and_times_a_good_one(tmp_path):
     exact = interp.evaluate(prog, arrays)
     check = output_check.OutputCheck.of(exact.output, exact.magnitude, exact.k, "float32")
     try:
-        runner = compat.checking_runner([arrays["A"], arrays["B"]], (32, 32), "float32", check)
-        ms = compat.meta_schedule()
-        target = compat.make_target({"kind": "llvm", "mcpu": compat.host_cpu()})
+        runner = metaschedule.checking_runner([arrays["A"], arrays["B"]], (32, 32), "float32", check)
+        ms = release.meta_schedule()
+        target = build.make_target({"kind": "llvm", "mcpu": build.host_cpu()})
         runner_inputs = []
         for name, func in funcs.items():
             library = tmp_path / f"{name}.so"
-            compat.build(func, target).export_library(str(library))
+            build.build(func, target).export_library(str(library))
             args = [ms.arg_info.TensorInfo("float32", [32, 32]) for _ in range(3)]
             runner_inputs.append(ms.runner.RunnerInput(str(library), "cpu", args))
         good, wrong = [f.result() for f in runner.run(runner_inputs)]
@@ -936,8 +936,8 @@ def test_a_trace_as_json_and_as_printed(cli, tmp_path):
     """A MetaSchedule trace, as JSON (``trace.as_json()``, --trace) and as TVM prints it (``def
     apply_trace(sch)``, --schedule): a split and reorder of the output loops keeps each sum as it is."""
     func = tvmscript.parse_file(CASES / "matmul.py")[0]["matmul"]
-    sch = compat.schedule(func)
-    i, j, _ = sch.get_loops(compat.get_block(sch, "C"))
+    sch = schedules.schedule(func)
+    i, j, _ = sch.get_loops(schedules.get_block(sch, "C"))
     jo, _ = sch.split(j, factors=[4, 8])
     sch.reorder(jo, i)
     (tmp_path / "trace.json").write_text(json.dumps(tuning._plain(sch.trace.as_json())))

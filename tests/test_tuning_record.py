@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from suite import compat
+from suite.compat import release, schedules
 from suite.core import tuning, tuning_records
 
 EVERY_MEASURE = {"workload", "dtype", "target", "tuned_on", "trials", "tuning_s", "measure", "measure_is",
@@ -40,9 +40,9 @@ def written(tmp_path, measure: str, measured: list, previous=None, measure_previ
 
 @pytest.fixture(autouse=True)
 def no_tvm(monkeypatch):
-    monkeypatch.setattr(compat, "installed_version", lambda: "0.0")
-    monkeypatch.setattr(compat, "schedule", lambda func: types.SimpleNamespace(mod=None))
-    monkeypatch.setattr(compat, "apply_trace", lambda trace, schedule: None)
+    monkeypatch.setattr(release, "installed_version", lambda: "0.0")
+    monkeypatch.setattr(schedules, "schedule", lambda func: types.SimpleNamespace(mod=None))
+    monkeypatch.setattr(schedules, "apply_trace", lambda trace, schedule: None)
 
 
 def test_a_latency_record_has_the_seconds_of_its_candidates(tmp_path):

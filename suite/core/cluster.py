@@ -41,7 +41,8 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
-from suite import cache, compat
+from suite import cache
+from suite.compat import release
 from suite.core import entries, measurement
 from suite.core.combo import Combo
 from suite.core.record import Record, Status
@@ -71,7 +72,7 @@ def suite_id() -> str:
 
 def worker_identity() -> dict:
     """What the client compares on every worker at connect time (run there by ``client.run``)."""
-    return {"build": compat.build_id(), "suite": suite_id(), "host": socket.gethostname()}
+    return {"build": release.build_id(), "suite": suite_id(), "host": socket.gethostname()}
 
 
 # ----------------------------------------------------------------------------- connecting

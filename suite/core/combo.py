@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
 
-from suite import cache, compat, targets
+from suite import cache, targets
+from suite.compat import release
 from suite.core import schedules, workloads
 from suite.core.record import Need
 from suite.targets.base import Target
@@ -32,7 +33,7 @@ ENV = {"workloads": "TVM_SUITE_WORKLOADS", "dtypes": "TVM_SUITE_DTYPES",
 #: The suite's code that determines a measurement: a change to it (a fix in a schedule, a target, a
 #: metric) measures every combination again rather than reading what the old code computed; a change
 #: of a comment or docstring does not (cache.source_digest).
-_MEASURING_CODE = ("compat.py", "cache.py", "core/workloads.py", "core/models.py", "core/quantized.py",
+_MEASURING_CODE = ("compat/*.py", "cache.py", "core/workloads.py", "core/models.py", "core/quantized.py",
                    "floats.py",
                    "core/reference.py",
                    "core/metrics.py", "core/bounds.py", "core/schedules.py", "core/tuning.py",
@@ -97,7 +98,7 @@ class Combo:
         return {
             "schema": SCHEMA,
             "suite": suite_code(),
-            "tvm": compat.build_id(),
+            "tvm": release.build_id(),
             "workload": self.workload.id,
             "chain": cache.digest(self.workload.chain),
             "dtype": self.dtype,

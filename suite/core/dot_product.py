@@ -12,7 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from suite import compat
+from suite.compat import schedules
 from suite.core import quantized
 
 #: The prologue of int8 records whose weights the tuned kernel first copies into blocks of 16 (x86)
@@ -37,7 +37,7 @@ def pack_weights(func, chain: dict, lanes: int = 16):
     channels and the output's lanes lie contiguous in NHWC already). The copy is never inlined back
     (``meta_schedule.inline_rule``). None where the chain has no such weights, or their channels are
     not multiples of ``lanes`` and 4."""
-    schedule = compat.schedule(func)
+    schedule = schedules.schedule(func)
     return schedule.mod["main"] if pack_weights_in(schedule, chain, lanes) else None
 
 
@@ -53,7 +53,7 @@ def pack_weights_in(schedule, chain: dict, lanes: int = 16) -> bool:
     if shape[-1] % lanes or shape[-2] % 4:
         return False
     block = schedule.get_sblock(found.op)
-    copy = schedule.cache_read(block, compat.block_read_names(schedule, block).index(f"input{found.weight}"), "global")
+    copy = schedule.cache_read(block, schedules.block_read_names(schedule, block).index(f"input{found.weight}"), "global")
     if found.op == "conv2d":
         schedule.transform_layout(copy, ("write", 0),
                                   lambda ry, rx, rc, o: (o // lanes, ry, rx, rc // 4, o % lanes, rc % 4))
@@ -110,7 +110,7 @@ def accumulator_trace(trace: list, accumulator_func) -> list:
         candidate = [[instructions[i] for i in trying],
                      [[position, decisions[i]] for position, i in enumerate(trying) if i in decisions]]
         try:
-            compat.apply_trace(candidate, compat.schedule(accumulator_func))
+            schedules.apply_trace(candidate, schedules.schedule(accumulator_func))
         except Exception:  # an instruction of a block the accumulator has not, or of one left out
             continue
         kept = trying

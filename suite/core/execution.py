@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from suite import compat
+from suite.compat import release
 from suite.core.record import Status
 from suite.errors import Skipped, UserError, first_line
 from suite.targets import elf
@@ -102,7 +102,7 @@ def build(target: Target, func, path: Path, order: str = "default") -> Built:
     started = time.perf_counter()
     try:
         target.build(target.prepare(func, order), path)
-    except (UserError, compat.TVMUnavailable):
+    except (UserError, release.TVMUnavailable):
         raise
     except Exception as err:
         return Built(target, path, failure=failure_of(Stage.BUILD, err))
@@ -127,7 +127,7 @@ def run(built: Built, arguments: list, timed: bool = False, twin: bool = True) -
         outputs = [np.asarray(o) for o in kernel.outputs()]
         emulated_s = float(kernel.time(repeat=1)[0]) if timed and target.mode is Mode.EMULATED else None
         counts = dict(kernel.counts) if kernel.counts else None
-    except (UserError, compat.TVMUnavailable):
+    except (UserError, release.TVMUnavailable):
         raise
     except Exception as err:
         return Ran(built, failure=failure_of(Stage.RUN, err))
@@ -135,7 +135,7 @@ def run(built: Built, arguments: list, timed: bool = False, twin: bool = True) -
     if twin and target.ieee_twin:
         try:
             twins = outputs if (built.codegen or {}).get("rewritten") == 0 else _twin_outputs(built, arguments)
-        except (UserError, compat.TVMUnavailable):
+        except (UserError, release.TVMUnavailable):
             raise
         except Exception as err:
             return Ran(built, failure=failure_of(Stage.TWIN, err))
@@ -152,7 +152,7 @@ def run_twin(built: Built, arguments: list) -> Ran:
         return ran if ran.failure is not None else Ran(built, ran.outputs, ran.outputs, ran.emulated_s, ran.counts)
     try:
         return Ran(built, twins=_twin_outputs(built, arguments))
-    except (UserError, compat.TVMUnavailable):
+    except (UserError, release.TVMUnavailable):
         raise
     except Exception as err:
         return Ran(built, failure=failure_of(Stage.TWIN, err))

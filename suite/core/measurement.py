@@ -27,8 +27,20 @@ from pathlib import Path
 
 import numpy as np
 
-from suite import cache, compat, floats
-from suite.core import entries, execution, metrics, quantized, reference, run_place, runstore, schedules, tuning_records, workloads
+from suite import cache, floats
+from suite.compat import release
+from suite.core import (
+    entries,
+    execution,
+    metrics,
+    quantized,
+    reference,
+    run_place,
+    runstore,
+    schedules,
+    tuning_records,
+    workloads,
+)
 from suite.core.combo import SCHEMA, Combo
 from suite.core.entries import OUTPUT_FILE, TWIN_FILE
 
@@ -72,9 +84,9 @@ def note_tvm_build(place: run_place.Place | None = None) -> None:
     int8 kernel's tuned order depends on them). Every benchmark's setup calls it; only the first of a
     run and commit imports TVM."""
     try:
-        runstore.note_build(lambda: {"tvm": compat.installed_version(), "build_id": compat.build_id(),
-                                     "llvm": compat.llvm_build(), "cpu": llvm.host_cpu_facts()}, place)
-    except compat.TVMUnavailable:
+        runstore.note_build(lambda: {"tvm": release.installed_version(), "build_id": release.build_id(),
+                                     "llvm": release.llvm_build(), "cpu": llvm.host_cpu_facts()}, place)
+    except release.TVMUnavailable:
         pass  # the combination's own record says why
 
 
@@ -135,7 +147,7 @@ def build(combo: Combo, kernel_path: Path) -> BuiltKernel:
     (:func:`suite.core.execution.build`). A build TVM refuses is a failure of that TVM build; a
     missing tool or TVM is the user's to fix (raised, not data)."""
     workload, dtype, target, order = combo.workload, combo.dtype, combo.target, combo.order
-    tvm_version = compat.installed_version()
+    tvm_version = release.installed_version()
     tuned_from = None
     if order == "tuned":  # whose record replays: the first of the target's records_from with one
         tuned_from = tuning_records.records_target(target.records_from, dtype, workload.id)
@@ -143,7 +155,7 @@ def build(combo: Combo, kernel_path: Path) -> BuiltKernel:
     try:
         func = schedules.apply(workloads.prim_func(workload, dtype), order, workload.id, dtype,
                                (tuned_from,) if tuned_from else target.records_from)
-    except (UserError, compat.TVMUnavailable):
+    except (UserError, release.TVMUnavailable):
         raise
     except Exception as err:
         failure = execution.failure_of(execution.Stage.BUILD, err)
@@ -187,7 +199,7 @@ def _accumulator(combo: Combo, inputs, path: Path) -> tuple[np.ndarray | None, e
     try:
         func = schedules.apply(quantized.accumulator_func(workload.chain), combo.order, workload.id, combo.dtype,
                                combo.target.records_from, accumulator=True)
-    except (UserError, compat.TVMUnavailable):
+    except (UserError, release.TVMUnavailable):
         raise
     except Exception as err:
         return None, execution.failure_of(execution.Stage.BUILD, err)

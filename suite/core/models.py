@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from suite import compat
+from suite.compat import relax, release
 from suite.errors import UserError
 
 LAYOUTS = ("NHWC", "NCHW")
@@ -74,12 +74,12 @@ class GraphBuilder:
     layout: str
 
     def __post_init__(self):
-        self.relax = compat.relax()
+        self.relax = release.relax()
         self.bb = self.relax.BlockBuilder()
         self.params = []
 
     def param(self, shape):
-        var = self.relax.Var(f"p{len(self.params)}", compat.tensor_type(shape, self.dtype))
+        var = self.relax.Var(f"p{len(self.params)}", relax.tensor_type(shape, self.dtype))
         self.params.append(var)
         return var
 
@@ -141,7 +141,7 @@ def graph(name: str, dtype: str = "float32"):
     g = GraphBuilder(dtype, layout)
     size = MODELS[arch].image
     image = (1, size, size, 3) if layout == "NHWC" else (1, 3, size, size)
-    data = g.relax.Var("data", compat.tensor_type(image, dtype))
+    data = g.relax.Var("data", relax.tensor_type(image, dtype))
     with g.bb.function("main"):
         with g.bb.dataflow():
             output = g.bb.emit_output(MODELS[arch].body(g, data))

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from suite import compat
+from suite.compat import release
 
 #: The dtype name of the quantized workloads (`--dtypes int8`), and the dtypes of their tensors.
 DTYPE = "int8"
@@ -310,7 +310,7 @@ def prim_func(chain: dict, found: Plan | None = None):
     """The quantized workload's PrimFunc: its inputs, then the uint8 output (``found``: as in
     :func:`evaluate`)."""
     params, _, output = _compute(chain, found)
-    return compat.te().create_prim_func([*params, output])
+    return release.te().create_prim_func([*params, output])
 
 
 def accumulator_func(chain: dict):
@@ -320,12 +320,12 @@ def accumulator_func(chain: dict):
     params, accumulator, _ = _compute(chain)
     found = plan(chain)
     used = [params[i] for i in (found.data, found.weight, found.bias) if i is not None]
-    return compat.te().create_prim_func([*used, accumulator])
+    return release.te().create_prim_func([*used, accumulator])
 
 
 def _compute(chain: dict, found: Plan | None = None):
     """(placeholders, accumulator tensor, output tensor) of the quantized chain."""
-    te, tir = compat.te(), compat.tir()
+    te, tir = release.te(), release.tir()
     found = found or plan(chain)
     params = [te.placeholder(tuple(item["shape"]), dtype, name=f"input{i}")
               for i, (item, dtype) in enumerate(zip(chain["inputs"], input_dtypes(chain)))]

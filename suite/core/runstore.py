@@ -11,7 +11,7 @@ several machines, or output directories, merge without a clash).
 - ``records/``: for the ``tuned`` order, the target whose tuning record was replayed;
 - ``code/``: each combination's code identity (``suite.targets.elf.code_digest`` of its kernel):
   between two commits a kernel's code is the same or changed;
-- ``build.json``: what the commit's TVM was built with (its LLVM, see ``suite.compat.llvm_build``).
+- ``build.json``: what the commit's TVM was built with (its LLVM, see ``suite.compat.release.llvm_build``).
 
 A complete run seals them (:func:`suite.core.run_bundle.seal`) into the commit's bundle: a zip
 archive of ``manifest.json`` (the sha256 of every file, sealed itself) and one tar of those files,
@@ -46,8 +46,16 @@ import numpy as np
 
 from suite import cache
 from suite.core.run_bundle import check_regular, parse_json, read_member, sealed_files
-from suite.core.run_place import (BUILD, KINDS, MAX_MAP_BYTES, DamagedRunData, Place, current, relative,
-                                  values_relative)
+from suite.core.run_place import (
+    BUILD,
+    KINDS,
+    MAX_MAP_BYTES,
+    DamagedRunData,
+    Place,
+    current,
+    relative,
+    values_relative,
+)
 from suite.targets import elf
 
 # ----------------------------------------------------------------------------- what a run keeps
@@ -60,7 +68,7 @@ class Timing:
     #: to the cache's root: a run directory names no path of its machine; older runs kept an absolute
     #: path), to time it again; the entry's name holds the digest of its build (suite.core.timing)
     kernel: str
-    tvm: str  #: compat.build_id() of the TVM that timed it
+    tvm: str  #: suite.compat.release.build_id() of the TVM that timed it
     #: the kernel's code identity, where the side data kept one (in ``code/``, not in the timing's
     #: file): a kernel of the same code may stand in for this one when it is gone (suite.core.timing)
     code: str | None = None

@@ -24,7 +24,8 @@ An order that cannot be applied raises :class:`suite.errors.OrderNotApplicable` 
 
 from __future__ import annotations
 
-from suite import cache, compat
+from suite import cache
+from suite.compat import schedules
 from suite.core import tuning_records
 from suite.core.workloads import SEED_ID
 from suite.errors import OrderNotApplicable, UserError
@@ -73,10 +74,10 @@ def apply(func, order: str, workload_id: str, dtype: str, records, accumulator: 
         raise OrderNotApplicable(f"{order} is the seed issue's schedule of {SEED_ID} only")
     steps = {"seed-swap": _seed_swap, "reduction-outer": _reduction_outer, "seed-tuned": _seed_tuned,
              "seed-swap-vec": _seed_swap_vec}
-    sch = compat.schedule(func)
+    sch = schedules.schedule(func)
     try:
         steps[order](sch)
-    except compat.schedule_error() as err:
+    except schedules.schedule_error() as err:
         raise OrderNotApplicable(f"{order}: TVM refused it: {_schedule_error_reason(err)}") from None
     return sch.mod["main"]
 
@@ -87,8 +88,8 @@ def apply(func, order: str, workload_id: str, dtype: str, records, accumulator: 
 def reduction_block(sch):
     """The one block with reduction iter vars; OrderNotApplicable if there is none or several."""
     found = []
-    for block in sch.get_child_blocks(compat.get_block(sch, "root")):
-        if any(compat.iter_kind(iv) == "R" for iv in sch.get(block).iter_vars):
+    for block in sch.get_child_blocks(schedules.get_block(sch, "root")):
+        if any(schedules.iter_kind(iv) == "R" for iv in sch.get(block).iter_vars):
             found.append(block)
     if not found:
         raise OrderNotApplicable("no reduction block: every block has only spatial iter vars")
@@ -104,11 +105,11 @@ def loop_kinds(sch, block) -> list[tuple[object, str]]:
     ``"S"``: only spatial iter vars, ``"R"``: only reduction ones, ``""``: none (a loop the
     block does not depend on). A loop binding both kinds makes the orders inapplicable.
     """
-    realize = compat.block_realize(sch, block)
+    realize = schedules.block_realize(sch, block)
     uses: dict = {}
     for iter_var, value in zip(realize.block.iter_vars, realize.iter_values):
-        kind = compat.iter_kind(iter_var)
-        for var in compat.vars_in(value):
+        kind = schedules.iter_kind(iter_var)
+        for var in schedules.vars_in(value):
             uses.setdefault(var, set()).add(kind)
     result = []
     for loop in sch.get_loops(block):

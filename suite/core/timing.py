@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from suite import cache, compat
+from suite import cache
+from suite.compat import release
 from suite.core import retimings, run_place, runstore, workloads
 from suite.core.combo import Combo
 from suite.core.runstore import Timing
@@ -42,7 +43,7 @@ def take(combo: Combo, repeats: int = REPEATS) -> Timing:
 
     kernel = measurement.load_kernel(combo)
     samples = kernel.time(repeat=repeats, min_repeat_ms=MIN_REPEAT_MS)
-    return Timing(tuple(samples), kernel_name(combo), compat.build_id())
+    return Timing(tuple(samples), kernel_name(combo), release.build_id())
 
 
 def kernel_name(combo: Combo) -> str:
@@ -75,7 +76,7 @@ def _rebuilt(ids, kept: Timing) -> tuple[Path | None, str]:
     from suite.core import measurement
 
     entry = Path(kept.kernel).parts[-2] if len(Path(kept.kernel).parts) >= 2 else kept.kernel
-    installed = compat.build_id()
+    installed = release.build_id()
     if kept.tvm != installed:
         return None, f"built by TVM {kept.tvm}, the installed TVM is {installed}"
     try:
@@ -113,8 +114,8 @@ def for_asv(combo: Combo) -> Timing:
 def other_runtime(timings: list[Timing]) -> str | None:
     """What a re-measurement of these timings is (None for kernels of the installed TVM alone):
     kernels other TVM builds compiled, re-timed in the installed TVM's runtime."""
-    foreign = sorted({t.tvm for t in timings} - {compat.build_id()})
-    return f"kernels of {', '.join(foreign)} re-timed in the runtime of {compat.build_id()}" if foreign else None
+    foreign = sorted({t.tvm for t in timings} - {release.build_id()})
+    return f"kernels of {', '.join(foreign)} re-timed in the runtime of {release.build_id()}" if foreign else None
 
 
 def gflops(combo: Combo, latency_s: float) -> float:

@@ -48,13 +48,29 @@ from pathlib import Path
 
 import numpy as np
 
-from suite import cache, children, compat
+from suite import cache, children
+from suite.compat import metaschedule, release, schedules
 from suite.core import execution, quantized, reference, workloads
-from suite.core.dot_product import (PROLOGUES, Tensorized, accumulator_trace, instruction_count, intrinsic_lanes,
-                                    pack_weights, tensorizes)
+from suite.core.dot_product import (
+    PROLOGUES,
+    Tensorized,
+    accumulator_trace,
+    instruction_count,
+    intrinsic_lanes,
+    pack_weights,
+    tensorizes,
+)
 from suite.core.output_check import OutputCheck
-from suite.core.tuning_records import (DamagedRecord, TuningRecord, read_record, record_path, records_target,
-                                       trace_path, tuning_lock, user_records_root)
+from suite.core.tuning_records import (
+    DamagedRecord,
+    TuningRecord,
+    read_record,
+    record_path,
+    records_target,
+    trace_path,
+    tuning_lock,
+    user_records_root,
+)
 from suite.errors import ExitCode, UserError, first_line
 from suite.targets.base import Output
 
@@ -174,8 +190,8 @@ def search(func, target, trials: int, inputs, output_shape, dtype: str, check, l
     refused like any other; the next best one is tried then. So no record holds a candidate
     whose output was not checked. ``dot_product``: int8, the dot-product intrinsic offered (the
     target's ``dot_product_choice``: on llvm this CPU's, on Hexagon vrmpy)."""
-    ms = compat.meta_schedule()
-    module = compat.tvm().IRModule({"main": func.with_attr("global_symbol", "main")})
+    ms = release.meta_schedule()
+    module = release.tvm().IRModule({"main": func.with_attr("global_symbol", "main")})
     tvm_target = target.tuning_target()
     output_dtype = workloads.output_dtype(dtype)  # int8 kernels requantize to uint8
     options = (target.tuning_options(inputs, output_shape, output_dtype, check=check, dot_product=dot_product)
@@ -216,8 +232,8 @@ def _checked_best(runs, target, inputs, output_shape, dtype: str, check):
     ranked = sorted((r for r in runs if seconds[id(r)] < FAILED_RUN_S), key=lambda r: seconds[id(r)])
     refused = set()
     for record in ranked:
-        schedule = compat.record_schedule(record)
-        if compat.record_arguments(record) != shapes:  # measured with rewritten weights: check it as replayed
+        schedule = metaschedule.record_schedule(record)
+        if metaschedule.record_arguments(record) != shapes:  # measured with rewritten weights: check it as replayed
             with tempfile.TemporaryDirectory(prefix="tvm-suite-replay-") as where:
                 built = execution.build(target, schedule.mod["main"], Path(where) / target.KERNEL_FILE, "tuned")
                 arguments = [*inputs, Output(tuple(output_shape), out_dtype)]
@@ -283,8 +299,8 @@ def _integer_facts(workload, target, found: Search, oracle, inputs, choice, cpu_
     if prologue is not None:
         found_acc = pack_weights(found_acc, workload.chain, {v: k for k, v in PROLOGUES.items()}[prologue])
     acc_trace = accumulator_trace(found.trace, found_acc)
-    schedule = compat.schedule(found_acc)
-    compat.apply_trace(acc_trace, schedule)
+    schedule = schedules.schedule(found_acc)
+    schedules.apply_trace(acc_trace, schedule)
     plan = quantized.plan(workload.chain)
     used = [inputs[i] for i in (plan.data, plan.weight, plan.bias) if i is not None]
     with tempfile.TemporaryDirectory(prefix="tvm-suite-int8-") as where:
@@ -330,7 +346,7 @@ def _record(workload_id: str, dtype: str, target, trials: int, log, found: Searc
     first_refusal = check.first_refusal
     measured, logs, elapsed = found.measured, found.logs, found.seconds
     searched = {"workload": workload_id, "dtype": dtype, "target": target.name,
-                "tuned_on": {"tvm": compat.installed_version(), **target.identity()}, "trials": trials,
+                "tuned_on": {"tvm": release.installed_version(), **target.identity()}, "trials": trials,
                 "tuning_s": round(elapsed, 1), "measure": target.tuning_measure, "candidates_failed": found.failed,
                 "candidates_checked": found.checked, "candidates_refused": found.refused, "trace": found.trace,
                 **(integer_facts or {})}
@@ -386,8 +402,8 @@ def _against_previous(previous: dict, module, measure_module, record: TuningReco
     ``previous_record``, with the target whose record it was; the words for the log)."""
     whose = "the record it replaces" if previous["target"] == record.target else f"{previous['target']}'s record"
     try:
-        schedule = compat.schedule(module["main"])
-        compat.apply_trace(previous["trace"], schedule)
+        schedule = schedules.schedule(module["main"])
+        schedules.apply_trace(previous["trace"], schedule)
         packets, emulated_s = measure_module(schedule.mod)
     except Exception as err:  # it no longer replays, builds or runs here: the search's best stands
         log(f"{whose} could not be measured ({first_line(err)}): the search's best is kept")

@@ -26,9 +26,15 @@ from pathlib import Path
 
 import filelock
 
-from suite import cache, compat
+from suite import cache
+from suite.compat import intrinsics, schedules
 from suite.core import workloads
-from suite.core.dot_product import PROLOGUES, pack_weights, tensor_intrinsics, tensorizes
+from suite.core.dot_product import (
+    PROLOGUES,
+    pack_weights,
+    tensor_intrinsics,
+    tensorizes,
+)
 from suite.errors import OrderNotApplicable, UserError, first_line
 
 #: The committed records (the checkout's: only `tvm-suite tune --into-checkout` writes them);
@@ -289,11 +295,11 @@ def replay(func, workload_id: str, dtype: str, records, accumulator: bool = Fals
         trace = record.get("accumulator_trace")
         if trace is None:
             raise NoTunedRecord(f"the tuned record of {workload_id} {dtype} has no accumulator trace (tune it again)")
-    schedule = compat.schedule(func)
+    schedule = schedules.schedule(func)
     if tensorizes(trace):  # GPU fp16 traces use tensor cores (wmma), int8 ones x86's or HVX's dot products
-        compat.register_tensor_intrinsics(tensor_intrinsics(trace))
+        intrinsics.register_tensor_intrinsics(tensor_intrinsics(trace))
     try:
-        compat.apply_trace(trace, schedule)
+        schedules.apply_trace(trace, schedule)
     except Exception as err:  # the trace no longer applies on this TVM: news about this TVM
         raise TraceDoesNotApply(f"tuned trace does not apply: {first_line(err)}") from None
     return schedule.mod["main"]

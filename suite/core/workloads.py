@@ -21,12 +21,14 @@ import json
 import math
 import zlib
 from dataclasses import dataclass, field
-from pathlib import Path
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
-from suite import cache, compat, floats
+from suite import cache, floats
+from suite.compat import relax as compat_relax
+from suite.compat import release
 from suite.core import models, quantized
 from suite.errors import UserError
 
@@ -109,7 +111,7 @@ def _attrs(call) -> dict:
         "max_pool2d": ("pool_size", "strides", "padding", "dilation", "ceil_mode", "layout"),
         "mean": ("axis", "keepdims"),
     }.get(_op_name(call), ())
-    return {k: compat.attr_to_python(getattr(call.attrs, k)) for k in wanted if k in keys}
+    return {k: compat_relax.attr_to_python(getattr(call.attrs, k)) for k in wanted if k in keys}
 
 
 def assign_roles(steps, inputs) -> None:
@@ -212,7 +214,7 @@ def multiply_accumulates(chain: dict) -> int:
 def fuse(module):
     """(legalized, fused, final): Relax's own fusion of a model (LegalizeOps, AnnotateTIROpPattern,
     FuseOps, FuseTIR), each stage kept; the workloads and the whole model's calls read them."""
-    relax = compat.relax()
+    relax = release.relax()
     legalized = relax.transform.LegalizeOps()(module)
     fused = relax.transform.FuseOps()(relax.transform.AnnotateTIROpPattern()(legalized))
     return legalized, fused, relax.transform.FuseTIR()(fused)
@@ -244,7 +246,7 @@ def _extract(model: str, dtype: str) -> tuple[list[Workload], dict]:
         callee = getattr(call, "op", None)
         if getattr(callee, "name", None) == "relax.call_tir":  # a single op left unfused
             name, func = call.args[0].name_hint, None
-        elif hasattr(callee, "name_hint") and compat.is_relax_function(fused[callee]):
+        elif hasattr(callee, "name_hint") and compat_relax.is_relax_function(fused[callee]):
             name, func = callee.name_hint, fused[callee]
         else:
             continue
@@ -266,14 +268,14 @@ def _chain_of_group(group, call_of_prim) -> dict:
         call = group["call"]
         prim = call.args[0].name_hint
         args = list(call.args[1])
-        inputs = [{"shape": compat.struct_shape(a)} for a in args]
+        inputs = [{"shape": compat_relax.struct_shape(a)} for a in args]
         steps = [{"op": _op_name(call_of_prim[prim]), "args": [["input", i] for i in range(len(args))],
                   "attrs": _attrs(call_of_prim[prim])}]
-        output = compat.struct_shape(call)
+        output = compat_relax.struct_shape(call)
     else:
         func = group["func"]
         params = list(func.params)
-        inputs = [{"shape": compat.struct_shape(p)} for p in params]
+        inputs = [{"shape": compat_relax.struct_shape(p)} for p in params]
         position = {p: ("input", i) for i, p in enumerate(params)}
         steps = []
         for binding in bindings(func):
@@ -285,7 +287,7 @@ def _chain_of_group(group, call_of_prim) -> dict:
                 "attrs": _attrs(original),
             })
             position[binding.var] = ("step", len(steps) - 1)
-        output = compat.struct_shape(func.body)
+        output = compat_relax.struct_shape(func.body)
     assign_roles(steps, inputs)
     return {"inputs": inputs, "steps": steps, "output_shape": output}
 
@@ -312,7 +314,7 @@ def seed_workload() -> Workload:
 
 
 def _seed_prim_func(dtype: str):
-    te, topi = compat.te(), compat.topi()
+    te, topi = release.te(), release.topi()
     data = te.placeholder((1, 230, 230, 3), dtype, name="lv1")
     weight = te.placeholder((7, 7, 3, 64), dtype, name="param_0")
     # Accumulates in the output dtype, exactly as in the seed issue.
@@ -331,7 +333,7 @@ def catalog(model: str) -> list[Workload]:
     # The graph (models.py) and how it is fused and named (this module) are in the key: a model
     # added or changed is fused again.
     code = {name: cache.source_digest(Path(__file__).with_name(name)) for name in ("models.py", "workloads.py")}
-    where = cache.entry("catalog", model, {"model": model, "tvm": compat.build_id(), "code": code})
+    where = cache.entry("catalog", model, {"model": model, "tvm": release.build_id(), "code": code})
     found = cache.load_entry(where, ("workloads.json",))
     stored = cache.read_json(found["workloads.json"]) if found else None
     if not isinstance(stored, list):  # absent or damaged: fused again

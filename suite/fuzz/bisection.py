@@ -46,10 +46,10 @@ class Stage:
 def recording(stages: list, function: str = "main"):
     """The builds inside, each pass that changed the PrimFunc ``function`` appended to ``stages``
     (:class:`Stage`) in the order TVM ran them; every other setting of the current pass context kept."""
-    from suite import compat
+    from suite.compat import release
     from suite.triage import tvmscript
 
-    tvm = compat.tvm()
+    tvm = release.tvm()
     given = []  # a stack: passes nest (the pipeline's own module pass runs the others)
 
     def found(mod):

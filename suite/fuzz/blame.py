@@ -48,11 +48,11 @@ def replayable(func) -> Callable[[list], list | None]:
     milliseconds each, so that a candidate costs no build it cannot use (a ``GetLoops`` that finds
     fewer loops once a split is gone goes, with what uses its loops); None where nothing is left
     that replays."""
-    from suite import compat
+    from suite.compat import schedules
 
     def replays(trace: list) -> bool:
         try:
-            compat.apply_trace(trace, compat.schedule(func))
+            schedules.apply_trace(trace, schedules.schedule(func))
         except Exception:  # any refusal of TVM's: TVMError, ScheduleError, ValueError
             return False
         return True
@@ -245,7 +245,7 @@ def attribute(verdict: Outcome, trace: list | None, passes: list[str], judge: Ju
     """Which lowering pass, and which primitive of ``trace`` (the minimised one), the finding of
     ``verdict`` is to blame on. Each pass of ``passes`` (those TVM ran for it, in order) is taken
     out in turn (``disabled_pass``); one the build needs (the build fails without it) and that
-    ``switches`` names (:data:`suite.compat.PASS_SWITCHES`) is run again with its option that
+    ``switches`` names (:data:`suite.compat.build.build.PASS_SWITCHES`) is run again with its option that
     makes it do no work. The guilty pass is the last whose removal makes the output right (one
     before it may only have made the faulty pass's input: a loop it vectorizes). Where none does
     (a pass the build cannot run without), ``bisect`` (the finding's lowering run pass by pass:

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from suite import compat, floats, sandbox
+from suite import floats, sandbox
+from suite.compat import build
 from suite.core import workloads
 from suite.errors import UserError
 from suite.fuzz import bisection, blame, findings, shrink
@@ -95,7 +96,7 @@ class FindingKeeper:
         if line.outcome.is_wrong and isinstance(passes, list) and all(isinstance(p, str) for p in passes):
             # the pipeline bisected on the reproducer where there is one: interpreted in milliseconds
             small = kept if shrunk is None else {"chain": shrunk.shrunk.chain, "trace": shrunk.shrunk.trace}
-            blamed = blame.attribute(line.outcome, minimised, passes, judge, compat.PASS_SWITCHES,
+            blamed = blame.attribute(line.outcome, minimised, passes, judge, build.PASS_SWITCHES,
                                      lambda: self._bisected(pool, combination, small, line.id))
             write_own(where / "blame.json", json.dumps(
                 {**blamed.to_json(), "original_instructions": len(line.trace[0]) if line.trace else None,
@@ -206,7 +207,7 @@ class FindingKeeper:
             func = shrink.prim_func(made, combination.dtype)
             make_own_dir(where / "reproducer_inputs")
             given = []
-            for name, array in zip(compat.param_names(func), workloads.make_inputs(made, combination.dtype)):
+            for name, array in zip(build.param_names(func), workloads.make_inputs(made, combination.dtype)):
                 data = io.BytesIO()  # bfloat16 as float32, as the finding's own inputs/ are kept
                 np.save(data, array.astype(np.float32) if array.dtype == floats.bfloat16_type() else array,
                         allow_pickle=False)
@@ -223,7 +224,7 @@ class FindingKeeper:
         before program and minimised trace or after program, on the workload's inputs (written
         to ``where/inputs`` here), under the campaign's thresholds."""
         inputs = []
-        names = compat.param_names(workloads.prim_func(combination.workload, combination.dtype))
+        names = build.param_names(workloads.prim_func(combination.workload, combination.dtype))
         arrays = workloads.make_inputs(combination.workload, combination.dtype)
         make_own_dir(where / "inputs")
         for name, array in zip(names, arrays):

@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from suite import children, compat, sandbox
+from suite import children, sandbox
+from suite.compat import release
 from suite.fuzz import blame
 from suite.fuzz import pool as pools
 from suite.fuzz.directory import write_own
@@ -146,7 +147,7 @@ def report(combination, line: JournalLine, key: str, reproduce: Reproduce) -> st
     after = "after.py" if has_trace or line.outcome.is_wrong else "(none)"
     title = (f"# {combination.workload.id} ({combination.dtype}, {combination.target.name}) scheduled by {schedule} "
              f"{what}")
-    found_by = f"TVM {compat.installed_version()}. Found by `tvm-suite fuzz` (seed {line.seed}), filed under: {key}."
+    found_by = f"TVM {release.installed_version()}. Found by `tvm-suite fuzz` (seed {line.seed}), filed under: {key}."
     programs = (f"The function before scheduling is before.py; after the schedule, {after}. The inputs, the "
                 "workload's, are in inputs/.")
     lines = [title, "", found_by, "", programs, "",

@@ -103,13 +103,13 @@ class ClusterPool:
     """The workers of the Dask scheduler at ``address``; requests it declines run on ``fallback``."""
 
     def __init__(self, address: str, fallback: LocalPool):
-        from suite import compat
+        from suite.compat import release
         from suite.core import cluster
         from suite.targets import llvm
 
         self.client = cluster.connect(address)  # a user's error (unreachable, another build): one line
         self.address, self.fallback = address, fallback
-        self.build, self.cpu = compat.build_id(), llvm.this_cpu()
+        self.build, self.cpu = release.build_id(), llvm.this_cpu()
         self.size = max(1, sum(self.client.nthreads().values()))
         self.where = f"the Dask cluster at {address} ({self.size} worker threads)"
 
@@ -170,12 +170,12 @@ def cluster_task(request: dict, timeout_s: float, build: str, cpu: dict) -> dict
     """One request run by this Dask worker's child for a client of TVM build ``build`` whose CPU
     is ``cpu``: the answer with the files it left (``files``), ``refused`` for another TVM build,
     ``declined`` where this CPU cannot run code built for the client's. Never raises."""
-    from suite import compat
+    from suite.compat import release
     from suite.targets import llvm
 
     try:
-        if compat.build_id() != build:
-            return {"status": "refused", "message": f"a Dask worker runs TVM build {compat.build_id()}, this machine "
+        if release.build_id() != build:
+            return {"status": "refused", "message": f"a Dask worker runs TVM build {release.build_id()}, this machine "
                                                     f"{build}: its results would be judged under the wrong build"}
         if request["target"] == "llvm" and (reason := llvm.can_run(cpu["mcpu"])):
             return {"status": "declined", "message": reason}

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from suite import cache, compat
+from suite import cache
+from suite.compat import intrinsics, metaschedule, release, schedules
 from suite.core import dot_product, workloads
 from suite.errors import UserError
 
@@ -53,21 +54,21 @@ def design_space(workload, dtype: str, target) -> DesignSpace:
     func = workloads.prim_func(workload, dtype)
     choice = target.dot_product_choice() if dtype in workloads.INTEGER_DTYPES and hasattr(
         target, "dot_product_choice") else None
-    intrinsic = compat.dot_product_intrinsic_name(choice.intrinsic) if choice else None
+    intrinsic = intrinsics.dot_product_intrinsic_name(choice.intrinsic) if choice else None
     lanes = dot_product.intrinsic_lanes(choice.intrinsic) if intrinsic else None
     packed = dot_product.pack_weights(func, workload.chain, lanes) if lanes else None
     found = DesignSpace([], intrinsic, choice.reason if choice else None, lanes if packed is not None else None)
-    key = {"tvm": compat.build_id(), "workload": workload.id, "dtype": dtype, "target": target.identity(),
+    key = {"tvm": release.build_id(), "workload": workload.id, "dtype": dtype, "target": target.identity(),
            "intrinsic": intrinsic, "packed_lanes": found.packed_lanes,
-           "code": [cache.source_digest(Path(compat.__file__)), cache.source_digest(Path(__file__)),
-                    cache.source_digest(Path(dot_product.__file__))]}
+           "code": [*(cache.source_digest(p) for p in sorted(Path(metaschedule.__file__).parent.glob("*.py"))),
+                    cache.source_digest(Path(__file__)), cache.source_digest(Path(dot_product.__file__))]}
     where = cache.entry("fuzz-space", f"{workload.id}-{dtype}-{target.name}", key)
     stored = cache.load_entry(where, ("space.json",))
     if stored:
         traces = cache.read_json(stored["space.json"])
         if isinstance(traces, list) and traces:
             return DesignSpace(traces, found.intrinsic, found.reason, found.packed_lanes)
-    traces = compat.design_space(packed if packed is not None else func, target.tuning_target(), space_kind(target),
+    traces = metaschedule.design_space(packed if packed is not None else func, target.tuning_target(), space_kind(target),
                                  intrinsic)
     cache.store_entry(where, {"space.json": lambda tmp: cache.write_json(tmp, traces)})
     return DesignSpace(traces, found.intrinsic, found.reason, found.packed_lanes)
@@ -88,9 +89,9 @@ def sample(workload, dtype: str, target, spaces: DesignSpace, seed: int, index: 
                if spaces.packed_lanes else None)
     for attempt in range(MAX_RESAMPLES):
         try:
-            trace = compat.sample_schedule(func, space, trace_seed(seed, combination, index, attempt),
+            trace = metaschedule.sample_schedule(func, space, trace_seed(seed, combination, index, attempt),
                                            space_kind(target), spaces.intrinsic, prepare)
-        except compat.schedule_error():  # a sampled decision a primitive refuses: rejected as well
+        except schedules.schedule_error():  # a sampled decision a primitive refuses: rejected as well
             trace = None
         if trace is not None:
             return json.loads(json.dumps(trace)), attempt

@@ -100,9 +100,9 @@ def _made(model: str, dtype: str, chain_json: str):
 
 def _seed_like(chain: dict, dtype: str):
     """The seed's conv2d (NHWC, HWIO, accumulating in ``dtype``) at the chain's shapes."""
-    from suite import compat
+    from suite.compat import release
 
-    te, topi = compat.te(), compat.topi()
+    te, topi = release.te(), release.topi()
     (step,) = chain["steps"]
     attrs = step["attrs"]
     data = te.placeholder(tuple(chain["inputs"][0]["shape"]), dtype, name="lv1")
@@ -112,13 +112,14 @@ def _seed_like(chain: dict, dtype: str):
 
 
 def _fused(chain: dict, dtype: str):
-    from suite import compat
+    from suite.compat import relax as compat_relax
+    from suite.compat import release
     from suite.core import workloads
 
-    relax = compat.relax()
+    relax = release.relax()
     op = relax.op
     builder = relax.BlockBuilder()
-    params = [relax.Var(f"p{n}", compat.tensor_type(item["shape"], dtype)) for n, item in enumerate(chain["inputs"])]
+    params = [relax.Var(f"p{n}", compat_relax.tensor_type(item["shape"], dtype)) for n, item in enumerate(chain["inputs"])]
     with builder.function("main"):
         with builder.dataflow():
             done = []
@@ -141,7 +142,7 @@ def _fused(chain: dict, dtype: str):
             output = builder.emit_output(done[-1])
         builder.emit_func_output(output, params)
     final = workloads.fuse(builder.get())[2]
-    (func,) = [f for _, f in final.functions.items() if not compat.is_relax_function(f)]
+    (func,) = [f for _, f in final.functions.items() if not compat_relax.is_relax_function(f)]
     return func
 
 
@@ -300,7 +301,7 @@ def named_blocks(trace: list, func) -> list:
     name instead (``GetSBlock``), where that replays to the same program on ``func``: a trace that
     finds its block by position finds none once another stage is gone. ``trace`` itself where it
     would not."""
-    from suite import compat
+    from suite.compat import schedules
     from suite.triage import tvmscript
 
     instructions, decisions = trace[0], {d[0]: d[1] for d in trace[1]}
@@ -312,9 +313,9 @@ def named_blocks(trace: list, func) -> list:
         for n, ins in enumerate(instructions):
             kind, inputs, _attrs, outputs = ins
             if kind == "GetChildBlocks" and len(inputs) == 1 and inputs[0] in roots:
-                sch = compat.schedule(func)
-                compat.apply_trace([instructions[:n], [[k, v] for k, v in decisions.items() if k < n]], sch)
-                children = sch.get_child_blocks(compat.get_block(sch, "root"))
+                sch = schedules.schedule(func)
+                schedules.apply_trace([instructions[:n], [[k, v] for k, v in decisions.items() if k < n]], sch)
+                children = sch.get_child_blocks(schedules.get_block(sch, "root"))
                 names = [sch.get(b).name_hint for b in children]
                 if len(names) == len(outputs):
                     getter, function = roots[inputs[0]]
@@ -324,9 +325,9 @@ def named_blocks(trace: list, func) -> list:
                 moved[len(made)] = decisions[n]
             made.append(ins)
         named = [made, [[k, v] for k, v in sorted(moved.items())]]
-        mine, theirs = compat.schedule(func), compat.schedule(func)
-        compat.apply_trace(named, mine)
-        compat.apply_trace(trace, theirs)
+        mine, theirs = schedules.schedule(func), schedules.schedule(func)
+        schedules.apply_trace(named, mine)
+        schedules.apply_trace(trace, theirs)
     except Exception:  # any refusal of TVM's: the trace as it was
         return trace
     same = tvmscript.script(mine.mod["main"], "main") == tvmscript.script(theirs.mod["main"], "main")
@@ -413,9 +414,9 @@ def _unit_axes_bound(script: str) -> str:
 
 
 def _parsed(script: str):
-    from suite import compat
+    from suite.compat import release
 
-    return compat.tvm().script.from_source(script)
+    return release.tvm().script.from_source(script)
 
 
 def tidied(script: str) -> str:
@@ -464,7 +465,7 @@ def shrink(original, dtype: str, trace: list, outcome: Outcome, message: str, ju
     found that still fails as the finding (``outcome``, ``message``) did: stages dropped, then
     sizes made smaller (:func:`edits`, :func:`_sizes`), then each primitive of the trace dropped
     in turn on it; each candidate built and judged by ``judge(chain, trace)``, at most ``tries`` of them."""
-    from suite import compat
+    from suite.compat import schedules
     from suite.core import workloads
     from suite.triage import tvmscript
 
@@ -546,8 +547,8 @@ def shrink(original, dtype: str, trace: list, outcome: Outcome, message: str, ju
     if len(trace[0]) < before:
         kept.append(f"trace {before} -> {len(trace[0])} instructions")
     small = prim_func(workload(original, chain), dtype)
-    sch = compat.schedule(small)
-    compat.apply_trace(trace, sch)
+    sch = schedules.schedule(small)
+    schedules.apply_trace(trace, sch)
     return Shrunk(chain, trace, tidied(tvmscript.script(small, "main")), tidied(tvmscript.script(sch.mod["main"], "main")),
                   kept, tried, time.monotonic() - started, not cut)
 

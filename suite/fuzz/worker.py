@@ -196,7 +196,8 @@ class Worker:
 
 def _scheduled(request: dict):
     """The request's PrimFunc and the loop order the target builds it in."""
-    from suite import compat, targets
+    from suite import targets
+    from suite.compat import schedules as compat_schedules
     from suite.core import schedules, workloads
 
     target = targets.get(request["target"])
@@ -211,8 +212,8 @@ def _scheduled(request: dict):
     if request.get("order"):
         return target, workload, schedules.apply(func, request["order"], workload.id, request["dtype"],
                                                  target.records_from), request["order"]
-    sch = compat.schedule(func)
-    compat.apply_trace(request["trace"], sch)
+    sch = compat_schedules.schedule(func)
+    compat_schedules.apply_trace(request["trace"], sch)
     return target, workload, sch.mod["main"], "default"
 
 
@@ -228,7 +229,7 @@ def _kernel_path(where: Path, target) -> Path:
 
 
 def _serve(request: dict) -> Answer:
-    from suite import compat
+    from suite.compat import build
     from suite.core import execution, workloads
     from suite.core.record import Status
     from suite.errors import Skipped, first_line
@@ -257,7 +258,7 @@ def _serve(request: dict) -> Answer:
         func = tvmscript.pick(funcs, "main", where / "after.py")[1]
     seen = [] if request.get("passes") else None  # the lowering passes TVM runs, for blame (suite.fuzz.blame)
     stages = [] if request.get("bisect") else None  # the program after each of them (suite.fuzz.bisection)
-    with compat.lowering(request.get("disabled_pass", ()), seen, request.get("switched_off", ())), \
+    with build.lowering(request.get("disabled_pass", ()), seen, request.get("switched_off", ())), \
             bisection.recording(stages) if stages is not None else contextlib.nullcontext():
         built = execution.build(target, func, _kernel_path(where, target), order)
     if seen is not None:
@@ -290,10 +291,10 @@ def _internal(where: Path, err: BaseException | None) -> Answer | None:
     ``worker.log`` in the request's directory ``where``; None for any other error."""
     import traceback
 
-    from suite import compat
+    from suite.compat import build
     from suite.errors import first_line
 
-    if err is None or not compat.is_internal_error(err):
+    if err is None or not build.is_internal_error(err):
         return None
     where.mkdir(parents=True, exist_ok=True)
     (where / LOG).write_text("".join(traceback.format_exception(err)))
@@ -307,11 +308,11 @@ def main() -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     faulthandler.enable()  # a segfault in TVM writes the Python stack to the log: where it died
-    from suite import compat
+    from suite.compat import release
     from suite.errors import UserError, first_line
     from suite.targets import llvm
 
-    compat.tvm()  # imported before the parent's clock starts
+    release.tvm()  # imported before the parent's clock starts
 
     answers.write(json.dumps({"ready": True}) + "\n")
     answers.flush()

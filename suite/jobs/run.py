@@ -20,13 +20,24 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from suite import cache, compat, git
-from suite.core import ahead, entries, measurement, peers, retimings, run_journal, run_place, timing, tuning_records
+from suite import cache, git
+from suite.asv_plumbing import dashboard, driver, releases
+from suite.compat import release
+from suite.core import (
+    ahead,
+    entries,
+    measurement,
+    peers,
+    retimings,
+    run_journal,
+    run_place,
+    timing,
+    tuning_records,
+)
 from suite.core.combo import Combo, Grid
 from suite.core.record import Kind, Record, Status
 from suite.errors import Interrupted, Skipped, UserError, raise_if_signalled
 from suite.model import grid as model_grid
-from suite.asv_plumbing import dashboard, driver, releases
 from suite.progress import Progress, announce
 from suite.reporting import gate, gate_result, report, results
 from suite.reporting import thresholds as limits
@@ -63,7 +74,7 @@ def _commit_version(repo: Path, version: str, date: str | None) -> None:
 
 def installed_commit(out_dir: Path, tvm_repo: Path | None, tvm_commit: str | None) -> tuple[Path, str]:
     """(asv repo, commit hash) under which the installed TVM's results are filed."""
-    version = compat.installed_version()
+    version = release.installed_version()
     if tvm_repo is not None:
         if not git.is_repo(tvm_repo):
             raise UserError(f"--tvm-repo {tvm_repo} is not a git repository")
@@ -108,7 +119,9 @@ def warm_cache(grid: Grid, place: run_place.Place, log=print, cluster: str | Non
     for combo in combos:  # a measurement a cluster lost last time is measured again
         entries.forget_lost(combo)
     if cluster is not None:
-        from suite.core import cluster as dask_cluster  # Dask is imported only with a cluster
+        from suite.core import (
+            cluster as dask_cluster,  # Dask is imported only with a cluster
+        )
 
         dask_cluster.measure_many(combos, cluster, log=log)
     announce("measure")
@@ -171,7 +184,7 @@ def run(grid: Grid, quick: bool, out_dir: Path, tvm_repo=None, tvm_commit=None, 
     (its exit status) and write the report of it. ``out_dir`` is this run's alone while it works."""
     thresholds = limits.load(thresholds_path)  # a bad thresholds file is refused before any work
     model_grid.ModelGrid.from_env({**os.environ, **grid.to_env()})  # and bad TVM_SUITE_MODEL* values
-    compat.tvm()
+    release.tvm()
     if cluster is not None:  # a one-line error before anything is written, cached or not
         from suite.core import cluster as dask_cluster
 
@@ -225,7 +238,7 @@ def _measure_and_file(grid, quick, out_dir, repo, commit, tvm_repo, cluster, mac
     config = driver.write_conf(out_dir, "asv.installed.json", repo, plugins=[".suite.asv_plumbing.plugin"],
                                **({} if tvm_repo is not None else {"show_commit_url": ""}))
     print(f"measuring {len(grid.workloads)} workloads x {len(grid.dtypes)} dtypes on apache-tvm "
-          f"{compat.installed_version()} (cache: {measurement.cache.root()}; each combination in "
+          f"{release.installed_version()} (cache: {measurement.cache.root()}; each combination in "
           f"{out_dir / 'measure.log'})", flush=True)
     if cluster is not None:
         print(f"building and running on the Dask cluster at {cluster}; latency timed here", flush=True)

@@ -16,7 +16,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from suite import cache, compat
+from suite import cache
+from suite.compat import relax, release
 from suite.core import models, workloads
 from suite.core.workloads import Workload
 
@@ -70,7 +71,7 @@ def model_calls(model: str) -> ModelCalls:
     TVM build and the meaning of the code that fuses and reads it."""
     models.parse_model_name(model)
     code = {name: cache.source_digest(path) for name, path in _code_files().items()}
-    where = cache.entry("model-calls", model, {"model": model, "tvm": compat.build_id(), "code": code})
+    where = cache.entry("model-calls", model, {"model": model, "tvm": release.build_id(), "code": code})
     found = cache.load_entry(where, ("calls.json",))
     stored = cache.read_json(found["calls.json"]) if found else None
     by_id = {w.id: w for w in workloads.catalog(model)}
@@ -102,8 +103,8 @@ def _extract(model: str, by_id: dict[str, Workload]) -> dict:
             raise RuntimeError(f"{model}: a binding of the fused main is not a call_tir: {call.op}")
         workload = by_name[call.args[0].name_hint]
         arguments = list(call.args[1])
-        shapes = [compat.struct_shape(a) for a in arguments]
-        if shapes != workload.input_shapes or compat.struct_shape(call) != workload.output_shape:
+        shapes = [relax.struct_shape(a) for a in arguments]
+        if shapes != workload.input_shapes or relax.struct_shape(call) != workload.output_shape:
             raise RuntimeError(f"{model}: call {len(calls)} of {workload.id} takes {shapes}, "
                                f"its op chain {workload.input_shapes}")
         calls.append({"workload": workload.id, "args": [source[a] for a in arguments]})
@@ -111,5 +112,5 @@ def _extract(model: str, by_id: dict[str, Workload]) -> dict:
         last = binding.var
     if last is None or not main.body.body.same_as(last):
         raise RuntimeError(f"{model}: the fused main does not return its last call's output")
-    return {"image_shape": compat.struct_shape(image), "param_shapes": [compat.struct_shape(p) for p in params],
+    return {"image_shape": relax.struct_shape(image), "param_shapes": [relax.struct_shape(p) for p in params],
             "calls": calls}

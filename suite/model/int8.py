@@ -36,7 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from suite import cache, compat
+from suite import cache
+from suite.compat import release
 from suite.core import execution, quantized, schedules
 from suite.core.combo import Combo
 from suite.errors import UserError
@@ -261,7 +262,7 @@ def call_kernel(plan: ModelCalls, model: QuantizedModel, call, target, order: st
         try:  # scheduled as measurement.build schedules: a schedule TVM refuses is the build's failure
             func = schedules.apply(quantized.prim_func(call.workload.chain, found), order, call.workload.id, DTYPE,
                                    target.records_from)
-        except (UserError, compat.TVMUnavailable):
+        except (UserError, release.TVMUnavailable):
             raise
         except Exception as err:
             return execution.Built(target, path, failure=execution.failure_of(execution.Stage.BUILD, err))

@@ -36,7 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
-from suite import cache, compat
+from suite import cache
+from suite.compat import build as compat_build
+from suite.compat import metaschedule, runtime
 from suite.errors import OrderNotApplicable, Skipped, UserError
 
 
@@ -93,8 +95,8 @@ class ModuleKernel(Kernel):
         self.synchronize = synchronize  # GPU launches return at once: run() waits for the kernel
         self.function = module[entry]
         self._module, self._entry = module, entry
-        self.args = [compat.to_device(a, device) for a in inputs]
-        self.result = compat.empty(tuple(output_shape), dtype, device)
+        self.args = [runtime.to_device(a, device) for a in inputs]
+        self.result = runtime.empty(tuple(output_shape), dtype, device)
         self.args.append(self.result)
 
     def run(self) -> None:
@@ -129,7 +131,7 @@ class ModuleOutputsKernel(ModuleKernel):
         self.args, self.results = [], []
         for argument in arguments:
             if isinstance(argument, Output):
-                array = first.result if not self.results else compat.empty(tuple(argument.shape), argument.dtype,
+                array = first.result if not self.results else runtime.empty(tuple(argument.shape), argument.dtype,
                                                                           self.device)
                 self.results.append(array)
                 self.args.append(array)
@@ -196,9 +198,9 @@ class Target(abc.ABC):
         this machine, and the rules of the target's own kind; with a ``check`` and the inputs, the
         runner first runs each candidate on those inputs and refuses it (a runner error) when the
         check finds its output wrong (:class:`suite.core.output_check.OutputCheck`)."""
-        options = {"builder": compat.local_builder()}
+        options = {"builder": metaschedule.local_builder()}
         if check is not None and inputs is not None:
-            options["runner"] = compat.checking_runner(inputs, output_shape, dtype, check)
+            options["runner"] = metaschedule.checking_runner(inputs, output_shape, dtype, check)
         return options
 
     def dtype_unavailable(self, dtype: str) -> str | None:
@@ -222,7 +224,7 @@ class Target(abc.ABC):
 
     def build(self, func, path: Path) -> None:
         """Compile ``func`` to a shared library at ``path``."""
-        module = compat.build(func, self.tvm_target())
+        module = compat_build.build(func, self.tvm_target())
         cache.write_file(path, module.export_library)
 
     @abc.abstractmethod

@@ -18,7 +18,7 @@ import subprocess
 from functools import lru_cache
 from pathlib import Path
 
-from suite import compat
+from suite.compat import runtime, schedules
 from suite.errors import TargetUnavailable
 from suite.targets.base import ModuleKernel, Target
 
@@ -63,7 +63,7 @@ class CUDATarget(Target):
         return {"target": self.name, **(gpu_info() or {})}
 
     def device(self):
-        device = compat.cuda_device()
+        device = runtime.cuda_device()
         if not device.exist:
             raise TargetUnavailable("TVM sees no CUDA device (is this TVM built with CUDA?)")
         return device
@@ -71,21 +71,21 @@ class CUDATarget(Target):
     def tvm_target(self):
         """The GPU's own target (its compute capability), hosted by llvm; detected once."""
         if self._target is None:
-            self._target = compat.target_from_device(self.device(), host={"kind": "llvm"})
+            self._target = runtime.target_from_device(self.device(), host={"kind": "llvm"})
         return self._target
 
     def prepare(self, func, order: str):
         """``func`` bound to GPU threads: dlight's rules for ``default``; a tuned trace binds itself."""
         self.check_order(order)
         if order == "default":
-            return compat.dlight_default_schedule(func, self.tvm_target())
+            return schedules.dlight_default_schedule(func, self.tvm_target())
         return func
 
     def order_as_written(self, func) -> str:
         return "tuned" if _binds_threads(func) else "default"
 
     def load(self, path: Path, inputs, output_shape, dtype) -> ModuleKernel:
-        return ModuleKernel(compat.load_module(path), self.device(), inputs, output_shape, dtype,
+        return ModuleKernel(runtime.load_module(path), self.device(), inputs, output_shape, dtype,
                             synchronize=True)
 
 

@@ -35,7 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from suite import cache, compat
+from suite import cache
+from suite.compat import build as compat_build
 from suite.errors import TargetUnavailable, UserError
 from suite.targets.base import Kernel, Mode, NotTunable, Target
 
@@ -198,7 +199,7 @@ class HexagonTarget(Target):
         self.llvm_options = llvm_options
 
     def tvm_target(self):
-        return compat.hexagon_target(f"hexagon{self.arch}", self.mattr, self.llvm_options)
+        return compat_build.hexagon_target(f"hexagon{self.arch}", self.mattr, self.llvm_options)
 
     def tuning_target(self):
         raise NotTunable(f"{self.name} cannot be tuned here (no Hexagon device to measure candidates on): "
@@ -210,9 +211,9 @@ class HexagonTarget(Target):
 
     def build(self, func, path: Path) -> None:
         """The Hexagon object at ``path`` and its assembly beside it (``.s``)."""
-        module = compat.build(func, self.tvm_target())
-        cache.write_file(path, lambda tmp: compat.write_module_file(module, tmp, "o"))
-        cache.write_file(path.with_suffix(".s"), lambda tmp: compat.write_module_file(module, tmp, "s"))
+        module = compat_build.build(func, self.tvm_target())
+        cache.write_file(path, lambda tmp: compat_build.write_module_file(module, tmp, "o"))
+        cache.write_file(path.with_suffix(".s"), lambda tmp: compat_build.write_module_file(module, tmp, "s"))
 
     def codegen_metrics(self, path: Path) -> dict:
         return codegen_metrics(path, path.with_suffix(".s"))
@@ -248,8 +249,8 @@ class HexagonEmuTarget(HexagonTarget):
     def build(self, func, path: Path) -> None:
         """The object at ``path`` and the linked static ELF beside it (``.elf``)."""
         require_tools(("clang", "ld.lld"), self.name)
-        module = compat.build(func, self.tvm_target())
-        cache.write_file(path, lambda tmp: compat.write_module_file(module, tmp, "o"))
+        module = compat_build.build(func, self.tvm_target())
+        cache.write_file(path, lambda tmp: compat_build.write_module_file(module, tmp, "o"))
         harness = harness_object(self.arch)
         cache.write_file(path.with_suffix(".elf"), lambda tmp: link([path, harness], Path(tmp)))
 

@@ -29,7 +29,8 @@ import subprocess
 from functools import lru_cache
 from pathlib import Path
 
-from suite import cache, compat, floats
+from suite import cache, floats
+from suite.compat import build as compat_build
 from suite.targets import hexagon, hexagon_tune, hvx_toolchain
 from suite.targets.base import Mode, NotTunable
 
@@ -63,7 +64,7 @@ class _BuiltLikeTheTag(hexagon.HexagonTarget):
     mode = Mode.EMULATED
 
     def _build_object(self, func, path: Path) -> str:
-        return hvx_toolchain.emit_object_and_assembly(compat.build(func, self.tvm_target()), path)
+        return hvx_toolchain.emit_object_and_assembly(compat_build.build(func, self.tvm_target()), path)
 
 
 class HexagonQfTarget(_BuiltLikeTheTag):
@@ -86,7 +87,7 @@ class HexagonQfTarget(_BuiltLikeTheTag):
         :meth:`tvm_target` all the same (:mod:`suite.targets.hexagon_tune`)."""
         if reason := self.unavailable():
             raise NotTunable(f"{self.name} cannot be tuned here: {reason}")
-        return compat.hexagon_tag_target(f"qcom/hexagon-{self.arch}", self.llvm_options)
+        return compat_build.hexagon_tag_target(f"qcom/hexagon-{self.arch}", self.llvm_options)
 
     def tuning_options(self, inputs=None, output_shape=None, dtype=None, check=None, dot_product=None) -> dict:
         return hexagon_tune.tuning_options(self, inputs, output_shape, dtype, check, dot_product)

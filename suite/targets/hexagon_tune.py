@@ -42,7 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
-from suite import compat
+from suite.compat import build as compat_build
+from suite.compat import intrinsics, metaschedule
 from suite.targets import hexagon, hvx_toolchain
 
 #: Seconds one candidate may take to build (TVM + LLVM, rewrite, assemble, link): scalar fp16
@@ -62,7 +63,7 @@ def build_candidate(mod, _target, _params=None, *, mcpu: str, mattr: list[str], 
     """A candidate built as the target builds a replayed trace (MetaSchedule's ``f_build``, run in
     the builder's process): with the ``llvm`` target of ``mtriple=hexagon``, whatever target
     MetaSchedule tunes for (TVM's ``hexagon`` kind, which this wheel cannot build with)."""
-    return compat.plain_build(mod, compat.hexagon_target(mcpu, mattr, llvm_options))
+    return metaschedule.plain_build(mod, compat_build.hexagon_target(mcpu, mattr, llvm_options))
 
 
 def export_elf(module, arch: str) -> str:
@@ -153,10 +154,10 @@ def tuning_options(target, inputs=None, output_shape=None, dtype=None, check=Non
                               llvm_options=list(target.llvm_options))
     export = functools.partial(export_elf, arch=target.arch)
     return {
-        "builder": compat.local_builder(BUILD_TIMEOUT_S, f_build=build, f_export=export),
-        "runner": compat.custom_runner(measure),
-        "space": compat.dot_product_space(compat.dot_product_intrinsic_name(dot_product.intrinsic), "hexagon")
-                 if dot_product is not None and dot_product.intrinsic else compat.tuning_space("hexagon"),
+        "builder": metaschedule.local_builder(BUILD_TIMEOUT_S, f_build=build, f_export=export),
+        "runner": metaschedule.custom_runner(measure),
+        "space": metaschedule.dot_product_space(intrinsics.dot_product_intrinsic_name(dot_product.intrinsic), "hexagon")
+                 if dot_product is not None and dot_product.intrinsic else metaschedule.tuning_space("hexagon"),
         "measured": measure.measured,
         "measure_module": functools.partial(measure_module, build=build, export=export, measure=measure),
     }

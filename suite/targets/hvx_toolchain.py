@@ -14,11 +14,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from suite import cache, compat
+from suite import cache
+from suite.compat import build
 from suite.targets import hexagon, hvx_asm, hvx_plan, hvx_rewrite, hvx_stubs
 from suite.targets.hvx_asm import object_padding, strip_comment, vector_regs
 from suite.targets.hvx_rewrite import rewrite
-from suite.targets.hvx_stubs import CALLEE_SAVED, VECTOR_ENTRIES, VECTOR_FORMS, VectorModelRegisters, spill_source
+from suite.targets.hvx_stubs import (
+    CALLEE_SAVED,
+    VECTOR_ENTRIES,
+    VECTOR_FORMS,
+    VectorModelRegisters,
+    spill_source,
+)
 
 #: The model the rewritten code calls: hvx_model.c (entry points, scratch memory, which arithmetic),
 #: qfloat_model.c (qfloat) and ieee_model.c (its IEEE twin, see suite.targets.ieee_twin), one lane at a
@@ -182,7 +189,7 @@ def emit_object_and_assembly(module, object_path: Path) -> str:
     object_path = Path(object_path)
     for attempt in range(1, PAIR_ATTEMPTS + 1):
         for path, fmt in ((object_path.with_suffix(".s"), "s"), (object_path, "o")):
-            cache.write_file(path, lambda tmp, fmt=fmt: compat.write_module_file(module, tmp, fmt))
+            cache.write_file(path, lambda tmp, fmt=fmt: build.write_module_file(module, tmp, fmt))
         asm = object_path.with_suffix(".s").read_text()
         try:
             object_padding(asm, object_path)

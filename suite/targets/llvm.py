@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from suite import compat
+from suite.compat import build, intrinsics, metaschedule, runtime
 from suite.targets.base import ModuleKernel, Target
 
 
@@ -53,7 +53,7 @@ def host_cpu_facts() -> dict:
     """What a run keeps about this machine's CPU, read now (CPUs differ between machines of one
     name): its model, LLVM's name for it, and which of DOT_PRODUCT_FEATURES it has."""
     flags = host_cpu_flags()
-    return {"model": host_cpu_model(), "mcpu": compat.host_cpu(),
+    return {"model": host_cpu_model(), "mcpu": build.host_cpu(),
             "features": {name: name in flags for name in DOT_PRODUCT_FEATURES}}
 
 
@@ -100,7 +100,7 @@ _BUILD_FOR: ContextVar[tuple[str, str] | None] = ContextVar("suite_llvm_build_fo
 
 def this_cpu() -> dict:
     """This machine's CPU as :func:`building_for` takes it: LLVM's name and the model name."""
-    return {"mcpu": compat.host_cpu(), "model": host_cpu_model()}
+    return {"mcpu": build.host_cpu(), "model": host_cpu_model()}
 
 
 @contextmanager
@@ -116,7 +116,7 @@ def building_for(mcpu: str, model: str):
 
 def build_cpu() -> tuple[str, str]:
     """(mcpu, model) the llvm target builds for: this machine's, or the one of building_for()."""
-    return _BUILD_FOR.get() or (compat.host_cpu(), host_cpu_model())
+    return _BUILD_FOR.get() or (build.host_cpu(), host_cpu_model())
 
 
 #: LLVM's x86 *tuning* features (how to schedule, not which instructions exist): ignored by can_run().
@@ -129,10 +129,10 @@ def can_run(mcpu: str) -> str | None:
     """Why code built for ``mcpu`` might not run on this CPU (instruction-set features LLVM gives
     ``mcpu`` beyond those of this CPU), or None when it runs. Conservative: a feature this does not
     know as a tuning flag counts as an instruction set."""
-    here = compat.host_cpu()
+    here = build.host_cpu()
     if mcpu == here:
         return None
-    theirs, ours = compat.cpu_features(mcpu), compat.cpu_features(here)
+    theirs, ours = build.cpu_features(mcpu), build.cpu_features(here)
     if theirs is None or ours is None:
         return f"this TVM cannot compare the features of this CPU ({here}) with those of {mcpu}"
     missing = {f for f in theirs - ours if not f.startswith(_TUNING_PREFIXES)}
@@ -147,11 +147,11 @@ class LLVMTarget(Target):
     dtypes = ("float32", "float16", "int8", "bfloat16")
 
     def tvm_target(self):
-        return compat.make_target({"kind": "llvm", "mcpu": build_cpu()[0]})
+        return build.make_target({"kind": "llvm", "mcpu": build_cpu()[0]})
 
     def tuning_target(self):
         """The host CPU with its core count."""
-        return compat.make_target(
+        return build.make_target(
             {"kind": "llvm", "mcpu": build_cpu()[0], "num-cores": os.cpu_count() or 1}
         )
 
@@ -163,7 +163,7 @@ class LLVMTarget(Target):
         options = super().tuning_options(inputs, output_shape, dtype, check)
         if dot_product is None:
             return options
-        return {**options, "space": compat.dot_product_space(compat.dot_product_intrinsic_name(dot_product.intrinsic))}
+        return {**options, "space": metaschedule.dot_product_space(intrinsics.dot_product_intrinsic_name(dot_product.intrinsic))}
 
     def dot_product_choice(self, cpu_flags: frozenset[str] | None = None) -> DotProductChoice:
         """The dot-product intrinsic an int8 tuning offers, chosen by ``cpu_flags`` (default: this CPU's)."""
@@ -174,7 +174,7 @@ class LLVMTarget(Target):
         return {"target": self.name, "cpu": override[1] if override else host_cpu_model()}
 
     def load(self, path: Path, inputs, output_shape, dtype) -> ModuleKernel:
-        return ModuleKernel(compat.load_module(path), compat.cpu_device(), inputs, output_shape, dtype)
+        return ModuleKernel(runtime.load_module(path), runtime.cpu_device(), inputs, output_shape, dtype)
 
 
 #: The x86 instructions that compute with bfloat16 (AVX-512 BF16): its dot product and its two
@@ -210,10 +210,10 @@ class LLVMNativeBf16Target(LLVMTarget):
         return (self.name, LLVMTarget.name)  # an llvm trace schedules the same TIR
 
     def tvm_target(self):
-        return compat.make_target({"kind": "llvm", "mcpu": build_cpu()[0], "mattr": ["+avx512bf16"]})
+        return build.make_target({"kind": "llvm", "mcpu": build_cpu()[0], "mattr": ["+avx512bf16"]})
 
     def tuning_target(self):
-        return compat.make_target({"kind": "llvm", "mcpu": build_cpu()[0], "mattr": ["+avx512bf16"],
+        return build.make_target({"kind": "llvm", "mcpu": build_cpu()[0], "mattr": ["+avx512bf16"],
                                    "num-cores": os.cpu_count() or 1})
 
     def unavailable(self) -> str | None:

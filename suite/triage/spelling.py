@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from suite import compat
+from suite.compat import release
 
 # What reports of 2022-2024 wrote, and what the installed TVM calls it. Each rule applies only
 # where the installed TVM lacks the old name and has the new one (see spelling_rules()).
@@ -32,13 +32,13 @@ def spelling_rules() -> dict:
     """Which rewrites the installed TVM needs: ``script`` (regex, replacement) pairs for
     TVMScript, ``schedule`` pairs for schedule scripts, and ``s_tir``: whether ``T.prim_func``
     takes ``s_tir=True`` (0.27: functions with blocks must say so)."""
-    parser = compat.tvm().script.parser.tirx
+    parser = release.tvm().script.parser.tirx
     script = [(old, new) for old, new, gone, present in _SCRIPT_RENAMES
               if not hasattr(parser, gone) and hasattr(parser, present)]
-    noalias = compat.tir().__name__.endswith("tirx")
+    noalias = release.tir().__name__.endswith("tirx")
     if noalias:
         script.append((r"([\"'])tir\.noalias\1", r'\1tirx.noalias\1'))
-    has_sblock = hasattr(compat.schedule_namespace().Schedule, "get_sblock")
+    has_sblock = hasattr(release.schedule_namespace().Schedule, "get_sblock")
     schedule = [(old, new) for old, new in _SCHEDULE_RENAMES
                 if has_sblock or "sblock" not in new and "s_tir" not in new]
     return {"script": script, "schedule": schedule, "s_tir": "s_tir" in _prim_func_parameters()}
@@ -47,7 +47,7 @@ def spelling_rules() -> dict:
 def _prim_func_parameters() -> tuple[str, ...]:
     import inspect
 
-    return tuple(inspect.signature(compat.tvm().script.parser.tirx.prim_func).parameters)
+    return tuple(inspect.signature(release.tvm().script.parser.tirx.prim_func).parameters)
 
 
 def modernize(text: str, rules: dict) -> str:

@@ -10,11 +10,12 @@ import json
 import re
 from pathlib import Path
 
-from suite import compat
+from suite.compat import release, schedules
 from suite.errors import UserError, first_line
 from suite.triage import script_check
 from suite.triage.spelling import modernize_schedule, spelling_rules
 from suite.triage.tvmscript import NotTVMScript, python_tree, read_text, script
+
 
 class ScheduleFailed(Exception):
     """A schedule script that raised: its message (one line) and its line in the script."""
@@ -36,17 +37,17 @@ def schedule_here(func, name: str, path: Path, module_names=()) -> object:
         code = compile(text, str(path), "exec")
     except SyntaxError as err:
         raise ScheduleFailed(f"not Python: {err.msg}", err.lineno) from None
-    tvm = compat.tvm()
+    tvm = release.tvm()
     named = re.findall(r"func_name\s*=\s*[\"']([^\"']+)[\"']", text)
     key = "main" if named and all(n == "main" for n in named) else name
     module = tvm.IRModule({key: func})
-    sch = compat.schedule_namespace().Schedule(module)
+    sch = release.schedule_namespace().Schedule(module)
     if hasattr(sch, "work_on"):  # get_sblock("name") without func_name finds it
         sch.work_on(key)
     namespace = {"__name__": "__triage_schedule__", "tvm": tvm, "mod": module, "sch": sch,
-                 "T": tvm.script.parser.tirx, "tir": compat.tir(), "s_tir": compat.schedule_namespace(),
+                 "T": tvm.script.parser.tirx, "tir": release.tir(), "s_tir": release.schedule_namespace(),
                  **{module_name: module for module_name in module_names}}
-    schedule_class = compat.schedule_namespace().Schedule
+    schedule_class = release.schedule_namespace().Schedule
     try:
         exec(code, namespace)  # the user's own schedule, as they would run it (in the child process)
         made = namespace.get("sch")
@@ -71,7 +72,7 @@ def script_line(err: BaseException, filename: str) -> int | None:
 
 
 def _function_of(module, key: str):
-    tir = compat.tir()
+    tir = release.tir()
     funcs = [(gv.name_hint, f) for gv, f in module.functions.items() if isinstance(f, tir.PrimFunc)]
     for name, func in funcs:
         if name == key:
@@ -112,9 +113,9 @@ def apply_trace(func, trace, path: Path):
     annotations are checked against the allowed keys (:func:`suite.triage.script_check.key_allowed`)
     before it applies, and the program it made after."""
     _check_trace_keys(trace, path)
-    sch = compat.schedule(func)
+    sch = schedules.schedule(func)
     try:
-        compat.apply_trace(trace, sch)
+        schedules.apply_trace(trace, sch)
     except Exception as err:
         raise UserError(f"{path}: the trace does not apply to the before program: {first_line(err)}") from None
     after = sch.mod["main"]

@@ -18,7 +18,7 @@ import ast
 import re
 from pathlib import Path
 
-from suite import compat
+from suite.compat import release, schedules
 from suite.errors import UserError, first_line
 from suite.triage import ir, script_check
 from suite.triage.spelling import modernize, spelling_rules
@@ -114,12 +114,12 @@ def python_tree(text: str, path: Path, what: str) -> ast.Module:
 def script_namespaces() -> dict[str, object]:
     """What ``T``, ``tir``, ``I`` and ``ir`` stand for in TVMScript (the objects TVM's parser binds
     them to), for the check of :mod:`suite.triage.script_check`."""
-    parser = compat.tvm().script.parser
+    parser = release.tvm().script.parser
     return {"T": parser.tirx, "tir": parser.tirx, "I": parser.ir, "ir": parser.ir}
 
 
 def _from_source(source: str, path: Path):
-    tvm = compat.tvm()
+    tvm = release.tvm()
     try:
         return tvm.script.from_source(source)
     except Exception as err:  # DiagnosticError, ParserError, TVMError...: one line with the place
@@ -133,13 +133,13 @@ def _from_source(source: str, path: Path):
         if "well-formed" in message:
             detail = [line.strip() for line in message.splitlines() if line.strip().startswith("Traceback:")]
             reason += f" ({detail[0][len('Traceback:'):].strip()})" if detail else ""
-        raise NotTVMScript(f"{where}: not TVMScript the installed TVM {compat.installed_version()} reads: "
+        raise NotTVMScript(f"{where}: not TVMScript the installed TVM {release.installed_version()} reads: "
                            f"{reason}") from None
 
 
 def _prim_funcs(parsed, fallback_name: str):
     """(name, PrimFunc) of a parsed PrimFunc or IRModule."""
-    tir = compat.tir()
+    tir = release.tir()
     if isinstance(parsed, tir.PrimFunc):
         yield fallback_name, parsed
         return
@@ -165,7 +165,7 @@ def pick(funcs: dict, name: str | None, path: Path) -> tuple[str, object]:
 def same_program(before, after) -> bool:
     """Whether two PrimFuncs are the same program: structurally equal, the names of variables
     and the function's symbol aside."""
-    tvm = compat.tvm()
+    tvm = release.tvm()
     equal = getattr(tvm.ir, "structural_equal", None)
     if equal is None:  # 0.27: moved to tvm_ffi
         import tvm_ffi
@@ -373,7 +373,7 @@ class _Translator:
             if list(block.match_buffers):
                 raise Unsupported(f"block {self.block!r} matches buffers (match_buffer): not interpreted")
             iters = tuple(ir.IterVar(self.var(iv.var), self.expr(iv.dom.min), self.expr(iv.dom.extent),
-                                     compat.iter_kind(iv)) for iv in block.iter_vars)
+                                     schedules.iter_kind(iv)) for iv in block.iter_vars)
             predicate = self.expr(node.predicate)
             if isinstance(predicate, ir.Const) and predicate.value:
                 predicate = None
