@@ -207,7 +207,9 @@ def test_ctrl_c_during_minimisation_keeps_no_finding_unjournaled_and_ends_its_ch
     trace.json written): exit 130; every finding directory left is one the journal names (the one
     being minimised is removed: the rerun judges it again); no worker child of the campaign is left."""
     out = tmp_path / "o"
-    process = subprocess.Popen(_command() + ["fuzz", "--workloads", MATMUL, "--dtypes", "float16", "--traces", "3",
+    # Far more traces than it judges before the signal: a kept finding has a trace.json too, and a
+    # campaign of 3 could end between the poll that saw one and the signal (exit 13, not 130)
+    process = subprocess.Popen(_command() + ["fuzz", "--workloads", MATMUL, "--dtypes", "float16", "--traces", "50",
                                              "--out", str(out)], env=_bug_env(tmp_path), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     try:

@@ -282,10 +282,14 @@ class Campaign(FindingKeeper):
              timeout_s: float | None = None) -> Answer:
         """The worker's answer to ``request``, read (:meth:`Answer.parse`): the suite's own refusal
         there, not the schedule's, is a UserError."""
+        # every request of a finding's minimisation, shrinking and blame too: a Ctrl-C dropped where
+        # it landed (suite.errors.on_signal) ends the campaign at the next one, not after the finding
+        raise_if_signalled()
         where = self.options.out / WORK_DIR / "requests" / safe_name(f"{base}|{name}")
         answer = pool.ask({"workload": combination.workload.id, "dtype": combination.dtype,
                            "target": combination.target.name, "dir": str(where), **request},
                           timeout_s or timeout_of(self.options, combination.target))
+        raise_if_signalled()
         return Answer.parse(answer, where)
 
     def _judge(self, pool, combination: Combination, request: dict, name: str) -> Judged:
