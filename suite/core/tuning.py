@@ -26,14 +26,10 @@ the record's ``prologue``); the record keeps the intrinsic offered, whether the 
 (``tensorized``: its instruction counted in the disassembly, and on Hexagon in the instructions the
 emulator executed) and the trace of its accumulator, checked bit for bit before the record is
 written (docs/int8-tuned.md, docs/int8-hexagon.md). int8 records carry the instructions of their
-instruction set, so a target replays the int8 records of its own family alone (:func:`records_target`).
+instruction set, so a target replays the int8 records of its own family alone (``tuning_records.records_target``).
 
-Whose records: the committed ones (``suite/tuning_records/``, :data:`RECORDS_DIR`) and the
-user's own (:func:`user_records_root`: ``$XDG_DATA_HOME/tvm-suite/tuning_records``, by default
-``~/.local/share/...``), of the same layout. ``tvm-suite tune`` writes the user's; only
-``--into-checkout`` writes the committed ones. A record of the user's replays in place of the
-committed record of the same target, workload and dtype (:func:`record_roots`, :func:`trace_path`).
-``TVM_SUITE_TUNING_RECORDS`` names a directory read in place of both, and written by `tune`.
+Where the records lie, whose replay in place of whose, and how they are read and replayed:
+:mod:`suite.core.tuning_records`.
 """
 
 
