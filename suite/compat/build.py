@@ -38,17 +38,31 @@ PASS_SWITCHES = {"tirx.VectorizeLoop": "disable_vectorize", "tir.VectorizeLoop":
 
 
 @contextlib.contextmanager
-def lowering(disabled: list[str] = (), seen: list | None = None, switched_off: list[str] = ()):
+def lowering(disabled: list[str] = (), seen: list | None = None, switched_off: list[str] = (),
+             running: list | None = None):
     """TVM's lowering for the builds inside: as the current pass context has it, with the passes
     named in ``disabled`` left out (``PassContext(disabled_pass=...)``; a pass TVM needs left out
     makes the build fail), those in ``switched_off`` run without doing their work
     (:data:`PASS_SWITCHES`), and the name of each pass that changed the module appended to ``seen``,
     once, in the order they ran (a pass instrument: the passes this TVM runs for the target, whatever
-    its version's pipeline; one that changed nothing cannot be what makes an output wrong)."""
+    its version's pipeline; one that changed nothing cannot be what makes an output wrong). The
+    name of each pass is pushed on ``running`` as it starts and popped as it ends: after a build
+    that raised inside a pass, :func:`raising_pass` of it names that pass."""
     module = tvm()
     current = module.transform.PassContext.current()
     config = {**current.config, **pass_config({PASS_SWITCHES[name]: True for name in switched_off})}
     instruments = list(current.instruments)
+    if running is not None:
+
+        @module.instrument.pass_instrument
+        class Running:
+            def run_before_pass(self, _mod, info):
+                running.append(info.name)
+
+            def run_after_pass(self, _mod, _info):
+                running.pop()
+
+        instruments.append(Running())
     if seen is not None:
         import tvm_ffi
 
@@ -69,6 +83,14 @@ def lowering(disabled: list[str] = (), seen: list | None = None, switched_off: l
                                       disabled_pass=[*current.disabled_pass, *disabled], instruments=instruments,
                                       config=config):
         yield
+
+
+def raising_pass(running: list) -> str | None:
+    """The pass a build raised inside, from the ``running`` stack :func:`lowering` kept (the pass
+    that started last and never ended, the pipeline's own wrappers aside); None where the build
+    raised outside every pass (in code generation)."""
+    inner = [name for name in running if name not in _PIPELINE_PASSES]
+    return inner[-1] if inner else None
 
 
 def host_cpu() -> str:

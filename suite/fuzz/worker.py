@@ -258,7 +258,8 @@ def _serve(request: dict) -> Answer:
         func = tvmscript.pick(funcs, "main", where / "after.py")[1]
     seen = [] if request.get("passes") else None  # the lowering passes TVM runs, for blame (suite.fuzz.blame)
     stages = [] if request.get("bisect") else None  # the program after each of them (suite.fuzz.bisection)
-    with build.lowering(request.get("disabled_pass", ()), seen, request.get("switched_off", ())), \
+    running = []  # the passes under way: the one an InternalError came from is named in the CRASH
+    with build.lowering(request.get("disabled_pass", ()), seen, request.get("switched_off", ()), running), \
             bisection.recording(stages) if stages is not None else contextlib.nullcontext():
         built = execution.build(target, func, _kernel_path(where, target), order)
     if seen is not None:
@@ -266,7 +267,8 @@ def _serve(request: dict) -> Answer:
     if built.failure is not None:
         if built.failure.status is Status.SKIPPED:
             return Answer.failed(Outcome.SKIPPED, built.failure.message)
-        return _internal(where, built.failure.cause) or Answer.failed(Outcome.BUILD_FAILED, built.failure.message)
+        return (_internal(where, built.failure.cause, build.raising_pass(running))
+                or Answer.failed(Outcome.BUILD_FAILED, built.failure.message))
     if stages is not None:  # the pipeline bisected on the workload's inputs instead of a run
         found = bisection.bisect(stages, workloads.make_inputs(workload, request["dtype"]),
                                  "the finding's reproducer" if request.get("chain") else "the finding's schedule")
@@ -285,10 +287,12 @@ def _serve(request: dict) -> Answer:
     return Answer(undefined=filled.undefined(target, built.path, arguments), compile_s=built.compile_s)
 
 
-def _internal(where: Path, err: BaseException | None) -> Answer | None:
+def _internal(where: Path, err: BaseException | None, in_pass: str | None = None) -> Answer | None:
     """A CRASH where ``err`` is TVM's InternalError (a check inside TVM failed on a schedule its
-    postprocessors accepted: TVM's fault, a finding), its whole text and traceback kept as
-    ``worker.log`` in the request's directory ``where``; None for any other error."""
+    postprocessors accepted: TVM's fault, a finding), naming the lowering pass it came from
+    (``in_pass``, where known: the first line, and so the finding's key, says which pass to look
+    at), its whole text and traceback kept as ``worker.log`` in the request's directory ``where``;
+    None for any other error."""
     import traceback
 
     from suite.compat import build
@@ -298,7 +302,8 @@ def _internal(where: Path, err: BaseException | None) -> Answer | None:
         return None
     where.mkdir(parents=True, exist_ok=True)
     (where / LOG).write_text("".join(traceback.format_exception(err)))
-    return Answer.failed(Outcome.CRASH, f"TVM failed an internal check (InternalError): {first_line(err)}")
+    where_in = f" in {in_pass}" if in_pass else ""
+    return Answer.failed(Outcome.CRASH, f"TVM failed an internal check{where_in} (InternalError): {first_line(err)}")
 
 
 def main() -> int:
