@@ -5,7 +5,8 @@ check failed in, so that the finding's key (its message's first line) says where
 from suite.compat import intrinsics
 from suite.compat import schedules as compat_schedules
 from suite.core import dot_product, workloads
-from suite.fuzz import shrink, worker
+from suite.fuzz import findings, shrink, worker
+from suite.fuzz.outcome import Outcome
 
 #: ResNet-18's classifier made small (suite.fuzz.shrink): uint8 [1, 4] x int8 [4, 32], one 4-deep
 #: dot product per output, two blocks of 16 output channels for a 16x4 dot-product intrinsic.
@@ -72,3 +73,9 @@ def test_the_int8_campaigns_tvm_crashes_name_the_pass_that_raised(tmp_path):
     # TVM's error and traceback kept with each, as a finding keeps them
     assert "vectorize_loop.cc" in (tmp_path / "tensorized" / worker.LOG).read_text()
     assert "storage_rewrite.cc" in (tmp_path / "nested" / worker.LOG).read_text()
+    # one bug, one key: the campaign's own crash of this check, on its 4-iteration loop, is the same finding
+    campaigns = tensorized["message"].split("lanes=")[0] + "lanes=64 is_scalable=0 to 256"
+    assert findings.dedup_key(Outcome.CRASH, "trace 1", campaigns, None) == findings.dedup_key(
+        Outcome.CRASH, "trace 4", tensorized["message"], None) == (
+        "CRASH: TVM failed an internal check in tirx.VectorizeLoop (InternalError): Check failed: "
+        "(e.ty().IsScalar()) is false: Cannot broadcast lanes=N is_scalable=N to N")

@@ -222,11 +222,18 @@ class Blame:
         return f"{named}, {primitive}."
 
 
+def failure_signature(message: str) -> str:
+    """A crash's or a hang's message as one bug: its first line, each number read as ``N`` (a
+    failed check of TVM's names the sizes of the schedule it failed on: "Cannot broadcast lanes=64
+    ... to 256" and, on the program made small, "lanes=16 ... to 32" are one bug)."""
+    return re.sub(r"[0-9]+", "N", message.partition("\n")[0])
+
+
 def same_failure(outcome: Outcome, message: str, again: Outcome, again_message: str) -> bool:
     """Whether a rebuild (``again``) fails as the finding did: the same verdict; for a crash or a
-    hang, the same outcome and the same first line of its message (another crash is another bug)."""
+    hang, the same outcome and the same :func:`failure_signature` (another crash is another bug)."""
     if outcome in (Outcome.CRASH, Outcome.TIMEOUT):
-        return again is outcome and again_message.partition("\n")[0] == message.partition("\n")[0]
+        return again is outcome and failure_signature(again_message) == failure_signature(message)
     return again is outcome
 
 

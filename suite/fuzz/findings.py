@@ -76,9 +76,9 @@ class ReproducerCheck:
 def dedup_key(outcome: Outcome, name: str, message: str, blamed: blame.Blame | None) -> str:
     """What two findings share when they are one bug: a wrong result's (guilty pass, guilty
     primitive, verdict) (:attr:`suite.fuzz.blame.Blame.key`; the order ``name`` where it has no
-    blame); a crash's or a hang's first line of its ``message``."""
+    blame); a crash's or a hang's :func:`suite.fuzz.blame.failure_signature` of its ``message``."""
     if outcome in (Outcome.CRASH, Outcome.TIMEOUT):
-        return f"{outcome}: {message.splitlines()[0] if message else ''}"
+        return f"{outcome}: {blame.failure_signature(message)}"
     if blamed is None:
         return f"{outcome}: order {name}"
     return blamed.key
