@@ -157,7 +157,7 @@ def test_a_pass_the_build_cannot_do_without_is_named_by_running_the_lowering_pas
 
     clean = bisected()
     assert clean.guilty_pass is None and clean.evaluable >= 1
-    assert clean.stopped.startswith("it stops at tirx.FlattenBuffer's output")
+    assert clean.stopped.startswith("it stops at tirx.MakePackedAPI's output: parameter self_handle is a scalar")
     place = release.schedule_namespace().transform
     real = place.LowerOpaqueBlock
     monkeypatch.setattr(place, "LowerOpaqueBlock",
@@ -182,6 +182,65 @@ def test_a_pass_the_build_cannot_do_without_is_named_by_running_the_lowering_pas
     left_out = blame.attribute(Outcome.UNDEFINED, None, ["tirx.FlattenBuffer"], lambda extra: (Outcome.EQUIVALENT, ""),
                                {}, lambda: pytest.fail("bisected where a pass left out made the output right"))
     assert (left_out.guilty_pass, left_out.found_by, left_out.bisection) == ("tirx.FlattenBuffer", "left out", None)
+
+
+#: Row sums into an allocated accumulator, zeroed, each loop vectorized: lowered, its buffers are
+#: flat views declared over the parameters' data, its loops vector stores (Ramp, Broadcast).
+ROW_SUMS = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((T.int64(4), T.int64(3)), "float32"), B: T.Buffer((T.int64(4),), "float32")):
+    acc = T.alloc_buffer((T.int64(4),))
+    for i in T.vectorized(T.int64(4)):
+        acc[i] = T.float32(0)
+    for k in range(T.int64(3)):
+        for i in T.vectorized(T.int64(4)):
+            acc[i] = acc[i] + A[i, k]
+    for i in T.vectorized(T.int64(4)):
+        B[i] = acc[i] + T.float32(1)
+"""
+
+
+@pytest.mark.parametrize("bug, left_out, guilty, difference", [
+    # the before program built with the bug is undefined too: leaving RemoveNoOp out is judged SHIFTED
+    ("zero-init-of-allocation-removed", Outcome.SHIFTED, "tirx.RemoveNoOp",
+     "undefined behaviour its input had not: uninitialized_read"),
+    ("vector-lane-dropped", Outcome.BUILD_FAILED, "tirx.VectorizeLoop",
+     "B[3] written by its input, never written by its output: 1 of 4 elements differ")])
+def test_a_bug_past_flatten_buffer_is_named_from_the_flat_views_and_vector_stores(monkeypatch, bug, left_out, guilty,
+                                                                                  difference):
+    """Lowering bugs in passes after tirx.FlattenBuffer: the interpreter reads the flattened
+    program (buffers declared over others' data), VectorizeLoop's vector stores and RemoveNoOp's
+    output, so the bisection names the pass where no pass left out makes the output right."""
+    import importlib
+
+    from experiments import compiler_changes
+    from suite.compat import build, release
+    from suite.fuzz import bisection
+    from suite.triage import interp, ir, tvmscript
+
+    tvm = release.tvm()
+    func = tvm.script.from_source(ROW_SUMS)
+    spec = compiler_changes.LOWERING_BUGS[bug]
+    place = importlib.import_module(f"tvm.{spec.namespace}")
+    real = getattr(place, spec.factory)
+    monkeypatch.setattr(place, spec.factory, lambda *a, **k: compiler_changes.faulty_pass(bug, real, *a, **k))
+    stages = []
+    with bisection.recording(stages):
+        build.build(func, tvm.target.Target("llvm"))
+    a = np.arange(12, dtype="float32").reshape(4, 3)
+
+    def judge(extra):
+        return (left_out if extra.get("disabled_pass") == [guilty] else Outcome.UNDEFINED), ""
+
+    found = blame.attribute(Outcome.UNDEFINED, None, [guilty], judge, {}, lambda: bisection.bisect(stages, [a]))
+    assert (found.guilty_pass, found.found_by, found.bisection.difference) == (guilty, "bisected", difference)
+    assert found.bisection.stopped.startswith("it stops at tirx.MakePackedAPI's output")
+    # the flattened, vectorized program computes the row sums, and its JSON (a confined child's) keeps the views
+    last = next(s.after for s in reversed(stages) if s.name == "tirx.AnnotateEntryFunc")
+    program = ir.from_json(json.loads(json.dumps(ir.to_json(tvmscript.translate(last, "main")))))
+    assert any(b.base is not None for b in {id(s.buf): s.buf for s in ir.stores(program.body)}.values())
+    result = interp.evaluate(program, {"A": a})
+    assert result.output.tolist() == (a.sum(axis=1) + 1).tolist() or bug == "vector-lane-dropped"
 
 
 # ----------------------------------------------------------------------------- a real lowering bug

@@ -9,9 +9,11 @@ exact, in float64, with no code of TVM's compiler) on its inputs, and the pipeli
 (:func:`bisect`): the pass named is one whose input computes what the scheduled program computes
 and whose output computes something else. The campaign bisects the finding's reproducer (its
 program made small: :mod:`suite.fuzz.shrink`) where it has one, else its schedule. The
-interpreter reads the program until ``tirx.FlattenBuffer`` (a buffer declared over another's
-data); passes after the last program it evaluates are never named, and the words say where it
-stopped.
+interpreter reads the program through the device-side lowering: flattened buffers declared over
+others' data, vector stores, loads and registers (``tirx.VectorizeLoop``, ``tirx.StorageRewrite``),
+unrolled loops, ``tirx.RemoveNoOp``'s output, up to ``tirx.MakePackedAPI``, whose function takes
+handles, not buffers. Passes after the last program it evaluates are never named, and the words
+say where it stopped.
 """
 
 from __future__ import annotations

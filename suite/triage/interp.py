@@ -163,9 +163,12 @@ class Interpreter(Expressions):
             if isinstance(start, int) and isinstance(extent, int):
                 if extent <= 0:
                     return
-                if extent > 1 and self.lanes() * extent <= LANE_CAP and self._vectorizable(loop):
-                    self._vectorized(loop, start, extent)
+                if extent > 1 and self.lanes() * extent <= LANE_CAP and (loop.kind == "lanes" or self._vectorizable(loop)):
+                    self._vectorized(loop, start, extent)  # a vector store's lanes: at once, as the instruction
                     return
+                if loop.kind == "lanes" and not self._vectorizable(loop):
+                    raise Unevaluable(f"a vector store of {extent} lanes inside {self.lanes():,} lanes, more than "
+                                      f"{LANE_CAP:,} at once, whose lanes read what others write")
                 for i in range(start, start + extent):
                     self.env[key] = i
                     self.exec(loop.body)
@@ -338,8 +341,21 @@ class Interpreter(Expressions):
             flat = flat + value * stride
         return np.broadcast_to(flat, self.lane_shape()) if self.extents else np.asarray(flat), inside
 
+    def _storage(self, buf: ir.Buf) -> Storage | None:
+        """The storage of ``buf`` where it is: a view's made (again, after its base's allocation
+        is made again) over its base's."""
+        st = self.storage.get(id(buf))
+        if buf.base is None:
+            return st
+        base = self.storage.get(id(buf.base))
+        if base is None:
+            return None
+        if st is None or st.over is not base:
+            st = self.storage[id(buf)] = base.view(buf)
+        return st
+
     def load(self, expr: ir.Load):
-        st = self.storage.get(id(expr.buf))
+        st = self._storage(expr.buf)
         if st is None:
             raise Unevaluable(f"buffer {expr.buf.name} is used outside the block that allocates it")
         idx = self._indices(expr.indices)
@@ -374,7 +390,7 @@ class Interpreter(Expressions):
         self._note_lanes("uninitialized_read", bad, st, [self.materialize(v) for v in idx])
 
     def _store(self, stmt: ir.Store) -> None:
-        st = self.storage.get(id(stmt.buf))
+        st = self._storage(stmt.buf)
         if st is None:
             raise Unevaluable(f"buffer {stmt.buf.name} is written outside the block that allocates it")
         if self.demand is not None:
@@ -426,17 +442,18 @@ class Interpreter(Expressions):
     # -- demand mode: which elements of the inputs an output element needs
 
     def _propagate(self, st: Storage, flat, where) -> None:
-        wanted = self.demand.get(id(st.buf))
+        wanted = self.demand.get(id(st.buf.root))  # a view's elements are its base's, from its offset on
         if wanted is None:
             self.trail = None
             return
         lanes = np.broadcast_to(where, np.shape(flat)) if where is not True else np.ones(np.shape(flat), bool)
-        hit = lanes & wanted[flat]
+        hit = lanes & wanted[flat + st.buf.offset]
         if any_true(hit):
             for source, positions, mask in (self.trail or []) + self.conditions:
                 live = hit if mask is True else hit & np.broadcast_to(mask, hit.shape)
-                chosen = np.broadcast_to(positions, hit.shape)[live]
-                self.demand.setdefault(id(source.buf), np.zeros(source.buf.size, bool))[chosen] = True
+                chosen = np.broadcast_to(positions, hit.shape)[live] + source.buf.offset
+                root = source.buf.root
+                self.demand.setdefault(id(root), np.zeros(root.size, bool))[chosen] = True
         self.trail = None
 
 

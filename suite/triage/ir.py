@@ -59,16 +59,26 @@ class Const(Expr):
 
 @dataclass(eq=False)
 class Buf:
-    """A buffer: a parameter of the function, or allocated by a block (``alloc_buffer``)."""
+    """A buffer: a parameter of the function, or allocated (``alloc_buffer``); or a view, declared
+    over another's data (``base``, the buffer that holds the elements, from its element ``offset``
+    on, in the same dtype): lowered TIR's flattened buffers (``tirx.FlattenBuffer``'s
+    ``A_1 = A.view(32)``, ``T.decl_buffer(..., data=A.data)``)."""
 
     name: str
     shape: tuple[int, ...]
     dtype: str
     param: bool = False
     scope: str = "global"
+    base: Buf | None = None
+    offset: int = 0
 
     def __repr__(self):
         return self.name
+
+    @property
+    def root(self) -> Buf:
+        """The buffer whose elements these are: ``base``, or this one where it holds its own."""
+        return self if self.base is None else self.base
 
     @property
     def size(self) -> int:
@@ -149,7 +159,7 @@ class For(Stmt):
     start: Expr
     extent: Expr
     body: Stmt
-    kind: str = "serial"  # serial, parallel, vectorized, unrolled, thread_binding
+    kind: str = "serial"  # serial, parallel, vectorized, unrolled, thread_binding; lanes: one vector store's
 
 
 @dataclass(eq=False)
@@ -221,7 +231,7 @@ class Program:
     def written_params(self) -> list[Buf]:
         """The parameters some store writes, in parameter order: its outputs, as TVM takes a
         PrimFunc's (a buffer the body writes is an output, one it only reads an input)."""
-        written = {id(s.buf) for s in stores(self.body)}
+        written = {id(s.buf.root) for s in stores(self.body)}
         return [p for p in self.params if id(p) in written]
 
     def inputs(self) -> list[Buf]:
@@ -318,8 +328,10 @@ def to_json(program: Program) -> dict:
             return {"var": seen[id(value)]}
         if isinstance(value, Buf):
             if id(value) not in seen:
+                base = None if value.base is None else encode(value.base)["buf"]  # a view's base first
                 seen[id(value)] = len(buffers)
-                buffers.append([value.name, list(value.shape), value.dtype, value.param, value.scope])
+                buffers.append([value.name, list(value.shape), value.dtype, value.param, value.scope, base,
+                                value.offset])
             return {"buf": seen[id(value)]}
         if isinstance(value, tuple):
             return {"tuple": [encode(item) for item in value]}
@@ -335,9 +347,15 @@ def from_json(data) -> Program:
     otherwise): the JSON comes from a child that read untrusted text."""
     try:
         variables = [Var(_checked(name, str), _dtype(dtype)) for name, dtype in data["vars"]]
-        buffers = [Buf(_checked(name, str), tuple(_checked(d, int) for d in shape), _dtype(dtype),
-                       _checked(param, bool), _checked(scope, str))
-                   for name, shape, dtype, param, scope in data["bufs"]]
+        buffers = []
+        for name, shape, dtype, param, scope, base, offset in data["bufs"]:
+            buffers.append(Buf(_checked(name, str), tuple(_checked(d, int) for d in shape), _dtype(dtype),
+                               _checked(param, bool), _checked(scope, str),
+                               None if base is None else _base(buffers, _checked(base, int), dtype),
+                               _checked(offset, int)))
+            view = buffers[-1]
+            if view.base is not None and not 0 <= view.offset <= view.base.size - view.size:
+                raise ValueError(f"view {view.name:.40} reaches beyond its base")
         program = _decode(data["program"], variables, buffers)
     except (KeyError, TypeError, ValueError, IndexError, RecursionError) as err:
         raise BadProgram(f"not a program's JSON: {err}") from None
@@ -390,6 +408,13 @@ def _check_field(node: str, kind, value) -> None:
     wanted = {"Stmt": Stmt, "Expr": Expr, "Var": Var, "Buf": Buf}[base]
     if not isinstance(value, wanted):
         raise ValueError(f"{node}.{kind.name} is not a {base}")
+
+
+def _base(buffers: list, index: int, dtype: str) -> Buf:
+    """A view's base, written before it: a buffer that holds its own elements, of the view's dtype."""
+    if not 0 <= index < len(buffers) or buffers[index].base is not None or buffers[index].dtype != dtype:
+        raise ValueError(f"a view over buffer {index}, which is not a buffer of its own in {dtype:.20}")
+    return buffers[index]
 
 
 def _checked(value, kind):

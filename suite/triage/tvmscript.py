@@ -207,6 +207,15 @@ def _dtype(node) -> str:
     return text
 
 
+_VECTOR = re.compile(r"(.+)x(\d+)")
+
+
+def _lanes(dtype: str) -> tuple[str, int]:
+    """(the scalar dtype, lanes) of a dtype: ``float32x4`` is (``float32``, 4), ``float32`` (``float32``, 1)."""
+    found = _VECTOR.fullmatch(dtype)
+    return (found.group(1), int(found.group(2))) if found else (dtype, 1)
+
+
 def _int(value, what: str) -> int:
     if isinstance(value, int):
         return value
@@ -240,7 +249,21 @@ class _Translator:
     def __init__(self):
         self.vars: dict[int, ir.Var] = {}
         self.bufs: dict[int, ir.Buf] = {}
+        self.holders: dict[int, ir.Buf] = {}  # before 0.27: a data variable's buffer, the one that holds it
         self.block: str = "root"
+        self.vectors: dict[int, int] = {}  # the lanes of each buffer's elements, by id(ir.Buf)
+        #: Inside a vector statement (VectorizeLoop's output): its lane variable and lanes; each of
+        #: its vector expressions is translated as the value of one lane.
+        self.lane: tuple[ir.Var, int] | None = None
+
+    def dtype(self, node) -> str:
+        """The scalar dtype of ``node``'s values: a vector's (``float32x4``) only inside a vector
+        statement of as many lanes, where the expression stands for one lane's value."""
+        scalar, lanes = _lanes(_dtype(node))
+        if lanes > 1 and (self.lane is None or self.lane[1] != lanes):
+            where = "outside a vector store" if self.lane is None else f"in a vector store of {self.lane[1]} lanes"
+            raise Unsupported(f"a vector of {lanes} lanes ({node}) {where} is not interpreted (in block {self.block!r})")
+        return scalar
 
     @staticmethod
     def _key(node) -> int:
@@ -249,10 +272,12 @@ class _Translator:
     def var(self, node) -> ir.Var:
         key = self._key(node)
         if key not in self.vars:
-            self.vars[key] = ir.Var(str(getattr(node, "name", None) or getattr(node, "name_hint", "v")), _dtype(node))
+            self.vars[key] = ir.Var(str(getattr(node, "name", None) or getattr(node, "name_hint", "v")), self.dtype(node))
         return self.vars[key]
 
-    def buf(self, node, param: bool = False) -> ir.Buf:
+    def buf(self, node, param: bool = False, over: ir.Buf | None = None) -> ir.Buf:
+        """The buffer of TIR buffer ``node``: one that holds its elements, or (``over``: the buffer
+        whose data a ``DeclBuffer`` declares it over) a view of that one's."""
         key = self._key(node)
         if key in self.bufs:
             return self.bufs[key]
@@ -262,38 +287,85 @@ class _Translator:
         if strides and strides != _row_major(shape):
             raise Unsupported(f"buffer {name} has strides {strides}: only row-major buffers are interpreted")
         offset = getattr(node, "elem_offset", 0)
-        if _int(offset if offset is not None else 0, f"the offset of {name}") != 0:
-            raise Unsupported(f"buffer {name} starts at element offset {offset}")
+        offset = _int(offset if offset is not None else 0, f"the offset of {name}")
         scope = node.scope() if callable(getattr(node, "scope", None)) else str(getattr(node, "scope", "global"))
-        made = ir.Buf(name, shape, str(node.dtype), param=param, scope=str(scope))
+        scalar, lanes = _lanes(str(node.dtype))
+        if lanes > 1:  # StorageRewrite's vector registers (acc: (1,) of float32x4): as scalars, lane by lane
+            if len(shape) != 1 or over is not None or param:
+                raise Unsupported(f"buffer {name} of {node.dtype} elements, shape {list(shape)}: only a flat "
+                                  "allocation of vectors is interpreted")
+            shape = (shape[0] * lanes,)
+        if over is None:
+            if offset != 0:
+                raise Unsupported(f"buffer {name} starts at element offset {offset}")
+            made = ir.Buf(name, shape, scalar, param=param, scope=str(scope))
+            self.vectors[id(made)] = lanes
+            data = getattr(node, "data", None)
+            if type(data).__name__ == "Var":  # before 0.27: a declared buffer names its holder's data variable
+                self.holders[self._key(data)] = made
+        else:  # lowered TIR: FlattenBuffer's flat views (A_1 = A.view(32)), T.decl_buffer(..., data=A.data)
+            made = ir.Buf(name, shape, scalar, scope=str(scope), base=over.root, offset=over.offset + offset)
+            if made.dtype != over.dtype:
+                raise Unsupported(f"buffer {name} is declared over {over.name}'s data as {made.dtype}, where "
+                                  f"{over.name} holds {over.dtype}: a reinterpretation is not interpreted")
+            if not 0 <= made.offset <= made.base.size - made.size:
+                raise Unsupported(f"buffer {name} ({made.size:,} elements from element {made.offset:,}) is declared "
+                                  f"over {made.base.name}'s data beyond its {made.base.size:,} elements")
         self.bufs[key] = made
         return made
+
+    def view(self, node) -> ir.Buf:
+        """The buffer a ``DeclBuffer`` declares: a view of the elements of the buffer whose data it
+        names (0.27: ``T.tirx.buffer_data(A)``; before: ``A``'s data variable)."""
+        name = str(getattr(node.buffer, "name", "buffer"))
+        data = getattr(node, "data", None)
+        if data is None:
+            data = node.buffer.data
+        over = None
+        if type(data).__name__ == "Call" and str(getattr(data.op, "name", "")).endswith("buffer_data") \
+                and len(data.args) == 1:
+            over = self.bufs.get(self._key(data.args[0]))
+        elif type(data).__name__ == "Var":
+            over = self.holders.get(self._key(data))
+        if over is None:
+            raise Unsupported(f"buffer {name} is declared over {data}, data no buffer the interpreter knows holds "
+                              f"(in block {self.block!r})")
+        return self.buf(node.buffer, over=over)
 
     # -- expressions
 
     def expr(self, node) -> ir.Expr:
         kind = type(node).__name__
         if kind == "IntImm":
-            dtype = _dtype(node)
+            dtype = self.dtype(node)
             return ir.Const(bool(node.value) if dtype == "bool" else int(node.value), dtype)
         if kind == "FloatImm":
-            return ir.Const(float(node.value), _dtype(node))
+            return ir.Const(float(node.value), self.dtype(node))
         if kind in ("Var", "SizeVar"):
             return self.var(node)
         if kind in ("BufferLoad", "TensorLoad"):
-            buffer = node.buffer if hasattr(node, "buffer") else node.source
-            return ir.Load(self.buf(buffer), tuple(self.expr(i) for i in node.indices))
+            buffer = self.buf(node.buffer if hasattr(node, "buffer") else node.source)
+            self.dtype(node)  # a vector load only inside a vector store of as many lanes
+            return ir.Load(buffer, self.indices(buffer, node.indices))
         if kind in _BINARY:
-            return ir.Binary(_BINARY[kind], self.expr(node.a), self.expr(node.b), _dtype(node))
+            return ir.Binary(_BINARY[kind], self.expr(node.a), self.expr(node.b), self.dtype(node))
         if kind == "Not":
             return ir.Unary("not", self.expr(node.a), "bool")
         if kind == "BitwiseNot":
-            return ir.Unary("bitnot", self.expr(node.a), _dtype(node))
+            return ir.Unary("bitnot", self.expr(node.a), self.dtype(node))
         if kind == "Cast":
-            return ir.Cast(_dtype(node), self.expr(node.value))
+            return ir.Cast(self.dtype(node), self.expr(node.value))
         if kind == "Select":
             return ir.Select(self.expr(node.condition), self.expr(node.true_value), self.expr(node.false_value),
-                             _dtype(node), lazy=False)
+                             self.dtype(node), lazy=False)
+        if kind == "Ramp":  # lane l of base, base + stride, ...: base + l * stride
+            dtype = self.dtype(node)
+            lane = self.lane[0]
+            index = lane if dtype == lane.dtype else ir.Cast(dtype, lane)
+            return ir.Binary("add", self.expr(node.base), ir.Binary("mul", index, self.expr(node.stride), dtype), dtype)
+        if kind == "Broadcast":  # every lane the one value
+            self.dtype(node)
+            return self.expr(node.value)
         if kind == "Let":
             return ir.Let(self.var(node.var), self.expr(node.value), self.expr(node.body))
         if kind == "Call":
@@ -303,7 +375,7 @@ class _Translator:
     def call(self, node) -> ir.Expr:
         op = str(getattr(node.op, "name", node.op)).rsplit(".", 1)[-1]
         args = list(node.args)
-        dtype = _dtype(node)
+        dtype = self.dtype(node)
         if op == "if_then_else":
             return ir.Select(*(self.expr(a) for a in args), dtype, lazy=True)
         if op in ("likely", "assume") and len(args) == 1:
@@ -331,14 +403,14 @@ class _Translator:
                           _FOR_KINDS.get(int(node.kind), "serial"))
         if kind in ("BlockRealize", "SBlockRealize"):
             return self.block_realize(node)
-        if kind == "BufferStore":
-            return ir.Store(self.buf(node.buffer), tuple(self.expr(i) for i in node.indices), self.expr(node.value))
+        if kind in ("BufferStore", "TensorStore"):
+            return self.store(node)
         if kind == "IfThenElse":
             orelse = node.else_case
             return ir.If(self.expr(node.condition), self.stmt(node.then_case),
                          self.stmt(orelse) if orelse is not None else None)
         if kind == "LetStmt" and getattr(node, "body", None) is not None:
-            return ir.LetStmt(self.var(node.var), self.expr(node.value), self.stmt(node.body))
+            return self.let(node, lambda: self.stmt(node.body))
         if kind == "AttrStmt":
             if str(node.attr_key) in ("thread_extent", "virtual_thread"):
                 raise Unsupported("GPU thread launches (lowered TIR): give the program before GPU scheduling")
@@ -349,7 +421,56 @@ class _Translator:
             raise Unsupported(f"the interpreter does not evaluate T.evaluate({node.value})")
         if kind == "AssertStmt":
             return ir.Nop()  # asserts check arguments; the interpreter's inputs satisfy them
+        if kind == "DeclBuffer":
+            self.view(node)  # a name for elements another buffer holds: nothing to run
+            return ir.Nop()
         raise Unsupported(f"the interpreter does not evaluate {kind} statements (in block {self.block!r})")
+
+    def indices(self, buf: ir.Buf, indices) -> tuple[ir.Expr, ...]:
+        """The indices of an access of ``buf``; of a buffer of vectors, its element's lane
+        (``index * lanes + lane``), inside a vector store of as many lanes."""
+        lanes = self.vectors.get(id(buf), 1)
+        if lanes == 1:
+            return tuple(self.expr(i) for i in indices)
+        if self.lane is None or self.lane[1] != lanes or _lanes(_dtype(indices[0]))[1] != 1:
+            raise Unsupported(f"an access of {buf.name}'s vectors of {lanes} lanes at {list(indices)} is not "
+                              f"interpreted (in block {self.block!r})")
+        index, lane = self.expr(indices[0]), self.lane[0]
+        return (ir.Binary("add", ir.Binary("mul", index, ir.Const(lanes, index.dtype), index.dtype),
+                          lane if lane.dtype == index.dtype else ir.Cast(index.dtype, lane), index.dtype),)
+
+    def store(self, node) -> ir.Stmt:
+        """A store; a vector store (VectorizeLoop's ``C[ramp] = A[ramp] + broadcast``) as a loop
+        over its lanes of kind ``lanes``: its value's loads all made before any of its lanes is
+        stored (:class:`suite.triage.interp.Interpreter`), as the vector instruction makes them."""
+        buf = self.buf(node.buffer)
+        if getattr(node, "predicate", None) is not None:
+            raise Unsupported(f"a predicated (masked) store into {buf.name} is not interpreted (in block {self.block!r})")
+        _, lanes = _lanes(_dtype(node.value))
+        if lanes == 1:
+            return ir.Store(buf, self.indices(buf, node.indices), self.expr(node.value))
+        if self.lane is not None:
+            raise Unsupported(f"a vector store inside a vector store (in block {self.block!r})")
+        ramp = len(node.indices) == 1 and type(node.indices[0]).__name__ == "Ramp" \
+            and _int(node.indices[0].stride, "a vector store's stride") != 0
+        if not ramp and self.vectors.get(id(buf), 1) != lanes:
+            raise Unsupported(f"a vector store into {buf.name} at {list(node.indices)}: only a store of distinct "
+                              f"elements (one index, a ramp of stride other than 0) is interpreted")
+        lane = ir.Var(f"{buf.name}_lane", "int32")
+        self.lane = (lane, lanes)
+        try:
+            store = ir.Store(buf, self.indices(buf, node.indices), self.expr(node.value))
+        finally:
+            self.lane = None
+        return ir.For(lane, ir.Const(0, "int32"), ir.Const(lanes, "int32"), store, "lanes")
+
+    def let(self, node, body) -> ir.Stmt:
+        """A variable bound over the statements ``body()`` translates: a scalar (a vector bound
+        across statements has no lane to stand for)."""
+        if _lanes(_dtype(node.value))[1] > 1:
+            raise Unsupported(f"a vector value bound to {node.var} across statements is not interpreted "
+                              f"(in block {self.block!r})")
+        return ir.LetStmt(self.var(node.var), self.expr(node.value), body())
 
     def seq(self, items: list) -> ir.Stmt:
         """A sequence; 0.27's flat ``Bind``/``AllocBuffer`` scope over the statements after them."""
@@ -357,12 +478,12 @@ class _Translator:
         for index, node in enumerate(items):
             kind = type(node).__name__
             if kind in ("Bind", "LetStmt") and getattr(node, "body", None) is None:
-                return ir.Seq((*out, ir.LetStmt(self.var(node.var), self.expr(node.value),
-                                                self.seq(items[index + 1:]))))
+                return ir.Seq((*out, self.let(node, lambda: self.seq(items[index + 1:]))))
             if kind == "AllocBuffer":
                 return ir.Seq((*out, ir.Alloc(self.buf(node.buffer), self.seq(items[index + 1:]))))
             if kind == "DeclBuffer":
-                raise Unsupported("DeclBuffer (a buffer over another's data) is not interpreted")
+                self.view(node)
+                continue
             out.append(self.stmt(node))
         return ir.Seq(tuple(out))
 

@@ -58,16 +58,12 @@ class FV:
 
 class Storage:
     """A buffer's elements (flat): values, and for written floats magnitudes and roundings; for
-    buffers the program writes, which elements were written."""
+    buffers the program writes, which elements were written. A view's (:meth:`view`) are its
+    base's arrays, from its offset on: writes through either are seen through both."""
 
     def __init__(self, buf: ir.Buf, initial: np.ndarray | None):
-        self.buf, self.kind = buf, ir.kind_of(buf.dtype)
-        self.strides = []
-        running = 1
-        for extent in reversed(buf.shape):
-            self.strides.append(running)
-            running *= extent
-        self.strides.reverse()
+        self._shaped(buf)
+        self.over = None  #: the base's storage, for a view
         dtype = {"f": np.float64, "i": np.int64, "u": np.int64, "b": np.bool_}[self.kind]
         if initial is not None:  # an input: every element defined, exact
             self.v = np.ascontiguousarray(initial, dtype=dtype).reshape(-1)
@@ -77,6 +73,25 @@ class Storage:
             self.m = np.zeros(buf.size) if self.kind == "f" else None
             self.d = np.zeros(buf.size, np.int32) if self.kind == "f" else None
             self.written = np.zeros(buf.size, np.bool_)
+
+    def _shaped(self, buf: ir.Buf) -> None:
+        self.buf, self.kind = buf, ir.kind_of(buf.dtype)
+        self.strides = []
+        running = 1
+        for extent in reversed(buf.shape):
+            self.strides.append(running)
+            running *= extent
+        self.strides.reverse()
+
+    def view(self, buf: ir.Buf) -> Storage:
+        """The storage of ``buf``, a view of this storage's buffer (``buf.base``), sharing its arrays."""
+        made = Storage.__new__(Storage)
+        made._shaped(buf)
+        made.over = self
+        part = slice(buf.offset, buf.offset + buf.size)
+        made.v = self.v[part]
+        made.m, made.d, made.written = (None if a is None else a[part] for a in (self.m, self.d, self.written))
+        return made
 
 
 def any_true(x) -> bool:

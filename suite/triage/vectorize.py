@@ -25,40 +25,49 @@ def vectorizable(loop: ir.For) -> bool:
     nothing, and each buffer it writes is written at one index that determines the loop variable
     (given the variables bound outside the loop) and read at that index only."""
     body = loop.body
-    inner, substitution = set(), {}
+    inner, substitution = {}, {}  # variables bound inside: the extent each ranges over (None: not known)
     for node in ir.walk(body):
         if isinstance(node, (ir.Alloc,)) or (isinstance(node, ir.Block) and node.allocs):
             return False
         if isinstance(node, ir.For):
-            inner.add(id(node.var))
+            constant = isinstance(node.start, ir.Const) and isinstance(node.extent, ir.Const)
+            inner[id(node.var)] = int(node.extent.value) if constant else None
         elif isinstance(node, ir.LetStmt):
-            inner.add(id(node.var))
+            inner[id(node.var)] = None
             substitution[id(node.var)] = node.value
         elif isinstance(node, ir.Block):
             for it, binding in zip(node.iters, node.bindings):
-                inner.add(id(it.var))
+                inner[id(it.var)] = None
                 substitution[id(it.var)] = binding
-    stores_at: dict[int, list] = {}
+    stores_at: dict[int, list] = {}  # by the buffer that holds the elements: a view's base
     loads_at: dict[int, list] = {}
     for node in ir.walk(body):
         if isinstance(node, ir.Store):
-            stores_at.setdefault(id(node.buf), []).append(tuple(_substitute(i, substitution) for i in node.indices))
+            stores_at.setdefault(id(node.buf.root), []).append(
+                (node.buf, tuple(_substitute(i, substitution) for i in node.indices)))
         for expr in ir.statement_expressions(node):
             for sub in ir.subexpressions(expr):
                 if isinstance(sub, ir.Let):
                     return False
                 if isinstance(sub, ir.Load):
-                    loads_at.setdefault(id(sub.buf), []).append(
-                        tuple(_substitute(i, substitution) for i in sub.indices))
-    for buf, indices in stores_at.items():
-        first = indices[0]
-        if any(not _same_tuple(first, other) for other in indices[1:]):
+                    loads_at.setdefault(id(sub.buf.root), []).append(
+                        (sub.buf, tuple(_substitute(i, substitution) for i in sub.indices)))
+    for buf, accesses in stores_at.items():
+        first = accesses[0]
+        if any(not _same_access(first, other) for other in accesses[1:]):
             return False
-        if not any(_determines(component, loop.var, inner) for component in first):
+        if not any(_determines(component, loop.var, inner) for component in first[1]):
             return False
-        if any(not _same_tuple(first, other) for other in loads_at.get(buf, [])):
+        if any(not _same_access(first, other) for other in loads_at.get(buf, [])):
             return False
     return True
+
+
+def _same_access(a: tuple, b: tuple) -> bool:
+    """Whether two (buffer, indices) accesses of one buffer's elements are of the same element:
+    through the same view of them (or views laid out alike) at the same indices."""
+    (buf, indices), (other, other_indices) = a, b
+    return buf.shape == other.shape and buf.offset == other.offset and _same_tuple(indices, other_indices)
 
 
 def _substitute(expr: ir.Expr, mapping: dict, depth: int = 0) -> ir.Expr:
@@ -107,12 +116,13 @@ def _same_tuple(a, b) -> bool:
 
 
 def _linear(expr: ir.Expr, var: ir.Var):
-    """(coefficient of ``var``, ids of the other variables) of an affine integer expression in
-    ``var``; None where ``var`` enters otherwise, or a load does."""
+    """{variable id: coefficient} of an integer expression affine in ``var`` and in the variables
+    whose coefficient it gives (a variable in a term that is not affine counts with None); None
+    where ``var`` enters otherwise, or a load does."""
     if isinstance(expr, ir.Const):
-        return 0, set()
+        return {}
     if isinstance(expr, ir.Var):
-        return (1, set()) if expr is var else (0, {id(expr)})
+        return {id(expr): 1}
     if isinstance(expr, ir.Cast) and ir.kind_of(expr.dtype) in "iu":
         return _linear(expr.a, var)
     if isinstance(expr, ir.Binary) and expr.op in ("add", "sub"):
@@ -120,22 +130,38 @@ def _linear(expr: ir.Expr, var: ir.Var):
         if left is None or right is None:
             return None
         sign = 1 if expr.op == "add" else -1
-        return left[0] + sign * right[0], left[1] | right[1]
+        for name, coef in right.items():
+            left[name] = None if coef is None or left.get(name, 0) is None else left.get(name, 0) + sign * coef
+        return left
     if isinstance(expr, ir.Binary) and expr.op == "mul":
         for const, other in ((expr.a, expr.b), (expr.b, expr.a)):
             if isinstance(const, ir.Const):
                 found = _linear(other, var)
-                return None if found is None else (found[0] * int(const.value), found[1])
-    names, loads = set(), False
+                return None if found is None else {n: None if c is None else c * int(const.value)
+                                                   for n, c in found.items()}
+    names, loads = {}, False
     for sub in ir.subexpressions(expr):
         if sub is var:
             return None
         if isinstance(sub, ir.Var):
-            names.add(id(sub))
+            names[id(sub)] = None
         loads |= isinstance(sub, ir.Load)
-    return None if loads else (0, names)
+    return None if loads else names
 
 
-def _determines(component: ir.Expr, var: ir.Var, inner: set) -> bool:
+def _determines(component: ir.Expr, var: ir.Var, inner: dict) -> bool:
+    """Whether two iterations of ``var``'s loop meet ``component`` at different values, whatever
+    the variables bound inside the loop (``inner``: each one's extent) are: its coefficient of
+    ``var`` outweighs how far the inner variables can move it (a flattened index, ``i * 6 + j``
+    with ``j`` in 0..5, determines ``i``), and nothing else bound inside enters."""
     found = _linear(component, var)
-    return found is not None and found[0] != 0 and not (found[1] & inner)
+    if found is None or not found.get(id(var)):
+        return False
+    spread = 0
+    for name, coef in found.items():
+        if name == id(var) or name not in inner:
+            continue
+        if coef is None or inner[name] is None:
+            return False
+        spread += abs(coef) * (inner[name] - 1)
+    return spread < abs(found[id(var)])
