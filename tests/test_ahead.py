@@ -43,6 +43,27 @@ def test_the_helper_measures_in_order_into_the_cache_the_same_values(fresh_cache
         assert np.array_equal(output, by_helper[combo][1]) and output.dtype == by_helper[combo][1].dtype
 
 
+def test_waiting_on_a_helper_that_is_ahead_takes_no_look_through_proc(monkeypatch):
+    """The helper is mostly ahead of the timing: waiting for a combination it has measured reads
+    its line and returns, without a look through /proc for its CPU seconds (milliseconds of the
+    timing process's time each); that look is for a helper that keeps the suite waiting (the tests
+    below)."""
+    from suite import children
+
+    echo = "import sys\nfor line in sys.stdin: print(line.rstrip('\\n') + '\\t0.25', flush=True)"
+    start = children.start_python
+    monkeypatch.setattr(children, "start_python", lambda args, **kwargs: start(["-c", echo], **kwargs))
+    monkeypatch.setattr(ahead, "POLL_S", 60.0)  # no poll runs out while the stand-in starts, however loaded
+    looked = []
+    monkeypatch.setattr(ahead, "_session", lambda pid: looked.append(pid) or [])
+    combos = _combos()
+    with ahead.MeasureAhead(combos) as helper:
+        for combo in combos:
+            helper.wait(combo)
+    assert helper.busy_s == 0.5 and helper.taken_back is None
+    assert looked == []
+
+
 def test_a_stopped_helper_leaves_the_rest_to_the_caller(fresh_cache):
     combos = _combos()
     helper = ahead.MeasureAhead(combos)

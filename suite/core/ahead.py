@@ -62,31 +62,35 @@ class MeasureAhead:
     def wait(self, combo: Combo) -> None:
         """Return once the helper has measured ``combo``, or has stopped, or never had it; a helper
         that is stopped or wedged is ended, and :attr:`taken_back` says why."""
-        cpu, since = self._cpu_s(), time.monotonic()
+        # The helper's CPU seconds as last seen to change, and when: read only while it keeps this
+        # process waiting (a look through /proc costs milliseconds of the timing process's time;
+        # the helper is mostly ahead, and a line it prints is progress enough).
+        cpu = since = None
         while self._process.stdout is not None:
             if not select.select([self._process.stdout], [], [], POLL_S)[0]:
-                if (why := self._stalled(cpu, since)) is not None:
+                if (used := self._cpu_s()) != cpu:
+                    cpu, since = used, time.monotonic()
+                if (why := self._stalled(since)) is not None:
                     self.taken_back = why
                     self.close()
                     return
-                if (now := self._cpu_s()) != cpu:
-                    cpu, since = now, time.monotonic()
                 continue
             line = self._process.stdout.readline()
             if not line:
                 self._stopped()
                 return
-            cpu, since = self._cpu_s(), time.monotonic()
+            cpu = since = None
             *ids, seconds = line.rstrip("\n").split("\t")
             self.busy_s += float(seconds)
             if tuple(ids) == combo.ids:
                 return
 
-    def _stalled(self, cpu: float, since: float) -> str | None:
+    def _stalled(self, since: float) -> str | None:
+        """Why the helper is taken for stopped or wedged, its CPU seconds unchanged since ``since``; None."""
         state = _state(self._process.pid)
         if state in ("T", "t"):
             return f"the helper that measures ahead (pid {self._process.pid}) is stopped"
-        if time.monotonic() - since > STALL_S and self._cpu_s() == cpu:
+        if time.monotonic() - since > STALL_S:
             return (f"the helper that measures ahead (pid {self._process.pid}) made no progress for "
                     f"{STALL_S:.0f} s")
         return None
