@@ -150,6 +150,24 @@ def triangle(A: T.Buffer((8,), "int32"), B: T.Buffer((8,), "int32")):
         for j in range(8):
             expected[i + j] = expected[i + j] * 3 + a[i, j]
     np.testing.assert_array_equal(evaluate(prog, A=a).output, expected)
+    # an unrolled body (UnrollLoop's output): the iterations of i run at once only where no element
+    # one writes is touched by another; the third store reaches the next iteration's first
+    for reach in ("", "        B[i * 2 + 2] = B[i * 2 + 2] * 5 + A[i]\n"):
+        prog = program(tmp_path, f"""
+@T.prim_func(s_tir=True)
+def unrolled(A: T.Buffer((16,), "int32"), B: T.Buffer((18,), "int32")):
+    for i in range(18):
+        B[i] = 1
+    for i in range(8):
+        B[i * 2] = B[i * 2] * 3 + A[i * 2]
+        B[i * 2 + 1] = B[i * 2 + 1] * 3 + A[i * 2 + 1]
+{reach}""")
+        expected = np.ones(18, dtype=np.int64)
+        for i in range(8):
+            expected[i * 2: i * 2 + 2] = expected[i * 2: i * 2 + 2] * 3 + a.reshape(-1)[i * 2: i * 2 + 2]
+            if reach:
+                expected[i * 2 + 2] = expected[i * 2 + 2] * 5 + a.reshape(-1)[i]
+        np.testing.assert_array_equal(evaluate(prog, A=a.reshape(-1)[:16]).output, expected)
 
 
 @pytest.mark.parametrize("body, kind, words", [

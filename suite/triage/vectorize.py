@@ -31,7 +31,7 @@ def vectorizable(loop: ir.For) -> bool:
             return False
         if isinstance(node, ir.For):
             constant = isinstance(node.start, ir.Const) and isinstance(node.extent, ir.Const)
-            inner[id(node.var)] = int(node.extent.value) if constant else None
+            inner[id(node.var)] = (int(node.start.value), int(node.extent.value)) if constant else None
         elif isinstance(node, ir.LetStmt):
             inner[id(node.var)] = None
             substitution[id(node.var)] = node.value
@@ -53,14 +53,79 @@ def vectorizable(loop: ir.For) -> bool:
                     loads_at.setdefault(id(sub.buf.root), []).append(
                         (sub.buf, tuple(_substitute(i, substitution) for i in sub.indices)))
     for buf, accesses in stores_at.items():
-        first = accesses[0]
-        if any(not _same_access(first, other) for other in accesses[1:]):
-            return False
-        if not any(_determines(component, loop.var, inner) for component in first[1]):
-            return False
-        if any(not _same_access(first, other) for other in loads_at.get(buf, [])):
+        first, loads = accesses[0], loads_at.get(buf, [])
+        if all(_same_access(first, other) for other in accesses[1:] + loads) \
+                and any(_determines(component, loop.var, inner) for component in first[1]):
+            continue
+        if not _partitioned(accesses + loads, loop.var, inner):
             return False
     return True
+
+
+def _partitioned(accesses: list, var: ir.Var, inner: dict) -> bool:
+    """Whether the (buffer, indices) ``accesses`` of one buffer's elements in the body of
+    ``var``'s loop (an unrolled body: ``acc[i * 40 + 0]``, ..., ``acc[i * 40 + 39]``) touch, in
+    each iteration, elements no other iteration touches: through views laid out alike, one index
+    affine in every access, with the same coefficients of ``var`` and of the variables bound
+    outside, whose other terms (constants, inner loops) all lie within a span smaller than
+    ``var``'s coefficient."""
+    buf = accesses[0][0]
+    if any(other.shape != buf.shape or other.offset != buf.offset for other, _ in accesses):
+        return False
+    for position in range(len(buf.shape)):
+        forms = [_affine(indices[position]) for _, indices in accesses]
+        if any(form is None for form in forms):
+            continue
+        stride = forms[0][0].get(id(var), 0)
+        outer = {n: c for n, c in forms[0][0].items() if n != id(var) and n not in inner}
+        low = high = None
+        for coefs, const in forms:
+            if coefs.get(id(var), 0) != stride or {n: c for n, c in coefs.items()
+                                                   if n != id(var) and n not in inner} != outer:
+                break
+            lo = hi = const
+            for name, coef in coefs.items():
+                if name in inner:
+                    if inner[name] is None:
+                        break
+                    start, extent = inner[name]
+                    ends = (coef * start, coef * (start + extent - 1))
+                    lo, hi = lo + min(ends), hi + max(ends)
+            else:
+                low, high = lo if low is None else min(low, lo), hi if high is None else max(high, hi)
+                continue
+            break
+        else:
+            if stride != 0 and high - low < abs(stride):
+                return True
+    return False
+
+
+def _affine(expr: ir.Expr):
+    """({variable id: coefficient}, constant) of an integer expression affine in its variables
+    (no zero coefficients); None where it is not."""
+    if isinstance(expr, ir.Const):
+        return ({}, expr.value) if isinstance(expr.value, int) and not isinstance(expr.value, bool) else None
+    if isinstance(expr, ir.Var):
+        return {id(expr): 1}, 0
+    if isinstance(expr, ir.Cast) and ir.kind_of(expr.dtype) in "iu":
+        return _affine(expr.a)
+    if isinstance(expr, ir.Binary) and expr.op in ("add", "sub"):
+        left, right = _affine(expr.a), _affine(expr.b)
+        if left is None or right is None:
+            return None
+        sign = 1 if expr.op == "add" else -1
+        coefs = dict(left[0])
+        for name, coef in right[0].items():
+            coefs[name] = coefs.get(name, 0) + sign * coef
+        return {n: c for n, c in coefs.items() if c}, left[1] + sign * right[1]
+    if isinstance(expr, ir.Binary) and expr.op == "mul":
+        for const, other in ((expr.a, expr.b), (expr.b, expr.a)):
+            if isinstance(const, ir.Const) and isinstance(const.value, int) and not isinstance(const.value, bool):
+                found = _affine(other)
+                k = const.value
+                return None if found is None else ({n: c * k for n, c in found[0].items() if c * k}, found[1] * k)
+    return None
 
 
 def _same_access(a: tuple, b: tuple) -> bool:
@@ -163,5 +228,5 @@ def _determines(component: ir.Expr, var: ir.Var, inner: dict) -> bool:
             continue
         if coef is None or inner[name] is None:
             return False
-        spread += abs(coef) * (inner[name] - 1)
+        spread += abs(coef) * (inner[name][1] - 1)
     return spread < abs(found[id(var)])
