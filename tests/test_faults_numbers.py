@@ -155,6 +155,11 @@ def _load(tmp_path: Path, text: str):
                                                  "must be above 0 and at most 8388608"),
     ("[model.float16]\nmax_abs_error = 1e9\n", "model.float16.max_abs_error = 1000000000.0 is out of range"),
     ("[model.float32]\nmax_rmse_ratio = 1e9\n", "model.float32.max_rmse_ratio = 1000000000.0 is out of range"),
+    ("[model.int8]\nmax_rmse = 1e9\n", "model.int8.max_rmse = 1000000000.0 is out of range: it must be above 0 "
+                                    "and at most 10 (ten times the logits' standard deviation)"),
+    ("[model.bfloat16]\nmax_rmse_ratio_fp32 = 1e9\n", "model.bfloat16.max_rmse_ratio_fp32 = 1000000000.0 is out "
+                                                     "of range: it must be at least 1 (float32's own ratio) and at "
+                                                     "most 8388608 (2^23"),
     ("[divergence]\nmax_error_ratio = 1e9\n", "divergence.max_error_ratio = 1000000000.0 is out of range"),
     ("[divergence]\nmax_bias_shift = 1e9\n", "divergence.max_bias_shift = 1000000000.0 is out of range: it must be "
                                              "at least 0 and at most 10"),

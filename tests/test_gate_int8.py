@@ -257,6 +257,15 @@ def test_real_int8_runs_are_ready_and_reported_exact(cli, int8_runs, tmp_path):
     assert checks[f"int8 exactness vs {commits[0][:10]}"]["worst"] == (
         f"5 of 5 bit-exact, none less exact than at {commits[0][:10]}")
     assert checks["probabilistic bound fraction (lambda 9.4)"]["worst"] == gate_checks.ONLY_INTEGERS
+    # its logits against the float model's: within [model.int8] max_rmse (0.8), and over a limit below them
+    # NOT READY, the line naming the model and its RMSE (reports/thresholds.toml: miniresnet's 0.109)
+    assert (checks["model rmse int8"]["status"], checks["model rmse int8"]["worst"]) == (
+        "PASS", "0.1093 (miniresnet int8 llvm default)")
+    (tmp_path / "t.toml").write_text("[model.int8]\nmax_rmse = 0.1\n")
+    over = cli("gate", "--results", f"{out}/results", "--commit", commits[1], "--tvm-repo", repo, "--no-remeasure",
+               "--thresholds", str(tmp_path / "t.toml"))
+    assert over.returncode == 1, over.stdout + over.stderr
+    assert "\nfail: model rmse int8\n  miniresnet int8 llvm default: 0.1093\n" in over.stdout
     facts = reported(cli, f"{out}/results", tmp_path / "report", status=0)
     assert {m: m in facts["summary_columns"] for m in ("exact_fraction", "accumulator_mismatches", "ulp_mean")} == {
         "exact_fraction": True, "accumulator_mismatches": True, "ulp_mean": False}

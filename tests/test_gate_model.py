@@ -1,9 +1,12 @@
 """The gate's and the report's whole-model checks ([model.<dtype>] of the thresholds, bench_model's
 values) on in-memory histories (tests/histories.py): a setting over its limit fails, one not
-measured is listed with its reason and never passes, the report shows them in its model table."""
+measured is listed with its reason and never passes, the report shows them in its model table;
+int8's and bfloat16's limits through `tvm-suite gate` on such a history filed as `run` files one."""
 
 import math
+import re
 
+import pytest
 from histories import A, B, C, SEED, Builder
 from suite.reporting import gate, gate_checks, report
 from suite.reporting import thresholds as limits
@@ -45,8 +48,12 @@ def test_model_settings_within_their_limits_are_ready():
     result = gate.evaluate_named(history().history(), B, DEFAULTS)
     assert result.verdict is Verdict.READY
     found = checks(result)
-    assert set(found) == {f"model {m} {d}" for d in ("float16", "float32")
-                          for m in ("rmse_ratio", "tuned_rmse_ratio", "top1_agreement", "top5_agreement")}
+    assert set(found) == {f"model {m} {d}" for d in ("float16", "float32", "bfloat16")
+                          for m in ("rmse_ratio", "tuned_rmse_ratio", "top1_agreement", "top5_agreement")} | {
+        "model rmse_ratio_fp32 bfloat16", "model rmse int8"}
+    # no int8 or bfloat16 model at any commit: not checked, never a pass
+    assert {(c.status, c.worst) for name, c in found.items() if name.endswith(("int8", "bfloat16"))} == {
+        (Status.NOT_CHECKED, "no whole-model results in this dtype at any commit")}
     assert found["model top1_agreement float16"].status is Status.PASS
     assert found["model top1_agreement float16"].limit == ">= 0.75"
     assert found["model top1_agreement float16"].worst == "0.875 (miniresnet float16 llvm default)"
@@ -143,3 +150,55 @@ def test_the_report_has_a_model_table_and_leaves_models_out_of_the_kernels():
     html = report.render_html(facts, h, facts["divergence"]["marks"])
     assert 'id="models-table"' in html and f"not measured: {INFEASIBLE}" in html
     assert "<td>0.50</td>" in html
+
+
+# ----------------------------------------------------------------------------- int8 and bfloat16
+
+INT8 = ("miniresnet", "int8", "llvm", "default")
+BF16 = ("miniresnet", "bfloat16", "llvm", "default")
+
+
+def quantized_and_bf16(b: Builder, commit, int8_rmse: float = 0.1093) -> Builder:
+    """miniresnet's int8 and bfloat16 settings as `tvm-suite model --dtypes int8,bfloat16 --inputs 8`
+    measured them on llvm (reports/thresholds.toml), beside a float kernel with samples."""
+    b.values_at(INT8, commit, model_rmse=int8_rmse, model_rmse_ratio=1.0, model_rmse_ratio_fp32=2.81e5,
+                model_max_abs_error=0.294, model_top1_agreement=0.75, model_top5_agreement=1.0,
+                model_integer_differing=0.0)
+    b.values_at(BF16, commit, model_rmse=0.00476, model_rmse_ratio=1.0, model_rmse_ratio_fp32=1.22e4,
+                model_max_abs_error=0.0165, model_top1_agreement=1.0, model_top5_agreement=1.0)
+    return b.accurate(SEED, commit).timing(SEED, commit)
+
+
+@pytest.mark.parametrize("rmse", [0.1093, 0.8512])
+def test_an_int8_model_within_its_rmse_limit_is_ready_and_over_it_not_ready(cli, tmp_path, rmse):
+    """[model.int8] max_rmse: the quantized model's logits against the float model's. Its integers
+    here are the exact pipeline's and its RMSE is llvm default's own (ratio 1), as when the model's
+    calls or the quantization change: only the RMSE against float64 sees that. Through `tvm-suite
+    gate` on a history filed as `run` files one (tests/histories.py: Builder.write)."""
+    b = quantized_and_bf16(quantized_and_bf16(Builder(), A), B, int8_rmse=rmse)
+    done = cli("gate", "--results", str(b.write(tmp_path / "run")), "--commit", B, "--no-remeasure")
+    rows = {row[0]: row[1:] for row in (re.split(r"\s{2,}", line) for line in done.stdout.splitlines())
+            if row[0].startswith("model ") and row[0].endswith(("int8", "bfloat16"))}
+    assert rows == {
+        "model rmse int8": ["<= 0.8", f"{rmse:.4g} (miniresnet int8 llvm default)", "PASS" if rmse < 0.8 else "FAIL"],
+        "model rmse_ratio_fp32 bfloat16": ["<= 32768", "1.22e+04 (miniresnet bfloat16 llvm default)", "PASS"],
+        "model rmse_ratio bfloat16": ["<= 3", "1 (miniresnet bfloat16 llvm default)", "PASS"],
+        "model tuned_rmse_ratio bfloat16": ["<= 2", "no whole-model results in this dtype at any commit",
+                                            "NOT CHECKED"],
+        "model top1_agreement bfloat16": [">= 0.75", "1 (miniresnet bfloat16 llvm default)", "PASS"],
+        "model top5_agreement bfloat16": [">= 0.99", "1 (miniresnet bfloat16 llvm default)", "PASS"]}
+    if rmse < 0.8:
+        assert done.returncode == 0 and "\nfail:" not in done.stdout, done.stdout + done.stderr
+        assert done.stdout.endswith(f"verdict: READY for {B[:10]} against {A[:10]} -> exit 0\n")
+        return
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "\n\nfail: model rmse int8\n  miniresnet int8 llvm default: 0.8512\n\n" in done.stdout
+    assert done.stdout.endswith(f"verdict: NOT READY (a check failed) for {B[:10]} against {A[:10]} -> exit 1\n")
+    # the report's verdict on the pair blames that line, that combination and metric
+    history = b.history()
+    facts = report.compute(history, gate.evaluate_named(history, B, DEFAULTS))
+    (failing,) = [c for c in facts["gate"]["checks"] if c["status"] == "FAIL"]
+    assert (failing["name"], failing["details"]) == ("model rmse int8", ["miniresnet int8 llvm default: 0.8512"])
+    assert [(c["workload"], c["dtype"], c["metric"]) for c in failing["culprits"]] == [
+        ("miniresnet", "int8", "model_rmse")]
+    assert "miniresnet int8 llvm default: 0.8512" in report.render_html(facts, history, facts["divergence"]["marks"])

@@ -508,7 +508,14 @@ def test_a_baseline_newer_than_the_candidate_is_said():
     ("[model.float32]\nmax_rmse_ratio = inf\n", "model.float32.max_rmse_ratio must be a finite number"),
     ("[model.float16]\nmax_abs_error = 0\n", "model.float16.max_abs_error = 0 is out of range: it must be above 0"),
     ("[model.float16]\nmin_top3_agreement = 0.9\n", "unknown key 'model.float16.min_top3_agreement'"),
-    ("[model.bfloat16]\nmax_rmse_ratio = 2\n", "unknown key 'model.bfloat16'"),
+    ("[model.int4]\nmax_rmse_ratio = 2\n", "unknown key 'model.int4' (valid here: model.float32, model.float16, "
+                                            "model.bfloat16, model.int8)"),
+    ("[model.int8]\nmax_rmse = 0\n", "model.int8.max_rmse = 0 is out of range: it must be above 0 and at most 10"),
+    ("[model.int8]\nmax_rmse = '0.3'\n", "model.int8.max_rmse must be a finite number, not '0.3'"),
+    ("[model.int8]\nmax_rmse_error = 0.3\n", "unknown key 'model.int8.max_rmse_error'"),
+    ("[model.bfloat16]\nmin_top1_agreement = 1.5\n", "model.bfloat16.min_top1_agreement = 1.5 is out of range"),
+    ("[model.bfloat16]\nmax_rmse_ratio_fp32 = 0.5\n", "model.bfloat16.max_rmse_ratio_fp32 = 0.5 is out of range: "
+                                                      "it must be at least 1 (float32's own ratio)"),
 ])
 def test_thresholds_out_of_their_meaning_are_refused_naming_key_and_file(tmp_path, text, words):
     with pytest.raises(limits.ThresholdsError) as err:

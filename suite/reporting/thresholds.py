@@ -24,13 +24,14 @@ from pathlib import Path
 from suite import floats, tracked
 from suite.asv_plumbing.config import REPORTS
 from suite.core import bounds
+from suite.core.workloads import FLOAT_DTYPES, INTEGER_DTYPES
 from suite.errors import UserError
 
 DEFAULT_PATH = REPORTS / "thresholds.toml"
 ACCURACY_DTYPES = ("float16", "float32", "bfloat16")
-#: The dtypes whose whole-model accuracy has limits here: an int8 model is gated by its exactness
-#: against the integer pipeline (no limit to set); bfloat16's model figures are shown, not yet gated.
-MODEL_DTYPES = ("float16", "float32")
+#: The dtypes whose whole-model accuracy has limits here: every dtype a whole model runs in. An int8
+#: model is judged besides by its exactness against the integer pipeline (no limit: gate_checks).
+MODEL_DTYPES = (*FLOAT_DTYPES, *INTEGER_DTYPES)
 ACCURACY_METRICS = ("ulp_mean", "ulp_p99", "ulp_max", "scaled_error")
 #: Nesting deeper than this is no thresholds file (tomllib recurses per level).
 MAX_DEPTH = 8
@@ -91,7 +92,9 @@ class ModelLimit:
 
 
 #: [model.<dtype>] key -> (the metric of suite.tracked it limits, whether the limit is a floor).
-MODEL_KEYS = {"max_rmse_ratio": ("model_rmse_ratio", False),
+MODEL_KEYS = {"max_rmse": ("model_rmse", False),
+              "max_rmse_ratio": ("model_rmse_ratio", False),
+              "max_rmse_ratio_fp32": ("model_rmse_ratio_fp32", False),
               "max_tuned_rmse_ratio": ("model_tuned_rmse_ratio", False),
               "max_abs_error": ("model_max_abs_error", False),
               "min_top1_agreement": ("model_top1_agreement", True),
@@ -171,9 +174,14 @@ MAX_Z = 10.0
 #: The largest max_nonfinite: the smallest output the suite measures (miniresnet's classifier) has
 #: 10 elements, and a limit of 10 would pass it with none finite.
 MAX_NONFINITE = 9
-#: The largest max_abs_error of a model's logits: the suite's models are calibrated to logits of
-#: standard deviation about 1 (docs/model.md), so an error ten times that leaves no logit meaning anything.
+#: The largest max_abs_error (and max_rmse) of a model's logits: the suite's models are calibrated to
+#: logits of standard deviation about 1 (docs/model.md), so an error ten times that leaves no logit
+#: meaning anything.
 MAX_LOGIT_ERROR = 10.0
+#: The largest max_rmse_ratio_fp32 (a model's RMSE over float32's on the same model and inputs):
+#: float32's error is 2^-24 of the logits times how much the model amplifies a rounding (at least 1),
+#: so 2^23 times it is at least half the logits' spread: no logit meaning anything.
+MAX_FP32_RATIO = 2 ** 23
 
 #: A number's meaningful range: (test, words). The words complete "must be ...".
 _ABOVE_0 = (lambda v: v > 0, "above 0")
@@ -196,9 +204,14 @@ def _ulps(dtype: str) -> tuple:
 
 _AGREEMENT = (lambda v: 0 < v <= 1, "above 0 and at most 1 (a fraction of the inputs; 0 would switch the check off)")
 _CHANGE = {"max_ratio": _RATIO, "keep_nonzero": bool}
-_MODEL = {"max_rmse_ratio": _RATIO, "max_tuned_rmse_ratio": _RATIO,
-          "max_abs_error": (lambda v: 0 < v <= MAX_LOGIT_ERROR,
-                            f"above 0 and at most {MAX_LOGIT_ERROR:g} (ten times the logits' standard deviation)"),
+_LOGIT_ERROR = (lambda v: 0 < v <= MAX_LOGIT_ERROR,
+                f"above 0 and at most {MAX_LOGIT_ERROR:g} (ten times the logits' standard deviation)")
+_FP32_RATIO = (lambda v: 1 <= v <= MAX_FP32_RATIO,
+               f"at least 1 (float32's own ratio) and at most {MAX_FP32_RATIO} (2^23: an error that many times "
+               "float32's is at least half the logits' spread)")
+_MODEL = {"max_rmse": _LOGIT_ERROR, "max_rmse_ratio": _RATIO, "max_rmse_ratio_fp32": _FP32_RATIO,
+          "max_tuned_rmse_ratio": _RATIO,
+          "max_abs_error": _LOGIT_ERROR,
           "min_top1_agreement": _AGREEMENT, "min_top5_agreement": _AGREEMENT}
 _SCHEMA = {
     "latency": {"max_ratio": _RATIO, "alpha": _PROBABILITY, "baseline": str, "retimed_max_ratio": _RATIO,
