@@ -113,6 +113,24 @@ def test_each_benchmark_gets_only_the_combinations_it_can_measure():
     assert mixed["bench_latency.Throughput.track_latency_median"][1][1] == ["float32", "int8"]
 
 
+def test_asvs_benchmark_server_works_out_what_its_forks_would_each_work_out_again():
+    """asv_runner builds a benchmark's object in every process the server forks (about 1,200 a
+    quick run), reading and tokenizing its source each time, and a latency benchmark's median
+    imports numpy.ma: the server does both before it forks, and a benchmark built again then reads
+    no source and is the one asv's discovery built (code, version)."""
+    code = ("import json, sys, inspect, tokenize; root = sys.argv[1]; sys.argv[1:] = ['run_server']; "
+            "from asv_runner.discovery import disc_benchmarks, get_benchmark_from_name as get; "
+            "found = {b.name: [b.code, b.version] for b in disc_benchmarks(root)}; "
+            "inspect.getsourcelines = tokenize.generate_tokens = None; "
+            "print(json.dumps(['numpy.ma' in sys.modules, len(found), "
+            "{name: [get(root, name).code, get(root, name).version] for name in found} == found]))")
+    done = subprocess.run([sys.executable, "-c", code, str(ROOT / "benchmarks")], capture_output=True, text=True,
+                          cwd=ROOT, env={"TVM_SUITE_WORKLOADS": "seed", "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    imported, benchmarks, same = json.loads(done.stdout.strip().splitlines()[-1])
+    assert imported and benchmarks > 10 and same
+
+
 @pytest.mark.slow
 def test_a_benchmark_process_imports_tvm_only_to_note_a_missing_build(tmp_path):
     """asv runs every metric of every combination in a process of its own (thousands a run): once
