@@ -314,20 +314,12 @@ def difference_maps(combo: Combo, against: str = "default") -> dict:
         return {name: data[name] for name in data.files}
 
 
-def export_maps(combo: Combo, against: str, target: Path) -> Path:
-    """Copy the difference maps to ``target`` (.npz), where a report over asv results finds them
-    (asv keeps numbers only)."""
-    source = _divergence_entry(combo, against)[1]
-    cache.write_file(target, lambda tmp: shutil.copyfile(source, tmp))
-    return target
-
-
 def tracked_divergence(combo: Combo) -> dict:
-    """The divergence from ``default`` that asv tracks; its maps are kept with the run for the
-    report (see suite.core.runstore)."""
-    result = divergence(combo, "default")
+    """The divergence from ``default`` that asv tracks; its maps (.npz) are kept with the run, where
+    a report over asv results finds them (asv keeps numbers only; see suite.core.runstore)."""
+    result, maps = _divergence_entry(combo, "default")  # once: it reads both outputs whole, to check them
     if (found := run_place.current()) is not None:
-        export_maps(combo, "default", found.file(run_place.relative("maps", combo.ids)))
+        cache.write_file(found.file(run_place.relative("maps", combo.ids)), lambda tmp: shutil.copyfile(maps, tmp))
     return result
 
 
