@@ -307,9 +307,9 @@ class Interpreter(Expressions):
                 offset += value.const * stride
                 for axis, coef in value.terms:
                     strides[n - 1 - axis] += coef * stride
-        itemsize = array.itemsize
-        return np.lib.stride_tricks.as_strided(array[offset:], shape=self.lane_shape(),
-                                               strides=tuple(s * itemsize for s in strides))
+        itemsize = array.itemsize  # ndarray over the flat array's memory: as_strided's work, less its checks' cost
+        return np.ndarray(self.lane_shape(), array.dtype, array, offset * itemsize,
+                          tuple(s * itemsize for s in strides))
 
     def _in_bounds(self, st: Storage, idx: list) -> bool:
         for value, extent in zip(idx, st.buf.shape):

@@ -12,12 +12,14 @@ Expressions: :class:`Const`, :class:`Var`, :class:`Load`, :class:`Binary`, :clas
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, fields
 
 COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
 
 
+@functools.cache  # asked for each operation the interpreter evaluates: millions of times in an unrolled program
 def kind_of(dtype: str) -> str:
     """``"f"`` (float), ``"i"`` (signed), ``"u"`` (unsigned) or ``"b"`` (bool) of a scalar dtype."""
     if dtype == "bool":
@@ -31,6 +33,7 @@ def kind_of(dtype: str) -> str:
     raise ValueError(f"dtype {dtype!r}")
 
 
+@functools.cache
 def bits_of(dtype: str) -> int:
     return 1 if dtype == "bool" else int("".join(ch for ch in dtype if ch.isdigit()))
 
