@@ -295,7 +295,7 @@ def check_run(command: list[str], what: str) -> None:
 def encode_inputs(inputs, output_shape, dtype, ieee_twin: bool = False, fast_ticks: bool = False) -> bytes:
     """The harness's stdin: header words, then the raw input bytes. ``ieee_twin``: the linked HVX
     floating-point model computes as the IEEE twin (:mod:`suite.targets.ieee_twin`), not qfloat.
-    ``fast_ticks``: the harness totals the execution counters every millisecond, not every 20."""
+    ``fast_ticks``: the harness totals the execution counters every 20 microseconds, not every 20 ms."""
     arrays = [np.ascontiguousarray(a) for a in inputs]
     out_dtype = np.dtype(dtype)
     flags = (_FLAG_IEEE_TWIN if ieee_twin else 0) | (_FLAG_FAST_TICKS if fast_ticks else 0)
