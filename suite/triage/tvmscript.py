@@ -478,7 +478,7 @@ class _Translator:
         for index, node in enumerate(items):
             kind = type(node).__name__
             if kind in ("Bind", "LetStmt") and getattr(node, "body", None) is None:
-                return ir.Seq((*out, self.let(node, lambda: self.seq(items[index + 1:]))))
+                return ir.Seq((*out, self.let(node, lambda rest=items[index + 1:]: self.seq(rest))))
             if kind == "AllocBuffer":
                 return ir.Seq((*out, ir.Alloc(self.buf(node.buffer), self.seq(items[index + 1:]))))
             if kind == "DeclBuffer":
